@@ -1,0 +1,140 @@
+# stowaway: build, test, lint, bench, demo.
+#
+# Conventions (see docs/development.md):
+#  - Library sources: src/<concern>/*.c, compiled freestanding into build/libstowaway.so.
+#  - Files that define exported or interposed symbols, or compiler support,
+#    are "so-only" (src/core/*.c, *_hooks.c, src/rt/compiler_support.c); everything
+#    else also goes into build/libcore.a, which unit tests link against.
+#  - Unit tests: tests/unit/test_*.c, one binary each, built plain and with
+#    ASan+UBSan.  Integration tests: executable tests/integration/*.{sh,py}.
+#  - Test output protocol: one line per check, "PASS <name>" or "FAIL <name>".
+#  - Modules may add rules and extend UNIT_EXTRA_*, TEST_PROGRAMS, BENCHES,
+#    FUZZERS in a fragment src/<concern>/module.mk or tests/<area>/*.mk.
+
+CC        ?= gcc
+ifeq ($(origin CC),default)
+CC        := gcc
+endif
+MUSL_CC   ?= musl-gcc
+BUILD     := build
+VERSION   := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+
+LIB_DIRS  := rt config core profile encode unwind symbols collect export
+LIB_SRC   := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
+SO_ONLY   := $(wildcard src/core/*.c) $(wildcard src/*/*_hooks.c) src/rt/compiler_support.c
+CORE_SRC  := $(filter-out $(SO_ONLY),$(LIB_SRC))
+LIB_ASM   := $(wildcard src/*/*.S)
+
+WARN      := -Wall -Wextra -Werror -Wvla -Wshadow -Wpointer-arith -Wstrict-prototypes \
+             -Wmissing-prototypes -Wundef -Wcast-align -Wformat=2 -Wno-format-nonliteral
+LIB_CFLAGS := -std=c11 -O2 -g -fPIC -fvisibility=hidden -ffreestanding -fno-builtin \
+             -fno-stack-protector -fno-omit-frame-pointer -fno-strict-aliasing \
+             -fno-semantic-interposition -fno-common -fno-tree-loop-distribute-patterns -ftls-model=initial-exec \
+             -DSTOWAWAY_VERSION='"$(VERSION)"' -Isrc $(WARN)
+LIB_LDFLAGS := -shared -nostdlib -Wl,--version-script=src/core/exports.map \
+             -Wl,-z,now -Wl,-z,noexecstack -Wl,-z,relro -Wl,--build-id=sha1 \
+             -Wl,--hash-style=both -Wl,-soname,libstowaway.so
+# Host (test) code: hosted C with libc, same warnings.
+HOST_CFLAGS := -std=gnu11 -O1 -g -Isrc -Itests -DSTOWAWAY_VERSION='"$(VERSION)"' $(WARN) \
+             -Wno-missing-prototypes -Wno-strict-prototypes
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+
+LIB_OBJ   := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(patsubst src/%.S,$(BUILD)/obj/%.o,$(LIB_ASM))
+CORE_OBJ  := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(CORE_SRC))
+SAN_OBJ   := $(patsubst src/%.c,$(BUILD)/san/%.o,$(CORE_SRC))
+
+UNIT_SRC  := $(sort $(wildcard tests/unit/test_*.c))
+UNIT_BIN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+UNIT_SAN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/san/%,$(UNIT_SRC))
+
+# Extended by fragments.
+# Objects added to the .so only (e.g. vendored mbedTLS built by vendor/*.mk).
+LIB_EXTRA_OBJ   :=
+UNIT_EXTRA_SRC  :=
+UNIT_EXTRA_LIBS :=
+TEST_PROGRAMS   :=
+BENCHES         :=
+FUZZERS         :=
+
+.PHONY: all lib cli test test-only unit integration lint bench demo fuzz soak deps clean
+all: lib cli
+
+-include $(sort $(wildcard src/*/module.mk vendor/*.mk tests/*/*.mk))
+
+lib: $(BUILD)/libstowaway.so
+cli: $(BUILD)/stowaway
+
+$(BUILD)/obj/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%.o: src/%.S
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) -c $< -o $@
+
+$(BUILD)/san/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -O2 -ffreestanding -fno-builtin,$(LIB_CFLAGS)) -O1 $(SAN_FLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libstowaway.so: $(LIB_OBJ) $(LIB_EXTRA_OBJ) src/core/exports.map
+	$(CC) $(LIB_LDFLAGS) -o $@ $(LIB_OBJ) $(LIB_EXTRA_OBJ) -lgcc
+
+$(BUILD)/libcore.a: $(CORE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libcore-san.a: $(SAN_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+# The CLI is an ordinary static program linked against musl.
+CLI_SRC := $(sort $(wildcard src/cli/*.c))
+$(BUILD)/stowaway: $(CLI_SRC) $(wildcard src/cli/*.h) src/stowaway.h
+	@mkdir -p $(BUILD)
+	$(MUSL_CC) -std=gnu11 -O2 -static -Isrc -DSTOWAWAY_VERSION='"$(VERSION)"' $(WARN) \
+		-Wno-missing-prototypes $(CLI_SRC) -o $@
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcore.a $(UNIT_EXTRA_SRC)
+	@mkdir -p $(dir $@)
+	$(CC) $(HOST_CFLAGS) $< $(UNIT_EXTRA_SRC) $(BUILD)/libcore.a $(UNIT_EXTRA_LIBS) -lpthread -lm -o $@
+
+$(BUILD)/tests/san/%: tests/unit/%.c $(BUILD)/libcore-san.a $(UNIT_EXTRA_SRC)
+	@mkdir -p $(dir $@)
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $< $(UNIT_EXTRA_SRC) $(BUILD)/libcore-san.a $(UNIT_EXTRA_LIBS) -lpthread -lm -o $@
+
+# Everything a test run needs, built before any test starts.
+test-build: all $(UNIT_BIN) $(UNIT_SAN) $(TEST_PROGRAMS)
+.PHONY: test-build
+
+# `make test`: set up a fresh Debian 12 machine, build, lint, run every test.
+test: deps
+	@$(MAKE) --no-print-directory test-build
+	@$(MAKE) --no-print-directory lint
+	@tests/run.sh
+
+# Run the tests without installing packages or linting (for quick iteration).
+test-only: test-build
+	@tests/run.sh $(T)
+
+lint: $(BUILD)/libstowaway.so
+	@tests/lint.sh
+
+deps:
+	@tests/deps.sh
+
+bench: all $(TEST_PROGRAMS) $(BENCHES)
+	@tests/bench/run.sh
+
+demo: all $(TEST_PROGRAMS)
+	@tests/demo.sh
+
+fuzz: $(FUZZERS)
+	@tests/fuzz/run.sh long
+
+soak: all $(TEST_PROGRAMS)
+	@tests/soak.sh
+
+clean:
+	rm -rf $(BUILD) profiles
+
+-include $(LIB_OBJ:.o=.d) $(SAN_OBJ:.o=.d)

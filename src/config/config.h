@@ -1,0 +1,102 @@
+/* One immutable configuration, read once from the environment.
+ *
+ * Every setting has a safe default; a malformed value is reported with one
+ * "stowaway:" line and replaced by the default.  After config_load() the
+ * struct is never written again (a fork child reuses it as is).
+ */
+#ifndef STOWAWAY_CONFIG_H
+#define STOWAWAY_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stddef.h>
+
+/* Profile kinds: one output file per kind per period. */
+enum sw_kind {
+	SW_KIND_CPU = 0,
+	SW_KIND_WALL,
+	SW_KIND_ALLOC,
+	SW_KIND_HEAP,
+	SW_KIND_LOCK,
+	SW_KIND_EXCEPTION,
+	SW_KIND_COUNT
+};
+#define SW_KIND_BIT(k) (1u << (k))
+#define SW_KINDS_DEFAULT                                                       \
+	(SW_KIND_BIT(SW_KIND_CPU) | SW_KIND_BIT(SW_KIND_WALL) |                \
+	 SW_KIND_BIT(SW_KIND_ALLOC) | SW_KIND_BIT(SW_KIND_HEAP))
+/* "cpu", "wall", ... as used in STOWAWAY_PROFILES and file names. */
+const char *sw_kind_name(enum sw_kind k);
+
+#define SW_CFG_STR 256      /* service, env, version, hosts, ... */
+#define SW_CFG_PATH 1024    /* paths and URLs */
+#define SW_CFG_TAGS 4096    /* DD_TAGS after validation */
+
+struct sw_config {
+	bool enabled;             /* DD_PROFILING_ENABLED */
+	int log_level;            /* STOWAWAY_LOG_LEVEL: error|warn|info|debug (enum rt_log_level) */
+	uint32_t kinds;           /* STOWAWAY_PROFILES: bit set of SW_KIND_BIT */
+
+	char service[SW_CFG_STR]; /* DD_SERVICE, default: program name */
+	char env[SW_CFG_STR];     /* DD_ENV */
+	char version[SW_CFG_STR]; /* DD_VERSION */
+	/* DD_TAGS normalised to "k:v,k:v" (comma separated, no spaces), bounded. */
+	char tags[SW_CFG_TAGS];
+
+	uint32_t upload_period_s; /* DD_PROFILING_UPLOAD_PERIOD, default 60, 1..3600 */
+	uint32_t exit_timeout_ms; /* STOWAWAY_EXIT_TIMEOUT_MS, default 2000 */
+
+	/* Files (air-gapped).  Empty output_dir: no file exporter. */
+	char output_dir[SW_CFG_PATH]; /* STOWAWAY_OUTPUT_DIR */
+	uint32_t max_files;           /* STOWAWAY_MAX_FILES, default 1000, 0 = unbounded */
+
+	/* Datadog agent.  agent_url is "http://host:port" or "unix:///path";
+	 * built from DD_TRACE_AGENT_URL, else DD_AGENT_HOST + DD_TRACE_AGENT_PORT. */
+	bool agent_enabled;          /* true when any agent setting was given, or no other sink */
+	char agent_url[SW_CFG_PATH];
+
+	/* Agentless intake: enabled when DD_API_KEY is set (and no agent URL given). */
+	char api_key[SW_CFG_STR];       /* DD_API_KEY: never logged */
+	char site[SW_CFG_STR];          /* DD_SITE, default datadoghq.com */
+	char intake_url[SW_CFG_PATH];   /* STOWAWAY_INTAKE_URL, else https://intake.profile.$DD_SITE/api/v2/profile */
+	char ca_file[SW_CFG_PATH];      /* STOWAWAY_CA_FILE */
+
+	/* Pyroscope: STOWAWAY_PYROSCOPE_URL, _AUTH_TOKEN (bearer), _BASIC_AUTH (user:pass), _TENANT_ID */
+	char pyroscope_url[SW_CFG_PATH];
+	char pyroscope_token[SW_CFG_STR];
+	char pyroscope_basic_auth[SW_CFG_STR];
+	char pyroscope_tenant[SW_CFG_STR];
+
+	uint32_t http_timeout_ms; /* STOWAWAY_HTTP_TIMEOUT_MS, default 5000 */
+
+	/* Collectors */
+	uint32_t cpu_hz;             /* STOWAWAY_CPU_HZ, default 100, 1..1000 */
+	uint32_t wall_hz;            /* STOWAWAY_WALL_HZ, default 100, 1..1000 */
+	uint32_t wall_max_threads;   /* STOWAWAY_WALL_MAX_THREADS per tick, default 32 */
+	uint32_t max_frames;         /* STOWAWAY_MAX_FRAMES, default 128, 8..1024 */
+	uint64_t alloc_sample_bytes; /* STOWAWAY_ALLOC_SAMPLE_BYTES, default 524288 */
+	uint32_t max_stacks;         /* STOWAWAY_MAX_STACKS distinct samples per period, default 65536 */
+	uint32_t max_overhead_pct;   /* STOWAWAY_MAX_OVERHEAD_PCT, default 2 */
+	bool follow_exec;            /* STOWAWAY_FOLLOW_EXEC, default true */
+};
+
+/* The process-wide configuration (zeroed until config_load runs). */
+extern struct sw_config sw_cfg;
+
+/* Reads the environment into sw_cfg.  Never fails: bad values are logged
+ * and replaced by defaults.  `program` names the host program (for the
+ * default service). */
+void config_load(struct sw_config *cfg, const char *program);
+
+/* Parsers shared with tests and fuzz targets (all bounded, no allocation).
+ * Each returns false, and leaves *out untouched, on malformed input. */
+bool config_parse_bool(const char *s, bool *out);
+bool config_parse_u32_range(const char *s, uint32_t lo, uint32_t hi, uint32_t *out);
+/* "cpu,wall" -> bit set; false on any unknown or empty entry. */
+bool config_parse_kinds(const char *s, uint32_t *out);
+/* DD_TAGS ("k:v,k:v" or space separated) -> normalised into out (cap bytes).
+ * Drops malformed entries (logged by the caller via *dropped); false if the
+ * result would not fit, in which case out holds the entries that fit. */
+bool config_normalize_tags(const char *s, char *out, size_t cap, unsigned *dropped);
+
+#endif

@@ -1,0 +1,53 @@
+/* Exporters: where finished, compressed profiles go.
+ *
+ * The scheduler builds one batch per period (and one at exit) and hands it
+ * to every configured exporter in turn, on the scheduler thread.  An
+ * exporter must return by `deadline_ns` (CLOCK_MONOTONIC); it owns no part
+ * of the batch after it returns.
+ */
+#ifndef STOWAWAY_EXPORT_H
+#define STOWAWAY_EXPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../config/config.h"
+
+struct sw_export_item {
+	enum sw_kind kind;
+	const uint8_t *gz; /* gzip-compressed pprof of this kind alone */
+	size_t len;
+};
+
+struct sw_export_batch {
+	uint64_t start_ns;  /* CLOCK_REALTIME, start of the period */
+	uint64_t end_ns;    /* CLOCK_REALTIME, end of the period */
+	uint32_t seq;       /* period number in this process, from 0 */
+	uint32_t pid;
+	const char *runtime_id; /* UUID string, new after fork */
+	const struct sw_export_item *items; /* one per enabled kind with data */
+	size_t n_items;
+	/* All enabled kinds in one profile (sample types side by side), for
+	 * backends that take one attachment per upload (Datadog). */
+	const uint8_t *combined_gz;
+	size_t combined_len;
+	bool final;         /* the flush at process exit */
+};
+
+struct sw_exporter {
+	const char *name;
+	/* 0 on success or -errno-like failure; logs its own errors. */
+	int (*export_batch)(struct sw_exporter *self, const struct sw_export_batch *batch,
+			    uint64_t deadline_ns);
+	void (*destroy)(struct sw_exporter *self);
+	void *state;
+};
+
+/* Built from sw_cfg; each returns NULL (after logging why) when its sink is
+ * not configured or cannot work. */
+struct sw_exporter *export_file_create(const struct sw_config *cfg);
+struct sw_exporter *export_datadog_create(const struct sw_config *cfg);
+struct sw_exporter *export_pyroscope_create(const struct sw_config *cfg);
+
+#endif

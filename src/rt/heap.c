@@ -1,0 +1,195 @@
+/* Our own heap: power-of-two size classes carved from mmap'd arenas, with a
+ * free list per class; large blocks are mapped directly.  One mutex guards
+ * the small-block state.  Never called from a signal handler. */
+#include "rt/rt.h"
+#include "rt/sys.h"
+
+#define HEAP_MIN_SHIFT 4u  /* 16-byte blocks */
+#define HEAP_MAX_SHIFT 16u /* 64 KiB: larger goes straight to mmap */
+#define HEAP_CLASSES (HEAP_MAX_SHIFT - HEAP_MIN_SHIFT + 1u)
+#define HEAP_ARENA_SIZE (1u << 20)
+#define HEAP_HEADER 16u
+#define HEAP_MAGIC_SMALL 0x5357534du
+#define HEAP_MAGIC_LARGE 0x5357534cu
+#define PAGE_SIZE_BYTES 4096u
+
+/* Precedes every block; keeps the payload 16-byte aligned. */
+struct heap_header {
+	uint32_t magic;
+	uint32_t class_index; /* small blocks */
+	uint64_t map_size;    /* large blocks: bytes mapped including header */
+};
+
+struct heap_free_block {
+	struct heap_free_block *next;
+};
+
+static struct {
+	struct rt_mutex lock;
+	struct heap_free_block *free_lists[HEAP_CLASSES];
+	uint8_t *arena_cursor;
+	size_t arena_left;
+	atomic_size_t mapped;
+} heap;
+
+static size_t round_pages(size_t n) { return (n + PAGE_SIZE_BYTES - 1) & ~(size_t)(PAGE_SIZE_BYTES - 1); }
+
+void *rt_pages_alloc(size_t size)
+{
+	if (size == 0 || size > ((size_t)1 << 46))
+		return NULL;
+	size = round_pages(size);
+	void *p = sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (SYS_IS_ERR(p))
+		return NULL;
+	atomic_fetch_add(&heap.mapped, size);
+	return p;
+}
+
+void rt_pages_free(void *p, size_t size)
+{
+	if (!p)
+		return;
+	size = round_pages(size);
+	if (sys_munmap(p, size) == 0)
+		atomic_fetch_sub(&heap.mapped, size);
+}
+
+size_t rt_heap_mapped_bytes(void) { return atomic_load(&heap.mapped); }
+
+static unsigned class_for(size_t total)
+{
+	unsigned shift = HEAP_MIN_SHIFT;
+	while (((size_t)1 << shift) < total)
+		shift++;
+	return shift - HEAP_MIN_SHIFT;
+}
+
+static void *small_alloc(unsigned cls)
+{
+	size_t block = (size_t)1 << (cls + HEAP_MIN_SHIFT);
+	struct heap_free_block *b = heap.free_lists[cls];
+	if (b) {
+		heap.free_lists[cls] = b->next;
+		return b;
+	}
+	if (heap.arena_left < block) {
+		/* The tail of the old arena is abandoned: at most one block's worth. */
+		uint8_t *arena = rt_pages_alloc(HEAP_ARENA_SIZE);
+		if (!arena)
+			return NULL;
+		heap.arena_cursor = arena;
+		heap.arena_left = HEAP_ARENA_SIZE;
+	}
+	void *p = heap.arena_cursor;
+	heap.arena_cursor += block;
+	heap.arena_left -= block;
+	return p;
+}
+
+void *rt_malloc(size_t size)
+{
+	if (size > ((size_t)1 << 46))
+		return NULL;
+	size_t total = size + HEAP_HEADER;
+	struct heap_header *h;
+	if (total > ((size_t)1 << HEAP_MAX_SHIFT)) {
+		size_t map = round_pages(total);
+		h = rt_pages_alloc(map);
+		if (!h)
+			return NULL;
+		h->magic = HEAP_MAGIC_LARGE;
+		h->class_index = 0;
+		h->map_size = map;
+		return (uint8_t *)h + HEAP_HEADER;
+	}
+	unsigned cls = class_for(total);
+	rt_mutex_lock(&heap.lock);
+	h = small_alloc(cls);
+	rt_mutex_unlock(&heap.lock);
+	if (!h)
+		return NULL;
+	h->magic = HEAP_MAGIC_SMALL;
+	h->class_index = cls;
+	h->map_size = 0;
+	return (uint8_t *)h + HEAP_HEADER;
+}
+
+static struct heap_header *header_of(void *p)
+{
+	return (struct heap_header *)(void *)((uint8_t *)p - HEAP_HEADER);
+}
+
+static size_t usable_size(const struct heap_header *h)
+{
+	if (h->magic == HEAP_MAGIC_LARGE)
+		return h->map_size - HEAP_HEADER;
+	return ((size_t)1 << (h->class_index + HEAP_MIN_SHIFT)) - HEAP_HEADER;
+}
+
+void rt_free(void *p)
+{
+	if (!p)
+		return;
+	struct heap_header *h = header_of(p);
+	if (h->magic == HEAP_MAGIC_LARGE) {
+		rt_pages_free(h, h->map_size);
+		return;
+	}
+	if (h->magic != HEAP_MAGIC_SMALL || h->class_index >= HEAP_CLASSES) {
+		rt_log_once(RT_LOG_ERROR, "internal error: rt_free of a pointer not from our heap");
+		return;
+	}
+	unsigned cls = h->class_index;
+	h->magic = 0;
+	struct heap_free_block *b = (struct heap_free_block *)(void *)h;
+	rt_mutex_lock(&heap.lock);
+	b->next = heap.free_lists[cls];
+	heap.free_lists[cls] = b;
+	rt_mutex_unlock(&heap.lock);
+}
+
+void *rt_calloc(size_t n, size_t size)
+{
+	if (size && n > SIZE_MAX / size)
+		return NULL;
+	size_t total = n * size;
+	void *p = rt_malloc(total);
+	if (p && header_of(p)->magic == HEAP_MAGIC_SMALL)
+		rt_memset(p, 0, total); /* fresh mmap'd large blocks are already zero */
+	return p;
+}
+
+void *rt_realloc(void *p, size_t size)
+{
+	if (!p)
+		return rt_malloc(size);
+	if (size == 0) {
+		rt_free(p);
+		return NULL;
+	}
+	size_t old = usable_size(header_of(p));
+	if (size <= old && header_of(p)->magic == HEAP_MAGIC_SMALL)
+		return p;
+	void *q = rt_malloc(size);
+	if (!q)
+		return NULL;
+	rt_memcpy(q, p, RT_MIN(old, size));
+	rt_free(p);
+	return q;
+}
+
+char *rt_strndup(const char *s, size_t n)
+{
+	size_t len = rt_strnlen(s, n);
+	char *d = rt_malloc(len + 1);
+	if (!d)
+		return NULL;
+	rt_memcpy(d, s, len);
+	d[len] = 0;
+	return d;
+}
+
+char *rt_strdup(const char *s) { return rt_strndup(s, SIZE_MAX); }
+
+void rt_heap_after_fork_child(void) { rt_mutex_reset(&heap.lock); }

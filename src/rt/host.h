@@ -1,0 +1,36 @@
+/* The only functions and data we take from the host process.
+ *
+ * Each is a weak undefined reference: if the host does not provide it the
+ * address is NULL and the caller must cope.  tests/integration/symbols.sh
+ * checks that the library's undefined dynamic symbols are exactly this
+ * list (tests/allowed-undefined.txt).  Never call one of these from a signal
+ * handler, and never one whose structure layouts differ between glibc and
+ * musl.  Add to this list only after review.
+ */
+#ifndef STOWAWAY_RT_HOST_H
+#define STOWAWAY_RT_HOST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct dl_phdr_info;
+
+/* The initial environment (glibc and musl both export `environ`). */
+extern char **environ __attribute__((weak));
+/* Symbol lookup: RTLD_NEXT for interposition, RTLD_DEFAULT otherwise. */
+extern void *dlsym(void *handle, const char *name) __attribute__((weak));
+#define HOST_RTLD_NEXT ((void *)-1l)
+#define HOST_RTLD_DEFAULT ((void *)0)
+/* Loaded objects, for unwind tables and symbols (never in a signal handler). */
+extern int dl_iterate_phdr(int (*cb)(struct dl_phdr_info *info, size_t size, void *data),
+			   void *data) __attribute__((weak));
+/* AT_SECURE and AT_SYSINFO_EHDR. */
+extern unsigned long getauxval(unsigned long type) __attribute__((weak));
+/* Fork handlers: glibc exports __register_atfork (pthread_atfork lives in
+ * libc_nonshared.a there); musl exports pthread_atfork. */
+extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void),
+			     void *dso_handle) __attribute__((weak));
+extern int pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
+	__attribute__((weak));
+
+#endif

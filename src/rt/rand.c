@@ -1,0 +1,116 @@
+/* Random numbers for sampling decisions, and ln/exp without libm. */
+#include "rt/rt.h"
+#include "rt/sys.h"
+
+#define LN2 0.693147180559945309417232121458176568
+
+bool rt_random_bytes(void *buf, size_t n)
+{
+	uint8_t *p = buf;
+	size_t got = 0;
+	for (int tries = 0; got < n && tries < 8; tries++) {
+		long r = sys_getrandom(p + got, n - got, 0);
+		if (r > 0)
+			got += (size_t)r;
+		else if (r != -EINTR)
+			return false;
+	}
+	return got == n;
+}
+
+static uint64_t splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+void rt_rng_seed(struct rt_rng *r)
+{
+	uint64_t seed;
+	if (!rt_random_bytes(&seed, sizeof(seed)))
+		seed = rt_monotonic_ns() ^ ((uint64_t)sys_gettid() << 32) ^ (uint64_t)(uintptr_t)r;
+	r->s[0] = splitmix64(&seed);
+	r->s[1] = splitmix64(&seed);
+	if ((r->s[0] | r->s[1]) == 0)
+		r->s[0] = 1;
+}
+
+uint64_t rt_rng_next(struct rt_rng *r)
+{
+	uint64_t s1 = r->s[0];
+	const uint64_t s0 = r->s[1];
+	const uint64_t result = s0 + s1;
+	r->s[0] = s0;
+	s1 ^= s1 << 23;
+	r->s[1] = s1 ^ s0 ^ (s1 >> 18) ^ (s0 >> 5);
+	return result;
+}
+
+double rt_rng_uniform(struct rt_rng *r)
+{
+	/* 53 random bits, shifted into (0, 1]. */
+	return ((double)(rt_rng_next(r) >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+}
+
+double rt_rng_exponential(struct rt_rng *r, double mean)
+{
+	return -rt_ln(rt_rng_uniform(r)) * mean;
+}
+
+double rt_ln(double x)
+{
+	if (!(x > 0.0))
+		return x == 0.0 ? -1.0 / 0.0 : 0.0 / 0.0;
+	if (x == 1.0 / 0.0)
+		return x;
+	uint64_t bits;
+	__builtin_memcpy(&bits, &x, sizeof(bits));
+	int e = (int)((bits >> 52) & 0x7ff);
+	if (e == 0) { /* subnormal: scale into the normal range */
+		x *= 18014398509481984.0; /* 2^54 */
+		__builtin_memcpy(&bits, &x, sizeof(bits));
+		e = (int)((bits >> 52) & 0x7ff) - 54;
+	}
+	e -= 1023;
+	bits = (bits & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+	double m;
+	__builtin_memcpy(&m, &bits, sizeof(m));
+	if (m > 1.4142135623730951) {
+		m *= 0.5;
+		e++;
+	}
+	/* ln(m) = 2 atanh(s), s = (m-1)/(m+1), |s| < 0.172 */
+	double s = (m - 1.0) / (m + 1.0), s2 = s * s, term = s, sum = 0.0;
+	for (int k = 0; k < 14; k++) {
+		sum += term / (double)(2 * k + 1);
+		term *= s2;
+	}
+	return 2.0 * sum + (double)e * LN2;
+}
+
+double rt_exp(double x)
+{
+	if (x != x)
+		return x;
+	if (x > 709.0)
+		return 1.0 / 0.0;
+	if (x < -745.0)
+		return 0.0;
+	double kf = x / LN2;
+	int k = (int)(kf + (kf >= 0 ? 0.5 : -0.5));
+	double rem = x - (double)k * LN2;
+	double term = 1.0, sum = 1.0;
+	for (int i = 1; i < 24; i++) {
+		term *= rem / (double)i;
+		sum += term;
+	}
+	/* Multiply by 2^k in two steps so neither factor overflows. */
+	int k1 = k / 2, k2 = k - k1;
+	uint64_t b1 = (uint64_t)(k1 + 1023) << 52, b2 = (uint64_t)(k2 + 1023) << 52;
+	double f1, f2;
+	__builtin_memcpy(&f1, &b1, sizeof(f1));
+	__builtin_memcpy(&f2, &b2, sizeof(f2));
+	return sum * f1 * f2;
+}

@@ -1,0 +1,152 @@
+/* The freestanding runtime every other part of stowaway is built on.
+ *
+ * Nothing here calls the host libc.  Functions marked [signal-safe] may be
+ * called from a signal handler; everything else may take our own locks or
+ * allocate from our own mmap-backed heap (never from the host's).
+ */
+#ifndef STOWAWAY_RT_H
+#define STOWAWAY_RT_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdatomic.h>
+
+#define RT_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define RT_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define RT_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define RT_UNUSED(x) ((void)(x))
+#define RT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define RT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- memory and strings [signal-safe] ---- */
+void *rt_memcpy(void *dst, const void *src, size_t n);
+void *rt_memmove(void *dst, const void *src, size_t n);
+void *rt_memset(void *dst, int c, size_t n);
+int rt_memcmp(const void *a, const void *b, size_t n);
+const void *rt_memchr(const void *s, int c, size_t n);
+size_t rt_strlen(const char *s);
+size_t rt_strnlen(const char *s, size_t max);
+int rt_strcmp(const char *a, const char *b);
+int rt_strncmp(const char *a, const char *b, size_t n);
+const char *rt_strchr(const char *s, int c);
+bool rt_streq(const char *a, const char *b);
+bool rt_starts_with(const char *s, const char *prefix);
+/* Copies at most cap-1 bytes and always terminates (cap > 0); returns strlen(src). */
+size_t rt_strlcpy(char *dst, const char *src, size_t cap);
+/* ASCII case-insensitive equality of a length-delimited string and a C string. */
+bool rt_eq_nocase(const char *s, size_t n, const char *lit);
+
+/* Parse an unsigned decimal of exactly n bytes (no sign, no spaces, no
+ * overflow).  Returns false on any malformed input. [signal-safe] */
+bool rt_parse_u64(const char *s, size_t n, uint64_t *out);
+bool rt_parse_i64(const char *s, size_t n, int64_t *out);
+bool rt_parse_hex_u64(const char *s, size_t n, uint64_t *out);
+
+/* ---- formatting [signal-safe] ----
+ * Supports %% %c %s %.*s %d %i %u %x %X %p with length modifiers l, ll, z
+ * and flags/width: '-', '0', decimal width.  Output is always terminated when
+ * cap > 0; returns the length the full output would have had. */
+size_t rt_vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap);
+size_t rt_snprintf(char *buf, size_t cap, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ---- growable byte buffer on our heap ----
+ * After any failed growth `failed` is set and further appends are ignored,
+ * so a caller checks once at the end. */
+struct rt_buf {
+	uint8_t *data;
+	size_t len;
+	size_t cap;
+	bool failed;
+};
+bool rt_buf_reserve(struct rt_buf *b, size_t extra);
+void rt_buf_append(struct rt_buf *b, const void *p, size_t n);
+void rt_buf_append_byte(struct rt_buf *b, uint8_t c);
+void rt_buf_append_str(struct rt_buf *b, const char *s);
+void rt_buf_appendf(struct rt_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void rt_buf_reset(struct rt_buf *b); /* len = 0, keeps capacity */
+void rt_buf_free(struct rt_buf *b);
+
+/* ---- allocator: mmap-backed, thread-safe, never the host's malloc ----
+ * Not signal-safe.  rt_calloc checks n*size for overflow. */
+void *rt_malloc(size_t size);
+void *rt_calloc(size_t n, size_t size);
+void *rt_realloc(void *p, size_t size);
+void rt_free(void *p);
+char *rt_strdup(const char *s);
+char *rt_strndup(const char *s, size_t n);
+/* Whole pages straight from the kernel, zeroed; for large preallocated tables. */
+void *rt_pages_alloc(size_t size);
+void rt_pages_free(void *p, size_t size);
+/* Bytes currently held from the kernel by the allocator (for memory bounds and tests). */
+size_t rt_heap_mapped_bytes(void);
+/* In a fork child: the allocator lock may have been held by a thread that no
+ * longer exists; make it usable again. */
+void rt_heap_after_fork_child(void);
+
+/* ---- locks ---- */
+/* A futex-based mutex.  Never taken inside a signal handler. */
+struct rt_mutex {
+	atomic_int state;
+};
+#define RT_MUTEX_INIT {0}
+void rt_mutex_lock(struct rt_mutex *m);
+bool rt_mutex_trylock(struct rt_mutex *m);
+void rt_mutex_unlock(struct rt_mutex *m);
+/* Only valid when no other thread can hold it (fork child). */
+void rt_mutex_reset(struct rt_mutex *m);
+
+/* ---- time [signal-safe] ---- */
+uint64_t rt_clock_ns(int clockid); /* 0 if the clock cannot be read */
+uint64_t rt_monotonic_ns(void);
+uint64_t rt_realtime_ns(void);
+uint64_t rt_thread_cpu_ns(void);  /* calling thread */
+uint64_t rt_process_cpu_ns(void);
+/* Sleep up to ns; returns early (false) if interrupted. */
+bool rt_sleep_ns(uint64_t ns);
+
+/* ---- randomness [signal-safe] ---- */
+struct rt_rng {
+	uint64_t s[2];
+};
+void rt_rng_seed(struct rt_rng *r);          /* from getrandom, else time and tid */
+uint64_t rt_rng_next(struct rt_rng *r);      /* xorshift128+ */
+double rt_rng_uniform(struct rt_rng *r);     /* in (0, 1] */
+double rt_rng_exponential(struct rt_rng *r, double mean);
+/* Natural log and exp without libm (relative error < 1e-12 on normal inputs). */
+double rt_ln(double x);
+double rt_exp(double x);
+/* Fill buf with random bytes from getrandom; false if unavailable. */
+bool rt_random_bytes(void *buf, size_t n);
+
+/* ---- logging: one line "stowaway: ...\n" to fd 2 in a single write ---- */
+enum rt_log_level { RT_LOG_ERROR = 0, RT_LOG_WARN = 1, RT_LOG_INFO = 2, RT_LOG_DEBUG = 3 };
+void rt_log_set_level(enum rt_log_level level);
+enum rt_log_level rt_log_get_level(void);
+void rt_log(enum rt_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define rt_error(...) rt_log(RT_LOG_ERROR, __VA_ARGS__)
+#define rt_warn(...) rt_log(RT_LOG_WARN, __VA_ARGS__)
+#define rt_info(...) rt_log(RT_LOG_INFO, __VA_ARGS__)
+#define rt_debug(...) rt_log(RT_LOG_DEBUG, __VA_ARGS__)
+/* Logs at most once per call site. */
+#define rt_log_once(level, ...)                                                \
+	do {                                                                   \
+		static atomic_int rt_once_flag_;                               \
+		if (atomic_exchange(&rt_once_flag_, 1) == 0)                   \
+			rt_log((level), __VA_ARGS__);                          \
+	} while (0)
+
+/* ---- small file helpers ---- */
+/* Reads up to cap-1 bytes of a whole file (e.g. /proc) and terminates it.
+ * Returns bytes read or -errno. [signal-safe] */
+long rt_read_file(const char *path, char *buf, size_t cap);
+/* Writes all n bytes, retrying short writes and EINTR; 0 or -errno. */
+long rt_write_all(int fd, const void *buf, size_t n);
+
+/* ---- environment ----
+ * Value of NAME from the environment the process started with, or NULL. */
+const char *rt_getenv(const char *name);
+
+#endif

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Runs every test program and integration script, counts "PASS"/"FAIL" lines,
+# and ends with "N passed, N failed".  A program that exits non-zero without a
+# FAIL line, or prints no PASS/FAIL line at all, counts as one failure.
+# Usage: tests/run.sh [FILTER]   (FILTER: substring of the test's path)
+set -u
+cd "$(dirname "$0")/.."
+filter="${1:-}"
+passed=0
+failed=0
+failures=()
+logdir=build/test-logs
+mkdir -p "$logdir"
+timeout_s="${STOWAWAY_TEST_TIMEOUT:-600}"
+
+run_one() {
+	local name="$1"
+	shift
+	case "$name" in *"$filter"*) ;; *) return 0 ;; esac
+	local log="$logdir/$(echo "$name" | tr '/ ' '__').log"
+	local start=$SECONDS
+	timeout --kill-after=10 "$timeout_s" "$@" >"$log" 2>&1
+	local rc=$?
+	local p f
+	p=$(grep -c '^PASS ' "$log")
+	f=$(grep -c '^FAIL ' "$log")
+	grep -E '^(PASS|FAIL) ' "$log" | sed "s|^|[$name] |"
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "FAIL [$name] exited with status $rc"
+		f=1
+	fi
+	if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+		echo "FAIL [$name] ran no check"
+		f=1
+	fi
+	if [ "$f" -ne 0 ]; then
+		failures+=("$name")
+		echo "---- last lines of $log ----"
+		tail -n 30 "$log"
+		echo "----"
+	fi
+	echo "     [$name] $((SECONDS - start))s"
+	passed=$((passed + p))
+	failed=$((failed + f))
+}
+
+for bin in build/tests/test_*; do
+	[ -x "$bin" ] || continue
+	run_one "unit/$(basename "$bin")" "$bin"
+done
+for bin in build/tests/san/test_*; do
+	[ -x "$bin" ] || continue
+	ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+		run_one "asan/$(basename "$bin")" "$bin"
+done
+for script in tests/integration/*.sh tests/integration/*.py; do
+	[ -x "$script" ] || continue
+	run_one "integration/$(basename "$script")" "$script"
+done
+if [ -x tests/fuzz/run.sh ]; then
+	run_one "fuzz/short" tests/fuzz/run.sh short
+fi
+
+if [ "${#failures[@]}" -gt 0 ]; then
+	echo "failed: ${failures[*]}"
+fi
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,202 @@
+/* The runtime layer, checked against libc and libm as independent judges. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rt/rt.h"
+#include "unit/check.h"
+
+static void fmt_matches_libc(void)
+{
+	char ours[128], theirs[128];
+	rt_snprintf(ours, sizeof(ours), "%d|%5d|%-5d|%05d|%u|%x|%X|%lu|%lld|%zu|%s|%.*s|%c|%%",
+		    -42, 7, 7, -3, 4000000000u, 0xbeefu, 0xbeefu, 123456789012ul, -9000000000000ll,
+		    (size_t)17, "str", 2, "abc", 'z');
+	snprintf(theirs, sizeof(theirs), "%d|%5d|%-5d|%05d|%u|%x|%X|%lu|%lld|%zu|%s|%.*s|%c|%%",
+		 -42, 7, 7, -3, 4000000000u, 0xbeefu, 0xbeefu, 123456789012ul, -9000000000000ll,
+		 (size_t)17, "str", 2, "abc", 'z');
+	CHECK(strcmp(ours, theirs) == 0);
+	rt_snprintf(ours, sizeof(ours), "%p", (void *)0x1234);
+	CHECK(strcmp(ours, "0x1234") == 0);
+	rt_snprintf(ours, sizeof(ours), "%lld", (long long)INT64_MIN);
+	snprintf(theirs, sizeof(theirs), "%lld", (long long)INT64_MIN);
+	CHECK(strcmp(ours, theirs) == 0);
+}
+
+static void fmt_truncates_and_terminates(void)
+{
+	char buf[8];
+	memset(buf, 'x', sizeof(buf));
+	size_t n = rt_snprintf(buf, sizeof(buf), "hello world %d", 12345);
+	CHECK(n == strlen("hello world 12345"));
+	CHECK(strcmp(buf, "hello w") == 0);
+	CHECK(rt_snprintf(buf, 0, "abc") == 3);
+}
+
+static void parse_numbers(void)
+{
+	uint64_t u;
+	int64_t i;
+	CHECK(rt_parse_u64("18446744073709551615", 20, &u) && u == UINT64_MAX);
+	CHECK(!rt_parse_u64("18446744073709551616", 20, &u));
+	CHECK(!rt_parse_u64("", 0, &u));
+	CHECK(!rt_parse_u64("12a", 3, &u));
+	CHECK(rt_parse_i64("-9223372036854775808", 20, &i) && i == INT64_MIN);
+	CHECK(!rt_parse_i64("9223372036854775808", 19, &i));
+	CHECK(rt_parse_hex_u64("DeadBeef", 8, &u) && u == 0xdeadbeef);
+	CHECK(!rt_parse_hex_u64("0x1", 3, &u));
+}
+
+static void strings(void)
+{
+	char d[4];
+	CHECK(rt_strlcpy(d, "abcdef", sizeof(d)) == 6 && strcmp(d, "abc") == 0);
+	CHECK(rt_eq_nocase("TrUe", 4, "true"));
+	CHECK(!rt_eq_nocase("tru", 3, "true"));
+	CHECK(rt_starts_with("stowaway", "stow") && !rt_starts_with("st", "stow"));
+	char a[100], b[100];
+	for (int k = 0; k < 100; k++)
+		a[k] = (char)k;
+	rt_memmove(a + 10, a, 50);
+	memcpy(b, a, 100);
+	for (int k = 0; k < 100; k++)
+		a[k] = (char)k;
+	memmove(a + 10, a, 50);
+	CHECK(memcmp(a, b, 100) == 0);
+}
+
+static void math_matches_libm(void)
+{
+	double xs[] = { 1e-300, 1e-10, 0.001, 0.5, 0.999999, 1.0, 1.5, 2.0, 10.0, 12345.678, 1e200 };
+	for (size_t k = 0; k < sizeof(xs) / sizeof(xs[0]); k++) {
+		double want = log(xs[k]), got = rt_ln(xs[k]);
+		CHECK(fabs(got - want) <= 1e-12 * fmax(1.0, fabs(want)));
+	}
+	double es[] = { -700, -20, -1, -1e-9, 0, 1e-9, 0.5, 1, 3.3, 50, 700 };
+	for (size_t k = 0; k < sizeof(es) / sizeof(es[0]); k++) {
+		double want = exp(es[k]), got = rt_exp(es[k]);
+		CHECK(fabs(got - want) <= 1e-12 * want);
+	}
+}
+
+static void exponential_has_the_right_mean(void)
+{
+	struct rt_rng r;
+	rt_rng_seed(&r);
+	double sum = 0;
+	const int n = 200000;
+	for (int k = 0; k < n; k++)
+		sum += rt_rng_exponential(&r, 512.0 * 1024);
+	double mean = sum / n;
+	CHECK(fabs(mean / (512.0 * 1024) - 1.0) < 0.02);
+}
+
+static void heap_roundtrip(void)
+{
+	void *ptrs[512];
+	size_t sizes[512];
+	for (int k = 0; k < 512; k++) {
+		sizes[k] = (size_t)(k * 97 % 70000) + 1;
+		ptrs[k] = rt_malloc(sizes[k]);
+		CHECK(ptrs[k] != NULL);
+		CHECK(((uintptr_t)ptrs[k] & 15) == 0);
+		memset(ptrs[k], k & 0xff, sizes[k]);
+	}
+	for (int k = 0; k < 512; k++) {
+		unsigned char *p = ptrs[k];
+		CHECK(p[0] == (k & 0xff) && p[sizes[k] - 1] == (k & 0xff));
+		p = rt_realloc(p, sizes[k] * 2);
+		CHECK(p && p[sizes[k] - 1] == (k & 0xff));
+		rt_free(p);
+	}
+	unsigned char *z = rt_calloc(1000, 3);
+	int nonzero = 0;
+	for (int k = 0; k < 3000; k++)
+		nonzero += z[k] != 0;
+	CHECK(nonzero == 0);
+	rt_free(z);
+	CHECK(rt_calloc(SIZE_MAX / 2, 4) == NULL);
+	size_t before = rt_heap_mapped_bytes();
+	void *big = rt_malloc(10 << 20);
+	CHECK(rt_heap_mapped_bytes() >= before + (10 << 20));
+	rt_free(big);
+	CHECK(rt_heap_mapped_bytes() == before);
+}
+
+static void buf_grows(void)
+{
+	struct rt_buf b = { 0 };
+	for (int k = 0; k < 10000; k++)
+		rt_buf_appendf(&b, "%d,", k);
+	CHECK(!b.failed);
+	CHECK(b.len > 40000);
+	CHECK(memcmp(b.data, "0,1,2,", 6) == 0);
+	rt_buf_free(&b);
+}
+
+static struct rt_mutex counter_lock = RT_MUTEX_INIT;
+static long counter;
+
+static void *bump(void *arg)
+{
+	(void)arg;
+	for (int k = 0; k < 200000; k++) {
+		rt_mutex_lock(&counter_lock);
+		counter++;
+		rt_mutex_unlock(&counter_lock);
+		if (k % 1000 == 0) {
+			void *p = rt_malloc((size_t)k % 5000 + 1);
+			rt_free(p);
+		}
+	}
+	return NULL;
+}
+
+static void mutex_excludes(void)
+{
+	pthread_t t[4];
+	for (int k = 0; k < 4; k++)
+		pthread_create(&t[k], NULL, bump, NULL);
+	for (int k = 0; k < 4; k++)
+		pthread_join(t[k], NULL);
+	CHECK(counter == 800000);
+}
+
+static void clocks_advance(void)
+{
+	uint64_t a = rt_monotonic_ns();
+	CHECK(rt_sleep_ns(2000000));
+	uint64_t b = rt_monotonic_ns();
+	CHECK(b - a >= 2000000);
+	CHECK(rt_realtime_ns() > 1600000000ull * 1000000000ull);
+	volatile double x = 0;
+	uint64_t c0 = rt_thread_cpu_ns();
+	for (int k = 0; k < 1000000; k++)
+		x += k;
+	CHECK(rt_thread_cpu_ns() > c0);
+}
+
+static void env_lookup(void)
+{
+	setenv("STOWAWAY_TEST_VAR", "hello", 1);
+	const char *v = rt_getenv("STOWAWAY_TEST_VAR");
+	CHECK(v && strcmp(v, "hello") == 0);
+	CHECK(rt_getenv("STOWAWAY_TEST_VA") == NULL);
+}
+
+int main(void)
+{
+	RUN(fmt_matches_libc);
+	RUN(fmt_truncates_and_terminates);
+	RUN(parse_numbers);
+	RUN(strings);
+	RUN(math_matches_libm);
+	RUN(exponential_has_the_right_mean);
+	RUN(heap_roundtrip);
+	RUN(buf_grows);
+	RUN(mutex_excludes);
+	RUN(clocks_advance);
+	RUN(env_lookup);
+	return CHECK_DONE();
+}
