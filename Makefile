@@ -32,7 +32,7 @@ LIB_CFLAGS := -std=c11 -O2 -g -fPIC -fvisibility=hidden -ffreestanding -fno-buil
              -fno-semantic-interposition -fno-common -fno-tree-loop-distribute-patterns -ftls-model=initial-exec \
              -DSTOWAWAY_VERSION='"$(VERSION)"' -Isrc $(WARN)
 LIB_LDFLAGS := -shared -nostdlib -Wl,--version-script=src/core/exports.map \
-             -Wl,-z,now -Wl,-z,noexecstack -Wl,-z,relro -Wl,--build-id=sha1 \
+             -Wl,-z,now -Wl,-z,defs -Wl,-z,noexecstack -Wl,-z,relro -Wl,--build-id=sha1 \
              -Wl,--hash-style=both -Wl,-soname,libstowaway.so
 # Host (test) code: hosted C with libc, same warnings.
 HOST_CFLAGS := -std=gnu11 -O1 -g -Isrc -Itests -DSTOWAWAY_VERSION='"$(VERSION)"' $(WARN) \

@@ -24,6 +24,10 @@ extern void *dlsym(void *handle, const char *name) __attribute__((weak));
 /* Loaded objects, for unwind tables and symbols (never in a signal handler). */
 extern int dl_iterate_phdr(int (*cb)(struct dl_phdr_info *info, size_t size, void *data),
 			   void *data) __attribute__((weak));
+/* Our own threads: the next pthread_create is found with dlsym(RTLD_NEXT)
+ * (we interpose pthread_create); always with a NULL attribute, whose layout
+ * differs between glibc and musl.  pthread_t is pointer-sized in both. */
+extern int pthread_detach(unsigned long thread) __attribute__((weak));
 /* AT_SECURE and AT_SYSINFO_EHDR. */
 extern unsigned long getauxval(unsigned long type) __attribute__((weak));
 /* Fork handlers: glibc exports __register_atfork (pthread_atfork lives in

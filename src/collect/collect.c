@@ -1,0 +1,91 @@
+/* The collector group and the sampler thread.
+ *
+ * The sampler thread ticks every 10 ms: it drains the CPU ring into the
+ * recorder; about once a second it reconciles the thread registry with
+ * /proc/self/task and checks that our signal handler is still ours. */
+#include "collect/collect.h"
+#include "collect/cpu.h"
+#include "collect/threads.h"
+#include "core/thread.h"
+#include "rt/sys.h"
+
+#define SAMPLER_TICK_NS 10000000ull
+#define SCAN_EVERY_TICKS 100
+
+static struct {
+	atomic_int running;
+	atomic_int sampler_alive;
+	const struct sw_config *cfg;
+} col;
+
+static void thread_added(int slot, int tid, bool self)
+{
+	if (cpu_running())
+		cpu_thread_added(slot, tid, self);
+}
+
+static void thread_removed(int slot, int tid) { cpu_thread_removed(slot, tid); }
+
+static const struct thread_hooks registry_hooks = { thread_added, thread_removed };
+
+static void *sampler_main(void *arg)
+{
+	RT_UNUSED(arg);
+	(void)sys_prctl(15 /* PR_SET_NAME */, (long)"stowaway-sample", 0, 0, 0);
+	uint64_t tick = 0;
+	while (atomic_load(&col.running)) {
+		(void)rt_sleep_ns(SAMPLER_TICK_NS);
+		cpu_drain();
+		if (++tick % SCAN_EVERY_TICKS == 0) {
+			(void)threads_scan();
+			cpu_check_handler();
+		}
+	}
+	cpu_drain();
+	atomic_store(&col.sampler_alive, 0);
+	return NULL;
+}
+
+int collect_start(const struct sw_config *cfg, struct recorder *rec)
+{
+	if (atomic_exchange(&col.running, 1))
+		return 0;
+	col.cfg = cfg;
+	int n = 0;
+	threads_set_hooks(&registry_hooks);
+	if ((cfg->kinds & SW_KIND_BIT(SW_KIND_CPU)) && cpu_start(cfg, rec) == 0)
+		n++;
+	int live = threads_scan();
+	if (live < 0)
+		rt_warn("cannot read /proc/self/task (error %d): only threads started from now on "
+			"are profiled", -live);
+	atomic_store(&col.sampler_alive, 1);
+	int r = thread_spawn(sampler_main, NULL);
+	if (r < 0) {
+		atomic_store(&col.sampler_alive, 0);
+		rt_warn("cannot start the sampler thread (error %d); collectors are off", -r);
+		cpu_stop();
+		atomic_store(&col.running, 0);
+		return 0;
+	}
+	return n;
+}
+
+void collect_stop(void)
+{
+	if (!atomic_exchange(&col.running, 0))
+		return;
+	cpu_stop();
+	/* Let the sampler drain what the handlers left (bounded wait). */
+	for (int i = 0; i < 100 && atomic_load(&col.sampler_alive); i++)
+		(void)rt_sleep_ns(1000000);
+	cpu_drain();
+}
+
+bool collect_threads_active(void) { return atomic_load(&col.running) != 0; }
+
+void collect_before_export(struct profile *finished)
+{
+	RT_UNUSED(finished);
+	cpu_drain();
+}

@@ -1,0 +1,288 @@
+/* CPU-time sampling.
+ *
+ * Each registered thread gets a timer on its own CPU clock (SIGEV_THREAD_ID
+ * to that thread), first expiry random within the period.  The handler
+ * weights a sample by the thread CPU time that really elapsed since its
+ * previous sample (timer ticks are coarse and signals can merge), so the
+ * profile's total matches the CPU the process used.
+ *
+ * The handler touches only our preallocated ring and the thread's stack, and
+ * never libc: errno is untouched because we make raw system calls only. */
+#include "collect/cpu.h"
+#include "collect/threads.h"
+#include "rt/sys.h"
+#include "unwind/unwind.h"
+
+#include <asm/sigcontext.h>
+#include <asm/ucontext.h>
+
+#define RING_RECORDS 512u
+#define RECORD_EMPTY 0
+#define RECORD_WRITING 1
+#define RECORD_READY 2
+#define SI_TIMER_CODE (-2)
+#define SIGNAL_PROBE_TRIES 4
+
+/* One sample as the handler leaves it; pcs has cfg->max_frames + 1 slots. */
+struct cpu_record {
+	atomic_int state;
+	int tid;
+	int slot;
+	uint32_t depth;
+	uint64_t cpu_ns;
+	uint64_t pcs[];
+};
+
+/* The kernel's siginfo for a POSIX timer signal (64-bit layout). */
+struct timer_siginfo {
+	int signo;
+	int err;
+	int code;
+	int pad;
+	int timer_id;
+	int overrun;
+	uint64_t value; /* sigev_value: our slot index */
+};
+
+static struct {
+	atomic_int running;
+	int signo;
+	const struct sw_config *cfg;
+	struct recorder *rec;
+	uint8_t *ring;
+	size_t record_size;
+	size_t ring_bytes;
+	uint32_t max_frames;
+	uint64_t period_ns;
+	atomic_uint next_record;
+	atomic_ullong dropped;
+	atomic_ullong taken;
+	struct sys_sigaction previous;
+	struct rt_rng rng; /* sampler/registering threads only, under rng_lock */
+	struct rt_mutex rng_lock;
+} cpu;
+
+static struct cpu_record *record_at(uint32_t i)
+{
+	return (struct cpu_record *)(void *)(cpu.ring + (size_t)i * cpu.record_size);
+}
+
+static void regs_from_ucontext(const void *ucv, struct unwind_regs *r)
+{
+	const struct ucontext *uc = ucv;
+	rt_memset(r, 0, sizeof(*r));
+#if defined(__x86_64__)
+	r->pc = uc->uc_mcontext.rip;
+	r->sp = uc->uc_mcontext.rsp;
+	r->fp = uc->uc_mcontext.rbp;
+#else
+	r->pc = uc->uc_mcontext.pc;
+	r->sp = uc->uc_mcontext.sp;
+	r->fp = uc->uc_mcontext.regs[29];
+#endif
+}
+
+static void cpu_signal_handler(int sig, void *siv, void *ucv)
+{
+	RT_UNUSED(sig);
+	const struct timer_siginfo *si = siv;
+	if (!atomic_load_explicit(&cpu.running, memory_order_acquire) || si->code != SI_TIMER_CODE)
+		return;
+	uint64_t slot = si->value;
+	if (slot >= THREADS_MAX)
+		return;
+	struct thread_slot *t = &thread_slots[slot];
+	int tid = (int)sys_gettid();
+	if (atomic_load_explicit(&t->tid, memory_order_relaxed) != tid)
+		return; /* a late signal for a slot that was reused */
+	uint64_t now = rt_thread_cpu_ns();
+	uint64_t elapsed = now > t->last_cpu_ns ? now - t->last_cpu_ns : 0;
+	t->last_cpu_ns = now;
+	if (elapsed == 0)
+		return;
+
+	struct cpu_record *rec = NULL;
+	for (int tries = 0; tries < 4 && !rec; tries++) {
+		uint32_t i = atomic_fetch_add(&cpu.next_record, 1) % RING_RECORDS;
+		int expected = RECORD_EMPTY;
+		if (atomic_compare_exchange_strong(&record_at(i)->state, &expected, RECORD_WRITING))
+			rec = record_at(i);
+	}
+	if (!rec) {
+		/* The time is not lost: the next sample of this thread carries it. */
+		t->last_cpu_ns -= elapsed;
+		atomic_fetch_add(&cpu.dropped, 1);
+		return;
+	}
+	struct unwind_regs regs;
+	regs_from_ucontext(ucv, &regs);
+	enum unwind_end end = UNWIND_END_OUTERMOST;
+	uint32_t depth = unwind_stack(&regs, rec->pcs, cpu.max_frames, 0, &end);
+	if (depth == 0)
+		rec->pcs[depth++] = SW_PC_UNKNOWN;
+	if (end == UNWIND_END_TRUNCATED)
+		rec->pcs[depth++] = SW_PC_TRUNCATED;
+	rec->depth = depth;
+	rec->tid = tid;
+	rec->slot = (int)slot;
+	rec->cpu_ns = elapsed;
+	atomic_fetch_add(&cpu.taken, 1);
+	atomic_store_explicit(&rec->state, RECORD_READY, memory_order_release);
+}
+
+/* The per-thread CPU clock of another thread (Linux clockid encoding). */
+static int thread_cpu_clock(int tid) { return (int)((~(unsigned)tid << 3) | 6u); }
+
+void cpu_thread_added(int slot, int tid, bool self)
+{
+	if (!atomic_load(&cpu.running))
+		return;
+	struct thread_slot *t = &thread_slots[slot];
+	int clk = self ? CLOCK_THREAD_CPUTIME_ID : thread_cpu_clock(tid);
+	t->last_cpu_ns = rt_clock_ns(clk);
+	struct sys_sigevent sev;
+	rt_memset(&sev, 0, sizeof(sev));
+	sev.value = (uint64_t)slot;
+	sev.signo = cpu.signo;
+	sev.notify = SIGEV_THREAD_ID;
+	sev.tid = tid;
+	int timer = -1;
+	long r = sys_timer_create(clk, &sev, &timer);
+	if (r < 0) {
+		if (r != -EINVAL && r != -ESRCH) /* the thread already exited */
+			rt_log_once(RT_LOG_WARN, "cannot create CPU timers (error %ld); some threads "
+						 "are not CPU-profiled", -r);
+		return;
+	}
+	rt_mutex_lock(&cpu.rng_lock);
+	uint64_t first = 1 + rt_rng_next(&cpu.rng) % cpu.period_ns;
+	rt_mutex_unlock(&cpu.rng_lock);
+	struct sys_itimerspec its = {
+		.interval = { (long long)(cpu.period_ns / 1000000000ull),
+			      (long long)(cpu.period_ns % 1000000000ull) },
+		.value = { (long long)(first / 1000000000ull), (long long)(first % 1000000000ull) },
+	};
+	int old = atomic_exchange(&t->timer_id, timer);
+	if (old >= 0)
+		(void)sys_timer_delete(old);
+	if (sys_timer_settime(timer, 0, &its, NULL) < 0) {
+		atomic_store(&t->timer_id, -1);
+		(void)sys_timer_delete(timer);
+	}
+}
+
+void cpu_thread_removed(int slot, int tid)
+{
+	RT_UNUSED(tid);
+	int timer = atomic_exchange(&thread_slots[slot].timer_id, -1);
+	if (timer >= 0)
+		(void)sys_timer_delete(timer);
+}
+
+void cpu_drain(void)
+{
+	if (!cpu.ring)
+		return;
+	for (uint32_t i = 0; i < RING_RECORDS; i++) {
+		struct cpu_record *r = record_at(i);
+		if (atomic_load_explicit(&r->state, memory_order_acquire) != RECORD_READY)
+			continue;
+		struct sw_value values[2] = { { SW_V_CPU_SAMPLES, 1 },
+					      { SW_V_CPU_TIME, (int64_t)r->cpu_ns } };
+		struct sw_label labels[2] = {
+			{ .key = SW_LABEL_THREAD_ID, .num = r->tid },
+			{ .key = SW_LABEL_THREAD_NAME, .str = threads_name(r->slot) },
+		};
+		struct sw_sample s = { r->pcs, r->depth, values, 2, labels, 2 };
+		(void)recorder_add(cpu.rec, &s);
+		atomic_store_explicit(&r->state, RECORD_EMPTY, memory_order_release);
+	}
+}
+
+/* Restores the signal context on return from our handler. */
+extern void stowaway_sigreturn(void) __attribute__((visibility("hidden")));
+#if defined(__x86_64__)
+__asm__(".text\n.hidden stowaway_sigreturn\n.type stowaway_sigreturn,@function\n"
+	"stowaway_sigreturn:\n mov $15, %rax\n syscall\n"
+	".size stowaway_sigreturn, .-stowaway_sigreturn\n");
+#else
+__asm__(".text\n.hidden stowaway_sigreturn\n.type stowaway_sigreturn,%function\n"
+	"stowaway_sigreturn:\n mov x8, #139\n svc 0\n"
+	".size stowaway_sigreturn, .-stowaway_sigreturn\n");
+#endif
+
+/* SIGPROF unless the program uses it; else a free real-time signal. */
+static int choose_signal(void)
+{
+	struct sys_sigaction old;
+	if (sys_rt_sigaction(SIGPROF, NULL, &old) == 0 && old.handler == (void *)0)
+		return SIGPROF;
+	for (int sig = 64; sig > 64 - SIGNAL_PROBE_TRIES * 4; sig--) {
+		if (sys_rt_sigaction(sig, NULL, &old) == 0 && old.handler == (void *)0)
+			return sig;
+	}
+	return -1;
+}
+
+int cpu_start(const struct sw_config *cfg, struct recorder *rec)
+{
+	if (atomic_load(&cpu.running))
+		return 0;
+	cpu.cfg = cfg;
+	cpu.rec = rec;
+	cpu.max_frames = cfg->max_frames;
+	cpu.period_ns = 1000000000ull / cfg->cpu_hz;
+	cpu.record_size = (sizeof(struct cpu_record) + (cfg->max_frames + 2) * sizeof(uint64_t) + 63) & ~(size_t)63;
+	if (!cpu.ring) {
+		cpu.ring_bytes = cpu.record_size * RING_RECORDS;
+		cpu.ring = rt_pages_alloc(cpu.ring_bytes);
+		if (!cpu.ring)
+			return -ENOMEM;
+	}
+	rt_rng_seed(&cpu.rng);
+	cpu.signo = choose_signal();
+	if (cpu.signo < 0) {
+		rt_warn("no free signal for CPU sampling (SIGPROF and the real-time signals are "
+			"in use); CPU profiling is off");
+		return -EBUSY;
+	}
+	struct sys_sigaction sa;
+	rt_memset(&sa, 0, sizeof(sa));
+	sa.handler = (void *)cpu_signal_handler;
+	sa.flags = 4 /* SA_SIGINFO */ | 0x10000000 /* SA_RESTART */ | SA_RESTORER;
+	sa.restorer = (void *)stowaway_sigreturn;
+	long r = sys_rt_sigaction(cpu.signo, &sa, &cpu.previous);
+	if (r < 0)
+		return (int)r;
+	atomic_store_explicit(&cpu.running, 1, memory_order_release);
+	rt_info("CPU profiling at %u Hz on signal %d", cfg->cpu_hz, cpu.signo);
+	return 0;
+}
+
+void cpu_stop(void)
+{
+	if (!atomic_exchange(&cpu.running, 0))
+		return;
+	for (int s = 0; s < THREADS_MAX; s++)
+		cpu_thread_removed(s, 0);
+	/* Our handler stays installed but inert: a signal already queued for a
+	 * thread must not meet the default action (which would kill the process). */
+}
+
+bool cpu_running(void) { return atomic_load(&cpu.running) != 0; }
+
+void cpu_check_handler(void)
+{
+	if (!atomic_load(&cpu.running))
+		return;
+	struct sys_sigaction now;
+	if (sys_rt_sigaction(cpu.signo, NULL, &now) == 0 && now.handler != (void *)cpu_signal_handler) {
+		rt_warn("the program replaced the handler of signal %d; CPU profiling stops",
+			cpu.signo);
+		cpu_stop();
+	}
+}
+
+uint64_t cpu_samples_dropped(void) { return atomic_load(&cpu.dropped); }
+uint64_t cpu_samples_taken(void) { return atomic_load(&cpu.taken); }
+int cpu_signal(void) { return cpu.signo; }

@@ -1,0 +1,28 @@
+/* CPU-time profiler: one POSIX timer per thread on that thread's CPU clock,
+ * delivered to that thread.  The handler unwinds into a preallocated ring;
+ * the sampler thread drains the ring into the recorder. */
+#ifndef STOWAWAY_COLLECT_CPU_H
+#define STOWAWAY_COLLECT_CPU_H
+
+#include "config/config.h"
+#include "profile/profile.h"
+
+/* Installs the handler and prepares the ring; timers are armed as threads
+ * are registered (cpu_thread_added).  0 or -errno. */
+int cpu_start(const struct sw_config *cfg, struct recorder *rec);
+void cpu_stop(void);
+bool cpu_running(void);
+/* Thread registry hooks: arm / disarm the thread's timer. */
+void cpu_thread_added(int slot, int tid, bool self);
+void cpu_thread_removed(int slot, int tid);
+/* Sampler thread: moves finished samples into the recorder. */
+void cpu_drain(void);
+/* Sampler thread, about once a second: stops CPU sampling (and says so once)
+ * if the program replaced our signal handler. */
+void cpu_check_handler(void);
+/* Samples dropped because the ring was full, and taken, since start. */
+uint64_t cpu_samples_dropped(void);
+uint64_t cpu_samples_taken(void);
+int cpu_signal(void);
+
+#endif

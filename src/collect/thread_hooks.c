@@ -1,0 +1,46 @@
+/* pthread_create interposition: a new thread registers itself (and gets its
+ * CPU timer) before the user's start routine runs, so short threads are
+ * profiled from their first instruction.  Exported; only in the .so. */
+#include "collect/collect.h"
+#include "collect/threads.h"
+#include "core/thread.h"
+#include "rt/sys.h"
+
+#define SW_EXPORT __attribute__((visibility("default")))
+
+struct thread_start {
+	void *(*fn)(void *);
+	void *arg;
+};
+
+static void *thread_start_trampoline(void *p)
+{
+	struct thread_start start = *(struct thread_start *)p;
+	rt_free(p);
+	int tid = (int)sys_gettid();
+	int slot = threads_register(tid, true);
+	void *result = start.fn(start.arg);
+	threads_unregister(slot, tid);
+	return result;
+}
+
+/* pthread_t and pthread_attr_t are opaque here: we only pass them through. */
+SW_EXPORT int pthread_create(unsigned long *thread, const void *attr, void *(*fn)(void *),
+			     void *arg);
+SW_EXPORT int pthread_create(unsigned long *thread, const void *attr, void *(*fn)(void *), void *arg)
+{
+	host_pthread_create_fn next = thread_host_pthread_create();
+	if (!next)
+		return 11; /* EAGAIN: no pthread_create in this process at all */
+	if (!collect_threads_active())
+		return next(thread, attr, fn, arg);
+	struct thread_start *start = rt_malloc(sizeof(*start));
+	if (!start)
+		return next(thread, attr, fn, arg);
+	start->fn = fn;
+	start->arg = arg;
+	int r = next(thread, attr, thread_start_trampoline, start);
+	if (r != 0)
+		rt_free(start);
+	return r;
+}

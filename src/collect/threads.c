@@ -1,0 +1,162 @@
+/* Thread registry: open table of slots, linear probing on tid. */
+#include "collect/threads.h"
+#include "core/thread.h"
+#include "rt/sys.h"
+
+#define NAME_REFRESH_NS 1000000000ull
+
+struct thread_slot thread_slots[THREADS_MAX];
+static struct thread_hooks hooks;
+/* Registration and removal are rare; one lock keeps slot claims simple. */
+static struct rt_mutex registry_lock = RT_MUTEX_INIT;
+
+void threads_set_hooks(const struct thread_hooks *h)
+{
+	if (h)
+		hooks = *h;
+	else
+		rt_memset(&hooks, 0, sizeof(hooks));
+}
+
+static uint32_t slot_hash(int tid) { return ((uint32_t)tid * 2654435761u) % THREADS_MAX; }
+
+int threads_find(int tid)
+{
+	uint32_t h = slot_hash(tid);
+	for (uint32_t i = 0; i < THREADS_MAX; i++) {
+		uint32_t s = (h + i) % THREADS_MAX;
+		if (atomic_load(&thread_slots[s].tid) == tid)
+			return (int)s;
+	}
+	return -1;
+}
+
+int threads_register(int tid, bool self)
+{
+	if (tid <= 0)
+		return -1;
+	rt_mutex_lock(&registry_lock);
+	int slot = threads_find(tid);
+	bool reused = slot >= 0;
+	if (!reused) {
+		uint32_t h = slot_hash(tid);
+		for (uint32_t i = 0; i < THREADS_MAX && slot < 0; i++) {
+			uint32_t s = (h + i) % THREADS_MAX;
+			if (atomic_load(&thread_slots[s].tid) == 0) {
+				struct thread_slot *t = &thread_slots[s];
+				atomic_store(&t->timer_id, -1);
+				t->last_cpu_ns = 0;
+				t->name[0] = 0;
+				t->name_read_ns = 0;
+				t->scan_mark = true;
+				atomic_store(&t->tid, tid);
+				slot = (int)s;
+			}
+		}
+	}
+	rt_mutex_unlock(&registry_lock);
+	if (slot < 0) {
+		rt_log_once(RT_LOG_WARN, "more than %d threads: the newest are not profiled", THREADS_MAX);
+		return -1;
+	}
+	/* A reused tid is a new thread: the removed hook releases the old
+	 * thread's resources before the added hook sets up the new one. */
+	if (reused && hooks.removed)
+		hooks.removed(slot, tid);
+	if (hooks.added)
+		hooks.added(slot, tid, self);
+	return slot;
+}
+
+void threads_unregister(int slot, int tid)
+{
+	if (slot < 0 || slot >= THREADS_MAX)
+		return;
+	struct thread_slot *t = &thread_slots[slot];
+	if (atomic_load(&t->tid) != tid)
+		return;
+	if (hooks.removed)
+		hooks.removed(slot, tid);
+	rt_mutex_lock(&registry_lock);
+	int expected = tid;
+	(void)atomic_compare_exchange_strong(&t->tid, &expected, 0);
+	rt_mutex_unlock(&registry_lock);
+}
+
+struct linux_dirent64_head {
+	uint64_t ino;
+	int64_t off;
+	unsigned short reclen;
+	unsigned char type;
+	char name[];
+};
+
+int threads_scan(void)
+{
+	long fd = sys_open("/proc/self/task", O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		return (int)fd;
+	for (int s = 0; s < THREADS_MAX; s++)
+		thread_slots[s].scan_mark = false;
+	int live = 0;
+	uint8_t buf[8192];
+	for (int pass = 0; pass < 10000; pass++) {
+		long n = sys_getdents64((int)fd, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		for (long off = 0; off < n;) {
+			const struct linux_dirent64_head *d = (const void *)(buf + off);
+			if (d->reclen == 0)
+				break;
+			off += d->reclen;
+			uint64_t tid;
+			if (!rt_parse_u64(d->name, rt_strnlen(d->name, 16), &tid) || tid > 0x7fffffff)
+				continue;
+			if (thread_is_own((int)tid))
+				continue;
+			int slot = threads_find((int)tid);
+			if (slot < 0)
+				slot = threads_register((int)tid, false);
+			if (slot >= 0) {
+				thread_slots[slot].scan_mark = true;
+				live++;
+			}
+		}
+	}
+	(void)sys_close((int)fd);
+	for (int s = 0; s < THREADS_MAX; s++) {
+		int tid = atomic_load(&thread_slots[s].tid);
+		if (tid && !thread_slots[s].scan_mark)
+			threads_unregister(s, tid);
+	}
+	return live;
+}
+
+const char *threads_name(int slot)
+{
+	if (slot < 0 || slot >= THREADS_MAX)
+		return "";
+	struct thread_slot *t = &thread_slots[slot];
+	uint64_t now = rt_monotonic_ns();
+	if (t->name_read_ns == 0 || now - t->name_read_ns > NAME_REFRESH_NS) {
+		char path[64], name[32];
+		rt_snprintf(path, sizeof(path), "/proc/self/task/%d/comm", atomic_load(&t->tid));
+		long n = rt_read_file(path, name, sizeof(name));
+		if (n > 0) {
+			if (name[n - 1] == '\n')
+				name[n - 1] = 0;
+			rt_strlcpy(t->name, name, sizeof(t->name));
+		}
+		t->name_read_ns = now;
+	}
+	return t->name;
+}
+
+void threads_reset(void)
+{
+	rt_mutex_reset(&registry_lock);
+	for (int s = 0; s < THREADS_MAX; s++) {
+		atomic_store(&thread_slots[s].tid, 0);
+		atomic_store(&thread_slots[s].timer_id, -1);
+	}
+}

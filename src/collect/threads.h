@@ -1,0 +1,49 @@
+/* The registry of the host's threads: a fixed table of slots, filled by the
+ * pthread_create interposer (before user code runs in the new thread) and
+ * by scans of /proc/self/task (threads from before us, or raw clone).
+ * Slots are read from signal handlers: no field a handler reads is ever
+ * freed, only overwritten atomically. */
+#ifndef STOWAWAY_COLLECT_THREADS_H
+#define STOWAWAY_COLLECT_THREADS_H
+
+#include "rt/rt.h"
+
+#define THREADS_MAX 4096
+#define THREAD_NAME_MAX 16
+
+struct thread_slot {
+	atomic_int tid;           /* 0: free */
+	atomic_int timer_id;      /* CPU timer, -1: none */
+	uint64_t last_cpu_ns;     /* thread CPU clock at the last CPU sample (handler-owned) */
+	bool scan_mark;           /* sampler thread only: seen by the current scan */
+	uint64_t name_read_ns;    /* sampler thread only */
+	char name[THREAD_NAME_MAX]; /* sampler thread only (comm) */
+};
+
+extern struct thread_slot thread_slots[THREADS_MAX];
+
+/* Hooks the collectors give the registry: called when a thread is added
+ * (on that thread when it registers itself, else on the sampler thread) or
+ * removed.  Either may be NULL. */
+struct thread_hooks {
+	void (*added)(int slot, int tid, bool self);
+	void (*removed)(int slot, int tid);
+};
+void threads_set_hooks(const struct thread_hooks *hooks);
+
+/* Adds tid (idempotent; a slot already holding tid is re-announced as a
+ * reused tid).  Returns the slot or -1 when the table is full. */
+int threads_register(int tid, bool self);
+/* Removes the slot if it still holds tid. */
+void threads_unregister(int slot, int tid);
+/* Reconciles the table with /proc/self/task: adds new threads, removes
+ * gone ones, skips our own.  Returns live threads, or -errno. */
+int threads_scan(void);
+/* Slot of tid, or -1. */
+int threads_find(int tid);
+/* The thread's name, re-read from /proc at most once a second. */
+const char *threads_name(int slot);
+/* Forgets every slot without calling hooks (fork child). */
+void threads_reset(void);
+
+#endif

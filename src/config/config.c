@@ -1,0 +1,309 @@
+/* Reading the environment into one immutable configuration. */
+#include "config/config.h"
+#include "rt/rt.h"
+#include "rt/sys.h"
+
+struct sw_config sw_cfg;
+
+static const char *const kind_names[SW_KIND_COUNT] = { "cpu", "wall", "alloc", "heap", "lock",
+						      "exception" };
+
+const char *sw_kind_name(enum sw_kind k)
+{
+	return (unsigned)k < SW_KIND_COUNT ? kind_names[k] : "unknown";
+}
+
+bool config_parse_bool(const char *s, bool *out)
+{
+	size_t n = rt_strlen(s);
+	if (rt_eq_nocase(s, n, "true") || rt_eq_nocase(s, n, "1") || rt_eq_nocase(s, n, "yes") ||
+	    rt_eq_nocase(s, n, "on")) {
+		*out = true;
+		return true;
+	}
+	if (n == 0 || rt_eq_nocase(s, n, "false") || rt_eq_nocase(s, n, "0") ||
+	    rt_eq_nocase(s, n, "no") || rt_eq_nocase(s, n, "off")) {
+		*out = false;
+		return true;
+	}
+	return false;
+}
+
+bool config_parse_u32_range(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+	uint64_t v;
+	if (!rt_parse_u64(s, rt_strnlen(s, 32), &v) || v < lo || v > hi)
+		return false;
+	*out = (uint32_t)v;
+	return true;
+}
+
+bool config_parse_kinds(const char *s, uint32_t *out)
+{
+	uint32_t bits = 0;
+	size_t n = rt_strnlen(s, 1024);
+	size_t start = 0;
+	for (size_t i = 0; i <= n; i++) {
+		if (i < n && s[i] != ',')
+			continue;
+		size_t len = i - start;
+		/* tolerate spaces around names */
+		while (len && s[start] == ' ') {
+			start++;
+			len--;
+		}
+		while (len && s[start + len - 1] == ' ')
+			len--;
+		bool found = false;
+		for (unsigned k = 0; k < SW_KIND_COUNT && len; k++) {
+			if (rt_eq_nocase(s + start, len, kind_names[k])) {
+				bits |= SW_KIND_BIT(k);
+				found = true;
+			}
+		}
+		if (!found)
+			return false;
+		start = i + 1;
+	}
+	if (!bits)
+		return false;
+	*out = bits;
+	return true;
+}
+
+static bool tag_char_ok(char c) { return c > ' ' && c != ',' && c != 0x7f; }
+
+bool config_normalize_tags(const char *s, char *out, size_t cap, unsigned *dropped)
+{
+	size_t o = 0, n = rt_strnlen(s, 1u << 20);
+	bool fits = true;
+	*dropped = 0;
+	if (cap == 0)
+		return false;
+	for (size_t i = 0; i < n;) {
+		while (i < n && (s[i] == ',' || s[i] == ' '))
+			i++;
+		size_t start = i;
+		bool ok = true;
+		while (i < n && s[i] != ',' && s[i] != ' ') {
+			ok = ok && tag_char_ok(s[i]);
+			i++;
+		}
+		size_t len = i - start;
+		if (len == 0)
+			continue;
+		if (!ok || s[start] == ':') {
+			(*dropped)++;
+			continue;
+		}
+		size_t need = len + (o ? 1 : 0);
+		if (!fits || o + need >= cap) {
+			fits = false;
+			(*dropped)++;
+			continue;
+		}
+		if (o)
+			out[o++] = ',';
+		rt_memcpy(out + o, s + start, len);
+		o += len;
+	}
+	out[o] = 0;
+	return fits;
+}
+
+/* Copies an environment string into a fixed field, warning when it does not fit. */
+static void copy_setting(const char *name, const char *value, char *field, size_t cap)
+{
+	if (rt_strlcpy(field, value, cap) >= cap)
+		rt_warn("%s is longer than %zu bytes; truncated", name, cap - 1);
+}
+
+static const char *env_nonempty(const char *name)
+{
+	const char *v = rt_getenv(name);
+	return v && *v ? v : NULL;
+}
+
+static void load_u32(const char *name, uint32_t lo, uint32_t hi, uint32_t dflt, uint32_t *field)
+{
+	const char *v = env_nonempty(name);
+	*field = dflt;
+	if (v && !config_parse_u32_range(v, lo, hi, field)) {
+		rt_warn("%s=\"%.*s\" is not a whole number in %u..%u; using %u", name, 64, v, lo, hi,
+			dflt);
+		*field = dflt;
+	}
+}
+
+static void load_bool(const char *name, bool dflt, bool *field)
+{
+	const char *v = rt_getenv(name);
+	*field = dflt;
+	if (v && *v && !config_parse_bool(v, field)) {
+		rt_warn("%s=\"%.*s\" is not true or false; using %s", name, 64, v,
+			dflt ? "true" : "false");
+		*field = dflt;
+	}
+}
+
+static bool url_scheme_ok(const char *url)
+{
+	return rt_starts_with(url, "http://") || rt_starts_with(url, "https://") ||
+	       rt_starts_with(url, "unix://");
+}
+
+static void load_agent(struct sw_config *cfg)
+{
+	const char *url = env_nonempty("DD_TRACE_AGENT_URL");
+	const char *host = env_nonempty("DD_AGENT_HOST");
+	const char *port_s = env_nonempty("DD_TRACE_AGENT_PORT");
+	bool agentless = false;
+	load_bool("DD_PROFILING_AGENTLESS", false, &agentless);
+	bool agent_given = url || host || port_s;
+
+	const char *key = env_nonempty("DD_API_KEY");
+	if (key)
+		copy_setting("DD_API_KEY", key, cfg->api_key, sizeof(cfg->api_key));
+	const char *site = env_nonempty("DD_SITE");
+	copy_setting("DD_SITE", site ? site : "datadoghq.com", cfg->site, sizeof(cfg->site));
+	const char *intake = env_nonempty("STOWAWAY_INTAKE_URL");
+	if (intake)
+		copy_setting("STOWAWAY_INTAKE_URL", intake, cfg->intake_url, sizeof(cfg->intake_url));
+	else
+		rt_snprintf(cfg->intake_url, sizeof(cfg->intake_url),
+			    "https://intake.profile.%s/api/v2/profile", cfg->site);
+	const char *ca = env_nonempty("STOWAWAY_CA_FILE");
+	if (ca)
+		copy_setting("STOWAWAY_CA_FILE", ca, cfg->ca_file, sizeof(cfg->ca_file));
+	if (agentless && !key) {
+		rt_warn("DD_PROFILING_AGENTLESS is set but DD_API_KEY is not; using the agent");
+		agentless = false;
+	}
+	if (key && (agentless || !agent_given))
+		agentless = true;
+	if (!key)
+		cfg->api_key[0] = 0;
+	else if (!agentless)
+		cfg->api_key[0] = 0; /* the agent adds the key itself: never send ours */
+
+	if (url && !url_scheme_ok(url)) {
+		rt_warn("DD_TRACE_AGENT_URL=\"%.*s\" is not http://, https:// or unix://; ignored",
+			128, url);
+		url = NULL;
+	}
+	if (url) {
+		copy_setting("DD_TRACE_AGENT_URL", url, cfg->agent_url, sizeof(cfg->agent_url));
+	} else {
+		uint32_t port = 8126;
+		if (port_s && !config_parse_u32_range(port_s, 1, 65535, &port)) {
+			rt_warn("DD_TRACE_AGENT_PORT=\"%.*s\" is not a port number; using 8126", 32,
+				port_s);
+			port = 8126;
+		}
+		if (!host)
+			host = "localhost";
+		bool v6 = rt_strchr(host, ':') != NULL && host[0] != '[';
+		rt_snprintf(cfg->agent_url, sizeof(cfg->agent_url), "http://%s%.*s%s:%u",
+			    v6 ? "[" : "", 200, host, v6 ? "]" : "", port);
+	}
+	/* Without any sink configured, the agent on localhost is the default, as
+	 * in every Datadog library; with only files or Pyroscope, no agent. */
+	bool other_sink = cfg->output_dir[0] || cfg->pyroscope_url[0];
+	cfg->agent_enabled = !agentless && (agent_given || !other_sink);
+}
+
+void config_load(struct sw_config *cfg, const char *program)
+{
+	rt_memset(cfg, 0, sizeof(*cfg));
+	const char *level = env_nonempty("STOWAWAY_LOG_LEVEL");
+	cfg->log_level = RT_LOG_WARN;
+	if (level) {
+		static const char *const names[] = { "error", "warn", "info", "debug" };
+		int found = -1;
+		for (int k = 0; k < 4; k++)
+			if (rt_eq_nocase(level, rt_strlen(level), names[k]))
+				found = k;
+		if (found < 0)
+			rt_warn("STOWAWAY_LOG_LEVEL=\"%.*s\" is not error, warn, info or debug; "
+				"using warn", 32, level);
+		else
+			cfg->log_level = found;
+	}
+	rt_log_set_level((enum rt_log_level)cfg->log_level);
+
+	const char *enabled = rt_getenv("DD_PROFILING_ENABLED");
+	if (enabled && !config_parse_bool(enabled, &cfg->enabled)) {
+		rt_warn("DD_PROFILING_ENABLED=\"%.*s\" is not true or false; profiling stays off", 32,
+			enabled);
+		cfg->enabled = false;
+	}
+
+	cfg->kinds = SW_KINDS_DEFAULT;
+	const char *kinds = env_nonempty("STOWAWAY_PROFILES");
+	if (kinds && !config_parse_kinds(kinds, &cfg->kinds)) {
+		rt_warn("STOWAWAY_PROFILES=\"%.*s\" is not a list of cpu,wall,alloc,heap,lock,"
+			"exception; using cpu,wall,alloc,heap", 128, kinds);
+		cfg->kinds = SW_KINDS_DEFAULT;
+	}
+
+	const char *service = env_nonempty("DD_SERVICE");
+	copy_setting("DD_SERVICE", service ? service : (program && *program ? program : "native"),
+		     cfg->service, sizeof(cfg->service));
+	const char *v = env_nonempty("DD_ENV");
+	if (v)
+		copy_setting("DD_ENV", v, cfg->env, sizeof(cfg->env));
+	v = env_nonempty("DD_VERSION");
+	if (v)
+		copy_setting("DD_VERSION", v, cfg->version, sizeof(cfg->version));
+	v = env_nonempty("DD_TAGS");
+	if (v) {
+		unsigned dropped = 0;
+		bool fits = config_normalize_tags(v, cfg->tags, sizeof(cfg->tags), &dropped);
+		if (!fits)
+			rt_warn("DD_TAGS is longer than %zu bytes; %u tags dropped",
+				sizeof(cfg->tags) - 1, dropped);
+		else if (dropped)
+			rt_warn("DD_TAGS has %u malformed entries; they are ignored", dropped);
+	}
+
+	load_u32("DD_PROFILING_UPLOAD_PERIOD", 1, 3600, 60, &cfg->upload_period_s);
+	load_u32("STOWAWAY_EXIT_TIMEOUT_MS", 0, 60000, 2000, &cfg->exit_timeout_ms);
+	v = env_nonempty("STOWAWAY_OUTPUT_DIR");
+	if (v)
+		copy_setting("STOWAWAY_OUTPUT_DIR", v, cfg->output_dir, sizeof(cfg->output_dir));
+	load_u32("STOWAWAY_MAX_FILES", 0, 1000000, 1000, &cfg->max_files);
+
+	v = env_nonempty("STOWAWAY_PYROSCOPE_URL");
+	if (v && !(rt_starts_with(v, "http://") || rt_starts_with(v, "https://"))) {
+		rt_warn("STOWAWAY_PYROSCOPE_URL=\"%.*s\" is not an http(s) URL; ignored", 128, v);
+		v = NULL;
+	}
+	if (v)
+		copy_setting("STOWAWAY_PYROSCOPE_URL", v, cfg->pyroscope_url, sizeof(cfg->pyroscope_url));
+	v = env_nonempty("STOWAWAY_PYROSCOPE_AUTH_TOKEN");
+	if (v)
+		copy_setting("STOWAWAY_PYROSCOPE_AUTH_TOKEN", v, cfg->pyroscope_token,
+			     sizeof(cfg->pyroscope_token));
+	v = env_nonempty("STOWAWAY_PYROSCOPE_BASIC_AUTH");
+	if (v)
+		copy_setting("STOWAWAY_PYROSCOPE_BASIC_AUTH", v, cfg->pyroscope_basic_auth,
+			     sizeof(cfg->pyroscope_basic_auth));
+	v = env_nonempty("STOWAWAY_PYROSCOPE_TENANT_ID");
+	if (v)
+		copy_setting("STOWAWAY_PYROSCOPE_TENANT_ID", v, cfg->pyroscope_tenant,
+			     sizeof(cfg->pyroscope_tenant));
+
+	load_agent(cfg);
+	load_u32("STOWAWAY_HTTP_TIMEOUT_MS", 100, 60000, 5000, &cfg->http_timeout_ms);
+
+	load_u32("STOWAWAY_CPU_HZ", 1, 1000, 100, &cfg->cpu_hz);
+	load_u32("STOWAWAY_WALL_HZ", 1, 1000, 100, &cfg->wall_hz);
+	load_u32("STOWAWAY_WALL_MAX_THREADS", 1, 4096, 32, &cfg->wall_max_threads);
+	load_u32("STOWAWAY_MAX_FRAMES", 8, 1024, 128, &cfg->max_frames);
+	uint32_t sample_bytes;
+	load_u32("STOWAWAY_ALLOC_SAMPLE_BYTES", 1, 1u << 30, 512 * 1024, &sample_bytes);
+	cfg->alloc_sample_bytes = sample_bytes;
+	load_u32("STOWAWAY_MAX_STACKS", 16, 1u << 22, 65536, &cfg->max_stacks);
+	load_u32("STOWAWAY_MAX_OVERHEAD_PCT", 1, 100, 2, &cfg->max_overhead_pct);
+	load_bool("STOWAWAY_FOLLOW_EXEC", true, &cfg->follow_exec);
+}

@@ -1,0 +1,71 @@
+/* Entry points: the constructor that starts profiling from the environment,
+ * the destructor that flushes at exit, and the public API. */
+#include "core/profiler.h"
+#include "config/config.h"
+#include "rt/host.h"
+#include "rt/rt.h"
+#include "rt/sys.h"
+#include "stowaway.h"
+
+#define SW_EXPORT __attribute__((visibility("default")))
+#define AUX_AT_SECURE 23
+
+/* Setuid/setgid programs (AT_SECURE) must not be influenced by the
+ * environment of the user who started them: stay off. */
+static bool process_is_secure(void)
+{
+	if (getauxval)
+		return getauxval(AUX_AT_SECURE) != 0;
+	return sys_getuid() != sys_geteuid() || sys_getgid() != sys_getegid();
+}
+
+/* Base name of the running executable, for the default service name. */
+static void program_name(char *out, size_t cap)
+{
+	char path[512];
+	long n = sys_readlinkat(AT_FDCWD, "/proc/self/exe", path, sizeof(path) - 1);
+	out[0] = 0;
+	if (n <= 0)
+		return;
+	path[n] = 0;
+	const char *base = path;
+	for (const char *p = path; *p; p++)
+		if (*p == '/')
+			base = p + 1;
+	rt_strlcpy(out, base, cap);
+}
+
+static bool config_loaded;
+
+__attribute__((constructor)) static void stowaway_init(void)
+{
+	if (process_is_secure())
+		return;
+	char prog[256];
+	program_name(prog, sizeof(prog));
+	config_load(&sw_cfg, prog);
+	config_loaded = true;
+	if (!sw_cfg.enabled)
+		return;
+	int r = profiler_start(&sw_cfg);
+	if (r < 0)
+		rt_error("profiling could not start (error %d); the program runs unprofiled", -r);
+}
+
+__attribute__((destructor)) static void stowaway_fini(void)
+{
+	(void)profiler_stop(true);
+}
+
+SW_EXPORT const char *stowaway_version(void) { return STOWAWAY_VERSION; }
+
+SW_EXPORT int stowaway_start(void)
+{
+	if (!config_loaded)
+		return -EPERM; /* secure process, or called before our constructor */
+	return profiler_start(&sw_cfg);
+}
+
+SW_EXPORT int stowaway_stop(void) { return profiler_stop(true); }
+
+SW_EXPORT int stowaway_flush(void) { return profiler_flush(); }

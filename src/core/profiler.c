@@ -1,0 +1,276 @@
+/* Wiring and scheduling: every upload period the active profile is swapped
+ * for an empty one, encoded per kind, compressed and handed to each
+ * exporter on the scheduler thread.  At exit the last period is exported on
+ * the exiting thread within the exit timeout. */
+#include "core/profiler.h"
+#include "collect/collect.h"
+#include "core/thread.h"
+#include "encode/gzip.h"
+#include "encode/pprof.h"
+#include "export/export.h"
+#include "profile/profile.h"
+#include "rt/rt.h"
+#include "rt/sys.h"
+
+#define MAX_EXPORTERS 3
+#define FLUSH_MIN_TIMEOUT_NS (10ull * 1000000000ull)
+
+static struct {
+	atomic_int running;
+	const struct sw_config *cfg;
+	struct recorder *rec;
+	struct sw_exporter *exporters[MAX_EXPORTERS];
+	int n_exporters;
+	/* Serialises period exports (scheduler, flush, exit). */
+	struct rt_mutex export_lock;
+	/* Futex word: bumped to wake the scheduler early (stop). */
+	atomic_int wake;
+	atomic_int stop_requested;
+	uint32_t seq;
+	char runtime_id[37];
+} prof;
+
+static void make_runtime_id(char out[37])
+{
+	uint8_t b[16];
+	if (!rt_random_bytes(b, sizeof(b))) {
+		struct rt_rng rng;
+		rt_rng_seed(&rng);
+		uint64_t x = rt_rng_next(&rng), y = rt_rng_next(&rng);
+		rt_memcpy(b, &x, 8);
+		rt_memcpy(b + 8, &y, 8);
+	}
+	b[6] = (uint8_t)((b[6] & 0x0f) | 0x40); /* version 4 */
+	b[8] = (uint8_t)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+	static const char hex[] = "0123456789abcdef";
+	size_t o = 0;
+	for (int i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[o++] = '-';
+		out[o++] = hex[b[i] >> 4];
+		out[o++] = hex[b[i] & 15];
+	}
+	out[o] = 0;
+}
+
+const char *profiler_runtime_id(void)
+{
+	return atomic_load(&prof.running) ? prof.runtime_id : "";
+}
+
+/* The sampling period a kind's profile declares (pprof period field). */
+static int64_t kind_period(const struct sw_config *cfg, enum sw_kind kind)
+{
+	switch (kind) {
+	case SW_KIND_CPU:
+		return 1000000000ll / cfg->cpu_hz;
+	case SW_KIND_WALL:
+		return 1000000000ll / cfg->wall_hz;
+	case SW_KIND_ALLOC:
+	case SW_KIND_HEAP:
+		return (int64_t)cfg->alloc_sample_bytes;
+	default:
+		return 1;
+	}
+}
+
+/* Encodes `mask` of the profile and gzips it into *gz.  0 or -errno. */
+static int encode_compressed(const struct profile *p, uint32_t mask, const struct pprof_opts *o,
+			     struct rt_buf *raw, struct rt_buf *gz)
+{
+	rt_buf_reset(raw);
+	int r = pprof_encode(p, mask, o, NULL, NULL, raw);
+	if (r < 0)
+		return r;
+	if (raw->failed)
+		return -ENOMEM;
+	return gz_compress(raw->data, raw->len, GZ_LEVEL_DEFAULT, gz);
+}
+
+/* Ends the current period and exports it.  Caller holds export_lock. */
+static int export_period(bool final, uint64_t deadline_ns)
+{
+	const struct sw_config *cfg = prof.cfg;
+	struct profile *p = recorder_swap(prof.rec);
+	if (!p) {
+		rt_log_once(RT_LOG_WARN, "out of memory swapping profiles; this period is merged "
+					 "into the next");
+		return -ENOMEM;
+	}
+	collect_before_export(p);
+	struct profile_stats st;
+	profile_get_stats(p, &st);
+
+	struct sw_export_item items[SW_KIND_COUNT];
+	struct rt_buf gz[SW_KIND_COUNT];
+	struct rt_buf combined = { 0 }, raw = { 0 };
+	rt_memset(gz, 0, sizeof(gz));
+	size_t n_items = 0;
+	uint32_t all_slots = 0;
+	int result = 0;
+	for (unsigned k = 0; k < SW_KIND_COUNT; k++) {
+		if (!(cfg->kinds & SW_KIND_BIT(k)))
+			continue;
+		struct pprof_opts o;
+		pprof_opts_for_kind(&o, (enum sw_kind)k, kind_period(cfg, (enum sw_kind)k));
+		uint32_t mask = sw_kind_value_mask((enum sw_kind)k);
+		all_slots |= mask;
+		int r = encode_compressed(p, mask, &o, &raw, &gz[n_items]);
+		if (r < 0) {
+			rt_log_once(RT_LOG_WARN, "could not encode the %s profile (error %d)",
+				    sw_kind_name((enum sw_kind)k), -r);
+			result = r;
+			rt_buf_free(&gz[n_items]);
+			continue;
+		}
+		items[n_items].kind = (enum sw_kind)k;
+		items[n_items].gz = gz[n_items].data;
+		items[n_items].len = gz[n_items].len;
+		n_items++;
+	}
+	struct pprof_opts all_opts = { .period_slot = PPROF_NO_SLOT, .default_slot = PPROF_NO_SLOT };
+	if (all_slots && encode_compressed(p, all_slots, &all_opts, &raw, &combined) < 0)
+		rt_buf_free(&combined);
+	rt_buf_free(&raw);
+
+	struct sw_export_batch batch = {
+		.start_ns = st.start_ns,
+		.end_ns = st.end_ns,
+		.seq = prof.seq++,
+		.pid = (uint32_t)sys_getpid(),
+		.runtime_id = prof.runtime_id,
+		.items = items,
+		.n_items = n_items,
+		.combined_gz = combined.data,
+		.combined_len = combined.len,
+		.final = final,
+	};
+	for (int i = 0; i < prof.n_exporters; i++) {
+		int r = prof.exporters[i]->export_batch(prof.exporters[i], &batch, deadline_ns);
+		if (r < 0)
+			result = r;
+	}
+	for (size_t i = 0; i < n_items; i++)
+		rt_buf_free(&gz[i]);
+	rt_buf_free(&combined);
+	profile_release(p);
+	return result;
+}
+
+/* Waits until the monotonic deadline or a wake-up; false when asked to stop. */
+static bool wait_until(uint64_t deadline_ns)
+{
+	for (int spins = 0; spins < 1000000; spins++) {
+		if (atomic_load(&prof.stop_requested))
+			return false;
+		int seen = atomic_load(&prof.wake);
+		uint64_t now = rt_monotonic_ns();
+		if (now >= deadline_ns)
+			return true;
+		uint64_t left = deadline_ns - now;
+		struct __kernel_timespec ts = { (long long)(left / 1000000000ull),
+						(long long)(left % 1000000000ull) };
+		(void)sys_futex((volatile int *)&prof.wake, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, seen,
+				&ts);
+	}
+	return !atomic_load(&prof.stop_requested);
+}
+
+static void *scheduler_main(void *arg)
+{
+	RT_UNUSED(arg);
+	(void)sys_prctl(15 /* PR_SET_NAME */, (long)"stowaway-sched", 0, 0, 0);
+	uint64_t period_ns = (uint64_t)prof.cfg->upload_period_s * 1000000000ull;
+	uint64_t next = rt_monotonic_ns() + period_ns;
+	while (wait_until(next)) {
+		rt_mutex_lock(&prof.export_lock);
+		if (!atomic_load(&prof.stop_requested))
+			(void)export_period(false, rt_monotonic_ns() + period_ns);
+		rt_mutex_unlock(&prof.export_lock);
+		next += period_ns;
+		uint64_t now = rt_monotonic_ns();
+		if (next < now) /* an export overran: skip the missed ticks */
+			next = now + period_ns;
+	}
+	return NULL;
+}
+
+/* Takes export_lock, giving up at the deadline (another export in progress). */
+static bool lock_before(uint64_t deadline_ns)
+{
+	while (!rt_mutex_trylock(&prof.export_lock)) {
+		if (rt_monotonic_ns() >= deadline_ns)
+			return false;
+		(void)rt_sleep_ns(1000000);
+	}
+	return true;
+}
+
+int profiler_start(const struct sw_config *cfg)
+{
+	if (atomic_load(&prof.running))
+		return 0;
+	prof.cfg = cfg;
+	struct profile_limits limits = { .max_samples = cfg->max_stacks };
+	if (!prof.rec)
+		prof.rec = recorder_create(&limits);
+	if (!prof.rec)
+		return -ENOMEM;
+	make_runtime_id(prof.runtime_id);
+	prof.n_exporters = 0;
+	struct sw_exporter *(*const makers[MAX_EXPORTERS])(const struct sw_config *) = {
+		export_file_create,
+	};
+	for (int i = 0; i < MAX_EXPORTERS; i++) {
+		struct sw_exporter *e = makers[i] ? makers[i](cfg) : NULL;
+		if (e)
+			prof.exporters[prof.n_exporters++] = e;
+	}
+	if (prof.n_exporters == 0)
+		rt_warn("no profile destination is usable; profiles are collected but not exported");
+	atomic_store(&prof.stop_requested, 0);
+	atomic_store(&prof.running, 1);
+	int collectors = collect_start(cfg, prof.rec);
+	int r = thread_spawn(scheduler_main, NULL);
+	if (r < 0)
+		rt_warn("could not start the scheduler thread (error %d); profiles are exported "
+			"only at exit", -r);
+	rt_info("profiling %s (pid %ld, %d collectors, upload period %us, runtime id %s)",
+		cfg->service, sys_getpid(), collectors, cfg->upload_period_s, prof.runtime_id);
+	return 0;
+}
+
+int profiler_stop(bool final_flush)
+{
+	if (!atomic_exchange(&prof.running, 0))
+		return 0;
+	const struct sw_config *cfg = prof.cfg;
+	uint64_t deadline = rt_monotonic_ns() + (uint64_t)cfg->exit_timeout_ms * 1000000ull;
+	atomic_store(&prof.stop_requested, 1);
+	atomic_fetch_add(&prof.wake, 1);
+	(void)sys_futex((volatile int *)&prof.wake, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL);
+	collect_stop();
+	if (!final_flush)
+		return 0;
+	if (!lock_before(deadline)) {
+		rt_warn("the final profile was not exported: an export was still running at the "
+			"exit timeout (%u ms)", cfg->exit_timeout_ms);
+		return -ETIMEDOUT;
+	}
+	int r = export_period(true, deadline);
+	rt_mutex_unlock(&prof.export_lock);
+	return r;
+}
+
+int profiler_flush(void)
+{
+	if (!atomic_load(&prof.running))
+		return -ESRCH;
+	uint64_t timeout = RT_MAX(FLUSH_MIN_TIMEOUT_NS, (uint64_t)prof.cfg->exit_timeout_ms * 1000000ull);
+	uint64_t deadline = rt_monotonic_ns() + timeout;
+	if (!lock_before(deadline))
+		return -ETIMEDOUT;
+	int r = export_period(false, deadline);
+	rt_mutex_unlock(&prof.export_lock);
+	return r;
+}

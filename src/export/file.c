@@ -1,0 +1,217 @@
+/* The file exporter (air-gapped use): one gzip pprof per kind per period in
+ * STOWAWAY_OUTPUT_DIR, written atomically (temp file in the same directory,
+ * fsync, rename, fsync of the directory), with a bound on the number of
+ * profile files kept (oldest removed first). */
+#include "export/export.h"
+#include "rt/rt.h"
+#include "rt/sys.h"
+
+#define FILE_SUFFIX ".pb.gz"
+#define RETENTION_SCAN_MAX 100000
+
+struct file_exporter {
+	struct sw_exporter base;
+	char dir[SW_CFG_PATH];
+	char service[64]; /* sanitised for file names */
+	uint32_t max_files;
+	atomic_int write_failed_logged;
+};
+
+/* Keeps [A-Za-z0-9._-]; everything else becomes '_'. */
+static void sanitize_name(const char *in, char *out, size_t cap)
+{
+	size_t o = 0;
+	for (size_t i = 0; in[i] && o + 1 < cap; i++) {
+		char c = in[i];
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			  c == '.' || c == '_' || c == '-';
+		out[o++] = ok ? c : '_';
+	}
+	if (o == 0)
+		out[o++] = '_';
+	out[o] = 0;
+}
+
+/* Creates the directory and its missing parents (mode 0755). */
+static long make_dirs(const char *path)
+{
+	char tmp[SW_CFG_PATH];
+	size_t n = rt_strlcpy(tmp, path, sizeof(tmp));
+	if (n >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	for (size_t i = 1; i <= n; i++) {
+		if (tmp[i] != '/' && tmp[i] != 0)
+			continue;
+		char saved = tmp[i];
+		tmp[i] = 0;
+		long r = sys_mkdirat(AT_FDCWD, tmp, 0755);
+		tmp[i] = saved;
+		if (r < 0 && r != -EEXIST)
+			return r;
+	}
+	return 0;
+}
+
+static const char *errno_name(long e)
+{
+	switch (-e) {
+	case EACCES: return "permission denied";
+	case EROFS: return "read-only file system";
+	case ENOSPC: return "no space left on device";
+	case EDQUOT: return "disk quota exceeded";
+	case ENOENT: return "no such directory";
+	case ENOTDIR: return "not a directory";
+	case ENAMETOOLONG: return "name too long";
+	case EIO: return "I/O error";
+	default: return "system error";
+	}
+}
+
+/* Writes data to dir/name through a temporary file; 0 or -errno.  No
+ * partial file is left behind on failure. */
+static long write_atomically(int dirfd, const char *name, const uint8_t *data, size_t len)
+{
+	char tmp[256];
+	rt_snprintf(tmp, sizeof(tmp), ".%s.%ld.tmp", name, sys_gettid());
+	long fd = sys_openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return fd;
+	long r = rt_write_all((int)fd, data, len);
+	if (r == 0)
+		r = sys_fsync((int)fd);
+	long c = sys_close((int)fd);
+	if (r == 0 && c < 0)
+		r = c;
+	if (r == 0)
+		r = sys_renameat(dirfd, tmp, dirfd, name);
+	if (r < 0) {
+		(void)sys_unlinkat(dirfd, tmp, 0);
+		return r;
+	}
+	return sys_fsync(dirfd);
+}
+
+struct old_file {
+	uint64_t mtime_ns;
+	char name[200];
+};
+
+static bool is_profile_file(const char *name)
+{
+	size_t n = rt_strlen(name), s = sizeof(FILE_SUFFIX) - 1;
+	return name[0] != '.' && n > s && rt_streq(name + n - s, FILE_SUFFIX);
+}
+
+/* Removes the oldest profile files beyond max_files.  Bounded work: one
+ * directory scan, and at most `excess` deletions, each the oldest left. */
+static void enforce_retention(struct file_exporter *fe, int dirfd)
+{
+	if (fe->max_files == 0)
+		return;
+	long fd = sys_openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	/* Count first, then keep the `excess` oldest in a small array. */
+	enum { OLDEST_MAX = 64 };
+	struct old_file oldest[OLDEST_MAX];
+	uint32_t count = 0, n_oldest = 0;
+	uint8_t buf[8192];
+	for (int pass = 0; pass < RETENTION_SCAN_MAX; pass++) {
+		long n = sys_getdents64((int)fd, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		for (long off = 0; off < n;) {
+			const struct {
+				uint64_t ino;
+				int64_t off;
+				unsigned short reclen;
+				unsigned char type;
+				char name[];
+			} *d = (const void *)(buf + off);
+			if (d->reclen == 0)
+				break;
+			off += d->reclen;
+			if (!is_profile_file(d->name))
+				continue;
+			count++;
+			struct statx st;
+			if (sys_statx(dirfd, d->name, 0, STATX_MTIME, &st) != 0)
+				continue;
+			uint64_t m = (uint64_t)st.stx_mtime.tv_sec * 1000000000ull + st.stx_mtime.tv_nsec;
+			/* Insert into the sorted (oldest first) array, dropping the newest. */
+			uint32_t pos = n_oldest;
+			while (pos > 0 && oldest[pos - 1].mtime_ns > m)
+				pos--;
+			if (pos >= OLDEST_MAX)
+				continue;
+			uint32_t last = n_oldest < OLDEST_MAX ? n_oldest : OLDEST_MAX - 1;
+			rt_memmove(&oldest[pos + 1], &oldest[pos], (last - pos) * sizeof(oldest[0]));
+			oldest[pos].mtime_ns = m;
+			rt_strlcpy(oldest[pos].name, d->name, sizeof(oldest[pos].name));
+			if (n_oldest < OLDEST_MAX)
+				n_oldest++;
+		}
+	}
+	(void)sys_close((int)fd);
+	uint32_t excess = count > fe->max_files ? count - fe->max_files : 0;
+	for (uint32_t i = 0; i < excess && i < n_oldest; i++)
+		(void)sys_unlinkat(dirfd, oldest[i].name, 0);
+}
+
+static int file_export(struct sw_exporter *self, const struct sw_export_batch *b, uint64_t deadline_ns)
+{
+	RT_UNUSED(deadline_ns); /* local writes are not interruptible; they are short */
+	struct file_exporter *fe = self->state;
+	long dirfd = sys_open(fe->dir, O_RDONLY | O_DIRECTORY, 0);
+	if (dirfd == -ENOENT && make_dirs(fe->dir) == 0)
+		dirfd = sys_open(fe->dir, O_RDONLY | O_DIRECTORY, 0);
+	if (dirfd < 0) {
+		if (!atomic_exchange(&fe->write_failed_logged, 1))
+			rt_warn("cannot open STOWAWAY_OUTPUT_DIR=%s: %s; profiles are not written "
+				"there (profiling goes on)", fe->dir, errno_name(dirfd));
+		return (int)dirfd;
+	}
+	int result = 0;
+	for (size_t i = 0; i < b->n_items; i++) {
+		char name[200];
+		rt_snprintf(name, sizeof(name), "%s.%u.%s.%05u%s", fe->service, b->pid,
+			    sw_kind_name(b->items[i].kind), b->seq, FILE_SUFFIX);
+		long r = write_atomically((int)dirfd, name, b->items[i].gz, b->items[i].len);
+		if (r < 0) {
+			if (!atomic_exchange(&fe->write_failed_logged, 1))
+				rt_warn("cannot write profiles to %s: %s; profiling goes on, "
+					"files are skipped", fe->dir, errno_name(r));
+			result = (int)r;
+		}
+	}
+	enforce_retention(fe, (int)dirfd);
+	(void)sys_close((int)dirfd);
+	return result;
+}
+
+static void file_destroy(struct sw_exporter *self) { rt_free(self->state); }
+
+struct sw_exporter *export_file_create(const struct sw_config *cfg)
+{
+	if (!cfg->output_dir[0])
+		return NULL;
+	struct file_exporter *fe = rt_calloc(1, sizeof(*fe));
+	if (!fe)
+		return NULL;
+	rt_strlcpy(fe->dir, cfg->output_dir, sizeof(fe->dir));
+	sanitize_name(cfg->service, fe->service, sizeof(fe->service));
+	fe->max_files = cfg->max_files;
+	fe->base.name = "file";
+	fe->base.export_batch = file_export;
+	fe->base.destroy = file_destroy;
+	fe->base.state = fe;
+	long r = make_dirs(fe->dir);
+	if (r == 0)
+		r = sys_faccessat(AT_FDCWD, fe->dir, 2 /* W_OK */);
+	if (r < 0) {
+		rt_warn("STOWAWAY_OUTPUT_DIR=%s is not writable: %s; will retry every period",
+			fe->dir, errno_name(r));
+		atomic_store(&fe->write_failed_logged, 1);
+	}
+	return &fe->base;
+}
