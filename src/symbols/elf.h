@@ -1,0 +1,100 @@
+/* A bounds-checked reader for ELF64 images held in memory (a file mapped
+ * read-only, or the vDSO).  Every offset and size taken from the image is
+ * checked against the image size before use, so a corrupted or truncated
+ * file yields "not found" instead of a bad read.  Fields are copied out with
+ * memcpy, so the image needs no particular alignment.
+ *
+ * Nothing here allocates; all functions are signal-safe (but they are meant
+ * for the refresh path, not for signal handlers).
+ */
+#ifndef STOWAWAY_SYMBOLS_ELF_H
+#define STOWAWAY_SYMBOLS_ELF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Longest build id we keep (bytes); the hex form needs twice that plus 1. */
+#define ELF_BUILD_ID_MAX 64
+#define ELF_BUILD_ID_HEX_CAP (2 * ELF_BUILD_ID_MAX + 1)
+
+struct elf_image {
+	const uint8_t *data;
+	size_t size;
+	uint16_t type;    /* ET_EXEC, ET_DYN, ... */
+	uint16_t machine; /* EM_X86_64, EM_AARCH64 */
+	uint64_t phoff, shoff;
+	uint16_t phnum, shnum, shstrndx;
+};
+
+/* A section or segment extent, checked to lie inside the image (file bytes). */
+struct elf_section {
+	uint64_t offset; /* file offset of the bytes */
+	uint64_t size;   /* bytes present in the image */
+	uint64_t addr;   /* link-time virtual address */
+	uint32_t type;
+	uint32_t link;
+	uint64_t entsize;
+};
+
+struct elf_segment {
+	uint32_t type, flags;
+	uint64_t offset, vaddr, filesz, memsz, align;
+};
+
+/* Validates the ELF64 little-endian header of data[0..size). */
+bool elf_open(struct elf_image *img, const void *data, size_t size);
+
+/* Program header i (0 <= i < phnum); false if it does not fit the image. */
+bool elf_segment_at(const struct elf_image *img, uint32_t i, struct elf_segment *out);
+/* Section header i; false if it does not fit or its bytes are outside the image
+ * (SHT_NOBITS sections report size 0). */
+bool elf_section_at(const struct elf_image *img, uint32_t i, struct elf_section *out);
+/* First section whose name equals `name`. */
+bool elf_section_by_name(const struct elf_image *img, const char *name, struct elf_section *out);
+
+/* The GNU build id as lowercase hex into hex[ELF_BUILD_ID_HEX_CAP]; false if
+ * absent.  Looks in PT_NOTE segments, then SHT_NOTE sections. */
+bool elf_build_id_hex(const struct elf_image *img, char *hex, size_t cap);
+
+/* Lowest page-aligned PT_LOAD vaddr and the end of the highest PT_LOAD (memsz);
+ * false if there is no PT_LOAD. */
+bool elf_load_range(const struct elf_image *img, uint64_t *lo, uint64_t *hi);
+
+/* Load bias of a mapping: runtime address = link vaddr + bias, for a mapping
+ * that starts at `map_start` and maps the file from `map_offset`.  Finds the
+ * PT_LOAD containing that offset. */
+bool elf_load_bias(const struct elf_image *img, uint64_t map_start, uint64_t map_offset,
+		   uint64_t *bias);
+
+/* Translate a link-time vaddr into a file offset through PT_LOAD (file bytes only). */
+bool elf_vaddr_to_offset(const struct elf_image *img, uint64_t vaddr, uint64_t *offset);
+
+/* The .eh_frame bytes and their link-time address: the .eh_frame section if
+ * section headers exist, otherwise through PT_GNU_EH_FRAME's eh_frame_ptr. */
+bool elf_eh_frame(const struct elf_image *img, struct elf_section *out);
+
+/* One function symbol. */
+struct elf_symbol {
+	uint64_t value; /* link-time address */
+	uint64_t size;
+	const char *name; /* points into the image, terminated inside it */
+	uint8_t bind;     /* STB_* */
+};
+
+/* Iterates the defined function symbols (STT_FUNC, STT_GNU_IFUNC) of one
+ * symbol table section (SHT_SYMTAB or SHT_DYNSYM), skipping malformed entries. */
+struct elf_symbol_iter {
+	const struct elf_image *img;
+	struct elf_section symtab, strtab;
+	uint64_t next, count;
+};
+bool elf_symbols_begin(const struct elf_image *img, uint32_t symtab_type,
+		       struct elf_symbol_iter *it);
+bool elf_symbols_next(struct elf_symbol_iter *it, struct elf_symbol *out);
+
+/* A NUL-terminated string at offset `off` of section `strtab`, or NULL. */
+const char *elf_string_at(const struct elf_image *img, const struct elf_section *strtab,
+			  uint64_t off);
+
+#endif

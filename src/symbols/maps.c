@@ -1,0 +1,81 @@
+/* /proc/self/maps line parser (see maps.h).  Line format:
+ *   start-end perms offset major:minor inode   path */
+#include "symbols/maps.h"
+
+#include "rt/rt.h"
+
+/* Length of the run of non-space bytes at s[0..n). */
+static size_t token_len(const char *s, size_t n, char stop)
+{
+	size_t i = 0;
+	while (i < n && s[i] != ' ' && s[i] != stop)
+		i++;
+	return i;
+}
+
+static bool take_hex(const char **s, size_t *n, char stop, uint64_t *out)
+{
+	size_t t = token_len(*s, *n, stop);
+	if (t == 0 || t > 16 || !rt_parse_hex_u64(*s, t, out))
+		return false;
+	*s += t;
+	*n -= t;
+	if (*n == 0 || **s != stop)
+		return false;
+	(*s)++;
+	(*n)--;
+	return true;
+}
+
+bool maps_parse_line(const char *line, size_t len, struct maps_entry *out)
+{
+	const char *s = line;
+	size_t n = len;
+	uint64_t major, minor;
+	rt_memset(out, 0, sizeof(*out));
+	if (!take_hex(&s, &n, '-', &out->start) || !take_hex(&s, &n, ' ', &out->end) ||
+	    out->end <= out->start || n < 5)
+		return false;
+	if (s[0] == 'r')
+		out->perms |= MAPS_PERM_READ;
+	if (s[1] == 'w')
+		out->perms |= MAPS_PERM_WRITE;
+	if (s[2] == 'x')
+		out->perms |= MAPS_PERM_EXEC;
+	if (s[3] == 's')
+		out->perms |= MAPS_PERM_SHARED;
+	if (s[4] != ' ')
+		return false;
+	s += 5;
+	n -= 5;
+	if (!take_hex(&s, &n, ' ', &out->offset) || !take_hex(&s, &n, ':', &major) ||
+	    !take_hex(&s, &n, ' ', &minor) || major > UINT32_MAX || minor > UINT32_MAX)
+		return false;
+	out->dev_major = (uint32_t)major;
+	out->dev_minor = (uint32_t)minor;
+	size_t t = token_len(s, n, ' ');
+	if (t == 0 || !rt_parse_u64(s, t, &out->inode))
+		return false;
+	s += t;
+	n -= t;
+	while (n > 0 && *s == ' ') {
+		s++;
+		n--;
+	}
+	out->path = s;
+	out->path_len = n;
+	return true;
+}
+
+bool maps_next(const char *text, size_t len, size_t *pos, struct maps_entry *out)
+{
+	while (*pos < len) {
+		const char *line = text + *pos;
+		const char *nl = rt_memchr(line, '\n', len - *pos);
+		size_t line_len = nl != NULL ? (size_t)(nl - line) : len - *pos;
+		*pos += line_len + (nl != NULL ? 1 : 0);
+		if (maps_parse_line(line, line_len, out))
+			return true;
+	}
+	return false;
+}

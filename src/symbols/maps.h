@@ -1,0 +1,32 @@
+/* A parser for /proc/self/maps lines.  Pure functions over a byte buffer,
+ * so they can be fuzzed; reading the file lives in symbols.c. */
+#ifndef STOWAWAY_SYMBOLS_MAPS_H
+#define STOWAWAY_SYMBOLS_MAPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MAPS_PERM_READ 1u
+#define MAPS_PERM_WRITE 2u
+#define MAPS_PERM_EXEC 4u
+#define MAPS_PERM_SHARED 8u
+
+struct maps_entry {
+	uint64_t start, end, offset, inode;
+	uint32_t dev_major, dev_minor;
+	uint32_t perms; /* MAPS_PERM_* */
+	/* Path as it appears (may be "", "[stack]", "/x (deleted)"); points into
+	 * the buffer, not terminated: use path_len. */
+	const char *path;
+	size_t path_len;
+};
+
+/* Parses one line (without its newline) of `len` bytes.  False if malformed. */
+bool maps_parse_line(const char *line, size_t len, struct maps_entry *out);
+
+/* Iterates the lines of a whole maps text of `len` bytes.  *pos starts at 0.
+ * Returns false at the end; malformed lines are skipped. */
+bool maps_next(const char *text, size_t len, size_t *pos, struct maps_entry *out);
+
+#endif

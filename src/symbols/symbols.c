@@ -1,0 +1,498 @@
+/* The module registry (see symbols.h). */
+#include "symbols/symbols.h"
+
+#include <linux/elf.h>
+
+#include "rt/rt.h"
+#include "rt/sys.h"
+#include "symbols/elf.h"
+#include "symbols/maps.h"
+#include "unwind/cfi.h"
+#include "unwind/unwind.h"
+
+#define MAPS_READ_CHUNK 65536
+/* Larger /proc/self/maps texts are cut here (about 400k mappings). */
+#define MAPS_MAX_BYTES (64u << 20)
+#define ELF_MAX_BYTES (4ull << 30)
+
+struct sym_func {
+	uint64_t start, size; /* link-time */
+	uint32_t name;        /* offset into module names */
+	uint8_t bind;
+};
+
+struct sym_module {
+	struct sym_module *next;
+	char *path;
+	uint32_t dev_major, dev_minor;
+	uint64_t inode;
+	uint64_t load_key; /* mapping start - file offset: one load of the file */
+	uint64_t bias;
+	char build_id[ELF_BUILD_ID_HEX_CAP];
+	struct sym_func *funcs;
+	uint32_t nfuncs;
+	char *names;
+	struct cfi_table *cfi;
+	uint64_t seen_generation;
+};
+
+struct sym_mapping {
+	uint64_t start, end, offset;
+	struct sym_module *module; /* NULL for anonymous code */
+};
+
+static struct rt_mutex registry_lock = RT_MUTEX_INIT;
+static struct sym_module *modules;         /* live */
+static struct sym_module *retired_modules; /* unloaded, awaiting garbage collection */
+static struct sym_mapping *mappings;       /* executable mappings, sorted */
+static uint32_t nmappings;
+static uint64_t generation;
+static uint64_t last_maps_hash;
+
+/* ---- reading /proc/self/maps ---- */
+
+static bool read_maps(struct rt_buf *b)
+{
+	long fd = sys_open("/proc/self/maps", O_RDONLY, 0);
+	if (fd < 0)
+		return false;
+	bool ok = true;
+	while (b->len < MAPS_MAX_BYTES) {
+		if (!rt_buf_reserve(b, MAPS_READ_CHUNK)) {
+			ok = false;
+			break;
+		}
+		long n = sys_read((int)fd, b->data + b->len, MAPS_READ_CHUNK);
+		if (n == -EINTR)
+			continue;
+		if (n < 0) {
+			ok = false;
+			break;
+		}
+		if (n == 0)
+			break;
+		b->len += (size_t)n;
+	}
+	(void)sys_close((int)fd);
+	return ok && !b->failed;
+}
+
+static uint64_t fnv1a(const uint8_t *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* ---- function symbol tables ---- */
+
+static bool func_before(const struct sym_func *a, const struct sym_func *b)
+{
+	if (a->start != b->start)
+		return a->start < b->start;
+	/* Among aliases the preferred one sorts last: global, then weak, then local. */
+	int ra = a->bind == STB_GLOBAL ? 2 : a->bind == STB_WEAK ? 1 : 0;
+	int rb = b->bind == STB_GLOBAL ? 2 : b->bind == STB_WEAK ? 1 : 0;
+	return ra < rb;
+}
+
+static void sort_funcs(struct sym_func *a, size_t n)
+{
+	for (size_t k = n / 2 + 1; k-- > 0;) {
+		size_t root = k;
+		while (2 * root + 1 < n) {
+			size_t c = 2 * root + 1;
+			if (c + 1 < n && func_before(&a[c], &a[c + 1]))
+				c++;
+			if (!func_before(&a[root], &a[c]))
+				break;
+			struct sym_func t = a[root];
+			a[root] = a[c];
+			a[c] = t;
+			root = c;
+		}
+	}
+	for (size_t end = n; end-- > 1;) {
+		struct sym_func t = a[0];
+		a[0] = a[end];
+		a[end] = t;
+		size_t root = 0;
+		while (2 * root + 1 < end) {
+			size_t c = 2 * root + 1;
+			if (c + 1 < end && func_before(&a[c], &a[c + 1]))
+				c++;
+			if (!func_before(&a[root], &a[c]))
+				break;
+			t = a[root];
+			a[root] = a[c];
+			a[c] = t;
+			root = c;
+		}
+	}
+}
+
+struct func_collector {
+	struct sym_func *funcs;
+	size_t n, cap;
+	struct rt_buf names;
+	bool failed;
+};
+
+static void collect_symtab(const struct elf_image *img, uint32_t type, struct func_collector *fc)
+{
+	struct elf_symbol_iter it;
+	struct elf_symbol sym;
+	if (!elf_symbols_begin(img, type, &it))
+		return;
+	while (!fc->failed && elf_symbols_next(&it, &sym)) {
+		if (sym.size == 0)
+			continue; /* covers nothing we could claim */
+		if (fc->names.len > UINT32_MAX - 4096) {
+			fc->failed = true;
+			break;
+		}
+		if (fc->n == fc->cap) {
+			size_t ncap = fc->cap ? fc->cap * 2 : 512;
+			struct sym_func *nf = rt_realloc(fc->funcs, ncap * sizeof(*nf));
+			if (nf == NULL) {
+				fc->failed = true;
+				break;
+			}
+			fc->funcs = nf;
+			fc->cap = ncap;
+		}
+		struct sym_func *f = &fc->funcs[fc->n++];
+		f->start = sym.value;
+		f->size = sym.size;
+		f->bind = sym.bind;
+		f->name = (uint32_t)fc->names.len;
+		rt_buf_append(&fc->names, sym.name, rt_strlen(sym.name) + 1);
+	}
+}
+
+/* Loads sorted, deduplicated function symbols of img into m. */
+static void load_functions(struct sym_module *m, const struct elf_image *img)
+{
+	struct func_collector fc;
+	rt_memset(&fc, 0, sizeof(fc));
+	collect_symtab(img, SHT_SYMTAB, &fc);
+	collect_symtab(img, SHT_DYNSYM, &fc);
+	if (fc.failed || fc.names.failed || fc.n == 0 || fc.n > UINT32_MAX) {
+		rt_free(fc.funcs);
+		rt_buf_free(&fc.names);
+		return;
+	}
+	sort_funcs(fc.funcs, fc.n);
+	/* Keep the last (preferred) entry of each address. */
+	size_t out = 0;
+	for (size_t i = 0; i < fc.n; i++) {
+		if (i + 1 < fc.n && fc.funcs[i + 1].start == fc.funcs[i].start)
+			continue;
+		fc.funcs[out++] = fc.funcs[i];
+	}
+	m->funcs = fc.funcs;
+	m->nfuncs = (uint32_t)out;
+	m->names = (char *)fc.names.data;
+}
+
+/* The function containing link-time address addr, or NULL. */
+static const char *module_function(const struct sym_module *m, uint64_t addr)
+{
+	uint32_t lo = 0, hi = m->nfuncs;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (m->funcs[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* A few entries back in case a small symbol sits inside a larger one. */
+	for (uint32_t i = lo, k = 0; i > 0 && k < 4; i--, k++) {
+		const struct sym_func *f = &m->funcs[i - 1];
+		if (addr - f->start < f->size)
+			return m->names + f->name;
+	}
+	return NULL;
+}
+
+/* ---- loading one module ---- */
+
+static void load_from_image(struct sym_module *m, const struct elf_image *img,
+			    const struct maps_entry *e)
+{
+	uint64_t lo, hi;
+	struct elf_section eh;
+	if (!elf_build_id_hex(img, m->build_id, sizeof(m->build_id)))
+		m->build_id[0] = 0;
+	if (!elf_load_bias(img, e->start, e->offset, &m->bias))
+		return;
+	load_functions(m, img);
+	if (elf_eh_frame(img, &eh) && elf_load_range(img, &lo, &hi) && hi > lo &&
+	    hi - lo <= UINT32_MAX)
+		m->cfi = cfi_table_build(img->data + eh.offset, (size_t)eh.size, eh.addr, lo, hi - lo);
+}
+
+static void load_from_file(struct sym_module *m, const struct maps_entry *e)
+{
+	struct statx st;
+	long fd = sys_open(m->path, O_RDONLY, 0);
+	if (fd < 0)
+		return;
+	long r = sys_statx((int)fd, "", AT_EMPTY_PATH, STATX_INO | STATX_SIZE, &st);
+	void *p = (void *)-1L;
+	/* The file must still be the one mapped (same device and inode). */
+	if (r == 0 && st.stx_ino == e->inode && st.stx_dev_major == e->dev_major &&
+	    st.stx_dev_minor == e->dev_minor && st.stx_size >= sizeof(Elf64_Ehdr) &&
+	    st.stx_size <= ELF_MAX_BYTES)
+		p = sys_mmap(NULL, (size_t)st.stx_size, PROT_READ, MAP_PRIVATE, (int)fd, 0);
+	(void)sys_close((int)fd);
+	if (SYS_IS_ERR(p))
+		return;
+	struct elf_image img;
+	if (elf_open(&img, p, (size_t)st.stx_size))
+		load_from_image(m, &img, e);
+	(void)sys_munmap(p, (size_t)st.stx_size);
+}
+
+static void module_free(struct sym_module *m)
+{
+	rt_free(m->path);
+	rt_free(m->funcs);
+	rt_free(m->names);
+	cfi_table_free(m->cfi);
+	rt_free(m);
+}
+
+static bool path_is(const struct maps_entry *e, const char *s)
+{
+	size_t n = rt_strlen(s);
+	return e->path_len == n && rt_memcmp(e->path, s, n) == 0;
+}
+
+static struct sym_module *module_create(const struct maps_entry *e)
+{
+	struct sym_module *m = rt_calloc(1, sizeof(*m));
+	if (m == NULL)
+		return NULL;
+	m->path = rt_strndup(e->path, e->path_len);
+	if (m->path == NULL) {
+		rt_free(m);
+		return NULL;
+	}
+	m->dev_major = e->dev_major;
+	m->dev_minor = e->dev_minor;
+	m->inode = e->inode;
+	m->load_key = e->start - e->offset;
+	if (e->path[0] == '/') {
+		load_from_file(m, e);
+	} else if (path_is(e, "[vdso]")) {
+		struct elf_image img;
+		if (elf_open(&img, (const void *)(uintptr_t)e->start, (size_t)(e->end - e->start)))
+			load_from_image(m, &img, e);
+	}
+	return m;
+}
+
+static struct sym_module *module_find(const struct maps_entry *e)
+{
+	for (struct sym_module *m = modules; m != NULL; m = m->next) {
+		if (m->inode == e->inode && m->dev_major == e->dev_major &&
+		    m->dev_minor == e->dev_minor && m->load_key == e->start - e->offset &&
+		    rt_strlen(m->path) == e->path_len && rt_memcmp(m->path, e->path, e->path_len) == 0)
+			return m;
+	}
+	return NULL;
+}
+
+/* ---- refresh ---- */
+
+struct refresh_arrays {
+	struct sym_mapping *maps;
+	struct unwind_code_range *code;
+	struct unwind_data_range *data;
+	uint32_t nmaps, ndata;
+};
+
+static bool is_stack_candidate(const struct maps_entry *e)
+{
+	if ((e->perms & (MAPS_PERM_READ | MAPS_PERM_WRITE)) != (MAPS_PERM_READ | MAPS_PERM_WRITE) ||
+	    (e->perms & MAPS_PERM_SHARED))
+		return false;
+	/* Anonymous memory only: a file-backed page can raise SIGBUS. */
+	return e->inode == 0 && (e->path_len == 0 || e->path[0] == '[');
+}
+
+static void add_data_range(struct refresh_arrays *a, const struct maps_entry *e)
+{
+	uint32_t flags = path_is(e, "[stack]") ? UNWIND_DATA_GROWSDOWN : 0;
+	struct unwind_data_range *last = a->ndata > 0 ? &a->data[a->ndata - 1] : NULL;
+	/* Adjacent ranges merge (a stack split by mprotect stays one stack). */
+	if (last != NULL && last->end == e->start && !(flags & UNWIND_DATA_GROWSDOWN)) {
+		last->end = e->end;
+		return;
+	}
+	a->data[a->ndata].start = e->start;
+	a->data[a->ndata].end = e->end;
+	a->data[a->ndata].flags = flags;
+	a->ndata++;
+}
+
+static bool build_arrays(const char *text, size_t len, struct refresh_arrays *a)
+{
+	struct maps_entry e;
+	size_t pos = 0;
+	uint32_t total = 0;
+	while (maps_next(text, len, &pos, &e) && total < UINT32_MAX / 2)
+		total++;
+	a->maps = rt_calloc(total + 1, sizeof(*a->maps));
+	a->code = rt_calloc(total + 1, sizeof(*a->code));
+	a->data = rt_calloc(total + 1, sizeof(*a->data));
+	if (a->maps == NULL || a->code == NULL || a->data == NULL)
+		return false;
+	pos = 0;
+	uint64_t prev_start = 0;
+	for (uint32_t i = 0; i < total && maps_next(text, len, &pos, &e); i++) {
+		if (e.start < prev_start)
+			continue; /* the kernel lists in order; anything else is skipped */
+		prev_start = e.end;
+		if (is_stack_candidate(&e))
+			add_data_range(a, &e);
+		if (!(e.perms & MAPS_PERM_EXEC))
+			continue;
+		struct sym_module *m = NULL;
+		if (e.path_len > 0) {
+			m = module_find(&e);
+			if (m == NULL) {
+				m = module_create(&e);
+				if (m == NULL)
+					return false;
+				m->next = modules;
+				modules = m;
+			}
+			m->seen_generation = generation;
+		}
+		struct sym_mapping *sm = &a->maps[a->nmaps];
+		struct unwind_code_range *cr = &a->code[a->nmaps];
+		sm->start = cr->start = e.start;
+		sm->end = cr->end = e.end;
+		sm->offset = e.offset;
+		sm->module = m;
+		cr->bias = m != NULL ? m->bias : 0;
+		cr->cfi = m != NULL ? m->cfi : NULL;
+		cr->flags = m != NULL && (m->path[0] == '/' || rt_streq(m->path, "[vdso]"))
+				    ? UNWIND_CODE_READABLE
+				    : 0;
+		a->nmaps++;
+	}
+	return true;
+}
+
+bool symbols_refresh(void)
+{
+	struct rt_buf text = {0};
+	struct refresh_arrays a;
+	bool ok = false;
+	rt_memset(&a, 0, sizeof(a));
+	if (!read_maps(&text)) {
+		rt_buf_free(&text);
+		return false;
+	}
+	uint64_t hash = fnv1a(text.data, text.len);
+	rt_mutex_lock(&registry_lock);
+	if (hash == last_maps_hash && mappings != NULL) {
+		rt_mutex_unlock(&registry_lock);
+		rt_buf_free(&text);
+		return true;
+	}
+	generation++;
+	if (build_arrays((const char *)text.data, text.len, &a) &&
+	    unwind_publish(a.code, a.nmaps, a.data, a.ndata)) {
+		ok = true;
+		rt_free(mappings);
+		mappings = a.maps;
+		nmappings = a.nmaps;
+		a.maps = NULL;
+		last_maps_hash = hash;
+		/* Modules no longer mapped wait for symbols_collect_garbage(). */
+		struct sym_module **link = &modules;
+		while (*link != NULL) {
+			struct sym_module *m = *link;
+			if (m->seen_generation == generation) {
+				link = &m->next;
+				continue;
+			}
+			*link = m->next;
+			m->next = retired_modules;
+			retired_modules = m;
+		}
+	}
+	rt_mutex_unlock(&registry_lock);
+	rt_free(a.maps);
+	rt_free(a.code);
+	rt_free(a.data);
+	rt_buf_free(&text);
+	return ok;
+}
+
+bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out)
+{
+	RT_UNUSED(ctx);
+	rt_memset(out, 0, sizeof(*out));
+	out->map_path = "";
+	out->build_id = "";
+	rt_mutex_lock(&registry_lock);
+	uint32_t lo = 0, hi = nmappings;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (mappings[mid].end <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	bool found = lo < nmappings && pc >= mappings[lo].start;
+	if (found) {
+		const struct sym_mapping *sm = &mappings[lo];
+		out->map_start = sm->start;
+		out->map_limit = sm->end;
+		out->map_offset = sm->offset;
+		if (sm->module != NULL) {
+			out->map_path = sm->module->path;
+			out->build_id = sm->module->build_id;
+			out->function = module_function(sm->module, pc - sm->module->bias);
+		}
+	}
+	rt_mutex_unlock(&registry_lock);
+	return found;
+}
+
+void symbols_collect_garbage(void)
+{
+	rt_mutex_lock(&registry_lock);
+	if (retired_modules != NULL && unwind_reclaim()) {
+		while (retired_modules != NULL) {
+			struct sym_module *m = retired_modules;
+			retired_modules = m->next;
+			module_free(m);
+		}
+	}
+	rt_mutex_unlock(&registry_lock);
+}
+
+void symbols_after_fork_child(void) { rt_mutex_reset(&registry_lock); }
+
+void symbols_stats(uint32_t *nmodules, uint64_t *functions, uint64_t *cfi_rows)
+{
+	*nmodules = 0;
+	*functions = 0;
+	*cfi_rows = 0;
+	rt_mutex_lock(&registry_lock);
+	for (const struct sym_module *m = modules; m != NULL; m = m->next) {
+		(*nmodules)++;
+		*functions += m->nfuncs;
+		*cfi_rows += m->cfi != NULL ? m->cfi->nrows : 0;
+	}
+	rt_mutex_unlock(&registry_lock);
+}

@@ -1,0 +1,48 @@
+/* The module registry: a snapshot of the process's executable mappings with
+ * their ELF facts (path, build id, load bias), sorted function symbols from
+ * .symtab/.dynsym, and compact unwind tables from .eh_frame, which it
+ * publishes to the unwinder (unwind.h).
+ *
+ * Everything here runs OFF the signal path (it reads /proc/self/maps, maps
+ * ELF files, allocates, and takes the registry mutex).
+ */
+#ifndef STOWAWAY_SYMBOLS_SYMBOLS_H
+#define STOWAWAY_SYMBOLS_SYMBOLS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* struct sw_frame_info and the resolver callback type live with the encoder. */
+#include "encode/pprof.h"
+
+/* Rereads /proc/self/maps; loads modules that appeared, retires the ones that
+ * disappeared, and publishes a new unwind snapshot.  Cheap when the maps did
+ * not change.  Call at start, after dlopen/dlclose (see
+ * unwind_code_reads_pause for dlclose), and periodically (every few seconds)
+ * for threads' new stacks and code mapped by other means.  Any thread; the
+ * calls are serialized internally.  False if /proc/self/maps could not be
+ * read or memory ran out (the previous state stays). */
+bool symbols_refresh(void);
+
+/* Resolves pc (as written by unwind_stack: return addresses already -1).
+ * Fills `out` with the executable mapping containing pc (map_path "" and
+ * zero range if none) and the function whose [start, start+size) contains
+ * it, else function = NULL: a pc past the end of the nearest symbol is not
+ * that symbol.  `ctx` is unused (callback signature of the encoder).
+ * The strings stay valid until symbols_collect_garbage().  Returns false
+ * only if pc is in no known executable mapping. */
+bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out);
+
+/* Frees modules unloaded by earlier refreshes once no unwinder can use their
+ * tables.  Call from the thread that consumes symbols_resolve() results, at
+ * a point where it holds none of those strings (e.g. after encoding). */
+void symbols_collect_garbage(void);
+
+/* In a fork child: the registry lock may have been held by a thread that no
+ * longer exists. */
+void symbols_after_fork_child(void);
+
+/* Number of modules and function symbols currently loaded (logs, tests). */
+void symbols_stats(uint32_t *modules, uint64_t *functions, uint64_t *cfi_rows);
+
+#endif

@@ -1,0 +1,761 @@
+/* .eh_frame parser and CFA-program interpreter producing compact rows (see cfi.h).
+ *
+ * Layout of .eh_frame (LSB / DWARF 3 call frame information):
+ *   entry := length(u32, or 0xffffffff then u64) id(u32: 0 = CIE, else the
+ *            distance back to the FDE's CIE) body
+ *   CIE body: version, augmentation string, code/data alignment, return
+ *            address register, augmentation data ('z' length first; 'R' FDE
+ *            pointer encoding, 'P' personality, 'L' LSDA encoding, 'S' signal
+ *            frame), initial instructions.
+ *   FDE body: pc_begin (encoded), pc_range, augmentation data, instructions.
+ */
+#include "unwind/cfi.h"
+
+#include "rt/rt.h"
+
+/* DW_EH_PE_* pointer encodings. */
+#define PE_OMIT 0xff
+#define PE_FORMAT_MASK 0x0f
+#define PE_APP_MASK 0x70
+#define PE_ABSPTR 0x00
+#define PE_ULEB128 0x01
+#define PE_UDATA2 0x02
+#define PE_UDATA4 0x03
+#define PE_UDATA8 0x04
+#define PE_SLEB128 0x09
+#define PE_SDATA2 0x0a
+#define PE_SDATA4 0x0b
+#define PE_SDATA8 0x0c
+#define PE_PCREL 0x10
+#define PE_DATAREL 0x30
+#define PE_INDIRECT 0x80
+
+/* Bounded reader over the .eh_frame bytes; any overrun clears `ok`. */
+struct reader {
+	const uint8_t *data;
+	size_t pos, end;
+	uint64_t addr; /* link-time address of data[0] */
+	bool ok;
+};
+
+static uint8_t rd_u8(struct reader *r)
+{
+	if (!r->ok || r->pos >= r->end) {
+		r->ok = false;
+		return 0;
+	}
+	return r->data[r->pos++];
+}
+
+static uint64_t rd_fixed(struct reader *r, size_t n)
+{
+	uint64_t v = 0;
+	if (!r->ok || r->end - r->pos < n) {
+		r->ok = false;
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		v |= (uint64_t)r->data[r->pos + i] << (8 * i);
+	r->pos += n;
+	return v;
+}
+
+static uint64_t rd_uleb(struct reader *r)
+{
+	uint64_t v = 0;
+	for (unsigned shift = 0; shift < 70; shift += 7) {
+		uint8_t b = rd_u8(r);
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return v;
+	}
+	r->ok = false;
+	return 0;
+}
+
+static int64_t rd_sleb(struct reader *r)
+{
+	uint64_t v = 0;
+	for (unsigned shift = 0; shift < 70; shift += 7) {
+		uint8_t b = rd_u8(r);
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			if (shift + 7 < 64 && (b & 0x40))
+				v |= ~(uint64_t)0 << (shift + 7);
+			return (int64_t)v;
+		}
+	}
+	r->ok = false;
+	return 0;
+}
+
+/* Reads a pointer in encoding `enc`; `with_app` applies pc/data relativity. */
+static uint64_t rd_encoded(struct reader *r, uint8_t enc, bool with_app)
+{
+	uint64_t field_addr = r->addr + r->pos;
+	uint64_t v;
+	if (enc == PE_OMIT)
+		return 0;
+	switch (enc & PE_FORMAT_MASK) {
+	case PE_ABSPTR:
+	case PE_UDATA8:
+	case PE_SDATA8:
+		v = rd_fixed(r, 8);
+		break;
+	case PE_ULEB128:
+		v = rd_uleb(r);
+		break;
+	case PE_UDATA2:
+		v = rd_fixed(r, 2);
+		break;
+	case PE_SDATA2:
+		v = (uint64_t)(int64_t)(int16_t)rd_fixed(r, 2);
+		break;
+	case PE_UDATA4:
+		v = rd_fixed(r, 4);
+		break;
+	case PE_SDATA4:
+		v = (uint64_t)(int64_t)(int32_t)rd_fixed(r, 4);
+		break;
+	case PE_SLEB128:
+		v = (uint64_t)rd_sleb(r);
+		break;
+	default:
+		r->ok = false;
+		return 0;
+	}
+	if (!with_app)
+		return v;
+	switch (enc & PE_APP_MASK) {
+	case 0:
+		break;
+	case PE_PCREL:
+		v += field_addr;
+		break;
+	default: /* textrel, datarel, funcrel, aligned: not used for FDE pc_begin here */
+		r->ok = false;
+		break;
+	}
+	if (enc & PE_INDIRECT)
+		r->ok = false; /* would need a memory read at build time */
+	return v;
+}
+
+struct cie {
+	uint64_t code_align;
+	int64_t data_align;
+	uint64_t ra_reg;
+	uint8_t fde_enc;
+	bool has_z;
+	bool signal;
+	size_t instr_start, instr_end;
+};
+
+/* Reads the entry length at r->pos; sets *body (start of id) and *end. */
+static bool entry_bounds(struct reader *r, size_t *end, bool *is64)
+{
+	uint64_t len = rd_fixed(r, 4);
+	*is64 = false;
+	if (len == 0xffffffffu) {
+		len = rd_fixed(r, 8);
+		*is64 = true;
+	}
+	if (!r->ok || len == 0 || len > r->end - r->pos)
+		return false;
+	*end = r->pos + (size_t)len;
+	return true;
+}
+
+static bool parse_cie(const uint8_t *data, size_t size, uint64_t addr, size_t off, struct cie *c)
+{
+	struct reader r = {data, off, size, addr, true};
+	size_t end;
+	bool is64;
+	char aug[8];
+	size_t naug = 0;
+	rt_memset(c, 0, sizeof(*c));
+	c->fde_enc = PE_ABSPTR;
+	if (!entry_bounds(&r, &end, &is64))
+		return false;
+	r.end = end;
+	if (rd_fixed(&r, is64 ? 8 : 4) != 0)
+		return false;
+	uint8_t version = rd_u8(&r);
+	if (version != 1 && version != 3 && version != 4)
+		return false;
+	for (;;) {
+		uint8_t ch = rd_u8(&r);
+		if (!r.ok)
+			return false;
+		if (ch == 0)
+			break;
+		if (naug == sizeof(aug))
+			return false;
+		aug[naug++] = (char)ch;
+	}
+	if (version == 4) { /* address_size, segment_size */
+		if (rd_u8(&r) != 8 || rd_u8(&r) != 0)
+			return false;
+	}
+	c->code_align = rd_uleb(&r);
+	c->data_align = rd_sleb(&r);
+	c->ra_reg = version == 1 ? rd_u8(&r) : rd_uleb(&r);
+	size_t aug_end = r.pos;
+	for (size_t i = 0; i < naug && r.ok; i++) {
+		switch (aug[i]) {
+		case 'z':
+			if (i != 0)
+				return false;
+			c->has_z = true;
+			aug_end = (size_t)rd_uleb(&r);
+			if (aug_end > r.end - r.pos)
+				return false;
+			aug_end += r.pos;
+			break;
+		case 'R':
+			c->fde_enc = rd_u8(&r);
+			break;
+		case 'L':
+			(void)rd_u8(&r);
+			break;
+		case 'P': {
+			uint8_t enc = rd_u8(&r);
+			(void)rd_encoded(&r, (uint8_t)(enc & ~PE_INDIRECT), false);
+			break;
+		}
+		case 'S':
+			c->signal = true;
+			break;
+		case 'B': /* aarch64 BTI / MTE markers: no data */
+		case 'G':
+			break;
+		default:
+			/* Unknown augmentation: only skippable with 'z'. */
+			if (!c->has_z)
+				return false;
+			i = naug;
+			break;
+		}
+	}
+	if (!r.ok || c->code_align == 0)
+		return false;
+	if (c->has_z) {
+		if (aug_end < r.pos)
+			return false;
+		r.pos = aug_end;
+	}
+	c->instr_start = r.pos;
+	c->instr_end = end;
+	return true;
+}
+
+/* ---- register rules and the CFA program interpreter ---- */
+
+enum rule_type { RULE_SAME = 0, RULE_UNDEF, RULE_OFFSET, RULE_UNSUPPORTED };
+enum cfa_type { CFA_REG = 0, CFA_PLT, CFA_UNSUPPORTED };
+
+struct rule {
+	uint8_t type;
+	int64_t offset;
+};
+
+struct frame_state {
+	uint8_t cfa_type;
+	uint8_t plt_threshold;
+	uint64_t cfa_reg;
+	int64_t cfa_offset;
+	struct rule ra, fp;
+};
+
+#define REMEMBER_DEPTH 8
+
+struct fde_desc {
+	uint64_t pc_begin, pc_end;
+	size_t instr_start, instr_end;
+	size_t cie_off;
+};
+
+struct builder {
+	struct cfi_row *rows;
+	size_t nrows, cap;
+	uint64_t base;
+	bool failed;
+};
+
+static struct rule *rule_for(struct frame_state *s, uint64_t reg)
+{
+	if (reg == CFI_REG_RA)
+		return &s->ra;
+	if (reg == CFI_REG_RBP)
+		return &s->fp;
+	return NULL;
+}
+
+static struct rule initial_rule(const struct frame_state *initial, uint64_t reg)
+{
+	struct rule none = {RULE_SAME, 0};
+	if (reg == CFI_REG_RA)
+		return initial->ra;
+	if (reg == CFI_REG_RBP)
+		return initial->fp;
+	return none;
+}
+
+static void set_rule(struct frame_state *s, uint64_t reg, uint8_t type, int64_t offset)
+{
+	struct rule *rl = rule_for(s, reg);
+	if (rl != NULL) {
+		rl->type = type;
+		rl->offset = offset;
+	}
+}
+
+static void make_row(const struct frame_state *s, bool signal, struct cfi_row *row)
+{
+	rt_memset(row, 0, sizeof(*row));
+	row->kind = CFI_UNSUPPORTED;
+	row->fp_offset = CFI_FP_UNKNOWN;
+	if (signal) {
+		row->kind = CFI_SIGNAL;
+		return;
+	}
+	if (s->ra.type == RULE_UNDEF) {
+		row->kind = CFI_OUTERMOST;
+		return;
+	}
+	if (s->cfa_type == CFA_UNSUPPORTED || s->ra.type != RULE_OFFSET ||
+	    (s->cfa_reg != CFI_REG_RSP && s->cfa_reg != CFI_REG_RBP) || s->cfa_offset < 0 ||
+	    s->cfa_offset > INT32_MAX || s->ra.offset < INT8_MIN || s->ra.offset > -8)
+		return;
+	if (s->cfa_type == CFA_PLT && s->cfa_reg != CFI_REG_RSP)
+		return;
+	row->kind = s->cfa_type == CFA_PLT ? CFI_PLT : CFI_NORMAL;
+	row->cfa_reg = (uint8_t)s->cfa_reg;
+	row->cfa_offset = (int32_t)s->cfa_offset;
+	row->ra_offset = (int8_t)s->ra.offset;
+	row->plt_threshold = s->plt_threshold;
+	if (s->fp.type == RULE_SAME)
+		row->fp_offset = CFI_FP_SAME;
+	else if (s->fp.type == RULE_OFFSET && s->fp.offset < 0 && s->fp.offset > INT16_MIN)
+		row->fp_offset = (int16_t)s->fp.offset;
+}
+
+static bool rows_equal_but_pc(const struct cfi_row *a, const struct cfi_row *b)
+{
+	return a->cfa_offset == b->cfa_offset && a->kind == b->kind && a->cfa_reg == b->cfa_reg &&
+	       a->ra_offset == b->ra_offset && a->plt_threshold == b->plt_threshold &&
+	       a->fp_offset == b->fp_offset;
+}
+
+static void builder_push(struct builder *b, uint64_t pc, const struct cfi_row *row)
+{
+	if (b->failed)
+		return;
+	uint32_t rel = (uint32_t)(pc - b->base);
+	/* Rows of overlapping FDEs: the later FDE wins from its start on. */
+	while (b->nrows > 0 && b->rows[b->nrows - 1].pc > rel)
+		b->nrows--;
+	if (b->nrows > 0 && b->rows[b->nrows - 1].pc == rel) {
+		b->nrows--;
+		if (b->nrows > 0 && rows_equal_but_pc(&b->rows[b->nrows - 1], row))
+			return;
+	} else if (b->nrows > 0 && rows_equal_but_pc(&b->rows[b->nrows - 1], row)) {
+		return;
+	}
+	if (b->nrows == b->cap) {
+		size_t ncap = b->cap ? b->cap * 2 : 1024;
+		struct cfi_row *n = rt_realloc(b->rows, ncap * sizeof(*n));
+		if (n == NULL) {
+			b->failed = true;
+			return;
+		}
+		b->rows = n;
+		b->cap = ncap;
+	}
+	b->rows[b->nrows] = *row;
+	b->rows[b->nrows].pc = rel;
+	b->nrows++;
+}
+
+/* Recognizes the x86_64 PLT CFA expression:
+ *   breg7(rsp) N; breg16(rip) 0; lit15; and; litK; ge; lit3; shl; plus
+ * meaning CFA = rsp + N + ((rip & 15) >= K ? 8 : 0). */
+static bool parse_plt_expression(struct reader *r, size_t len, struct frame_state *s)
+{
+	size_t end = r->pos + len;
+	struct reader e = *r;
+	e.end = end;
+	bool ok = rd_u8(&e) == 0x77;
+	int64_t n = rd_sleb(&e);
+	ok = ok && rd_u8(&e) == 0x80 && rd_sleb(&e) == 0 && rd_u8(&e) == 0x3f && rd_u8(&e) == 0x1a;
+	uint8_t lit = rd_u8(&e);
+	ok = ok && lit >= 0x30 && lit <= 0x3f && rd_u8(&e) == 0x2a && rd_u8(&e) == 0x33 &&
+	     rd_u8(&e) == 0x24 && rd_u8(&e) == 0x22 && e.ok && e.pos == end && n >= 0 && n < 4096;
+	if (!ok)
+		return false;
+	s->cfa_type = CFA_PLT;
+	s->cfa_reg = CFI_REG_RSP;
+	s->cfa_offset = n;
+	s->plt_threshold = (uint8_t)(lit - 0x30);
+	return true;
+}
+
+struct program_ctx {
+	const struct cie *cie;
+	const struct frame_state *initial; /* state after the CIE program, for DW_CFA_restore */
+	struct frame_state remembered[REMEMBER_DEPTH];
+	unsigned nremembered;
+	uint64_t loc, end;
+	struct builder *out; /* NULL while running the CIE's initial instructions */
+};
+
+static void emit(struct program_ctx *p, const struct frame_state *s)
+{
+	struct cfi_row row;
+	if (p->out == NULL)
+		return;
+	make_row(s, p->cie->signal, &row);
+	builder_push(p->out, p->loc, &row);
+}
+
+/* Moves the location forward; false (program ends) if it leaves the FDE. */
+static bool advance(struct program_ctx *p, const struct frame_state *s, uint64_t delta_units)
+{
+	if (delta_units > (p->end - p->loc) / p->cie->code_align)
+		return false;
+	emit(p, s);
+	p->loc += delta_units * p->cie->code_align;
+	return true;
+}
+
+/* Runs instructions in [r->pos, r->end).  Unknown opcodes end the program
+ * with the CFA marked unsupported from that location on. */
+static void run_program(struct program_ctx *p, struct reader *r, struct frame_state *s)
+{
+	const int64_t da = p->cie->data_align;
+	while (r->ok && r->pos < r->end) {
+		uint8_t op = rd_u8(r);
+		uint8_t low = op & 0x3f;
+		uint64_t reg, off;
+		switch (op & 0xc0) {
+		case 0x40: /* DW_CFA_advance_loc */
+			if (!advance(p, s, low))
+				return;
+			continue;
+		case 0x80: /* DW_CFA_offset */
+			off = rd_uleb(r);
+			set_rule(s, low, RULE_OFFSET, (int64_t)off * da);
+			continue;
+		case 0xc0: { /* DW_CFA_restore */
+			struct rule *rl = rule_for(s, low);
+			if (rl != NULL)
+				*rl = initial_rule(p->initial, low);
+			continue;
+		}
+		default:
+			break;
+		}
+		switch (op) {
+		case 0x00: /* nop */
+			break;
+		case 0x01: { /* set_loc */
+			uint64_t loc = rd_encoded(r, p->cie->fde_enc, true);
+			if (!r->ok || loc < p->loc || loc > p->end)
+				return;
+			emit(p, s);
+			p->loc = loc;
+			break;
+		}
+		case 0x02: /* advance_loc1 */
+			if (!advance(p, s, rd_fixed(r, 1)))
+				return;
+			break;
+		case 0x03: /* advance_loc2 */
+			if (!advance(p, s, rd_fixed(r, 2)))
+				return;
+			break;
+		case 0x04: /* advance_loc4 */
+			if (!advance(p, s, rd_fixed(r, 4)))
+				return;
+			break;
+		case 0x05: /* offset_extended */
+			reg = rd_uleb(r);
+			off = rd_uleb(r);
+			set_rule(s, reg, RULE_OFFSET, (int64_t)off * da);
+			break;
+		case 0x06: { /* restore_extended */
+			reg = rd_uleb(r);
+			struct rule *rl = rule_for(s, reg);
+			if (rl != NULL)
+				*rl = initial_rule(p->initial, reg);
+			break;
+		}
+		case 0x07: /* undefined */
+			set_rule(s, rd_uleb(r), RULE_UNDEF, 0);
+			break;
+		case 0x08: /* same_value */
+			set_rule(s, rd_uleb(r), RULE_SAME, 0);
+			break;
+		case 0x09: /* register */
+			reg = rd_uleb(r);
+			off = rd_uleb(r);
+			set_rule(s, reg, off == reg ? RULE_SAME : RULE_UNSUPPORTED, 0);
+			break;
+		case 0x0a: /* remember_state */
+			if (p->nremembered == REMEMBER_DEPTH) {
+				s->cfa_type = CFA_UNSUPPORTED;
+				emit(p, s);
+				return;
+			}
+			p->remembered[p->nremembered++] = *s;
+			break;
+		case 0x0b: /* restore_state */
+			if (p->nremembered == 0) {
+				s->cfa_type = CFA_UNSUPPORTED;
+				emit(p, s);
+				return;
+			}
+			*s = p->remembered[--p->nremembered];
+			break;
+		case 0x0c: /* def_cfa */
+			s->cfa_reg = rd_uleb(r);
+			s->cfa_offset = (int64_t)rd_uleb(r);
+			s->cfa_type = CFA_REG;
+			break;
+		case 0x0d: /* def_cfa_register */
+			s->cfa_reg = rd_uleb(r);
+			if (s->cfa_type == CFA_PLT)
+				s->cfa_type = CFA_UNSUPPORTED;
+			break;
+		case 0x0e: /* def_cfa_offset */
+			s->cfa_offset = (int64_t)rd_uleb(r);
+			break;
+		case 0x0f: { /* def_cfa_expression */
+			uint64_t len = rd_uleb(r);
+			if (!r->ok || len > r->end - r->pos)
+				return;
+			if (!parse_plt_expression(r, (size_t)len, s))
+				s->cfa_type = CFA_UNSUPPORTED;
+			r->pos += (size_t)len;
+			break;
+		}
+		case 0x10:   /* expression */
+		case 0x16: { /* val_expression */
+			reg = rd_uleb(r);
+			uint64_t len = rd_uleb(r);
+			if (!r->ok || len > r->end - r->pos)
+				return;
+			r->pos += (size_t)len;
+			set_rule(s, reg, RULE_UNSUPPORTED, 0);
+			break;
+		}
+		case 0x11: /* offset_extended_sf */
+			reg = rd_uleb(r);
+			set_rule(s, reg, RULE_OFFSET, rd_sleb(r) * da);
+			break;
+		case 0x12: /* def_cfa_sf */
+			s->cfa_reg = rd_uleb(r);
+			s->cfa_offset = rd_sleb(r) * da;
+			s->cfa_type = CFA_REG;
+			break;
+		case 0x13: /* def_cfa_offset_sf */
+			s->cfa_offset = rd_sleb(r) * da;
+			break;
+		case 0x14: /* val_offset */
+			reg = rd_uleb(r);
+			(void)rd_uleb(r);
+			set_rule(s, reg, RULE_UNSUPPORTED, 0);
+			break;
+		case 0x15: /* val_offset_sf */
+			reg = rd_uleb(r);
+			(void)rd_sleb(r);
+			set_rule(s, reg, RULE_UNSUPPORTED, 0);
+			break;
+		case 0x2e: /* GNU_args_size */
+			(void)rd_uleb(r);
+			break;
+		case 0x2f: /* GNU_negative_offset_extended */
+			reg = rd_uleb(r);
+			off = rd_uleb(r);
+			set_rule(s, reg, RULE_OFFSET, -(int64_t)off * da);
+			break;
+		default:
+			s->cfa_type = CFA_UNSUPPORTED;
+			emit(p, s);
+			return;
+		}
+	}
+}
+
+/* Runs one FDE (CIE initial instructions, then its own) into the builder. */
+static void run_fde(const uint8_t *data, size_t size, uint64_t addr, const struct fde_desc *f,
+		    struct builder *b)
+{
+	struct cie cie;
+	struct frame_state state, initial;
+	struct cfi_row none;
+	/* A return address kept in another register is not modelled: no rows,
+	 * so the unwinder falls back to frame pointers there. */
+	if (!parse_cie(data, size, addr, f->cie_off, &cie) || cie.ra_reg != CFI_REG_RA)
+		return;
+	rt_memset(&state, 0, sizeof(state));
+	state.cfa_type = CFA_UNSUPPORTED;
+	state.ra.type = RULE_UNSUPPORTED;
+	struct program_ctx p;
+	rt_memset(&p, 0, sizeof(p));
+	p.cie = &cie;
+	p.initial = &initial;
+	p.loc = f->pc_begin;
+	p.end = f->pc_end;
+	initial = state;
+	struct reader r = {data, cie.instr_start, cie.instr_end, addr, true};
+	run_program(&p, &r, &state);
+	initial = state;
+	p.loc = f->pc_begin;
+	p.nremembered = 0;
+	p.out = b;
+	struct reader fr = {data, f->instr_start, f->instr_end, addr, true};
+	run_program(&p, &fr, &state);
+	emit(&p, &state);
+	rt_memset(&none, 0, sizeof(none));
+	none.kind = CFI_NONE;
+	none.fp_offset = CFI_FP_UNKNOWN;
+	builder_push(b, f->pc_end, &none);
+}
+
+/* In-place heap sort of FDEs by pc_begin (no recursion, no allocation). */
+static void sift_down(struct fde_desc *a, size_t root, size_t n)
+{
+	while (2 * root + 1 < n) {
+		size_t child = 2 * root + 1;
+		if (child + 1 < n && a[child + 1].pc_begin > a[child].pc_begin)
+			child++;
+		if (a[root].pc_begin >= a[child].pc_begin)
+			return;
+		struct fde_desc t = a[root];
+		a[root] = a[child];
+		a[child] = t;
+		root = child;
+	}
+}
+
+static void sort_fdes(struct fde_desc *a, size_t n)
+{
+	for (size_t i = n / 2; i-- > 0;)
+		sift_down(a, i, n);
+	for (size_t end = n; end-- > 1;) {
+		struct fde_desc t = a[0];
+		a[0] = a[end];
+		a[end] = t;
+		sift_down(a, 0, end);
+	}
+}
+
+/* Collects FDE descriptors of every entry whose range lies in [base, base+limit). */
+static struct fde_desc *collect_fdes(const uint8_t *data, size_t size, uint64_t addr,
+				     uint64_t base, uint64_t limit, size_t *count)
+{
+	struct fde_desc *fdes = NULL;
+	size_t n = 0, cap = 0;
+	size_t pos = 0;
+	*count = 0;
+	/* Every entry consumes at least 8 bytes, which bounds the loop. */
+	while (size - pos >= 8) {
+		struct reader r = {data, pos, size, addr, true};
+		size_t end;
+		bool is64;
+		if (!entry_bounds(&r, &end, &is64))
+			break; /* zero terminator or corrupt length */
+		pos = end;
+		r.end = end;
+		size_t id_pos = r.pos;
+		uint64_t id = rd_fixed(&r, is64 ? 8 : 4);
+		if (!r.ok || id == 0 || id > id_pos)
+			continue;
+		struct cie cie;
+		struct fde_desc f;
+		f.cie_off = id_pos - (size_t)id;
+		if (!parse_cie(data, size, addr, f.cie_off, &cie))
+			continue;
+		f.pc_begin = rd_encoded(&r, cie.fde_enc, true);
+		uint64_t range = rd_encoded(&r, (uint8_t)(cie.fde_enc & PE_FORMAT_MASK), false);
+		if (cie.has_z) {
+			uint64_t alen = rd_uleb(&r);
+			if (!r.ok || alen > r.end - r.pos)
+				continue;
+			r.pos += (size_t)alen;
+		}
+		if (!r.ok || f.pc_begin < base || f.pc_begin - base >= limit || range == 0 ||
+		    range > limit - (f.pc_begin - base))
+			continue;
+		f.pc_end = f.pc_begin + range;
+		f.instr_start = r.pos;
+		f.instr_end = end;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 256;
+			struct fde_desc *nf = rt_realloc(fdes, ncap * sizeof(*nf));
+			if (nf == NULL) {
+				rt_free(fdes);
+				return NULL;
+			}
+			fdes = nf;
+			cap = ncap;
+		}
+		fdes[n++] = f;
+	}
+	*count = n;
+	return fdes;
+}
+
+struct cfi_table *cfi_table_build(const uint8_t *data, size_t size, uint64_t eh_addr,
+				  uint64_t base, uint64_t limit)
+{
+	size_t nfdes;
+	if (data == NULL || limit == 0 || limit > UINT32_MAX || base > UINT64_MAX - limit)
+		return NULL;
+	struct fde_desc *fdes = collect_fdes(data, size, eh_addr, base, limit, &nfdes);
+	if (fdes == NULL)
+		return NULL;
+	sort_fdes(fdes, nfdes);
+	struct builder b;
+	rt_memset(&b, 0, sizeof(b));
+	b.base = base;
+	for (size_t i = 0; i < nfdes; i++)
+		run_fde(data, size, eh_addr, &fdes[i], &b);
+	rt_free(fdes);
+	struct cfi_table *t = NULL;
+	if (!b.failed && b.nrows > 0 && b.nrows <= UINT32_MAX) {
+		t = rt_malloc(sizeof(*t) + b.nrows * sizeof(struct cfi_row));
+		if (t != NULL) {
+			t->base = base;
+			t->limit = limit;
+			t->nrows = (uint32_t)b.nrows;
+			rt_memcpy(t->rows, b.rows, b.nrows * sizeof(struct cfi_row));
+		}
+	}
+	rt_free(b.rows);
+	return t;
+}
+
+void cfi_table_free(struct cfi_table *t) { rt_free(t); }
+
+const struct cfi_row *cfi_table_lookup(const struct cfi_table *t, uint64_t pc)
+{
+	if (t == NULL || pc < t->base || pc - t->base >= t->limit || t->nrows == 0)
+		return NULL;
+	uint32_t rel = (uint32_t)(pc - t->base);
+	uint32_t lo = 0, hi = t->nrows; /* first row with pc > rel is in [lo, hi] */
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (t->rows[mid].pc <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	const struct cfi_row *row = &t->rows[lo - 1];
+	return row->kind == CFI_NONE ? NULL : row;
+}

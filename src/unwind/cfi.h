@@ -1,0 +1,66 @@
+/* Compact unwind tables built from .eh_frame (x86_64 rules).
+ *
+ * cfi_table_build() parses every CIE/FDE of an .eh_frame image, runs the CFA
+ * programs, and produces one sorted array of rows: each row gives, from its
+ * pc up to the next row's pc, how to find the caller's frame.  Built off the
+ * signal path (it allocates); cfi_table_lookup() is signal-safe.
+ * Every read of the .eh_frame bytes is bounds-checked, so a corrupted image
+ * yields fewer rows, never a bad read.
+ */
+#ifndef STOWAWAY_UNWIND_CFI_H
+#define STOWAWAY_UNWIND_CFI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum cfi_kind {
+	CFI_NONE = 0,        /* no FDE covers this pc */
+	CFI_NORMAL = 1,      /* CFA = reg + cfa_offset; RA at CFA + ra_offset */
+	CFI_OUTERMOST = 2,   /* return address undefined: the thread's first frame */
+	CFI_UNSUPPORTED = 3, /* rule we do not model (expressions, other registers) */
+	CFI_PLT = 4,         /* lazy PLT stub: CFA = rsp + cfa_offset + (pc&15 >= plt_threshold ? 8 : 0) */
+	CFI_SIGNAL = 5,      /* 'S' augmentation: a signal trampoline, ucontext at sp */
+};
+
+/* DWARF register numbers on x86_64. */
+#define CFI_REG_RBP 6
+#define CFI_REG_RSP 7
+#define CFI_REG_RA 16
+
+/* Saved-rbp marker: the caller's rbp equals ours. */
+#define CFI_FP_SAME 0
+/* Saved-rbp marker: the caller's rbp cannot be recovered. */
+#define CFI_FP_UNKNOWN INT16_MIN
+
+struct cfi_row {
+	uint32_t pc;        /* link-time address minus the table's base */
+	int32_t cfa_offset;
+	uint8_t kind;       /* enum cfi_kind */
+	uint8_t cfa_reg;    /* CFI_REG_RSP or CFI_REG_RBP */
+	int8_t ra_offset;   /* return address at CFA + ra_offset */
+	uint8_t plt_threshold;
+	int16_t fp_offset;  /* caller's rbp at CFA + fp_offset, or CFI_FP_SAME / CFI_FP_UNKNOWN */
+	uint16_t reserved;
+};
+
+struct cfi_table {
+	uint64_t base;  /* link-time address of pc == 0 */
+	uint64_t limit; /* rows cover link-time [base, base + limit) at most */
+	uint32_t nrows;
+	struct cfi_row rows[];
+};
+
+/* Builds the table for .eh_frame bytes `data[0..size)` loaded at link-time
+ * address `eh_addr`, for code in link-time [base, base + limit) (FDEs outside
+ * are dropped; limit <= 4 GiB).  Returns NULL if nothing usable was found or
+ * memory ran out.  Free with cfi_table_free(). */
+struct cfi_table *cfi_table_build(const uint8_t *data, size_t size, uint64_t eh_addr,
+				  uint64_t base, uint64_t limit);
+void cfi_table_free(struct cfi_table *t);
+
+/* The row covering link-time address `pc`, or NULL (kind CFI_NONE rows are
+ * returned as NULL too). [signal-safe] */
+const struct cfi_row *cfi_table_lookup(const struct cfi_table *t, uint64_t pc);
+
+#endif

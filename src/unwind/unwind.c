@@ -1,0 +1,513 @@
+/* The signal-safe unwinder and its published snapshot (see unwind.h). */
+#include "unwind/unwind.h"
+
+#include <linux/uio.h>
+
+#include "rt/rt.h"
+#include "rt/sys.h"
+
+struct snapshot {
+	uint32_t ncode, ndata;
+	const struct unwind_code_range *code;
+	const struct unwind_data_range *data;
+};
+
+static _Atomic(struct snapshot *) current_snapshot;
+/* Unwinders currently running (handlers on any thread, the wall sampler). */
+static atomic_uint active_unwinders;
+static atomic_int code_reads_paused;
+
+/* Retired snapshots waiting for active_unwinders to be seen at 0.  Guarded by
+ * the caller's serialization of publish/reclaim. */
+#define RETIRED_MAX 64
+static struct snapshot *retired[RETIRED_MAX];
+static uint32_t nretired;
+
+/* A main-thread stack may have grown this far below its last-seen start. */
+#define GROWSDOWN_SLACK (64ull << 20)
+/* Bound for stacks we know nothing about (read safely through the kernel). */
+#define UNKNOWN_STACK_SPAN (1ull << 20)
+/* At most this many signal frames are crossed in one stack. */
+#define MAX_SIGNAL_FRAMES 8
+
+/* ---- snapshot lookups [signal-safe] ---- */
+
+static const struct unwind_code_range *find_code(const struct snapshot *s, uint64_t pc)
+{
+	uint32_t lo = 0, hi = s->ncode;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (s->code[mid].end <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < s->ncode && pc >= s->code[lo].start && pc < s->code[lo].end)
+		return &s->code[lo];
+	return NULL;
+}
+
+static bool find_data(const struct snapshot *s, uint64_t sp, uint64_t *lo_out, uint64_t *hi_out)
+{
+	uint32_t lo = 0, hi = s->ndata;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (s->data[mid].end <= sp)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo >= s->ndata)
+		return false;
+	const struct unwind_data_range *r = &s->data[lo];
+	if (sp >= r->start) {
+		*lo_out = r->start;
+		*hi_out = r->end;
+		return true;
+	}
+	/* A grows-down stack may have grown since the snapshot, down to sp, as
+	 * long as that does not reach into the previous range. */
+	uint64_t prev_end = lo > 0 ? s->data[lo - 1].end : 0;
+	if ((r->flags & UNWIND_DATA_GROWSDOWN) && r->start - sp <= GROWSDOWN_SLACK && sp >= prev_end) {
+		*lo_out = sp & ~(uint64_t)4095;
+		*hi_out = r->end;
+		return true;
+	}
+	return false;
+}
+
+/* ---- bounded stack reads ---- */
+
+#define REMOTE_BLOCK 512
+
+struct stack_view {
+	uint64_t lo, hi; /* reads must lie in [lo, hi) */
+	bool remote;     /* read through process_vm_readv */
+	int pid;
+	uint64_t block_addr;
+	bool block_valid;
+	uint8_t block[REMOTE_BLOCK];
+};
+
+static long read_via_kernel(int pid, void *dst, uint64_t addr, size_t n)
+{
+	struct iovec local = {dst, n};
+	struct iovec remote = {(void *)(uintptr_t)addr, n};
+	return sys_call6(__NR_process_vm_readv, pid, (long)&local, 1, (long)&remote, 1, 0);
+}
+
+static bool read_word(struct stack_view *v, uint64_t addr, uint64_t *out)
+{
+	if ((addr & 7) != 0 || addr < v->lo || addr >= v->hi || v->hi - addr < 8)
+		return false;
+	if (!v->remote) {
+		__builtin_memcpy(out, (const void *)(uintptr_t)addr, sizeof(*out));
+		return true;
+	}
+	uint64_t block = addr & ~(uint64_t)(REMOTE_BLOCK - 1);
+	if (!v->block_valid || v->block_addr != block) {
+		/* Only the part of the block inside the bounds is requested. */
+		uint64_t from = RT_MAX(block, v->lo & ~(uint64_t)7);
+		uint64_t to = RT_MIN(block + REMOTE_BLOCK, v->hi);
+		long got = read_via_kernel(v->pid, v->block + (from - block), from, (size_t)(to - from));
+		if (got != (long)(to - from))
+			return false;
+		v->block_addr = block;
+		v->block_valid = true;
+		if (addr < from)
+			return false;
+	}
+	__builtin_memcpy(out, v->block + (addr - block), sizeof(*out));
+	return true;
+}
+
+/* Sets the view for a stack segment starting at sp. */
+static void view_for_sp(struct stack_view *v, const struct snapshot *s, const struct unwind_regs *regs,
+			uint64_t sp, bool force_remote)
+{
+	uint64_t lo = 0, hi = 0;
+	bool known = false;
+	if (regs->stack_hi != 0 && sp >= regs->stack_lo && sp < regs->stack_hi) {
+		hi = regs->stack_hi;
+		known = true;
+	} else if (s != NULL && find_data(s, sp, &lo, &hi)) {
+		known = true;
+	}
+	v->block_valid = false;
+	v->lo = sp;
+	if (known) {
+		v->hi = hi;
+		v->remote = force_remote;
+	} else {
+		v->hi = sp > UINT64_MAX - UNKNOWN_STACK_SPAN ? UINT64_MAX : sp + UNKNOWN_STACK_SPAN;
+		v->remote = true;
+	}
+	if (v->remote && v->pid == 0)
+		v->pid = (int)sys_getpid();
+}
+
+/* ---- code reads ---- */
+
+static bool read_code(const struct snapshot *s, uint64_t addr, void *dst, size_t n)
+{
+	if (s == NULL || atomic_load_explicit(&code_reads_paused, memory_order_acquire) != 0)
+		return false;
+	const struct unwind_code_range *r = find_code(s, addr);
+	if (r == NULL || !(r->flags & UNWIND_CODE_READABLE) || r->end - addr < n)
+		return false;
+	__builtin_memcpy(dst, (const void *)(uintptr_t)addr, n);
+	return true;
+}
+
+static bool is_code(const struct snapshot *s, uint64_t pc)
+{
+	return s != NULL && find_code(s, pc) != NULL;
+}
+
+/* ---- per-architecture frame steps ---- */
+
+struct frame {
+	uint64_t pc, sp, fp;
+	bool fp_known;
+	bool exact; /* pc is where execution continues, not a return address */
+};
+
+enum step_result { STEP_OK, STEP_OUTERMOST, STEP_BROKEN };
+
+#if defined(__x86_64__)
+
+/* mov $15, %rax; syscall  (rt_sigreturn), glibc and musl alike. */
+static const uint8_t sigreturn_code[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+#define SIGRETURN_SYSCALL_AT 7
+/* struct ucontext: uc_flags, uc_link, uc_stack (24 bytes), then mcontext
+ * gregs r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip. */
+#define UC_GREGS 40
+#define UC_RBP (UC_GREGS + 10 * 8)
+#define UC_RSP (UC_GREGS + 15 * 8)
+#define UC_RIP (UC_GREGS + 16 * 8)
+
+static bool at_sigreturn(const struct snapshot *s, uint64_t pc)
+{
+	uint8_t code[sizeof(sigreturn_code)];
+	if (read_code(s, pc, code, sizeof(code)) &&
+	    __builtin_memcmp(code, sigreturn_code, sizeof(code)) == 0)
+		return true;
+	return pc >= SIGRETURN_SYSCALL_AT &&
+	       read_code(s, pc - SIGRETURN_SYSCALL_AT, code, sizeof(code)) &&
+	       __builtin_memcmp(code, sigreturn_code, sizeof(code)) == 0;
+}
+
+/* The trampoline's frame: the handler's `ret` left sp at the ucontext. */
+static bool step_signal(struct stack_view *v, struct frame *f)
+{
+	uint64_t rip, rsp, rbp;
+	if (!read_word(v, f->sp + UC_RIP, &rip) || !read_word(v, f->sp + UC_RSP, &rsp) ||
+	    !read_word(v, f->sp + UC_RBP, &rbp))
+		return false;
+	f->pc = rip;
+	f->sp = rsp;
+	f->fp = rbp;
+	f->fp_known = true;
+	f->exact = true;
+	return true;
+}
+
+static enum step_result step_fp(struct stack_view *v, struct frame *f)
+{
+	uint64_t saved_fp, ra;
+	if (!f->fp_known)
+		return STEP_BROKEN;
+	if (f->fp == 0)
+		return STEP_OUTERMOST;
+	if (f->fp < f->sp || !read_word(v, f->fp, &saved_fp) || !read_word(v, f->fp + 8, &ra))
+		return STEP_BROKEN;
+	if (saved_fp != 0 && saved_fp <= f->fp)
+		return STEP_BROKEN;
+	f->sp = f->fp + 16;
+	f->fp = saved_fp;
+	f->pc = ra;
+	f->exact = false;
+	return STEP_OK;
+}
+
+static enum step_result step_cfi(struct stack_view *v, struct frame *f, const struct cfi_row *row)
+{
+	uint64_t base, cfa, ra;
+	if (row->cfa_reg == CFI_REG_RSP) {
+		base = f->sp;
+	} else {
+		if (!f->fp_known || f->fp < f->sp)
+			return STEP_BROKEN;
+		base = f->fp;
+	}
+	cfa = base + (uint64_t)(int64_t)row->cfa_offset;
+	if (row->kind == CFI_PLT && (f->pc & 15) >= row->plt_threshold)
+		cfa += 8;
+	if (cfa < base || cfa <= f->sp)
+		return STEP_BROKEN;
+	if (!read_word(v, cfa + (uint64_t)(int64_t)row->ra_offset, &ra))
+		return STEP_BROKEN;
+	if (row->fp_offset == CFI_FP_UNKNOWN) {
+		f->fp_known = false;
+	} else if (row->fp_offset != CFI_FP_SAME) {
+		uint64_t fp;
+		if (!read_word(v, cfa + (uint64_t)(int64_t)row->fp_offset, &fp))
+			return STEP_BROKEN;
+		f->fp = fp;
+		f->fp_known = true;
+	}
+	f->sp = cfa;
+	f->pc = ra;
+	f->exact = false;
+	return STEP_OK;
+}
+
+static const struct cfi_row *cfi_for(const struct snapshot *s, uint64_t pc)
+{
+	const struct unwind_code_range *r = s != NULL ? find_code(s, pc) : NULL;
+	if (r == NULL || r->cfi == NULL)
+		return NULL;
+	return cfi_table_lookup(r->cfi, pc - r->bias);
+}
+
+#elif defined(__aarch64__)
+
+/* mov x8, #139; svc #0  (rt_sigreturn) */
+static const uint32_t sigreturn_code[2] = {0xd2801168u, 0xd4000001u};
+/* rt_sigframe: siginfo (128), then ucontext: uc_flags, uc_link, uc_stack (24),
+ * uc_sigmask padded to 128, mcontext (16-aligned): fault_address, regs[31], sp, pc. */
+#define UC_MCONTEXT (128 + 176)
+#define UC_X29 (UC_MCONTEXT + 8 + 29 * 8)
+#define UC_SP (UC_MCONTEXT + 8 + 31 * 8)
+#define UC_PC (UC_MCONTEXT + 8 + 32 * 8)
+
+static bool at_sigreturn(const struct snapshot *s, uint64_t pc)
+{
+	uint32_t code[2];
+	return read_code(s, pc, code, sizeof(code)) &&
+	       __builtin_memcmp(code, sigreturn_code, sizeof(code)) == 0;
+}
+
+static bool step_signal(struct stack_view *v, struct frame *f)
+{
+	uint64_t pc, sp, fp;
+	if (!read_word(v, f->sp + UC_PC, &pc) || !read_word(v, f->sp + UC_SP, &sp) ||
+	    !read_word(v, f->sp + UC_X29, &fp))
+		return false;
+	f->pc = pc;
+	f->sp = sp;
+	f->fp = fp;
+	f->fp_known = true;
+	f->exact = true;
+	return true;
+}
+
+/* Frame record: [x29] = caller's x29, [x29 + 8] = return address. */
+static enum step_result step_fp(struct stack_view *v, struct frame *f)
+{
+	uint64_t saved_fp, ra;
+	if (!f->fp_known)
+		return STEP_BROKEN;
+	if (f->fp == 0)
+		return STEP_OUTERMOST;
+	if (f->fp < f->sp || !read_word(v, f->fp, &saved_fp) || !read_word(v, f->fp + 8, &ra))
+		return STEP_BROKEN;
+	if (saved_fp != 0 && saved_fp <= f->fp)
+		return STEP_BROKEN;
+	f->sp = f->fp + 16;
+	f->fp = saved_fp;
+	f->pc = ra & 0x0000ffffffffffffull; /* strip a pointer authentication code */
+	f->exact = false;
+	return STEP_OK;
+}
+
+#endif
+
+/* True when f's pc is a signal trampoline (rt_sigreturn code, or an 'S' FDE). */
+static bool at_signal_trampoline(const struct snapshot *s, const struct frame *f, uint32_t flags)
+{
+	if (at_sigreturn(s, f->pc))
+		return true;
+#if defined(__x86_64__)
+	if (!(flags & UNWIND_FLAG_FP_ONLY)) {
+		const struct cfi_row *row = cfi_for(s, f->exact ? f->pc : f->pc - 1);
+		return row != NULL && row->kind == CFI_SIGNAL;
+	}
+#else
+	RT_UNUSED(flags);
+#endif
+	return false;
+}
+
+/* One step from frame f to its caller. */
+static enum step_result step(const struct snapshot *s, struct stack_view *v, struct frame *f,
+			     uint32_t flags)
+{
+#if defined(__x86_64__)
+	if (!(flags & UNWIND_FLAG_FP_ONLY)) {
+		const struct cfi_row *row = cfi_for(s, f->exact ? f->pc : f->pc - 1);
+		if (row != NULL) {
+			switch (row->kind) {
+			case CFI_OUTERMOST:
+				return STEP_OUTERMOST;
+			case CFI_NORMAL:
+			case CFI_PLT:
+				return step_cfi(v, f, row);
+			default:
+				break; /* unsupported rule, signal frames handled by the caller */
+			}
+		}
+	}
+#else
+	RT_UNUSED(s);
+	RT_UNUSED(flags);
+#endif
+	return step_fp(v, f);
+}
+
+uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t max,
+		      uint32_t flags, enum unwind_end *end)
+{
+	enum unwind_end why = UNWIND_END_BROKEN;
+	uint32_t n = 0;
+	uint32_t signal_frames = 0;
+	const bool remote = (flags & UNWIND_FLAG_REMOTE) != 0;
+	struct stack_view view;
+	struct frame f;
+	if (max == 0) {
+		if (end != NULL)
+			*end = UNWIND_END_TRUNCATED;
+		return 0;
+	}
+	atomic_fetch_add(&active_unwinders, 1);
+	const struct snapshot *s = atomic_load(&current_snapshot);
+	view.pid = 0;
+	view_for_sp(&view, s, regs, regs->sp, remote);
+	f.pc = regs->pc;
+	f.sp = regs->sp;
+	f.fp = regs->fp;
+	f.fp_known = true;
+	f.exact = true;
+	pcs[n++] = f.pc;
+	bool trampoline = at_signal_trampoline(s, &f, flags);
+	/* Invariant n == i + 1: each iteration writes one pc or stops. */
+	for (uint32_t i = 0; i < max; i++) {
+		if (trampoline) {
+			if (++signal_frames > MAX_SIGNAL_FRAMES || !step_signal(&view, &f))
+				break;
+			if (f.pc == 0) {
+				why = UNWIND_END_OUTERMOST;
+				break;
+			}
+			if (!is_code(s, f.pc))
+				break;
+			view_for_sp(&view, s, regs, f.sp, remote);
+		} else {
+			uint64_t old_sp = f.sp;
+			enum step_result r = step(s, &view, &f, flags);
+			if (r == STEP_OUTERMOST || (r == STEP_OK && f.pc == 0)) {
+				why = UNWIND_END_OUTERMOST;
+				break;
+			}
+			if (r != STEP_OK || f.sp <= old_sp || !is_code(s, f.pc))
+				break;
+		}
+		trampoline = at_signal_trampoline(s, &f, flags);
+		if (n == max) {
+			why = UNWIND_END_TRUNCATED;
+			break;
+		}
+		pcs[n++] = f.exact || trampoline ? f.pc : f.pc - 1;
+	}
+	atomic_fetch_sub(&active_unwinders, 1);
+	if (end != NULL)
+		*end = why;
+	return n;
+}
+
+/* ---- publication (off the signal path) ---- */
+
+static void snapshot_free(struct snapshot *s)
+{
+	if (s == NULL)
+		return;
+	rt_free((void *)(uintptr_t)s->code);
+	rt_free((void *)(uintptr_t)s->data);
+	rt_free(s);
+}
+
+/* Waits briefly for every running unwinder to finish; true if seen idle.
+ * Unwinders take microseconds, so this normally succeeds at once. */
+static bool wait_unwinders_idle(void)
+{
+	for (int i = 0; i < 200; i++) {
+		if (atomic_load(&active_unwinders) == 0)
+			return true;
+		if (i < 100)
+			(void)sys_sched_yield();
+		else
+			(void)rt_sleep_ns(100000);
+	}
+	return false;
+}
+
+bool unwind_reclaim(void)
+{
+	if (nretired == 0)
+		return true;
+	if (!wait_unwinders_idle())
+		return false;
+	for (uint32_t i = 0; i < nretired; i++) {
+		snapshot_free(retired[i]);
+		retired[i] = NULL;
+	}
+	nretired = 0;
+	return true;
+}
+
+bool unwind_publish(const struct unwind_code_range *code, uint32_t ncode,
+		    const struct unwind_data_range *data, uint32_t ndata)
+{
+	struct snapshot *s = rt_calloc(1, sizeof(*s));
+	struct unwind_code_range *c = rt_calloc(ncode ? ncode : 1, sizeof(*c));
+	struct unwind_data_range *d = rt_calloc(ndata ? ndata : 1, sizeof(*d));
+	if (s == NULL || c == NULL || d == NULL) {
+		rt_free(s);
+		rt_free(c);
+		rt_free(d);
+		return false;
+	}
+	if (ncode > 0)
+		rt_memcpy(c, code, ncode * sizeof(*c));
+	if (ndata > 0)
+		rt_memcpy(d, data, ndata * sizeof(*d));
+	s->code = c;
+	s->ncode = ncode;
+	s->data = d;
+	s->ndata = ndata;
+	if (nretired == RETIRED_MAX && !unwind_reclaim()) {
+		/* Something keeps an unwinder busy for seconds: keep the old
+		 * snapshot published rather than free memory in use. */
+		snapshot_free(s);
+		rt_warn("unwind: snapshot not published, an unwinder never finishes");
+		return false;
+	}
+	struct snapshot *old = atomic_exchange(&current_snapshot, s);
+	if (old != NULL)
+		retired[nretired++] = old;
+	(void)unwind_reclaim();
+	return true;
+}
+
+bool unwind_stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi)
+{
+	atomic_fetch_add(&active_unwinders, 1);
+	const struct snapshot *s = atomic_load(&current_snapshot);
+	bool found = s != NULL && find_data(s, sp, lo, hi);
+	atomic_fetch_sub(&active_unwinders, 1);
+	return found;
+}
+
+void unwind_code_reads_pause(void) { atomic_fetch_add(&code_reads_paused, 1); }
+
+void unwind_code_reads_resume(void) { atomic_fetch_sub(&code_reads_paused, 1); }

@@ -1,0 +1,103 @@
+/* Async-signal-safe stack unwinder.
+ *
+ * unwind_stack() walks a thread's stack from a register set (a signal
+ * handler's ucontext, or a blocked thread's published pc/sp/fp) and writes
+ * program counters, leaf first.  It reads only:
+ *  - our own published snapshot (executable ranges with their compact CFI
+ *    tables, readable-writable ranges used as stack bounds), and
+ *  - the stack, every word checked against the bounds of that stack, and
+ *  - code bytes (signal trampoline detection) only inside file-backed or vDSO
+ *    executable ranges of the snapshot.
+ * No malloc, no locks, no recursion, no libc.
+ *
+ * Per frame: if a CFI row covers the pc it gives the caller's CFA, return
+ * address and saved rbp; otherwise the rbp chain is followed (rbp inside the
+ * stack, 8-aligned, strictly increasing).  Signal frames (the rt_sigreturn
+ * trampoline, glibc's and musl's __restore_rt) are crossed by reading the
+ * saved ucontext.  aarch64: frame records (x29 chain) and signal frames only.
+ *
+ * The snapshot is built off the signal path by the symbols registry
+ * (symbols.h), published with one atomic pointer, and retired snapshots are
+ * freed only once no unwinder can still be reading them (an in-use counter
+ * checked after the swap).
+ */
+#ifndef STOWAWAY_UNWIND_UNWIND_H
+#define STOWAWAY_UNWIND_UNWIND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "unwind/cfi.h"
+
+struct unwind_regs {
+	uint64_t pc; /* rip / pc: exact, not a return address */
+	uint64_t sp; /* rsp / sp */
+	uint64_t fp; /* rbp / x29 */
+	/* Optional bounds of the stack sp is on, [stack_lo, stack_hi); both 0 to
+	 * let the unwinder find them in the snapshot by sp. */
+	uint64_t stack_lo, stack_hi;
+};
+
+/* The stack belongs to another thread (wall sampler): every stack read goes
+ * through process_vm_readv, so a stack unmapped meanwhile yields a short
+ * stack instead of a fault.  The caller validates the result afterwards. */
+#define UNWIND_FLAG_REMOTE 1u
+/* Ignore CFI tables and follow frame pointers only (tests, measurements). */
+#define UNWIND_FLAG_FP_ONLY 2u
+
+enum unwind_end {
+	UNWIND_END_OUTERMOST = 0, /* reached the thread's first frame (RA undefined, fp 0, ra 0) */
+	UNWIND_END_TRUNCATED = 1, /* max frames written and more were there */
+	UNWIND_END_BROKEN = 2,    /* no way to find the next frame (bad pointer, no info) */
+};
+
+/* Writes up to `max` pcs, leaf first; returns how many.  pcs[0] is regs->pc.
+ * Every later pc is a return address minus 1 (it points into the call
+ * instruction, so symbolization and line lookup name the caller), except the
+ * frames entered by a signal: the trampoline's own address and the pc the
+ * signal interrupted are exact.  *end (may be NULL) tells why it stopped; the
+ * caller appends its "[truncated]" frame for UNWIND_END_TRUNCATED.
+ * [signal-safe] */
+uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t max,
+		      uint32_t flags, enum unwind_end *end);
+
+/* ---- the snapshot (built by symbols.c, off the signal path) ---- */
+
+/* Code bytes of this range may be read (file-backed mapping or the vDSO). */
+#define UNWIND_CODE_READABLE 1u
+struct unwind_code_range {
+	uint64_t start, end; /* runtime addresses of an executable mapping */
+	uint64_t bias;       /* runtime = link-time + bias */
+	const struct cfi_table *cfi; /* may be NULL; owned by the caller */
+	uint32_t flags;
+};
+
+/* The main thread's stack: grows down below `start` on demand. */
+#define UNWIND_DATA_GROWSDOWN 1u
+struct unwind_data_range {
+	uint64_t start, end; /* a readable-writable private mapping */
+	uint32_t flags;
+};
+
+/* Copies both arrays (sorted by start, non-overlapping) into a new snapshot
+ * and publishes it.  The CFI tables must stay alive until unwind_reclaim()
+ * returns true after they stopped being referenced.  False if out of memory
+ * (the previous snapshot stays).  Not signal-safe; callers serialize. */
+bool unwind_publish(const struct unwind_code_range *code, uint32_t ncode,
+		    const struct unwind_data_range *data, uint32_t ndata);
+
+/* Frees retired snapshots if no unwinder is running; true when none is left
+ * (then only the current snapshot can reference CFI tables).  Not signal-safe. */
+bool unwind_reclaim(void);
+
+/* Bounds [lo, hi) of the readable-writable range containing sp according to
+ * the current snapshot (for the lead's per-thread registration).  [signal-safe] */
+bool unwind_stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi);
+
+/* Around a dlclose (or anything that unmaps code): while paused, the
+ * unwinder reads no code bytes, so a range about to disappear is never read.
+ * Resume after the refresh that follows.  Nestable.  [signal-safe] */
+void unwind_code_reads_pause(void);
+void unwind_code_reads_resume(void);
+
+#endif
