@@ -26,3 +26,12 @@ $(WL)/demo: tests/workloads/demo.c
 $(WL)/demo-nofp: tests/workloads/demo.c
 	@mkdir -p $(WL)
 	$(CC) $(WL_CFLAGS) -fomit-frame-pointer $< -o $@ -lpthread
+
+TEST_PROGRAMS += $(WL)/introspect $(WL)/introspect-musl
+$(WL)/introspect: tests/workloads/introspect.c
+	@mkdir -p $(WL)
+	$(CC) $(WL_CFLAGS) $< -o $@
+
+$(WL)/introspect-musl: tests/workloads/introspect.c
+	@mkdir -p $(WL)
+	$(MUSL_CC) $(WL_CFLAGS) $< -o $@

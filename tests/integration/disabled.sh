@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Disabled means nothing: no thread, no signal handler, no timer, no file;
+# enabled starts exactly our two threads and per-thread CPU timers.
+source "$(dirname "$0")/lib.sh"
+
+for libc in glibc musl; do
+	prog="$WL/introspect"
+	[ "$libc" = musl ] && prog="$WL/introspect-musl"
+	base=$("$prog" 50)
+	for value in "" false 0 no FALSE; do
+		got=$(DD_PROFILING_ENABLED="$value" STOWAWAY_OUTPUT_DIR="$TMP/off" LD_PRELOAD="$SO" "$prog" 50 2>&1)
+		check "$libc: DD_PROFILING_ENABLED='$value' changes nothing ($got)" test "$got" = "$base"
+	done
+	got=$(env -u DD_PROFILING_ENABLED LD_PRELOAD="$SO" "$prog" 50 2>&1)
+	check "$libc: unset changes nothing" test "$got" = "$base"
+	check "$libc: disabled wrote no file" test ! -e "$TMP/off"
+	got=$(DD_PROFILING_ENABLED=true STOWAWAY_OUTPUT_DIR="$TMP/on-$libc" LD_PRELOAD="$SO" "$prog" 300 2>&1)
+	check "$libc: enabled runs our two threads ($got)" grep -q '^threads=3 ' <<<"$got"
+	check "$libc: enabled installs one handler" grep -q ' handlers=1 ' <<<"$got"
+	check "$libc: enabled arms a CPU timer for the main thread" grep -q ' timers=1 ' <<<"$got"
+done
+finish
