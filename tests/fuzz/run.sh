@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for a bounded time: `short` (make test, 20 s each)
+# or `long` (make fuzz, 10 min each).  Seeds: tests/fuzz/corpus/<target>/.
+set -u
+cd "$(dirname "$0")/../.."
+mode="${1:-short}"
+secs=20
+[ "$mode" = long ] && secs=600
+shopt -s nullglob
+targets=(build/fuzz/fuzz_*)
+if [ "${#targets[@]}" -eq 0 ]; then
+	echo "FAIL no fuzz target was built (make \$FUZZERS)"
+	exit 1
+fi
+failed=0
+for t in "${targets[@]}"; do
+	name=$(basename "$t")
+	corpus="build/fuzz/corpus/$name"
+	mkdir -p "$corpus"
+	[ -d "tests/fuzz/corpus/$name" ] && cp -n tests/fuzz/corpus/"$name"/* "$corpus"/ 2>/dev/null
+	if "$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+		"$corpus" >"build/fuzz/$name.log" 2>&1; then
+		echo "PASS $name ($secs s, $(grep -o 'stat::number_of_executed_units: [0-9]*' "build/fuzz/$name.log" | awk '{print $2}') runs)"
+	else
+		echo "FAIL $name"
+		grep -A20 'ERROR: ' "build/fuzz/$name.log" | head -40
+		failed=1
+	fi
+done
+exit "$failed"
