@@ -2,15 +2,18 @@
  *
  * The sampler thread ticks every 10 ms: it drains the CPU ring into the
  * recorder; about once a second it reconciles the thread registry with
- * /proc/self/task and checks that our signal handler is still ours. */
+ * /proc/self/task and checks that our signal handler is still ours; every
+ * few seconds it refreshes the module registry. */
 #include "collect/collect.h"
 #include "collect/cpu.h"
 #include "collect/threads.h"
 #include "core/thread.h"
 #include "rt/sys.h"
+#include "symbols/symbols.h"
 
 #define SAMPLER_TICK_NS 10000000ull
 #define SCAN_EVERY_TICKS 100
+#define REFRESH_EVERY_TICKS 300
 
 static struct {
 	atomic_int running;
@@ -40,6 +43,9 @@ static void *sampler_main(void *arg)
 			(void)threads_scan();
 			cpu_check_handler();
 		}
+		/* New thread stacks and code mapped without dlopen. */
+		if (tick % REFRESH_EVERY_TICKS == 0)
+			(void)symbols_refresh();
 	}
 	cpu_drain();
 	atomic_store(&col.sampler_alive, 0);

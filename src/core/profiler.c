@@ -11,6 +11,7 @@
 #include "profile/profile.h"
 #include "rt/rt.h"
 #include "rt/sys.h"
+#include "symbols/symbols.h"
 
 #define MAX_EXPORTERS 3
 #define FLUSH_MIN_TIMEOUT_NS (10ull * 1000000000ull)
@@ -79,7 +80,7 @@ static int encode_compressed(const struct profile *p, uint32_t mask, const struc
 			     struct rt_buf *raw, struct rt_buf *gz)
 {
 	rt_buf_reset(raw);
-	int r = pprof_encode(p, mask, o, NULL, NULL, raw);
+	int r = pprof_encode(p, mask, o, symbols_resolve, NULL, raw);
 	if (r < 0)
 		return r;
 	if (raw->failed)
@@ -154,6 +155,7 @@ static int export_period(bool final, uint64_t deadline_ns)
 		rt_buf_free(&gz[i]);
 	rt_buf_free(&combined);
 	profile_release(p);
+	symbols_collect_garbage();
 	return result;
 }
 
@@ -228,6 +230,8 @@ int profiler_start(const struct sw_config *cfg)
 	}
 	if (prof.n_exporters == 0)
 		rt_warn("no profile destination is usable; profiles are collected but not exported");
+	if (!symbols_refresh())
+		rt_warn("cannot read /proc/self/maps: stacks will have no symbols");
 	atomic_store(&prof.stop_requested, 0);
 	atomic_store(&prof.running, 1);
 	int collectors = collect_start(cfg, prof.rec);

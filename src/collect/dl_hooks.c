@@ -1,0 +1,58 @@
+/* dlopen/dlclose interposition: the module registry (symbols and unwind
+ * tables) is refreshed right after code appears or disappears, and the
+ * unwinder stops reading code bytes while a library is being unmapped.
+ * Exported; only in the .so. */
+#include "collect/collect.h"
+#include "rt/host.h"
+#include "rt/rt.h"
+#include "symbols/symbols.h"
+#include "unwind/unwind.h"
+
+#define SW_EXPORT __attribute__((visibility("default")))
+
+typedef void *(*dlopen_fn)(const char *, int);
+typedef int (*dlclose_fn)(void *);
+
+static void *next_symbol(const char *name)
+{
+	return dlsym ? dlsym(HOST_RTLD_NEXT, name) : NULL;
+}
+
+SW_EXPORT void *dlopen(const char *file, int mode);
+SW_EXPORT void *dlopen(const char *file, int mode)
+{
+	static _Atomic(dlopen_fn) next;
+	dlopen_fn fn = atomic_load(&next);
+	if (!fn) {
+		void *sym = next_symbol("dlopen");
+		__builtin_memcpy(&fn, &sym, sizeof(fn));
+		atomic_store(&next, fn);
+	}
+	if (!fn)
+		return NULL;
+	void *handle = fn(file, mode);
+	if (handle && collect_threads_active())
+		(void)symbols_refresh();
+	return handle;
+}
+
+SW_EXPORT int dlclose(void *handle);
+SW_EXPORT int dlclose(void *handle)
+{
+	static _Atomic(dlclose_fn) next;
+	dlclose_fn fn = atomic_load(&next);
+	if (!fn) {
+		void *sym = next_symbol("dlclose");
+		__builtin_memcpy(&fn, &sym, sizeof(fn));
+		atomic_store(&next, fn);
+	}
+	if (!fn)
+		return -1;
+	if (!collect_threads_active())
+		return fn(handle);
+	unwind_code_reads_pause();
+	int r = fn(handle);
+	(void)symbols_refresh();
+	unwind_code_reads_resume();
+	return r;
+}
