@@ -352,8 +352,11 @@ static bool stack_eq(const void *ctx, uint32_t idx)
 	const struct stored_stack *e = &k->p->stacks[idx];
 	if (e->depth != k->depth)
 		return false;
-	if (k->n_pcs && rt_memcmp(e->pcs, k->pcs, (size_t)k->n_pcs * sizeof(uint64_t)) != 0)
-		return false;
+	/* Word compares: rt_memcmp goes byte by byte. */
+	for (uint32_t i = 0; i < k->n_pcs; i++) {
+		if (e->pcs[i] != k->pcs[i])
+			return false;
+	}
 	return !k->tail || e->pcs[k->n_pcs] == k->tail;
 }
 

@@ -1,0 +1,55 @@
+/* The pprof encoder: a recorded profile (profile/profile.h) to the
+ * uncompressed protobuf of perftools.profiles.Profile
+ * (/work/shared/docs/pprof-facts.md), for a chosen set of value slots.
+ *
+ * One call per output: a kind's file selects that kind's slots
+ * (sw_kind_value_mask), the "combined" upload selects every enabled slot.
+ * Samples whose selected values are all zero are left out.  Symbolization is
+ * a callback so this module does not depend on the symbols module.  Only
+ * rt_* memory is used; ids and strings are deduplicated with hash tables, so
+ * the cost is linear in the profile's size.
+ */
+#ifndef STOWAWAY_ENCODE_PPROF_H
+#define STOWAWAY_ENCODE_PPROF_H
+
+#include "profile/profile.h"
+
+/* What the symbolizer knows about one program counter.  The encoder zeroes
+ * the struct before each call; strings must stay valid until the encode
+ * call returns. */
+struct sw_frame_info {
+	uint64_t map_start, map_limit, map_offset; /* mapping; limit 0: none */
+	const char *map_path; /* "" or NULL: unknown */
+	const char *build_id; /* hex of NT_GNU_BUILD_ID, "" or NULL: unknown */
+	const char *function; /* NULL: no symbol (the location keeps module+address) */
+	const char *file;     /* source file, NULL: unknown */
+	int64_t line;         /* source line, 0: unknown */
+};
+/* false: nothing is known about pc (the location gets its address only). */
+typedef bool (*sw_resolve_fn)(void *ctx, uint64_t pc, struct sw_frame_info *out);
+
+#define PPROF_NO_SLOT (-1)
+
+struct pprof_opts {
+	/* period_type = the slot's type/unit (e.g. cpu-time/nanoseconds), or PPROF_NO_SLOT. */
+	int period_slot;
+	int64_t period;       /* e.g. 1e9/hz for cpu and wall, the sampling mean for alloc */
+	int default_slot;     /* default_sample_type, or PPROF_NO_SLOT */
+	const char *drop_frames; /* regexes for tools; NULL or "": unset */
+	const char *keep_frames;
+	const char *doc_url;
+	const char *const *comments; /* extra comment lines */
+	uint32_t n_comments;
+};
+
+/* Options for one kind's file: period type = the kind's main slot with the
+ * given period, default sample type = the same slot, nothing else set. */
+void pprof_opts_for_kind(struct pprof_opts *o, enum sw_kind kind, int64_t period);
+
+/* Appends the encoded profile to out.  slot_mask: SW_V_BIT()s, non-empty.
+ * resolve may be NULL (no symbols).  Returns 0, -EINVAL (bad mask or
+ * options) or -ENOMEM (out is then unusable). */
+int pprof_encode(const struct profile *p, uint32_t slot_mask, const struct pprof_opts *o,
+		 sw_resolve_fn resolve, void *resolve_ctx, struct rt_buf *out);
+
+#endif
