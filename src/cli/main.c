@@ -1,0 +1,248 @@
+/* stowaway: the command-line tool.  Runs programs with the profiler
+ * preloaded, installs the library for init containers, and reads profiles
+ * offline (report, flame, folded, diff, convert). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "cli/util.h"
+
+#define LIB_NAME "libstowaway.so"
+#define MAX_INSTALL_FILE ((size_t)256 << 20)
+
+static const char usage[] =
+	"usage: stowaway COMMAND [ARGS]\n"
+	"\n"
+	"  version                      print the version\n"
+	"  run [--out DIR] [--service NAME] -- CMD [ARGS...]\n"
+	"                               run CMD with the profiler preloaded and enabled\n"
+	"  install DIR                  copy " LIB_NAME " and stowaway into DIR (atomic)\n"
+	"  report PATH...               top functions by flat and cumulative value\n"
+	"  flame PATH... -o OUT.svg     flame graph (--html -o OUT.html: interactive page)\n"
+	"  folded PATH... [-o OUT]      folded stacks (root;...;leaf value)\n"
+	"  diff BASE NEW                functions whose share grew and shrank\n"
+	"  convert IN OUT               pprof <-> folded, by extension (.folded/.txt)\n"
+	"  help                         this text\n"
+	"\n"
+	"PATH: pprof files (.pb.gz or raw), folded files (.folded, .collapsed, .txt)\n"
+	"or directories of them.  Profiles with the same sample types are merged.\n"
+	"Filters (report, flame, folded, diff, convert):\n"
+	"  --sample-index NAME|N   sample type (default: the profile's default, else the last)\n"
+	"  --since T  --until T    profile start time: Unix seconds, RFC 3339 or an age (15m, 2h)\n"
+	"  --thread NAME|ID        samples labelled with this thread name or id\n"
+	"  --tag KEY=VALUE         samples with this label (repeatable)\n"
+	"  --focus REGEX           stacks with a function matching REGEX\n"
+	"report/diff: --top N (default 20, 0: all), --cum (sort/compare by cumulative), --raw\n"
+	"flame: --title TEXT.  Environment: STOWAWAY_LIB overrides the library path.\n";
+
+static int fail(const char *fmt, const char *arg)
+{
+	fputs("stowaway: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	return 1;
+}
+
+/* The directory of our own executable, from /proc/self/exe. */
+static char *self_path(void)
+{
+	size_t cap = 256;
+	for (int attempt = 0; attempt < 8; attempt++, cap *= 4) {
+		char *buf = xmalloc(cap);
+		ssize_t n = readlink("/proc/self/exe", buf, cap);
+		if (n < 0) {
+			free(buf);
+			return NULL;
+		}
+		if ((size_t)n < cap) {
+			buf[n] = '\0';
+			return buf;
+		}
+		free(buf);
+	}
+	return NULL;
+}
+
+/* $STOWAWAY_LIB, else libstowaway.so beside the executable. */
+static char *find_library(void)
+{
+	const char *env = getenv("STOWAWAY_LIB");
+	if (env && env[0]) {
+		if (access(env, R_OK) != 0) {
+			cli_fail("STOWAWAY_LIB=%s: %s", env, strerror(errno));
+			return NULL;
+		}
+		return xstrndup(env, strlen(env));
+	}
+	char *self = self_path();
+	if (!self) {
+		cli_fail("cannot read /proc/self/exe to find %s; set STOWAWAY_LIB", LIB_NAME);
+		return NULL;
+	}
+	char *slash = strrchr(self, '/');
+	size_t dir_len = slash ? (size_t)(slash - self) : 0;
+	size_t len = dir_len + sizeof(LIB_NAME) + 1;
+	char *lib = xmalloc(len);
+	snprintf(lib, len, "%.*s/%s", (int)dir_len, self, LIB_NAME);
+	free(self);
+	if (access(lib, R_OK) != 0) {
+		cli_fail("%s: %s (put it beside stowaway or set STOWAWAY_LIB)", lib, strerror(errno));
+		free(lib);
+		return NULL;
+	}
+	return lib;
+}
+
+/* mkdir -p with mode 0755; an existing directory is fine. */
+static int make_dirs(const char *path)
+{
+	char *copy = xstrndup(path, strlen(path));
+	int rc = 0;
+	for (char *p = copy + 1; rc == 0; p++) {
+		char c = *p;
+		if (c != '/' && c != '\0')
+			continue;
+		*p = '\0';
+		if (mkdir(copy, 0755) != 0 && errno != EEXIST)
+			rc = cli_fail("%s: %s", copy, strerror(errno));
+		*p = c;
+		if (c == '\0')
+			break;
+	}
+	free(copy);
+	return rc;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	const char *out = NULL, *service = NULL;
+	int i = 0;
+	while (i < argc) {
+		if (strcmp(argv[i], "--") == 0) {
+			i++;
+			break;
+		}
+		if (argv[i][0] != '-')
+			break;
+		if (strcmp(argv[i], "--out") == 0 || strcmp(argv[i], "--service") == 0) {
+			if (i + 1 >= argc)
+				return fail("%s needs a value", argv[i]);
+			if (argv[i][2] == 'o')
+				out = argv[i + 1];
+			else
+				service = argv[i + 1];
+			i += 2;
+			continue;
+		}
+		if (strncmp(argv[i], "--out=", 6) == 0) {
+			out = argv[i] + 6;
+		} else if (strncmp(argv[i], "--service=", 10) == 0) {
+			service = argv[i] + 10;
+		} else {
+			return fail("run: unknown option %s (usage: stowaway run [--out DIR] [--service NAME] -- CMD ...)",
+				    argv[i]);
+		}
+		i++;
+	}
+	if (i >= argc)
+		return fail("%s", "run needs a command: stowaway run [--out DIR] -- CMD [ARGS...]");
+	char *lib = find_library();
+	if (!lib)
+		return fail("%s", cli_err);
+	const char *old = getenv("LD_PRELOAD");
+	struct cli_buf preload = {0};
+	buf_printf(&preload, "%s%s%s", lib, old && old[0] ? ":" : "", old && old[0] ? old : "");
+	buf_append(&preload, "", 1);
+	if (setenv("LD_PRELOAD", (const char *)preload.data, 1) != 0 ||
+	    setenv("DD_PROFILING_ENABLED", "true", 1) != 0 ||
+	    (service && setenv("DD_SERVICE", service, 1) != 0))
+		return fail("setenv: %s", strerror(errno));
+	if (out) {
+		if (make_dirs(out) != 0)
+			return fail("%s", cli_err);
+		if (setenv("STOWAWAY_OUTPUT_DIR", out, 1) != 0)
+			return fail("setenv: %s", strerror(errno));
+	}
+	buf_free(&preload);
+	free(lib);
+	execvp(argv[i], argv + i);
+	int e = errno;
+	fprintf(stderr, "stowaway: %s: %s\n", argv[i], strerror(e));
+	return e == ENOENT ? 127 : 126;
+}
+
+static int install_one(const char *src, const char *dir, const char *name)
+{
+	struct cli_buf data = {0};
+	int rc = read_file(src, MAX_INSTALL_FILE, &data);
+	if (rc == 0) {
+		size_t len = strlen(dir) + strlen(name) + 2;
+		char *dst = xmalloc(len);
+		snprintf(dst, len, "%s/%s", dir, name);
+		rc = write_file_atomic(dst, data.data, data.len, 0755);
+		if (rc == 0)
+			printf("installed %s\n", dst);
+		free(dst);
+	}
+	buf_free(&data);
+	return rc;
+}
+
+static int cmd_install(int argc, char **argv)
+{
+	if (argc != 1 || argv[0][0] == '-')
+		return fail("%s", "usage: stowaway install DIR");
+	struct stat st;
+	if (stat(argv[0], &st) != 0 || !S_ISDIR(st.st_mode))
+		return fail("install: %s is not a directory", argv[0]);
+	char *lib = find_library();
+	if (!lib)
+		return fail("%s", cli_err);
+	char *self = self_path();
+	int rc = install_one(lib, argv[0], LIB_NAME);
+	if (rc == 0 && !self)
+		rc = cli_fail("cannot read /proc/self/exe");
+	if (rc == 0)
+		rc = install_one(self, argv[0], "stowaway");
+	free(lib);
+	free(self);
+	return rc == 0 ? 0 : fail("%s", cli_err);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	const char *cmd = argv[1];
+	int sub_argc = argc - 2;
+	char **sub_argv = argv + 2;
+	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+		printf("stowaway %s\n", STOWAWAY_VERSION);
+		return 0;
+	}
+	if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "run") == 0)
+		return cmd_run(sub_argc, sub_argv);
+	if (strcmp(cmd, "install") == 0)
+		return cmd_install(sub_argc, sub_argv);
+	if (strcmp(cmd, "report") == 0)
+		return cmd_report(sub_argc, sub_argv);
+	if (strcmp(cmd, "flame") == 0)
+		return cmd_flame(sub_argc, sub_argv);
+	if (strcmp(cmd, "folded") == 0)
+		return cmd_folded(sub_argc, sub_argv);
+	if (strcmp(cmd, "diff") == 0)
+		return cmd_diff(sub_argc, sub_argv);
+	if (strcmp(cmd, "convert") == 0)
+		return cmd_convert(sub_argc, sub_argv);
+	return fail("unknown command \"%s\" (see stowaway help)", cmd);
+}

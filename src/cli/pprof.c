@@ -1,0 +1,731 @@
+/* pprof decoder (protobuf wire format, checked at every step) and a small
+ * encoder for profiles with one sample type. */
+#include "cli/pprof.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/inflate.h"
+#include "cli/util.h"
+
+enum wire_type { WIRE_VARINT = 0, WIRE_I64 = 1, WIRE_LEN = 2, WIRE_I32 = 5 };
+
+struct pb_reader {
+	const unsigned char *p;
+	size_t len;
+	size_t pos;
+};
+
+static int pb_varint(struct pb_reader *r, uint64_t *out)
+{
+	uint64_t v = 0;
+	for (unsigned i = 0; i < 10; i++) {
+		if (r->pos >= r->len)
+			return cli_fail("profile is truncated (varint)");
+		unsigned char b = r->p[r->pos++];
+		if (i == 9 && b > 1)
+			return cli_fail("profile has an overlong varint");
+		v |= (uint64_t)(b & 0x7f) << (7 * i);
+		if (!(b & 0x80)) {
+			*out = v;
+			return 0;
+		}
+	}
+	return cli_fail("profile has an overlong varint");
+}
+
+static int pb_key(struct pb_reader *r, uint64_t *field, unsigned *wire)
+{
+	uint64_t key;
+	if (pb_varint(r, &key) != 0)
+		return -1;
+	*field = key >> 3;
+	*wire = (unsigned)(key & 7);
+	if (*field == 0)
+		return cli_fail("profile has a field numbered 0");
+	return 0;
+}
+
+/* Opens a length-delimited field as a sub-reader. */
+static int pb_sub(struct pb_reader *r, struct pb_reader *sub)
+{
+	uint64_t n;
+	if (pb_varint(r, &n) != 0)
+		return -1;
+	if (n > r->len - r->pos)
+		return cli_fail("profile is truncated (field length %llu)", (unsigned long long)n);
+	sub->p = r->p + r->pos;
+	sub->len = (size_t)n;
+	sub->pos = 0;
+	r->pos += (size_t)n;
+	return 0;
+}
+
+static int pb_skip(struct pb_reader *r, unsigned wire)
+{
+	uint64_t v;
+	struct pb_reader sub;
+	switch (wire) {
+	case WIRE_VARINT:
+		return pb_varint(r, &v);
+	case WIRE_I64:
+	case WIRE_I32: {
+		size_t n = wire == WIRE_I64 ? 8 : 4;
+		if (r->len - r->pos < n)
+			return cli_fail("profile is truncated (fixed field)");
+		r->pos += n;
+		return 0;
+	}
+	case WIRE_LEN:
+		return pb_sub(r, &sub);
+	default:
+		return cli_fail("profile has unsupported wire type %u", wire);
+	}
+}
+
+/* A scalar field must use the varint wire type. */
+static int pb_scalar(struct pb_reader *r, unsigned wire, uint64_t *out)
+{
+	if (wire != WIRE_VARINT)
+		return cli_fail("profile has wire type %u for an integer field", wire);
+	return pb_varint(r, out);
+}
+
+static int pb_message(unsigned wire, struct pb_reader *r, struct pb_reader *sub)
+{
+	if (wire != WIRE_LEN)
+		return cli_fail("profile has wire type %u for a message field", wire);
+	return pb_sub(r, sub);
+}
+
+/* Repeated integers, packed or not; appended to *arr. */
+static int pb_repeated(struct pb_reader *r, unsigned wire, uint64_t **arr, size_t *n, size_t *cap)
+{
+	if (wire == WIRE_VARINT) {
+		uint64_t v;
+		if (pb_varint(r, &v) != 0)
+			return -1;
+		*arr = xgrow(*arr, cap, *n + 1, sizeof(**arr));
+		(*arr)[(*n)++] = v;
+		return 0;
+	}
+	struct pb_reader sub;
+	if (pb_message(wire, r, &sub) != 0)
+		return -1;
+	while (sub.pos < sub.len) {
+		uint64_t v;
+		if (pb_varint(&sub, &v) != 0)
+			return -1;
+		*arr = xgrow(*arr, cap, *n + 1, sizeof(**arr));
+		(*arr)[(*n)++] = v;
+	}
+	return 0;
+}
+
+static int decode_value_type(struct pb_reader *r, struct pp_value_type *vt)
+{
+	while (r->pos < r->len) {
+		uint64_t field;
+		unsigned wire;
+		if (pb_key(r, &field, &wire) != 0)
+			return -1;
+		int rc;
+		if (field == 1)
+			rc = pb_scalar(r, wire, &vt->type);
+		else if (field == 2)
+			rc = pb_scalar(r, wire, &vt->unit);
+		else
+			rc = pb_skip(r, wire);
+		if (rc != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int decode_label(struct pb_reader *r, struct pp_label *l)
+{
+	while (r->pos < r->len) {
+		uint64_t field, v = 0;
+		unsigned wire;
+		if (pb_key(r, &field, &wire) != 0)
+			return -1;
+		int rc;
+		if (field == 1) {
+			rc = pb_scalar(r, wire, &l->key);
+		} else if (field == 2) {
+			rc = pb_scalar(r, wire, &l->str);
+		} else if (field == 3) {
+			rc = pb_scalar(r, wire, &v);
+			l->num = (int64_t)v;
+		} else if (field == 4) {
+			rc = pb_scalar(r, wire, &l->num_unit);
+		} else {
+			rc = pb_skip(r, wire);
+		}
+		if (rc != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int decode_sample(struct pb_reader *r, struct pp_sample *s, size_t *n_values)
+{
+	size_t loc_cap = 0, val_cap = 0, label_cap = 0;
+	uint64_t *values = NULL;
+	while (r->pos < r->len) {
+		uint64_t field;
+		unsigned wire;
+		if (pb_key(r, &field, &wire) != 0)
+			goto fail;
+		int rc;
+		if (field == 1) {
+			rc = pb_repeated(r, wire, &s->locations, &s->n_locations, &loc_cap);
+		} else if (field == 2) {
+			rc = pb_repeated(r, wire, &values, n_values, &val_cap);
+		} else if (field == 3) {
+			struct pb_reader sub;
+			rc = pb_message(wire, r, &sub);
+			if (rc == 0) {
+				s->labels = xgrow(s->labels, &label_cap, s->n_labels + 1, sizeof(*s->labels));
+				struct pp_label *l = &s->labels[s->n_labels++];
+				memset(l, 0, sizeof(*l));
+				rc = decode_label(&sub, l);
+			}
+		} else {
+			rc = pb_skip(r, wire);
+		}
+		if (rc != 0)
+			goto fail;
+	}
+	/* int64 values travel as plain varints: reinterpret in place. */
+	s->values = xcalloc(*n_values, sizeof(int64_t));
+	for (size_t i = 0; i < *n_values; i++)
+		s->values[i] = (int64_t)values[i];
+	free(values);
+	return 0;
+fail:
+	free(values);
+	return -1;
+}
+
+static int decode_line(struct pb_reader *r, struct pp_line *l)
+{
+	while (r->pos < r->len) {
+		uint64_t field, v;
+		unsigned wire;
+		if (pb_key(r, &field, &wire) != 0)
+			return -1;
+		int rc;
+		if (field == 1) {
+			rc = pb_scalar(r, wire, &l->function);
+		} else if (field == 2) {
+			rc = pb_scalar(r, wire, &v);
+			l->line = (int64_t)v;
+		} else {
+			rc = pb_skip(r, wire);
+		}
+		if (rc != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int decode_location(struct pb_reader *r, struct pp_location *loc)
+{
+	size_t line_cap = 0;
+	while (r->pos < r->len) {
+		uint64_t field;
+		unsigned wire;
+		if (pb_key(r, &field, &wire) != 0)
+			return -1;
+		int rc;
+		if (field == 1) {
+			rc = pb_scalar(r, wire, &loc->id);
+		} else if (field == 2) {
+			rc = pb_scalar(r, wire, &loc->mapping_id);
+		} else if (field == 3) {
+			rc = pb_scalar(r, wire, &loc->address);
+		} else if (field == 4) {
+			struct pb_reader sub;
+			rc = pb_message(wire, r, &sub);
+			if (rc == 0) {
+				loc->lines = xgrow(loc->lines, &line_cap, loc->n_lines + 1, sizeof(*loc->lines));
+				struct pp_line *l = &loc->lines[loc->n_lines++];
+				memset(l, 0, sizeof(*l));
+				rc = decode_line(&sub, l);
+			}
+		} else {
+			rc = pb_skip(r, wire);
+		}
+		if (rc != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int decode_function(struct pb_reader *r, struct pp_function *f)
+{
+	while (r->pos < r->len) {
+		uint64_t field, v;
+		unsigned wire;
+		if (pb_key(r, &field, &wire) != 0)
+			return -1;
+		int rc;
+		if (field == 1) {
+			rc = pb_scalar(r, wire, &f->id);
+		} else if (field == 2) {
+			rc = pb_scalar(r, wire, &f->name);
+		} else if (field == 3) {
+			rc = pb_scalar(r, wire, &f->system_name);
+		} else if (field == 4) {
+			rc = pb_scalar(r, wire, &f->filename);
+		} else if (field == 5) {
+			rc = pb_scalar(r, wire, &v);
+			f->start_line = (int64_t)v;
+		} else {
+			rc = pb_skip(r, wire);
+		}
+		if (rc != 0)
+			return -1;
+	}
+	return 0;
+}
+
+struct decode_caps {
+	size_t sample_types, samples, locations, functions, strings, string_lens;
+};
+
+static int decode_field(struct pb_reader *r, uint64_t field, unsigned wire, struct pp_profile *p,
+			struct decode_caps *caps, size_t **value_counts, size_t *value_counts_cap)
+{
+	struct pb_reader sub;
+	uint64_t v;
+	switch (field) {
+	case 1:
+		if (pb_message(wire, r, &sub) != 0)
+			return -1;
+		p->sample_types = xgrow(p->sample_types, &caps->sample_types, p->n_sample_types + 1,
+					sizeof(*p->sample_types));
+		memset(&p->sample_types[p->n_sample_types], 0, sizeof(*p->sample_types));
+		return decode_value_type(&sub, &p->sample_types[p->n_sample_types++]);
+	case 2: {
+		if (pb_message(wire, r, &sub) != 0)
+			return -1;
+		p->samples = xgrow(p->samples, &caps->samples, p->n_samples + 1, sizeof(*p->samples));
+		*value_counts = xgrow(*value_counts, value_counts_cap, p->n_samples + 1, sizeof(size_t));
+		struct pp_sample *s = &p->samples[p->n_samples];
+		size_t *n_values = &(*value_counts)[p->n_samples];
+		memset(s, 0, sizeof(*s));
+		*n_values = 0;
+		p->n_samples++;
+		return decode_sample(&sub, s, n_values);
+	}
+	case 4: {
+		if (pb_message(wire, r, &sub) != 0)
+			return -1;
+		p->locations = xgrow(p->locations, &caps->locations, p->n_locations + 1, sizeof(*p->locations));
+		struct pp_location *loc = &p->locations[p->n_locations++];
+		memset(loc, 0, sizeof(*loc));
+		return decode_location(&sub, loc);
+	}
+	case 5: {
+		if (pb_message(wire, r, &sub) != 0)
+			return -1;
+		p->functions = xgrow(p->functions, &caps->functions, p->n_functions + 1, sizeof(*p->functions));
+		struct pp_function *f = &p->functions[p->n_functions++];
+		memset(f, 0, sizeof(*f));
+		return decode_function(&sub, f);
+	}
+	case 6: {
+		if (pb_message(wire, r, &sub) != 0)
+			return -1;
+		p->strings = xgrow(p->strings, &caps->strings, p->n_strings + 1, sizeof(*p->strings));
+		p->string_lens = xgrow(p->string_lens, &caps->string_lens, p->n_strings + 1,
+				       sizeof(*p->string_lens));
+		p->string_lens[p->n_strings] = sub.len;
+		p->strings[p->n_strings++] = xstrndup((const char *)sub.p, sub.len);
+		return 0;
+	}
+	case 9:
+		if (pb_scalar(r, wire, &v) != 0)
+			return -1;
+		p->time_nanos = (int64_t)v;
+		return 0;
+	case 10:
+		if (pb_scalar(r, wire, &v) != 0)
+			return -1;
+		p->duration_nanos = (int64_t)v;
+		return 0;
+	case 11:
+		if (pb_message(wire, r, &sub) != 0)
+			return -1;
+		return decode_value_type(&sub, &p->period_type);
+	case 12:
+		if (pb_scalar(r, wire, &v) != 0)
+			return -1;
+		p->period = (int64_t)v;
+		return 0;
+	case 14:
+		return pb_scalar(r, wire, &p->default_sample_type);
+	default: /* mappings, drop/keep frames, comments, doc url: not needed */
+		return pb_skip(r, wire);
+	}
+}
+
+struct id_index {
+	uint64_t id;
+	uint32_t index;
+};
+
+static int cmp_id_index(const void *a, const void *b)
+{
+	uint64_t x = ((const struct id_index *)a)->id, y = ((const struct id_index *)b)->id;
+	return x < y ? -1 : x > y;
+}
+
+/* Sorted (id, index) table; rejects zero and duplicate ids. */
+static int build_id_table(struct id_index *table, size_t n, const char *what)
+{
+	qsort(table, n, sizeof(*table), cmp_id_index);
+	for (size_t i = 0; i < n; i++) {
+		if (table[i].id == 0)
+			return cli_fail("profile has a %s with id 0", what);
+		if (i > 0 && table[i].id == table[i - 1].id)
+			return cli_fail("profile has two %ss with id %llu", what,
+					(unsigned long long)table[i].id);
+	}
+	return 0;
+}
+
+static int lookup_id(const struct id_index *table, size_t n, uint64_t id, uint64_t *index)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (table[mid].id == id) {
+			*index = table[mid].index;
+			return 0;
+		}
+		if (table[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+static int check_str(const struct pp_profile *p, uint64_t index, const char *what)
+{
+	if (index >= p->n_strings)
+		return cli_fail("profile refers to string %llu (%s) but has %zu strings",
+				(unsigned long long)index, what, p->n_strings);
+	return 0;
+}
+
+static int check_value_type(const struct pp_profile *p, const struct pp_value_type *vt)
+{
+	if (check_str(p, vt->type, "sample type") != 0 || check_str(p, vt->unit, "unit") != 0)
+		return -1;
+	return 0;
+}
+
+static int resolve_functions(struct pp_profile *p, struct id_index **table)
+{
+	if (p->n_functions > UINT32_MAX)
+		return cli_fail("profile has too many functions");
+	*table = xcalloc(p->n_functions, sizeof(**table));
+	for (size_t i = 0; i < p->n_functions; i++) {
+		const struct pp_function *f = &p->functions[i];
+		if (check_str(p, f->name, "function name") != 0 ||
+		    check_str(p, f->system_name, "system name") != 0 ||
+		    check_str(p, f->filename, "file name") != 0)
+			return -1;
+		(*table)[i].id = f->id;
+		(*table)[i].index = (uint32_t)i;
+	}
+	return build_id_table(*table, p->n_functions, "function");
+}
+
+static int resolve_locations(struct pp_profile *p, const struct id_index *functions,
+			     struct id_index **table)
+{
+	if (p->n_locations > UINT32_MAX)
+		return cli_fail("profile has too many locations");
+	*table = xcalloc(p->n_locations, sizeof(**table));
+	for (size_t i = 0; i < p->n_locations; i++) {
+		struct pp_location *loc = &p->locations[i];
+		for (size_t j = 0; j < loc->n_lines; j++) {
+			uint64_t fid = loc->lines[j].function;
+			if (lookup_id(functions, p->n_functions, fid, &loc->lines[j].function) != 0)
+				return cli_fail("location %llu refers to missing function %llu",
+						(unsigned long long)loc->id, (unsigned long long)fid);
+		}
+		(*table)[i].id = loc->id;
+		(*table)[i].index = (uint32_t)i;
+	}
+	return build_id_table(*table, p->n_locations, "location");
+}
+
+static int resolve_samples(struct pp_profile *p, const struct id_index *locations,
+			   const size_t *value_counts)
+{
+	for (size_t i = 0; i < p->n_samples; i++) {
+		struct pp_sample *s = &p->samples[i];
+		if (value_counts[i] != p->n_sample_types)
+			return cli_fail("sample %zu has %zu values for %zu sample types", i, value_counts[i],
+					p->n_sample_types);
+		for (size_t j = 0; j < s->n_locations; j++) {
+			uint64_t lid = s->locations[j];
+			if (lookup_id(locations, p->n_locations, lid, &s->locations[j]) != 0)
+				return cli_fail("sample %zu refers to missing location %llu", i,
+						(unsigned long long)lid);
+		}
+		for (size_t j = 0; j < s->n_labels; j++) {
+			const struct pp_label *l = &s->labels[j];
+			if (check_str(p, l->key, "label key") != 0 || check_str(p, l->str, "label value") != 0 ||
+			    check_str(p, l->num_unit, "label unit") != 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+static int resolve(struct pp_profile *p, const size_t *value_counts)
+{
+	if (p->n_strings == 0 || p->string_lens[0] != 0)
+		return cli_fail("profile string table does not start with the empty string");
+	if (p->n_sample_types == 0)
+		return cli_fail("profile has no sample type");
+	for (size_t i = 0; i < p->n_sample_types; i++)
+		if (check_value_type(p, &p->sample_types[i]) != 0)
+			return -1;
+	if (check_value_type(p, &p->period_type) != 0 ||
+	    check_str(p, p->default_sample_type, "default sample type") != 0)
+		return -1;
+	struct id_index *functions = NULL, *locations = NULL;
+	int rc = resolve_functions(p, &functions);
+	if (rc == 0)
+		rc = resolve_locations(p, functions, &locations);
+	if (rc == 0)
+		rc = resolve_samples(p, locations, value_counts);
+	free(functions);
+	free(locations);
+	return rc;
+}
+
+int pprof_decode(const unsigned char *data, size_t len, struct pp_profile *p)
+{
+	memset(p, 0, sizeof(*p));
+	struct pb_reader r = {.p = data, .len = len};
+	struct decode_caps caps = {0};
+	size_t *value_counts = NULL, value_counts_cap = 0;
+	int rc = 0;
+	while (rc == 0 && r.pos < r.len) {
+		uint64_t field;
+		unsigned wire;
+		rc = pb_key(&r, &field, &wire);
+		if (rc == 0)
+			rc = decode_field(&r, field, wire, p, &caps, &value_counts, &value_counts_cap);
+	}
+	if (rc == 0)
+		rc = resolve(p, value_counts);
+	free(value_counts);
+	if (rc != 0)
+		pprof_free(p);
+	return rc;
+}
+
+int pprof_decode_any(const unsigned char *data, size_t len, struct pp_profile *p)
+{
+	if (!is_gzip(data, len))
+		return pprof_decode(data, len, p);
+	struct cli_buf raw = {0};
+	int rc = gunzip(data, len, PPROF_MAX_DECODED, &raw);
+	if (rc == 0)
+		rc = pprof_decode(raw.data, raw.len, p);
+	else
+		memset(p, 0, sizeof(*p));
+	buf_free(&raw);
+	return rc;
+}
+
+void pprof_free(struct pp_profile *p)
+{
+	for (size_t i = 0; i < p->n_samples; i++) {
+		free(p->samples[i].locations);
+		free(p->samples[i].values);
+		free(p->samples[i].labels);
+	}
+	for (size_t i = 0; i < p->n_locations; i++)
+		free(p->locations[i].lines);
+	for (size_t i = 0; i < p->n_strings; i++)
+		free(p->strings[i]);
+	free(p->samples);
+	free(p->locations);
+	free(p->functions);
+	free(p->strings);
+	free(p->string_lens);
+	free(p->sample_types);
+	memset(p, 0, sizeof(*p));
+}
+
+const char *pp_str(const struct pp_profile *p, uint64_t index)
+{
+	return index < p->n_strings ? p->strings[index] : "";
+}
+
+/* ---- encoder ---- */
+
+/* Every distinct frame name gets one Function and one Location, both with
+ * the id (string index of the name) so no extra table is needed. */
+struct pp_encoder {
+	struct cli_buf samples;   /* encoded Sample fields (field 2) */
+	char **strings;           /* string table, strings[0] = "" */
+	size_t n_strings, strings_cap;
+	uint64_t *string_slots;   /* open addressing: string index + 1, 0 empty */
+	size_t n_slots;
+	unsigned char *is_frame;  /* by string index: used as a frame name */
+	size_t is_frame_cap;
+	uint64_t type, unit;
+	int64_t time_nanos;
+};
+
+static void put_varint(struct cli_buf *b, uint64_t v)
+{
+	unsigned char tmp[10];
+	size_t n = 0;
+	while (v >= 0x80) {
+		tmp[n++] = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	tmp[n++] = (unsigned char)v;
+	buf_append(b, tmp, n);
+}
+
+static void put_key(struct cli_buf *b, unsigned field, unsigned wire)
+{
+	put_varint(b, (uint64_t)field << 3 | wire);
+}
+
+static void put_uint_field(struct cli_buf *b, unsigned field, uint64_t v)
+{
+	put_key(b, field, WIRE_VARINT);
+	put_varint(b, v);
+}
+
+static void put_bytes_field(struct cli_buf *b, unsigned field, const void *data, size_t len)
+{
+	put_key(b, field, WIRE_LEN);
+	put_varint(b, len);
+	buf_append(b, data, len);
+}
+
+static void rehash_strings(struct pp_encoder *e)
+{
+	free(e->string_slots);
+	e->n_slots = e->n_slots ? e->n_slots * 2 : 1024;
+	e->string_slots = xcalloc(e->n_slots, sizeof(*e->string_slots));
+	for (size_t i = 0; i < e->n_strings; i++) {
+		size_t h = (size_t)hash_bytes(e->strings[i], strlen(e->strings[i]), 0) & (e->n_slots - 1);
+		while (e->string_slots[h])
+			h = (h + 1) & (e->n_slots - 1);
+		e->string_slots[h] = i + 1;
+	}
+}
+
+static uint64_t intern(struct pp_encoder *e, const char *s)
+{
+	if (2 * (e->n_strings + 1) > e->n_slots)
+		rehash_strings(e);
+	size_t len = strlen(s);
+	size_t h = (size_t)hash_bytes(s, len, 0) & (e->n_slots - 1);
+	while (e->string_slots[h]) {
+		uint64_t index = e->string_slots[h] - 1;
+		if (strcmp(e->strings[index], s) == 0)
+			return index;
+		h = (h + 1) & (e->n_slots - 1);
+	}
+	e->strings = xgrow(e->strings, &e->strings_cap, e->n_strings + 1, sizeof(*e->strings));
+	e->strings[e->n_strings] = xstrndup(s, len);
+	e->string_slots[h] = e->n_strings + 1;
+	return e->n_strings++;
+}
+
+struct pp_encoder *pp_encoder_new(const char *type, const char *unit, int64_t time_nanos)
+{
+	struct pp_encoder *e = xcalloc(1, sizeof(*e));
+	intern(e, "");
+	e->type = intern(e, type);
+	e->unit = intern(e, unit);
+	e->time_nanos = time_nanos;
+	return e;
+}
+
+void pp_encoder_add(struct pp_encoder *e, const char *const *frames_leaf_first, size_t depth,
+		    int64_t value)
+{
+	struct cli_buf ids = {0}, sample = {0};
+	for (size_t i = 0; i < depth; i++) {
+		const char *name = frames_leaf_first[i][0] ? frames_leaf_first[i] : "?";
+		uint64_t index = intern(e, name);
+		size_t old_cap = e->is_frame_cap;
+		e->is_frame = xgrow(e->is_frame, &e->is_frame_cap, index + 1, 1);
+		memset(e->is_frame + old_cap, 0, e->is_frame_cap - old_cap);
+		e->is_frame[index] = 1;
+		put_varint(&ids, index);
+	}
+	put_bytes_field(&sample, 1, ids.data, ids.len);
+	struct cli_buf values = {0};
+	put_varint(&values, (uint64_t)value);
+	put_bytes_field(&sample, 2, values.data, values.len);
+	put_bytes_field(&e->samples, 2, sample.data, sample.len);
+	buf_free(&ids);
+	buf_free(&values);
+	buf_free(&sample);
+}
+
+void pp_encoder_finish(struct pp_encoder *e, int compress, struct cli_buf *out)
+{
+	struct cli_buf msg = {0}, sub = {0}, line = {0};
+	put_uint_field(&sub, 1, e->type);
+	put_uint_field(&sub, 2, e->unit);
+	put_bytes_field(&msg, 1, sub.data, sub.len);
+	buf_append(&msg, e->samples.data, e->samples.len);
+	for (size_t i = 0; i < e->n_strings && i < e->is_frame_cap; i++) {
+		if (!e->is_frame[i])
+			continue;
+		line.len = 0;
+		put_uint_field(&line, 1, i);
+		sub.len = 0;
+		put_uint_field(&sub, 1, i);
+		put_bytes_field(&sub, 4, line.data, line.len);
+		put_bytes_field(&msg, 4, sub.data, sub.len);
+		sub.len = 0;
+		put_uint_field(&sub, 1, i);
+		put_uint_field(&sub, 2, i);
+		put_uint_field(&sub, 3, i);
+		put_bytes_field(&msg, 5, sub.data, sub.len);
+	}
+	for (size_t i = 0; i < e->n_strings; i++)
+		put_bytes_field(&msg, 6, e->strings[i], strlen(e->strings[i]));
+	if (e->time_nanos)
+		put_uint_field(&msg, 9, (uint64_t)e->time_nanos);
+	sub.len = 0;
+	put_uint_field(&sub, 1, e->type);
+	put_uint_field(&sub, 2, e->unit);
+	put_bytes_field(&msg, 11, sub.data, sub.len);
+	if (compress)
+		gzip_compress(msg.data, msg.len, out);
+	else
+		buf_append(out, msg.data, msg.len);
+	buf_free(&msg);
+	buf_free(&sub);
+	buf_free(&line);
+	for (size_t i = 0; i < e->n_strings; i++)
+		free(e->strings[i]);
+	free(e->strings);
+	free(e->string_slots);
+	free(e->is_frame);
+	buf_free(&e->samples);
+	free(e);
+}
