@@ -1,0 +1,897 @@
+/* DEFLATE (RFC 1951) compressor in a gzip (RFC 1952) member.  See gzip.h.
+ *
+ * Layout of the work:
+ *  - Input is copied into a 64 KiB buffer; the last 32 KiB before the current
+ *    position are the match window.  When the buffer is full it slides down by
+ *    32 KiB and the hash positions are rebased.
+ *  - Matches are found with hash chains keyed on 4 bytes (head[] and prev[]
+ *    hold buffer positions, 0 meaning "none"), at most max_chain candidates.
+ *  - Literals and (length, distance) pairs go to a symbol buffer; when it is
+ *    full (or at the end) the block is written in the cheapest of the three
+ *    block types, computed exactly in bits.
+ */
+#include "encode/gzip.h"
+
+#include <linux/errno.h>
+
+#include "rt/rt.h"
+
+#define WIN_BITS 15
+#define WIN_SIZE (1u << WIN_BITS) /* DEFLATE's maximum distance */
+#define WIN_MASK (WIN_SIZE - 1)
+#define BUF_SIZE (2 * WIN_SIZE)   /* input buffer; positions fit in uint16_t */
+#define BUF_PAD 320               /* match comparison reads up to 8 bytes past a match */
+#define HASH_BYTES 4              /* shortest match the finder reports */
+#define MAX_MATCH 258
+#define MIN_LOOKAHEAD (MAX_MATCH + 8) /* keep this much input ahead unless finishing */
+#define HASH_BITS 15
+#define HASH_SIZE (1u << HASH_BITS)
+#define SYM_MAX 16384             /* symbols per block */
+
+#define NUM_LITLEN 286  /* literal/length codes actually used (0..285) */
+#define NUM_FIXED_LITLEN 288
+#define NUM_LEN_CODES 29
+#define NUM_DIST 30
+#define NUM_CL 19       /* code-length alphabet */
+#define MAX_CODE_BITS 15
+#define MAX_CL_BITS 7
+#define END_OF_BLOCK 256
+#define STORED_MAX 65535u
+
+struct level_config {
+	uint16_t max_chain;    /* candidates examined per search */
+	uint16_t good_len;     /* lazy: a previous match this long quarters the chain */
+	uint16_t nice_len;     /* stop searching at a match this long */
+	uint16_t lazy_limit;   /* lazy: do not search after a match this long; greedy: 0 */
+	uint16_t insert_limit; /* greedy: hash the inside of matches up to this length
+				* (lazy levels hash every position) */
+};
+
+/* Tuned on pprof bodies (tests/bench/bench_gzip.sh): level 6 matches `gzip -6`
+ * in size at well over twice its speed; longer chains gain little there. */
+static const struct level_config level_configs[10] = {
+	[1] = {4, 0, 16, 0, 8},
+	[2] = {8, 0, 32, 0, 16},
+	[3] = {6, 4, 24, 6, 0},
+	[4] = {8, 4, 32, 8, 0},
+	[5] = {12, 8, 48, 8, 0},
+	[6] = {16, 8, 64, 8, 0},
+	[7] = {48, 16, 128, 32, 0},
+	[8] = {256, 32, 258, 258, 0},
+	[9] = {2048, 32, 258, 258, 0},
+};
+
+/* Scratch for building one Huffman code. */
+struct huff_work {
+	uint64_t keys[NUM_LITLEN];        /* (frequency << 16) | symbol */
+	uint32_t weight[2 * NUM_LITLEN];
+	uint16_t parent[2 * NUM_LITLEN];
+	uint16_t depth[2 * NUM_LITLEN];
+};
+
+/* Per-block Huffman codes: bit-reversed canonical codes and their lengths. */
+struct huff_code {
+	uint16_t lit_code[NUM_FIXED_LITLEN];
+	uint8_t lit_len[NUM_FIXED_LITLEN];
+	uint16_t dist_code[NUM_DIST];
+	uint8_t dist_len[NUM_DIST];
+};
+
+/* Run-length coded code lengths of a dynamic block header. */
+struct header_plan {
+	uint8_t tok_sym[NUM_LITLEN + NUM_DIST];
+	uint8_t tok_extra[NUM_LITLEN + NUM_DIST];
+	uint32_t ntok;
+	uint32_t hlit, hdist, hclen;
+	uint32_t cl_freq[NUM_CL];
+	uint8_t cl_len[NUM_CL];
+	uint16_t cl_code[NUM_CL];
+	uint64_t bits; /* header size after the 3 block-type bits */
+};
+
+struct bit_writer {
+	uint64_t acc;
+	uint32_t nbits; /* < 32 between calls */
+	uint8_t *p;
+};
+
+struct gz_state {
+	uint8_t window[BUF_SIZE + BUF_PAD];
+	uint16_t head[HASH_SIZE];
+	uint16_t prev[WIN_SIZE];
+	uint16_t sym_dist[SYM_MAX]; /* 0: literal */
+	uint8_t sym_lc[SYM_MAX];    /* literal byte, or match length - 3 */
+	uint32_t lit_freq[NUM_FIXED_LITLEN];
+	uint32_t dist_freq[NUM_DIST];
+	uint32_t crc_table[8][256];
+	uint8_t len_code[256];   /* match length - 3 -> length code index 0..28 */
+	uint8_t dist_code[512];  /* see dist_code_of() */
+	uint16_t len_base[NUM_LEN_CODES]; /* length - 3 at the start of each code */
+	uint8_t len_extra[NUM_LEN_CODES];
+	uint16_t dist_base[NUM_DIST];     /* distance - 1 at the start of each code */
+	uint8_t dist_extra[NUM_DIST];
+	struct huff_code fixed;
+	struct huff_code dyn;
+	struct header_plan plan;
+	struct huff_work work;
+
+	struct level_config cfg;
+	struct rt_buf *out;
+	uint32_t win_end;     /* bytes of input in window[] */
+	uint32_t pos;         /* next position to encode */
+	int32_t block_start;  /* window position of the current block (< 0: slid out) */
+	uint32_t block_len;   /* input bytes covered by the current block's symbols */
+	uint32_t sym_count;
+	uint32_t prev_len;    /* lazy: match found at pos - 1 (0 if none) */
+	uint32_t prev_dist;
+	bool pending;         /* lazy: window[pos - 1] is not yet encoded */
+	bool finished;
+	int error;
+	struct bit_writer bw;
+	uint32_t crc;
+	uint32_t isize;
+};
+
+size_t gz_state_bytes(void) { return sizeof(struct gz_state); }
+
+/* ---- small helpers ---- */
+
+static inline uint32_t load32(const uint8_t *p)
+{
+	uint32_t v;
+	__builtin_memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline uint64_t load64(const uint8_t *p)
+{
+	uint64_t v;
+	__builtin_memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline uint32_t hash4(const uint8_t *p)
+{
+	return (load32(p) * 2654435761u) >> (32 - HASH_BITS);
+}
+
+static inline uint32_t dist_code_of(const struct gz_state *s, uint32_t dist_minus1)
+{
+	return dist_minus1 < 256 ? s->dist_code[dist_minus1] : s->dist_code[256 + (dist_minus1 >> 7)];
+}
+
+static uint16_t reverse_bits(uint32_t code, uint32_t len)
+{
+	uint32_t r = 0;
+	for (uint32_t i = 0; i < len; i++) {
+		r = (r << 1) | (code & 1);
+		code >>= 1;
+	}
+	return (uint16_t)r;
+}
+
+/* ---- CRC-32 (gzip polynomial), eight table lookups per 8 bytes ---- */
+
+static void crc_init_tables(struct gz_state *s)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+		for (int k = 0; k < 8; k++)
+			c = (c & 1) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+		s->crc_table[0][i] = c;
+	}
+	for (uint32_t i = 0; i < 256; i++)
+		for (int t = 1; t < 8; t++) {
+			uint32_t c = s->crc_table[t - 1][i];
+			s->crc_table[t][i] = (c >> 8) ^ s->crc_table[0][c & 0xff];
+		}
+}
+
+static uint32_t crc_update(const struct gz_state *s, uint32_t crc, const uint8_t *p, size_t n)
+{
+	const uint32_t(*t)[256] = s->crc_table;
+	crc = ~crc;
+	while (n >= 8) {
+		uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+				     (uint32_t)p[3] << 24);
+		uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 |
+			      (uint32_t)p[7] << 24;
+		crc = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^
+		      t[4][lo >> 24] ^ t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^
+		      t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
+		p += 8;
+		n -= 8;
+	}
+	while (n > 0) {
+		crc = (crc >> 8) ^ t[0][(crc ^ *p) & 0xff];
+		p++;
+		n--;
+	}
+	return ~crc;
+}
+
+/* ---- static tables ---- */
+
+static void assign_canonical_codes(const uint8_t *lens, uint32_t n, uint16_t *codes)
+{
+	uint32_t count[MAX_CODE_BITS + 1] = {0};
+	uint32_t next[MAX_CODE_BITS + 1] = {0};
+	for (uint32_t i = 0; i < n; i++)
+		count[lens[i]]++;
+	count[0] = 0;
+	uint32_t code = 0;
+	for (uint32_t len = 1; len <= MAX_CODE_BITS; len++) {
+		code = (code + count[len - 1]) << 1;
+		next[len] = code;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		codes[i] = 0;
+		if (lens[i])
+			codes[i] = reverse_bits(next[lens[i]]++, lens[i]);
+	}
+}
+
+static void init_tables(struct gz_state *s)
+{
+	uint32_t base = 0;
+	for (uint32_t c = 0; c < NUM_LEN_CODES - 1; c++) {
+		s->len_extra[c] = (uint8_t)(c < 8 ? 0 : (c - 4) / 4);
+		s->len_base[c] = (uint16_t)base;
+		for (uint32_t k = 0; k < (1u << s->len_extra[c]); k++)
+			s->len_code[base + k] = (uint8_t)c;
+		base += 1u << s->len_extra[c];
+	}
+	/* Length 258 has its own code (285) with no extra bits. */
+	s->len_extra[NUM_LEN_CODES - 1] = 0;
+	s->len_base[NUM_LEN_CODES - 1] = MAX_MATCH - 3;
+	s->len_code[MAX_MATCH - 3] = NUM_LEN_CODES - 1;
+
+	base = 0;
+	for (uint32_t c = 0; c < NUM_DIST; c++) {
+		s->dist_extra[c] = (uint8_t)(c < 2 ? 0 : (c - 2) / 2);
+		s->dist_base[c] = (uint16_t)base;
+		for (uint32_t k = 0; k < (1u << s->dist_extra[c]); k++) {
+			uint32_t d = base + k; /* distance - 1 */
+			if (d < 256)
+				s->dist_code[d] = (uint8_t)c;
+			else
+				s->dist_code[256 + (d >> 7)] = (uint8_t)c;
+		}
+		base += 1u << s->dist_extra[c];
+	}
+
+	for (uint32_t i = 0; i < NUM_FIXED_LITLEN; i++)
+		s->fixed.lit_len[i] = i < 144 ? 8 : i < 256 ? 9 : i < 280 ? 7 : 8;
+	assign_canonical_codes(s->fixed.lit_len, NUM_FIXED_LITLEN, s->fixed.lit_code);
+	for (uint32_t i = 0; i < NUM_DIST; i++)
+		s->fixed.dist_len[i] = 5;
+	assign_canonical_codes(s->fixed.dist_len, NUM_DIST, s->fixed.dist_code);
+	crc_init_tables(s);
+}
+
+/* ---- Huffman code construction ---- */
+
+static void sift_down(uint64_t *a, uint32_t root, uint32_t n)
+{
+	for (;;) {
+		uint32_t child = 2 * root + 1;
+		if (child >= n)
+			return;
+		if (child + 1 < n && a[child + 1] > a[child])
+			child++;
+		if (a[root] >= a[child])
+			return;
+		uint64_t t = a[root];
+		a[root] = a[child];
+		a[child] = t;
+		root = child;
+	}
+}
+
+static void heap_sort(uint64_t *a, uint32_t n)
+{
+	for (uint32_t i = n / 2; i-- > 0;)
+		sift_down(a, i, n);
+	for (uint32_t end = n; end-- > 1;) {
+		uint64_t t = a[0];
+		a[0] = a[end];
+		a[end] = t;
+		sift_down(a, 0, end);
+	}
+}
+
+/* Takes the lighter of the next leaf and the next internal node (leaves win
+ * ties, which keeps the tree shallow). */
+static uint32_t take_lightest(const struct huff_work *w, uint32_t *next_leaf, uint32_t nleaves,
+			      uint32_t *next_node, uint32_t created)
+{
+	if (*next_leaf < nleaves && (*next_node >= created || w->weight[*next_leaf] <= w->weight[*next_node]))
+		return (*next_leaf)++;
+	return (*next_node)++;
+}
+
+/* Optimal code lengths for freq[0..n), limited to `limit` bits, always a
+ * complete code with at least two symbols (zlib's inflate rejects anything
+ * else).  Unused symbols get length 0. */
+static void build_lengths(struct huff_work *w, const uint32_t *freq, uint32_t n, uint32_t limit,
+			  uint8_t *lens)
+{
+	uint32_t used = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		lens[i] = 0;
+		if (freq[i])
+			w->keys[used++] = ((uint64_t)freq[i] << 16) | i;
+	}
+	if (used < 2) {
+		uint32_t sym = used ? (uint32_t)(w->keys[0] & 0xffff) : 0;
+		lens[sym] = 1;
+		lens[sym == 0 ? 1 : 0] = 1;
+		return;
+	}
+	heap_sort(w->keys, used);
+
+	/* Two-queue Huffman: leaves 0..used-1 ascending, internal nodes after. */
+	for (uint32_t i = 0; i < used; i++)
+		w->weight[i] = (uint32_t)(w->keys[i] >> 16);
+	uint32_t next_leaf = 0, next_node = used, created = used;
+	for (uint32_t k = 0; k + 1 < used; k++) {
+		uint32_t a = take_lightest(w, &next_leaf, used, &next_node, created);
+		uint32_t b = take_lightest(w, &next_leaf, used, &next_node, created);
+		w->weight[created] = w->weight[a] + w->weight[b];
+		w->parent[a] = (uint16_t)created;
+		w->parent[b] = (uint16_t)created;
+		created++;
+	}
+	uint32_t root = created - 1;
+	w->depth[root] = 0;
+	for (uint32_t i = root; i-- > 0;)
+		w->depth[i] = (uint16_t)(w->depth[w->parent[i]] + 1);
+
+	/* Clamp to the limit, then restore Kraft equality: each step moves the
+	 * deepest leaf above the limit down one level and pairs it with a leaf
+	 * taken from the limit level, lowering the Kraft sum by one unit. */
+	uint32_t count[MAX_CODE_BITS + 1] = {0};
+	for (uint32_t i = 0; i < used; i++)
+		count[w->depth[i] > limit ? limit : w->depth[i]]++;
+	uint64_t kraft = 0;
+	for (uint32_t len = 1; len <= limit; len++)
+		kraft += (uint64_t)count[len] << (limit - len);
+	const uint64_t full = (uint64_t)1 << limit;
+	while (kraft > full) {
+		uint32_t len = limit - 1;
+		while (len > 1 && count[len] == 0)
+			len--;
+		if (count[len] == 0 || count[limit] == 0)
+			break; /* impossible for n <= 2^limit; keeps the loop bounded */
+		count[len]--;
+		count[len + 1] += 2;
+		count[limit]--;
+		kraft--;
+	}
+	/* Least frequent symbols get the longest codes. */
+	uint32_t idx = 0;
+	for (uint32_t len = limit; len >= 1; len--)
+		for (uint32_t c = 0; c < count[len]; c++)
+			lens[w->keys[idx++] & 0xffff] = (uint8_t)len;
+}
+
+static const uint8_t cl_order[NUM_CL] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
+
+static void plan_token(struct header_plan *h, uint32_t sym, uint32_t extra)
+{
+	h->tok_sym[h->ntok] = (uint8_t)sym;
+	h->tok_extra[h->ntok] = (uint8_t)extra;
+	h->ntok++;
+	h->cl_freq[sym]++;
+}
+
+/* Run-length codes the literal/length and distance code lengths (one
+ * sequence, runs may cross the boundary) and builds the code-length code. */
+static void plan_header(struct gz_state *s)
+{
+	struct header_plan *h = &s->plan;
+	const struct huff_code *c = &s->dyn;
+	uint8_t seq[NUM_LITLEN + NUM_DIST];
+	h->hlit = NUM_LITLEN;
+	while (h->hlit > 257 && c->lit_len[h->hlit - 1] == 0)
+		h->hlit--;
+	h->hdist = NUM_DIST;
+	while (h->hdist > 1 && c->dist_len[h->hdist - 1] == 0)
+		h->hdist--;
+	for (uint32_t i = 0; i < h->hlit; i++)
+		seq[i] = c->lit_len[i];
+	for (uint32_t i = 0; i < h->hdist; i++)
+		seq[h->hlit + i] = c->dist_len[i];
+	uint32_t total = h->hlit + h->hdist;
+
+	h->ntok = 0;
+	rt_memset(h->cl_freq, 0, sizeof(h->cl_freq));
+	uint32_t i = 0;
+	while (i < total) {
+		uint32_t v = seq[i];
+		uint32_t run = 1;
+		while (i + run < total && seq[i + run] == v)
+			run++;
+		i += run;
+		if (v == 0) {
+			while (run >= 11) {
+				uint32_t r = RT_MIN(run, 138u);
+				plan_token(h, 18, r - 11);
+				run -= r;
+			}
+			if (run >= 3) {
+				plan_token(h, 17, run - 3);
+				run = 0;
+			}
+		} else {
+			plan_token(h, v, 0);
+			run--;
+			while (run >= 3) {
+				uint32_t r = RT_MIN(run, 6u);
+				plan_token(h, 16, r - 3);
+				run -= r;
+			}
+		}
+		for (; run > 0; run--)
+			plan_token(h, v, 0);
+	}
+
+	build_lengths(&s->work, h->cl_freq, NUM_CL, MAX_CL_BITS, h->cl_len);
+	assign_canonical_codes(h->cl_len, NUM_CL, h->cl_code);
+	h->hclen = NUM_CL;
+	while (h->hclen > 4 && h->cl_len[cl_order[h->hclen - 1]] == 0)
+		h->hclen--;
+	uint64_t bits = 5 + 5 + 4 + 3 * (uint64_t)h->hclen;
+	for (uint32_t sym = 0; sym < NUM_CL; sym++) {
+		uint32_t extra = sym == 16 ? 2 : sym == 17 ? 3 : sym == 18 ? 7 : 0;
+		bits += (uint64_t)h->cl_freq[sym] * (h->cl_len[sym] + extra);
+	}
+	h->bits = bits;
+}
+
+/* Bits of the block's symbols (with end of block) under a code. */
+static uint64_t symbol_bits(const struct gz_state *s, const struct huff_code *c)
+{
+	uint64_t bits = 0;
+	for (uint32_t i = 0; i < NUM_LITLEN; i++)
+		bits += (uint64_t)s->lit_freq[i] * c->lit_len[i];
+	for (uint32_t i = 0; i < NUM_LEN_CODES; i++)
+		bits += (uint64_t)s->lit_freq[257 + i] * s->len_extra[i];
+	for (uint32_t i = 0; i < NUM_DIST; i++)
+		bits += (uint64_t)s->dist_freq[i] * (c->dist_len[i] + s->dist_extra[i]);
+	return bits;
+}
+
+/* ---- bit output ---- */
+
+static inline void put_bits(struct bit_writer *bw, uint64_t bits, uint32_t n)
+{
+	bw->acc |= bits << bw->nbits;
+	bw->nbits += n;
+	if (bw->nbits >= 32) {
+		uint32_t v = (uint32_t)bw->acc;
+		__builtin_memcpy(bw->p, &v, sizeof(v));
+		bw->p += 4;
+		bw->acc >>= 32;
+		bw->nbits -= 32;
+	}
+}
+
+/* Pads to a byte boundary and writes out every pending byte. */
+static void align_bytes(struct bit_writer *bw)
+{
+	while (bw->nbits > 0) {
+		*bw->p++ = (uint8_t)bw->acc;
+		bw->acc >>= 8;
+		bw->nbits = bw->nbits > 8 ? bw->nbits - 8 : 0;
+	}
+	bw->acc = 0;
+}
+
+static void put_symbols(const struct gz_state *s, struct bit_writer *bw, const struct huff_code *c)
+{
+	for (uint32_t i = 0; i < s->sym_count; i++) {
+		uint32_t dist = s->sym_dist[i];
+		uint32_t lc = s->sym_lc[i];
+		if (dist == 0) {
+			put_bits(bw, c->lit_code[lc], c->lit_len[lc]);
+			continue;
+		}
+		uint32_t lcode = s->len_code[lc];
+		uint32_t sym = 257 + lcode;
+		put_bits(bw, c->lit_code[sym] | (uint64_t)(lc - s->len_base[lcode]) << c->lit_len[sym],
+			 c->lit_len[sym] + s->len_extra[lcode]);
+		uint32_t d = dist - 1;
+		uint32_t dcode = dist_code_of(s, d);
+		put_bits(bw, c->dist_code[dcode] | (uint64_t)(d - s->dist_base[dcode]) << c->dist_len[dcode],
+			 c->dist_len[dcode] + s->dist_extra[dcode]);
+	}
+	put_bits(bw, c->lit_code[END_OF_BLOCK], c->lit_len[END_OF_BLOCK]);
+}
+
+static void put_dynamic_header(const struct header_plan *h, struct bit_writer *bw)
+{
+	put_bits(bw, h->hlit - 257, 5);
+	put_bits(bw, h->hdist - 1, 5);
+	put_bits(bw, h->hclen - 4, 4);
+	for (uint32_t i = 0; i < h->hclen; i++)
+		put_bits(bw, h->cl_len[cl_order[i]], 3);
+	for (uint32_t i = 0; i < h->ntok; i++) {
+		uint32_t sym = h->tok_sym[i];
+		put_bits(bw, h->cl_code[sym], h->cl_len[sym]);
+		if (sym == 16)
+			put_bits(bw, h->tok_extra[i], 2);
+		else if (sym == 17)
+			put_bits(bw, h->tok_extra[i], 3);
+		else if (sym == 18)
+			put_bits(bw, h->tok_extra[i], 7);
+	}
+}
+
+static void put_stored(struct bit_writer *bw, const uint8_t *p, uint32_t len, bool last)
+{
+	do {
+		uint32_t chunk = RT_MIN(len, STORED_MAX);
+		bool final_chunk = chunk == len;
+		put_bits(bw, (last && final_chunk) ? 1 : 0, 3);
+		align_bytes(bw);
+		bw->p[0] = (uint8_t)chunk;
+		bw->p[1] = (uint8_t)(chunk >> 8);
+		bw->p[2] = (uint8_t)~chunk;
+		bw->p[3] = (uint8_t)(~chunk >> 8);
+		rt_memcpy(bw->p + 4, p, chunk);
+		bw->p += 4 + chunk;
+		p += chunk;
+		len -= chunk;
+	} while (len > 0);
+}
+
+static uint64_t stored_bits(uint32_t nbits_pending, uint32_t len)
+{
+	uint32_t chunks = len == 0 ? 1 : (len + STORED_MAX - 1) / STORED_MAX;
+	uint32_t pad = (8 - (nbits_pending + 3) % 8) % 8;
+	return 3 + pad + 32 + 8 * (uint64_t)len + (uint64_t)(chunks - 1) * (8 + 32);
+}
+
+/* ---- blocks ---- */
+
+static void fail(struct gz_state *s, int err)
+{
+	if (!s->error)
+		s->error = err;
+}
+
+/* Makes room for `bytes` more output and points the writer at the end. */
+static bool out_reserve(struct gz_state *s, uint64_t bytes)
+{
+	if (bytes > SIZE_MAX / 2 || !rt_buf_reserve(s->out, (size_t)bytes)) {
+		fail(s, -ENOMEM);
+		return false;
+	}
+	s->bw.p = s->out->data + s->out->len;
+	return true;
+}
+
+static void out_commit(struct gz_state *s) { s->out->len = (size_t)(s->bw.p - s->out->data); }
+
+static void flush_block(struct gz_state *s, bool last)
+{
+	s->lit_freq[END_OF_BLOCK] = 1;
+	build_lengths(&s->work, s->lit_freq, NUM_LITLEN, MAX_CODE_BITS, s->dyn.lit_len);
+	s->dyn.lit_len[286] = 0;
+	s->dyn.lit_len[287] = 0;
+	assign_canonical_codes(s->dyn.lit_len, NUM_FIXED_LITLEN, s->dyn.lit_code);
+	build_lengths(&s->work, s->dist_freq, NUM_DIST, MAX_CODE_BITS, s->dyn.dist_len);
+	assign_canonical_codes(s->dyn.dist_len, NUM_DIST, s->dyn.dist_code);
+	plan_header(s);
+
+	uint64_t dyn_bits = 3 + s->plan.bits + symbol_bits(s, &s->dyn);
+	uint64_t fixed_bits = 3 + symbol_bits(s, &s->fixed);
+	uint64_t best = RT_MIN(dyn_bits, fixed_bits);
+	bool can_store = s->block_start >= 0;
+	uint64_t store_bits = can_store ? stored_bits(s->bw.nbits, s->block_len) : UINT64_MAX;
+	best = RT_MIN(best, store_bits);
+
+	/* Pending bits, the block, and slack for the last partial word. */
+	if (out_reserve(s, best / 8 + 16)) {
+		if (best == store_bits) {
+			put_stored(&s->bw, s->window + s->block_start, s->block_len, last);
+		} else if (best == fixed_bits) {
+			put_bits(&s->bw, (last ? 1 : 0) | (1u << 1), 3);
+			put_symbols(s, &s->bw, &s->fixed);
+		} else {
+			put_bits(&s->bw, (last ? 1 : 0) | (2u << 1), 3);
+			put_dynamic_header(&s->plan, &s->bw);
+			put_symbols(s, &s->bw, &s->dyn);
+		}
+		out_commit(s);
+	}
+
+	s->block_start += (int32_t)s->block_len;
+	s->block_len = 0;
+	s->sym_count = 0;
+	rt_memset(s->lit_freq, 0, sizeof(s->lit_freq));
+	rt_memset(s->dist_freq, 0, sizeof(s->dist_freq));
+}
+
+static inline void emit_literal(struct gz_state *s, uint32_t c)
+{
+	s->sym_dist[s->sym_count] = 0;
+	s->sym_lc[s->sym_count] = (uint8_t)c;
+	s->sym_count++;
+	s->lit_freq[c]++;
+	s->block_len++;
+	if (s->sym_count == SYM_MAX)
+		flush_block(s, false);
+}
+
+static inline void emit_match(struct gz_state *s, uint32_t len, uint32_t dist)
+{
+	uint32_t lc = len - 3;
+	s->sym_dist[s->sym_count] = (uint16_t)dist;
+	s->sym_lc[s->sym_count] = (uint8_t)lc;
+	s->sym_count++;
+	s->lit_freq[257 + s->len_code[lc]]++;
+	s->dist_freq[dist_code_of(s, dist - 1)]++;
+	s->block_len += len;
+	if (s->sym_count == SYM_MAX)
+		flush_block(s, false);
+}
+
+/* ---- match finding ---- */
+
+/* Inserts `pos` into its hash chain; returns the previous head (0: none). */
+static inline uint32_t insert_pos(struct gz_state *s, uint32_t pos)
+{
+	uint32_t h = hash4(s->window + pos);
+	uint32_t cand = s->head[h];
+	s->prev[pos & WIN_MASK] = (uint16_t)cand;
+	s->head[h] = (uint16_t)pos;
+	return cand;
+}
+
+/* Longest match at `pos` longer than best_len (>= 3), among candidates on
+ * the chain starting at `cand`.  Returns its length (or best_len if none is
+ * longer) and sets *dist_out when it finds one. */
+static uint32_t find_match(const struct gz_state *s, uint32_t pos, uint32_t cand, uint32_t best_len,
+			   uint32_t max_len, uint32_t *dist_out)
+{
+	const uint8_t *w = s->window;
+	const uint8_t *cur = w + pos;
+	uint32_t limit = pos > WIN_SIZE ? pos - WIN_SIZE : 1;
+	uint32_t chain = s->cfg.max_chain;
+	if (best_len >= s->cfg.good_len && s->cfg.good_len)
+		chain >>= 2;
+	uint32_t nice = RT_MIN((uint32_t)s->cfg.nice_len, max_len);
+	if (best_len >= max_len)
+		return best_len;
+	while (cand >= limit && chain-- > 0) {
+		const uint8_t *m = w + cand;
+		if (load32(m + best_len - 3) == load32(cur + best_len - 3) && load32(m) == load32(cur)) {
+			uint32_t len = HASH_BYTES;
+			while (len < max_len) {
+				uint64_t x = load64(m + len) ^ load64(cur + len);
+				if (x) {
+					len += (uint32_t)__builtin_ctzll(x) >> 3;
+					break;
+				}
+				len += 8;
+			}
+			if (len > max_len)
+				len = max_len;
+			if (len > best_len) {
+				best_len = len;
+				*dist_out = pos - cand;
+				if (len >= nice)
+					break;
+			}
+		}
+		uint32_t next = s->prev[cand & WIN_MASK];
+		if (next >= cand)
+			break; /* slot reused by a newer position: chain ends */
+		cand = next;
+	}
+	return best_len;
+}
+
+/* Greedy parsing (levels 1-3).  Stops with MIN_LOOKAHEAD bytes left unless
+ * finishing. */
+static void compress_greedy(struct gz_state *s, bool finishing)
+{
+	const uint8_t *w = s->window;
+	for (;;) {
+		uint32_t pos = s->pos;
+		uint32_t look = s->win_end - pos;
+		if (look == 0 || (look < MIN_LOOKAHEAD && !finishing))
+			return;
+		uint32_t len = 0, dist = 0;
+		if (look >= HASH_BYTES) {
+			uint32_t cand = insert_pos(s, pos);
+			if (cand)
+				len = find_match(s, pos, cand, HASH_BYTES - 1, RT_MIN(look, (uint32_t)MAX_MATCH),
+						 &dist);
+		}
+		if (len >= HASH_BYTES) {
+			emit_match(s, len, dist);
+			if (len <= s->cfg.insert_limit) {
+				uint32_t end = pos + len;
+				for (uint32_t p = pos + 1; p < end && p + HASH_BYTES <= s->win_end; p++)
+					insert_pos(s, p);
+			}
+			s->pos = pos + len;
+		} else {
+			emit_literal(s, w[pos]);
+			s->pos = pos + 1;
+		}
+	}
+}
+
+/* Lazy parsing (levels 4-9): a match is emitted only if the match at the
+ * next position is not longer. */
+static void compress_lazy(struct gz_state *s, bool finishing)
+{
+	const uint8_t *w = s->window;
+	for (;;) {
+		uint32_t pos = s->pos;
+		uint32_t look = s->win_end - pos;
+		if (look == 0 || (look < MIN_LOOKAHEAD && !finishing))
+			break;
+		uint32_t cur_len = 0, cur_dist = 0;
+		if (look >= HASH_BYTES) {
+			uint32_t cand = insert_pos(s, pos);
+			if (cand && s->prev_len < s->cfg.lazy_limit) {
+				uint32_t floor = RT_MAX(s->prev_len, (uint32_t)HASH_BYTES - 1);
+				uint32_t len = find_match(s, pos, cand, floor, RT_MIN(look, (uint32_t)MAX_MATCH),
+							  &cur_dist);
+				if (len > floor)
+					cur_len = len;
+			}
+		}
+		if (s->prev_len >= HASH_BYTES && cur_len <= s->prev_len) {
+			uint32_t end = pos - 1 + s->prev_len;
+			emit_match(s, s->prev_len, s->prev_dist);
+			for (uint32_t p = pos + 1; p < end && p + HASH_BYTES <= s->win_end; p++)
+				insert_pos(s, p);
+			s->pos = end;
+			s->prev_len = 0;
+			s->pending = false;
+			continue;
+		}
+		if (s->pending)
+			emit_literal(s, w[pos - 1]);
+		s->pending = true;
+		s->prev_len = cur_len;
+		s->prev_dist = cur_dist;
+		s->pos = pos + 1;
+	}
+	if (finishing && s->pending) {
+		emit_literal(s, w[s->pos - 1]);
+		s->pending = false;
+		s->prev_len = 0;
+	}
+}
+
+static void compress_window(struct gz_state *s, bool finishing)
+{
+	if (s->cfg.lazy_limit)
+		compress_lazy(s, finishing);
+	else
+		compress_greedy(s, finishing);
+}
+
+/* Drops the oldest 32 KiB of the buffer and rebases every stored position. */
+static void slide_window(struct gz_state *s)
+{
+	rt_memmove(s->window, s->window + WIN_SIZE, s->win_end - WIN_SIZE);
+	s->win_end -= WIN_SIZE;
+	s->pos -= WIN_SIZE;
+	s->block_start -= (int32_t)WIN_SIZE;
+	for (uint32_t i = 0; i < HASH_SIZE; i++)
+		s->head[i] = (uint16_t)(s->head[i] >= WIN_SIZE ? s->head[i] - WIN_SIZE : 0);
+	for (uint32_t i = 0; i < WIN_SIZE; i++)
+		s->prev[i] = (uint16_t)(s->prev[i] >= WIN_SIZE ? s->prev[i] - WIN_SIZE : 0);
+}
+
+/* ---- public API ---- */
+
+static void append_le32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+}
+
+int gz_init(struct gz_stream *stream, int level, struct rt_buf *out)
+{
+	stream->state = NULL;
+	if (level < 1 || level > 9 || !out)
+		return -EINVAL;
+	struct gz_state *s = rt_pages_alloc(sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	init_tables(s);
+	s->cfg = level_configs[level];
+	s->out = out;
+	s->crc = 0;
+	stream->state = s;
+	if (!out_reserve(s, 10))
+		return s->error;
+	/* Magic, CM=8 (deflate), no flags, no mtime, XFL, OS=3 (Unix). */
+	uint8_t *p = s->bw.p;
+	p[0] = 0x1f;
+	p[1] = 0x8b;
+	p[2] = 8;
+	rt_memset(p + 3, 0, 5);
+	p[8] = level == GZ_LEVEL_FAST ? 4 : level == GZ_LEVEL_BEST ? 2 : 0;
+	p[9] = 3;
+	s->bw.p += 10;
+	out_commit(s);
+	return 0;
+}
+
+int gz_write(struct gz_stream *stream, const void *data, size_t n)
+{
+	struct gz_state *s = stream->state;
+	if (!s)
+		return -EINVAL;
+	if (s->finished)
+		fail(s, -EINVAL);
+	const uint8_t *p = data;
+	while (n > 0 && !s->error) {
+		if (s->win_end == BUF_SIZE)
+			slide_window(s);
+		uint32_t take = (uint32_t)RT_MIN(n, (size_t)(BUF_SIZE - s->win_end));
+		rt_memcpy(s->window + s->win_end, p, take);
+		s->crc = crc_update(s, s->crc, p, take);
+		s->isize += take;
+		s->win_end += take;
+		p += take;
+		n -= take;
+		compress_window(s, false);
+	}
+	return s->error;
+}
+
+int gz_finish(struct gz_stream *stream)
+{
+	struct gz_state *s = stream->state;
+	if (!s)
+		return -EINVAL;
+	if (s->finished)
+		fail(s, -EINVAL);
+	if (s->error)
+		return s->error;
+	compress_window(s, true);
+	if (s->error)
+		return s->error;
+	flush_block(s, true);
+	s->finished = true;
+	if (s->error || !out_reserve(s, 16))
+		return s->error;
+	align_bytes(&s->bw);
+	append_le32(s->bw.p, s->crc);
+	append_le32(s->bw.p + 4, s->isize);
+	s->bw.p += 8;
+	out_commit(s);
+	return 0;
+}
+
+void gz_destroy(struct gz_stream *stream)
+{
+	if (stream->state)
+		rt_pages_free(stream->state, sizeof(*stream->state));
+	stream->state = NULL;
+}
+
+int gz_compress(const void *in, size_t n, int level, struct rt_buf *out)
+{
+	struct gz_stream stream;
+	int rc = gz_init(&stream, level, out);
+	if (rc == 0)
+		rc = gz_write(&stream, in, n);
+	if (rc == 0)
+		rc = gz_finish(&stream);
+	gz_destroy(&stream);
+	return rc;
+}
