@@ -512,34 +512,41 @@ struct label_in {
 	int64_t num;
 };
 
-/* Looks up (or, with intern, inserts) one string; accumulates the bytes of
- * strings not yet interned.  Returns false only when interning failed. */
-static bool resolve_string(struct profile *p, bool intern, const char *s, uint32_t len,
-			   uint32_t *id, uint64_t *missing_bytes)
+/* Ids of the label strings already interned (SW_HTAB_NONE for the others)
+ * and the bytes the missing ones would add. */
+static uint64_t labels_lookup(const struct profile *p, struct label_in *in, uint32_t n)
 {
-	if (intern) {
-		*id = string_intern(p, s, len);
-		return *id != SW_HTAB_NONE;
+	uint64_t missing = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct label_in *l = &in[i];
+		l->key_id = string_find(p, l->key, l->key_len, string_hash(l->key, l->key_len));
+		if (l->key_id == SW_HTAB_NONE)
+			missing += l->key_len;
+		const char *val = l->is_num ? l->unit : l->str;
+		uint32_t len = l->is_num ? l->unit_len : l->str_len;
+		uint32_t id = string_find(p, val, len, string_hash(val, len));
+		if (id == SW_HTAB_NONE)
+			missing += len;
+		if (l->is_num)
+			l->unit_id = id;
+		else
+			l->str_id = id;
 	}
-	*id = string_find(p, s, len, string_hash(s, len));
-	if (*id == SW_HTAB_NONE)
-		*missing_bytes += len;
-	return true;
+	return missing;
 }
 
-static bool resolve_labels(struct profile *p, bool intern, struct label_in *in, uint32_t n,
-			   uint64_t *missing_bytes)
+/* Interns every label string; false when memory is exhausted. */
+static bool labels_intern(struct profile *p, struct label_in *in, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		struct label_in *l = &in[i];
-		if (!resolve_string(p, intern, l->key, l->key_len, &l->key_id, missing_bytes))
+		l->key_id = string_intern(p, l->key, l->key_len);
+		if (l->is_num)
+			l->unit_id = string_intern(p, l->unit, l->unit_len);
+		else
+			l->str_id = string_intern(p, l->str, l->str_len);
+		if (l->key_id == SW_HTAB_NONE || l->unit_id == SW_HTAB_NONE || l->str_id == SW_HTAB_NONE)
 			return false;
-		if (!l->is_num) {
-			if (!resolve_string(p, intern, l->str, l->str_len, &l->str_id, missing_bytes))
-				return false;
-		} else if (!resolve_string(p, intern, l->unit, l->unit_len, &l->unit_id, missing_bytes)) {
-			return false;
-		}
 	}
 	return true;
 }
@@ -655,8 +662,7 @@ enum profile_add_result profile_add(struct profile *p, const struct sw_sample *s
 	uint32_t stack_hash = stack_key_hash(&sk);
 	uint32_t stack_id = sw_htab_lookup(&p->stack_index, stack_hash, stack_eq, &sk);
 
-	uint64_t missing_bytes = 0;
-	(void)resolve_labels(p, false, in, n_labels, &missing_bytes);
+	uint64_t missing_bytes = labels_lookup(p, in, n_labels);
 	struct profile_label labels[SW_MAX_LABELS];
 	if (stack_id != SW_HTAB_NONE && labels_all_known(in, n_labels)) {
 		labels_build(in, n_labels, labels);
@@ -675,7 +681,7 @@ enum profile_add_result profile_add(struct profile *p, const struct sw_sample *s
 	    p->string_bytes + missing_bytes > p->lim.max_string_bytes ||
 	    (stack_id == SW_HTAB_NONE && (uint64_t)p->frames + sk.depth > p->lim.max_frames))
 		return add_to_overflow(p, add);
-	if (!resolve_labels(p, true, in, n_labels, &missing_bytes))
+	if (!labels_intern(p, in, n_labels))
 		return add_to_overflow(p, add);
 	if (stack_id == SW_HTAB_NONE) {
 		stack_id = stack_insert(p, &sk, stack_hash);
@@ -824,8 +830,24 @@ struct profile *recorder_swap(struct recorder *r)
 	return done;
 }
 
+/* Forgets everything the profile holds without freeing it: for a profile a
+ * vanished thread may have been modifying (its pointers cannot be trusted). */
+static void profile_abandon(struct profile *p)
+{
+	struct profile_limits lim = p->lim;
+	rt_memset(p, 0, sizeof(*p));
+	p->lim = lim;
+	p->start_ns = rt_realtime_ns();
+}
+
 void recorder_after_fork_child(struct recorder *r)
 {
+	/* Held at fork time: a thread of the parent was inside profile_add,
+	 * so the profile may be torn; leak its contents rather than free them. */
+	bool torn = !rt_mutex_trylock(&r->lock);
+	if (torn)
+		profile_abandon(r->active);
+	else
+		profile_clear(r->active);
 	rt_mutex_reset(&r->lock);
-	profile_clear(r->active);
 }

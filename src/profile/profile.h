@@ -187,9 +187,10 @@ enum profile_add_result recorder_add(struct recorder *r, const struct sw_sample 
  * exactly one profile.  NULL only if no empty profile could be allocated
  * (the active profile then keeps recording). */
 struct profile *recorder_swap(struct recorder *r);
-/* In a fork child, after rt_heap_after_fork_child(): the lock may be held by
- * a thread that no longer exists; reset it and empty the active profile in
- * place (the parent's samples are not ours).  Never allocates. */
+/* In a fork child, after rt_heap_after_fork_child(): empties the active
+ * profile (the parent's samples are not ours) and resets the lock, which a
+ * vanished thread may have held; a profile caught mid-update is leaked
+ * rather than freed.  Never allocates. */
 void recorder_after_fork_child(struct recorder *r);
 
 #endif

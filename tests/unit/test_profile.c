@@ -1,6 +1,8 @@
 /* Recorder: aggregation, interning, bounds/overflow, double buffering. */
 #include <pthread.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "profile/profile.h"
@@ -437,6 +439,67 @@ static void test_after_fork_child_empties(void)
 	recorder_destroy(r);
 }
 
+/* fork() while another thread is inside recorder_add: the child must get
+ * an empty, usable recorder whatever state the lock was in. */
+static atomic_int fork_writer_stop;
+
+static void *fork_writer_main(void *argp)
+{
+	struct recorder *r = argp;
+	for (uint64_t i = 0; !atomic_load(&fork_writer_stop); i++) {
+		uint64_t pcs[3] = {0x1000 + (i % 4096) * 16, 0x2000, 0x3000};
+		struct sw_value v = {SW_V_WALL_TIME, 1};
+		struct sw_label l = {"thread id", NULL, (int64_t)(i % 64), NULL};
+		struct sw_sample s = {pcs, 3, &v, 1, &l, 1};
+		recorder_add(r, &s);
+	}
+	return NULL;
+}
+
+static int fork_child_check(struct recorder *r)
+{
+	rt_heap_after_fork_child();
+	recorder_after_fork_child(r);
+	uint64_t pcs[1] = {0xdead0};
+	struct sw_value v = {SW_V_WALL_TIME, 5};
+	struct sw_sample s = {pcs, 1, &v, 1, NULL, 0};
+	if (recorder_add(r, &s) != PROFILE_ADD_OK)
+		return 1;
+	struct profile *done = recorder_swap(r);
+	if (!done)
+		return 2;
+	struct profile_sample_view view;
+	bool ok = profile_sample_count(done) == 1 && profile_sample_get(done, 0, &view) &&
+		  view.values[SW_V_WALL_TIME] == 5 && view.pcs[0] == 0xdead0;
+	profile_release(done);
+	return ok ? 0 : 3;
+}
+
+static void test_fork_while_writing(void)
+{
+	struct recorder *r = recorder_create(NULL);
+	pthread_t th;
+	atomic_store(&fork_writer_stop, 0);
+	CHECK(pthread_create(&th, NULL, fork_writer_main, r) == 0);
+	int good = 0;
+	for (int k = 0; k < 40; k++) {
+		pid_t pid = fork();
+		CHECK(pid >= 0);
+		if (pid == 0)
+			_exit(fork_child_check(r));
+		int status = 0;
+		CHECK(waitpid(pid, &status, 0) == pid);
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+			good++;
+		else
+			fprintf(stderr, "  child %d: status %d\n", k, status);
+	}
+	atomic_store(&fork_writer_stop, 1);
+	CHECK(pthread_join(th, NULL) == 0);
+	CHECK_EQ_U64(good, 40);
+	recorder_destroy(r);
+}
+
 int main(void)
 {
 	RUN(test_slot_names);
@@ -452,5 +515,6 @@ int main(void)
 	RUN(test_concurrent_writers_and_swaps);
 	RUN(test_swap_then_detached_add);
 	RUN(test_after_fork_child_empties);
+	RUN(test_fork_while_writing);
 	return CHECK_DONE();
 }
