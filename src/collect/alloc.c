@@ -1,0 +1,513 @@
+/* Allocation sampling, the live-heap table and its snapshot (alloc.h).
+ *
+ * Runs on the host's threads inside malloc: never calls the host allocator
+ * (our memory comes from rt_malloc / rt_pages_alloc), and the locks taken
+ * here are our own.  A hook of the same thread can only reach them again
+ * nested (a signal handler calling malloc), and nested calls only forward.
+ */
+#include "collect/alloc.h"
+#include "rt/sys.h"
+#include "unwind/unwind.h"
+
+#define ALLOC_MAX_FRAMES 128u
+/* Frames of our own (hook, alloc_sample, capture) searched for the hook's
+ * return address before the caller's stack starts. */
+#define ALLOC_OWN_FRAMES 8u
+#define RECLAIM_EVERY 1024u
+#define LIVE_SCAN_CAP (ALLOC_LIVE_SLOTS)
+
+struct alloc_hot alloc_hot;
+_Alignas(64) struct alloc_thread alloc_threads[ALLOC_THREAD_SLOTS];
+_Atomic uint8_t alloc_live_filter[1u << ALLOC_FILTER_BITS];
+
+static struct {
+	_Atomic(struct recorder *) rec;
+	atomic_ullong rate; /* mean bytes between samples, 0 until started */
+	uint32_t max_frames;
+	bool record_alloc; /* SW_KIND_ALLOC */
+	bool track_live;   /* SW_KIND_HEAP */
+	atomic_ullong seed;
+	atomic_uint reclaim_tick;
+
+	/* Live table: slots[] keyed by address, linear probing, deletions by
+	 * backward shift (no tombstones).  Guarded by live_lock. */
+	struct rt_mutex live_lock;
+	struct alloc_live_entry *slots;
+	uint32_t live;
+	struct rt_rng export_rng; /* under live_lock */
+
+	atomic_ullong samples;
+	atomic_ullong live_dropped;
+	atomic_ullong no_thread_slot;
+	atomic_ullong record_failed;
+} st;
+
+/* ---- sampling math ---- */
+
+double alloc_weight(uint64_t size, uint64_t rate)
+{
+	if (size == 0 || rate == 0)
+		return size == 0 ? 0.0 : 1.0;
+	double x = (double)size / (double)rate;
+	double p; /* probability of being sampled: 1 - exp(-x) */
+	if (x < 1e-4)
+		p = x * (1.0 - x * (0.5 - x / 6.0)); /* series, no cancellation */
+	else if (x > 40.0)
+		return 1.0;
+	else
+		p = 1.0 - rt_exp(-x);
+	return 1.0 / p;
+}
+
+int64_t alloc_draw_countdown(struct rt_rng *rng, uint64_t rate)
+{
+	double d = rt_rng_exponential(rng, (double)rate);
+	const double cap = 4e18;
+	if (!(d < cap))
+		d = cap;
+	int64_t c = (int64_t)d;
+	if ((double)c < d)
+		c++;
+	return c < 1 ? 1 : c;
+}
+
+int64_t alloc_round_random(struct rt_rng *rng, double x)
+{
+	if (!(x > 0.0))
+		return 0;
+	const double cap = 4e18;
+	if (!(x < cap))
+		return (int64_t)cap;
+	int64_t r = (int64_t)x;
+	double frac = x - (double)r;
+	if (frac > 0.0 && rt_rng_uniform(rng) <= frac)
+		r++;
+	return r;
+}
+
+/* ---- per-thread slots ---- */
+
+static uint64_t splitmix(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+#define ALLOC_DEFAULT_RATE 524288u
+
+static uint64_t sample_rate(void)
+{
+	uint64_t r = atomic_load_explicit(&st.rate, memory_order_acquire);
+	return r ? r : ALLOC_DEFAULT_RATE;
+}
+
+static void thread_slot_init(struct alloc_thread *t)
+{
+	uint64_t n = atomic_fetch_add(&st.seed, 0x9e3779b97f4a7c15ull);
+	t->rng.s[0] = splitmix(n);
+	t->rng.s[1] = splitmix(n ^ 0x5851f42d4c957f2dull);
+	if ((t->rng.s[0] | t->rng.s[1]) == 0)
+		t->rng.s[0] = 1;
+	t->outer_sp = 0;
+	t->countdown = alloc_draw_countdown(&t->rng, sample_rate());
+	atomic_store(&t->tid, (int)sys_gettid());
+}
+
+/* A slot whose thread has exited: its tid is gone from our process. */
+static bool thread_slot_dead(struct alloc_thread *t, long pid)
+{
+	int tid = atomic_load(&t->tid);
+	return tid > 0 && t->outer_sp == 0 && sys_tgkill((int)pid, tid, 0) == -ESRCH;
+}
+
+struct alloc_thread *alloc_thread_claim(uintptr_t tp)
+{
+	if (tp == 0)
+		return NULL;
+	uint32_t h = alloc_thread_hash(tp);
+	/* Keys only ever go from 0 to a thread pointer or from one thread
+	 * pointer to another, so the first empty slot ends the search. */
+	for (uint32_t i = 0; i < ALLOC_THREAD_PROBES; i++) {
+		struct alloc_thread *t = &alloc_threads[(h + i) & (ALLOC_THREAD_SLOTS - 1u)];
+		uintptr_t k = atomic_load(&t->key);
+		if (k == tp)
+			return t;
+		if (k != 0)
+			continue;
+		if (atomic_compare_exchange_strong(&t->key, &k, tp)) {
+			thread_slot_init(t);
+			return t;
+		}
+		if (k == tp)
+			return t;
+	}
+	/* The probe window is full: take over a slot of an exited thread, but
+	 * only now and then (each check is a system call). */
+	if (atomic_fetch_add(&st.reclaim_tick, 1) % RECLAIM_EVERY == 0) {
+		long pid = sys_getpid();
+		for (uint32_t i = 0; i < ALLOC_THREAD_PROBES; i++) {
+			struct alloc_thread *t = &alloc_threads[(h + i) & (ALLOC_THREAD_SLOTS - 1u)];
+			uintptr_t k = atomic_load(&t->key);
+			if (k != tp && thread_slot_dead(t, pid) &&
+			    atomic_compare_exchange_strong(&t->key, &k, tp)) {
+				thread_slot_init(t);
+				return t;
+			}
+		}
+	}
+	if (atomic_fetch_add(&st.no_thread_slot, 1) == 0)
+		rt_warn("allocation profiler: per-thread table full; some threads are not sampled");
+	return NULL;
+}
+
+/* ---- stacks ---- */
+
+/* Unwinds from here and keeps the frames from the hook's caller on: the
+ * frame whose pc is the hook's return address (adjusted or not).  Returns
+ * the offset of that frame in buf and its depth in *depth. */
+__attribute__((noinline)) static uint32_t capture_stack(uintptr_t ra, uint64_t *buf, uint32_t cap,
+							uint32_t *depth)
+{
+	struct unwind_regs regs;
+	rt_memset(&regs, 0, sizeof(regs));
+	uint64_t pc, sp, fp;
+#if defined(__x86_64__)
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+			 : "=&r"(pc), "=&r"(sp), "=&r"(fp));
+#else
+	__asm__ volatile("adr %0, .\n\tmov %1, sp\n\tmov %2, x29" : "=&r"(pc), "=&r"(sp), "=&r"(fp));
+#endif
+	regs.pc = pc;
+	regs.sp = sp;
+	regs.fp = fp;
+	enum unwind_end end = UNWIND_END_OUTERMOST;
+	uint32_t n = unwind_stack(&regs, buf, cap, 0, &end);
+	uint32_t search = RT_MIN(n, ALLOC_OWN_FRAMES);
+	for (uint32_t i = 0; i < search; i++) {
+		if (buf[i] == (uint64_t)ra - 1 || buf[i] == (uint64_t)ra) {
+			*depth = n - i;
+			if (end == UNWIND_END_TRUNCATED && *depth > 1)
+				buf[n - 1] = SW_PC_TRUNCATED;
+			return i;
+		}
+	}
+	/* The unwinder could not reach our caller: keep the call site alone. */
+	buf[0] = ra ? (uint64_t)ra - 1 : SW_PC_UNKNOWN;
+	*depth = 1;
+	return 0;
+}
+
+/* ---- live table ---- */
+
+static uint32_t live_home(uintptr_t addr) { return alloc_addr_hash(addr) & (ALLOC_LIVE_SLOTS - 1u); }
+
+static void filter_add(uintptr_t addr)
+{
+	_Atomic uint8_t *c = &alloc_live_filter[alloc_addr_hash(addr)];
+	uint8_t v = atomic_load_explicit(c, memory_order_relaxed);
+	if (v != ALLOC_FILTER_STICKY)
+		atomic_store_explicit(c, (uint8_t)(v + 1), memory_order_relaxed);
+}
+
+static void filter_remove(uintptr_t addr)
+{
+	_Atomic uint8_t *c = &alloc_live_filter[alloc_addr_hash(addr)];
+	uint8_t v = atomic_load_explicit(c, memory_order_relaxed);
+	if (v != ALLOC_FILTER_STICKY && v != 0)
+		atomic_store_explicit(c, (uint8_t)(v - 1), memory_order_relaxed);
+}
+
+/* Caller holds live_lock.  Index of addr's slot, or ALLOC_LIVE_SLOTS. */
+static uint32_t live_find(uintptr_t addr)
+{
+	uint32_t i = live_home(addr);
+	for (uint32_t n = 0; n < ALLOC_LIVE_SLOTS; n++) {
+		uintptr_t a = st.slots[i].addr;
+		if (a == addr)
+			return i;
+		if (a == 0)
+			return ALLOC_LIVE_SLOTS;
+		i = (i + 1) & (ALLOC_LIVE_SLOTS - 1u);
+	}
+	return ALLOC_LIVE_SLOTS;
+}
+
+/* Caller holds live_lock: empties slot i, shifting later members of its
+ * probe run back so every entry stays reachable from its home slot. */
+static void live_delete_at(uint32_t i)
+{
+	const uint32_t mask = ALLOC_LIVE_SLOTS - 1u;
+	uint32_t hole = i;
+	uint32_t j = i;
+	for (uint32_t n = 0; n < ALLOC_LIVE_SLOTS; n++) {
+		j = (j + 1) & mask;
+		if (st.slots[j].addr == 0)
+			break;
+		uint32_t home = live_home(st.slots[j].addr);
+		/* Move j into the hole unless its home lies cyclically in (hole, j]. */
+		bool home_after_hole = ((j - home) & mask) < ((j - hole) & mask);
+		if (!home_after_hole) {
+			st.slots[hole] = st.slots[j];
+			hole = j;
+		}
+	}
+	rt_memset(&st.slots[hole], 0, sizeof(st.slots[hole]));
+}
+
+/* Inserts (or, for an address already present, replaces) an entry; takes
+ * ownership of e->pcs.  False when the table is full. */
+static bool live_insert(const struct alloc_live_entry *e)
+{
+	bool ok = false;
+	struct alloc_live_entry old;
+	old.pcs = NULL;
+	rt_mutex_lock(&st.live_lock);
+	uint32_t i = live_find(e->addr);
+	if (i < ALLOC_LIVE_SLOTS) {
+		/* A free we never saw (e.g. through a path we do not hook). */
+		old = st.slots[i];
+		st.slots[i] = *e;
+		ok = true;
+	} else if (st.live < ALLOC_LIVE_MAX) {
+		i = live_home(e->addr);
+		while (st.slots[i].addr != 0)
+			i = (i + 1) & (ALLOC_LIVE_SLOTS - 1u);
+		st.slots[i] = *e;
+		st.live++;
+		filter_add(e->addr);
+		ok = true;
+	}
+	rt_mutex_unlock(&st.live_lock);
+	rt_free(old.pcs);
+	return ok;
+}
+
+bool alloc_live_retire(const void *p, struct alloc_live_entry *saved)
+{
+	uintptr_t addr = (uintptr_t)p;
+	if (addr == 0 || !st.slots)
+		return false;
+	struct alloc_live_entry e;
+	rt_mutex_lock(&st.live_lock);
+	uint32_t i = live_find(addr);
+	bool found = i < ALLOC_LIVE_SLOTS;
+	if (found) {
+		e = st.slots[i];
+		live_delete_at(i);
+		st.live--;
+		filter_remove(addr);
+	}
+	rt_mutex_unlock(&st.live_lock);
+	if (!found)
+		return false;
+	if (saved)
+		*saved = e;
+	else
+		rt_free(e.pcs);
+	return true;
+}
+
+void alloc_live_restore(struct alloc_live_entry *e)
+{
+	if (!live_insert(e)) {
+		rt_free(e->pcs);
+		atomic_fetch_add(&st.live_dropped, 1);
+	}
+	e->pcs = NULL;
+}
+
+void alloc_live_drop(struct alloc_live_entry *e)
+{
+	rt_free(e->pcs);
+	e->pcs = NULL;
+}
+
+static void live_remember(uintptr_t addr, uint64_t size, double weight, int tid,
+			  const uint64_t *pcs, uint32_t depth)
+{
+	struct alloc_live_entry e = { addr, size, weight, tid, depth, NULL };
+	e.pcs = rt_malloc((size_t)depth * sizeof(uint64_t));
+	if (!e.pcs) {
+		atomic_fetch_add(&st.live_dropped, 1);
+		return;
+	}
+	rt_memcpy(e.pcs, pcs, (size_t)depth * sizeof(uint64_t));
+	if (!live_insert(&e)) {
+		rt_free(e.pcs);
+		if (atomic_fetch_add(&st.live_dropped, 1) == 0)
+			rt_warn("allocation profiler: live-heap table full (%u entries); the heap "
+				"profile undercounts", ALLOC_LIVE_MAX);
+	}
+}
+
+/* ---- the sampled path ---- */
+
+void alloc_sample(struct alloc_thread *t, void *p, size_t size, uintptr_t ra)
+{
+	uint64_t rate = sample_rate();
+	t->countdown = alloc_draw_countdown(&t->rng, rate);
+	struct recorder *rec = atomic_load(&st.rec);
+	if (!p || !rec)
+		return;
+	double w = alloc_weight(size, rate);
+	int tid = (int)sys_gettid();
+	atomic_store(&t->tid, tid);
+	atomic_fetch_add(&st.samples, 1);
+
+	uint64_t buf[ALLOC_MAX_FRAMES + ALLOC_OWN_FRAMES];
+	uint32_t depth = 0;
+	uint32_t cap = RT_MIN(st.max_frames, ALLOC_MAX_FRAMES) + ALLOC_OWN_FRAMES;
+	uint32_t first = capture_stack(ra, buf, cap, &depth);
+	const uint64_t *pcs = buf + first;
+
+	if (st.record_alloc) {
+		struct sw_value values[2] = {
+			{ SW_V_ALLOC_SAMPLES, alloc_round_random(&t->rng, w) },
+			{ SW_V_ALLOC_SPACE, alloc_round_random(&t->rng, w * (double)size) },
+		};
+		struct sw_label label = { SW_LABEL_THREAD_ID, NULL, tid, NULL };
+		struct sw_sample s = { pcs, depth, values, 2, &label, 1 };
+		if (recorder_add(rec, &s) != PROFILE_ADD_OK)
+			atomic_fetch_add(&st.record_failed, 1);
+	}
+	if (st.track_live && st.slots)
+		live_remember((uintptr_t)p, size, w, tid, pcs, depth);
+}
+
+/* ---- the collector ---- */
+
+int alloc_collector_start(const struct sw_config *cfg, struct recorder *rec)
+{
+	bool want_alloc = (cfg->kinds & SW_KIND_BIT(SW_KIND_ALLOC)) != 0;
+	bool want_live = (cfg->kinds & SW_KIND_BIT(SW_KIND_HEAP)) != 0;
+	if (!want_alloc && !want_live)
+		return -EINVAL;
+	if (want_live && !st.slots) {
+		st.slots = rt_pages_alloc(ALLOC_LIVE_SLOTS * sizeof(struct alloc_live_entry));
+		if (!st.slots)
+			return -ENOMEM;
+	}
+	if (atomic_load(&st.seed) == 0) {
+		uint64_t seed = 0;
+		if (!rt_random_bytes(&seed, sizeof(seed)))
+			seed = rt_monotonic_ns() ^ ((uint64_t)sys_getpid() << 32);
+		atomic_store(&st.seed, seed | 1);
+		rt_rng_seed(&st.export_rng);
+	}
+	/* Entries left from a previous run may have been freed unseen. */
+	if (st.slots && !atomic_load(&alloc_hot.retiring)) {
+		rt_mutex_lock(&st.live_lock);
+		for (uint32_t i = 0; i < ALLOC_LIVE_SLOTS && st.live; i++) {
+			if (st.slots[i].addr) {
+				filter_remove(st.slots[i].addr);
+				rt_free(st.slots[i].pcs);
+				rt_memset(&st.slots[i], 0, sizeof(st.slots[i]));
+				st.live--;
+			}
+		}
+		rt_mutex_unlock(&st.live_lock);
+	}
+	atomic_store(&st.rate, cfg->alloc_sample_bytes ? cfg->alloc_sample_bytes : ALLOC_DEFAULT_RATE);
+	st.max_frames = cfg->max_frames ? cfg->max_frames : 64u;
+	st.record_alloc = want_alloc;
+	st.track_live = want_live;
+	atomic_store(&st.rec, rec);
+	atomic_store(&alloc_hot.retiring, want_live ? 1 : 0);
+	atomic_store(&alloc_hot.sampling, 1);
+	rt_info("allocation profiler on: one sample per %llu bytes on average%s%s",
+		(unsigned long long)sample_rate(), want_alloc ? ", allocations" : "",
+		want_live ? ", live heap" : "");
+	return 0;
+}
+
+void alloc_collector_stop(void) { atomic_store(&alloc_hot.sampling, 0); }
+
+/* One live entry copied out of the table for the snapshot. */
+struct live_copy {
+	uint64_t size;
+	double weight;
+	int tid;
+	uint32_t depth;
+};
+
+void alloc_collector_before_export(struct profile *finished)
+{
+	if (!st.slots || !st.track_live)
+		return;
+	/* Copy under the lock, add to the profile outside it: hooks on other
+	 * threads wait only for the copy. */
+	struct rt_buf copy = { 0 };
+	rt_mutex_lock(&st.live_lock);
+	for (uint32_t i = 0, seen = 0; i < ALLOC_LIVE_SLOTS && seen < st.live; i++) {
+		const struct alloc_live_entry *e = &st.slots[i];
+		if (!e->addr)
+			continue;
+		seen++;
+		struct live_copy c = { e->size, e->weight, e->tid, e->depth };
+		rt_buf_append(&copy, &c, sizeof(c));
+		rt_buf_append(&copy, e->pcs, (size_t)e->depth * sizeof(uint64_t));
+	}
+	bool stopped = !atomic_load(&alloc_hot.sampling);
+	if (stopped) {
+		/* Nothing is sampled any more: forget the table, stop retiring. */
+		atomic_store(&alloc_hot.retiring, 0);
+		for (uint32_t i = 0; i < ALLOC_LIVE_SLOTS && st.live; i++) {
+			if (st.slots[i].addr) {
+				filter_remove(st.slots[i].addr);
+				rt_free(st.slots[i].pcs);
+				rt_memset(&st.slots[i], 0, sizeof(st.slots[i]));
+				st.live--;
+			}
+		}
+	}
+	rt_mutex_unlock(&st.live_lock);
+	if (copy.failed) {
+		rt_log_once(RT_LOG_WARN, "allocation profiler: out of memory for the live-heap "
+					 "snapshot; this period has none");
+		rt_buf_free(&copy);
+		return;
+	}
+	size_t off = 0;
+	for (size_t n = 0; n < LIVE_SCAN_CAP && off + sizeof(struct live_copy) <= copy.len; n++) {
+		struct live_copy c;
+		rt_memcpy(&c, copy.data + off, sizeof(c));
+		off += sizeof(c);
+		size_t bytes = (size_t)c.depth * sizeof(uint64_t);
+		if (off + bytes > copy.len)
+			break;
+		uint64_t pcs[ALLOC_MAX_FRAMES];
+		uint32_t depth = RT_MIN(c.depth, ALLOC_MAX_FRAMES);
+		rt_memcpy(pcs, copy.data + off, (size_t)depth * sizeof(uint64_t));
+		off += bytes;
+		struct sw_value values[2] = {
+			{ SW_V_HEAP_LIVE_SAMPLES, alloc_round_random(&st.export_rng, c.weight) },
+			{ SW_V_HEAP_LIVE_SIZE,
+			  alloc_round_random(&st.export_rng, c.weight * (double)c.size) },
+		};
+		struct sw_label label = { SW_LABEL_THREAD_ID, NULL, c.tid, NULL };
+		struct sw_sample s = { pcs, depth, values, 2, &label, 1 };
+		(void)profile_add(finished, &s);
+	}
+	rt_buf_free(&copy);
+}
+
+void alloc_collector_after_fork_child(void)
+{
+	rt_mutex_reset(&st.live_lock);
+	/* Only the forking thread survives; it claims a fresh slot. */
+	for (uint32_t i = 0; i < ALLOC_THREAD_SLOTS; i++)
+		if (atomic_load_explicit(&alloc_threads[i].key, memory_order_relaxed))
+			atomic_store(&alloc_threads[i].key, 0);
+}
+
+void alloc_get_stats(struct alloc_stats *out)
+{
+	rt_mutex_lock(&st.live_lock);
+	out->live = st.live;
+	rt_mutex_unlock(&st.live_lock);
+	out->samples = atomic_load(&st.samples);
+	out->live_dropped = atomic_load(&st.live_dropped);
+	out->no_thread_slot = atomic_load(&st.no_thread_slot);
+	out->record_failed = atomic_load(&st.record_failed);
+}

@@ -1,0 +1,208 @@
+/* Allocation and live-heap sampling (design.md §6).
+ *
+ * The interposed malloc family (alloc_hooks.c, only in the .so) calls the
+ * inline fast path below on every allocation; everything else lives in
+ * alloc.c (also in libcore.a, so it is unit-tested directly).
+ *
+ * Sampling: each thread counts down bytes from an exponential draw of mean
+ * R = cfg->alloc_sample_bytes (a Poisson process over the allocated bytes).
+ * An allocation of S bytes that crosses a sample point is recorded with the
+ * weight 1/(1-exp(-S/R)), the inverse of its probability of being sampled,
+ * so count and bytes are unbiased per allocation.
+ *
+ * Per-thread state without libc TLS: a fixed open-addressed table keyed by
+ * the thread pointer (%fs:0 / tpidr_el0).  A thread that finds no slot is
+ * simply not sampled (counted, logged once).
+ *
+ * Nesting: allocators call back into the interposed entry points (musl's
+ * calloc calls malloc, libstdc++'s operator new calls malloc, glibc's dlsym
+ * calls calloc).  Only the outermost call is counted: a thread's slot holds
+ * the stack pointer of its outermost hook; a call with a lower stack pointer
+ * is nested.  A stale mark (an exception unwound through operator new) heals
+ * itself at the next call made from a shallower frame.
+ *
+ * Live heap: sampled allocations are kept in a bounded table keyed by
+ * address, retired by free/realloc/delete.  A counting filter indexed by a
+ * hash of the address lets free dismiss an unsampled pointer with one load.
+ */
+#ifndef STOWAWAY_COLLECT_ALLOC_H
+#define STOWAWAY_COLLECT_ALLOC_H
+
+#include "config/config.h"
+#include "profile/profile.h"
+#include "rt/rt.h"
+
+/* ---- the collector, as driven by collect.c ---- */
+
+/* Enables sampling for SW_KIND_ALLOC and/or SW_KIND_HEAP per cfg->kinds.
+ * 0, or -errno (-ENOMEM: live table; -EINVAL: neither kind enabled). */
+int alloc_collector_start(const struct sw_config *cfg, struct recorder *rec);
+/* Hooks go back to pure forwarding for new allocations.  Frees keep
+ * retiring live entries until the next snapshot, so the final export is
+ * still true. */
+void alloc_collector_stop(void);
+/* Adds the live-heap snapshot (heap-live-samples, heap-live-size, with the
+ * allocating stack and thread id) to the finished profile.  After a stop,
+ * also empties the live table (nothing is tracked any more). */
+void alloc_collector_before_export(struct profile *finished);
+/* In a fork child: resets our locks and forgets the parent's threads.  The
+ * live table is kept: the child's heap is a copy of the parent's. */
+void alloc_collector_after_fork_child(void);
+
+/* ---- per-thread state ---- */
+
+#define ALLOC_THREAD_SLOTS 4096u /* power of two */
+#define ALLOC_THREAD_PROBES 16u
+
+struct alloc_thread {
+	_Atomic uintptr_t key; /* thread pointer, 0: free */
+	atomic_int tid;        /* kernel tid when claimed (refreshed on samples) */
+	int pad;
+	uintptr_t outer_sp;    /* stack pointer of the outermost hook, 0: none */
+	int64_t countdown;     /* bytes left until the next sample */
+	struct rt_rng rng;
+	char fill[64 - 48];    /* one cache line per thread */
+};
+
+/* Hot flags, read on every call. */
+struct alloc_hot {
+	atomic_int sampling;  /* new allocations are counted down and sampled */
+	atomic_int retiring;  /* frees look up the live filter */
+};
+extern struct alloc_hot alloc_hot;
+extern struct alloc_thread alloc_threads[ALLOC_THREAD_SLOTS];
+
+static inline uintptr_t alloc_thread_pointer(void)
+{
+	uintptr_t tp;
+#if defined(__x86_64__)
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+#else
+	__asm__("mrs %0, tpidr_el0" : "=r"(tp));
+#endif
+	return tp;
+}
+
+static inline uintptr_t alloc_stack_pointer(void)
+{
+	uintptr_t sp;
+#if defined(__x86_64__)
+	__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+#else
+	__asm__ volatile("mov %0, sp" : "=r"(sp));
+#endif
+	return sp;
+}
+
+static inline uint32_t alloc_thread_hash(uintptr_t tp)
+{
+	return (uint32_t)(((uint64_t)tp * 0x9e3779b97f4a7c15ull) >> 52) & (ALLOC_THREAD_SLOTS - 1u);
+}
+
+/* Claims a slot for thread pointer tp (first use, or a full probe window).
+ * NULL when the table has no room. */
+struct alloc_thread *alloc_thread_claim(uintptr_t tp);
+
+/* The calling thread's slot, or NULL. */
+static inline struct alloc_thread *alloc_thread_self(void)
+{
+	uintptr_t tp = alloc_thread_pointer();
+	uint32_t h = alloc_thread_hash(tp);
+	struct alloc_thread *t = &alloc_threads[h];
+	if (RT_LIKELY(atomic_load_explicit(&t->key, memory_order_relaxed) == tp))
+		return t;
+	return alloc_thread_claim(tp);
+}
+
+/* Marks the outermost hook of this thread.  Returns false when the call is
+ * nested inside another hook of the same thread (do not count it). */
+static inline bool alloc_enter(struct alloc_thread *t, uintptr_t sp)
+{
+	if (t->outer_sp != 0 && sp < t->outer_sp)
+		return false;
+	t->outer_sp = sp;
+	return true;
+}
+
+static inline void alloc_leave(struct alloc_thread *t) { t->outer_sp = 0; }
+
+/* True when an allocation of n bytes is not nested and reaches this
+ * thread's next sample point. */
+static inline bool alloc_countdown(struct alloc_thread *t, size_t n, uintptr_t sp)
+{
+	if (t->outer_sp != 0 && sp < t->outer_sp)
+		return false;
+	t->countdown -= (int64_t)n;
+	return RT_UNLIKELY(t->countdown <= 0);
+}
+
+/* The sampled path: draws the next countdown, unwinds the caller (`ra`: the
+ * hook's return address, where the kept stack starts), records alloc-samples
+ * and alloc-space, and remembers p as live.  The caller has entered (so any
+ * allocation made meanwhile on this thread is nested). */
+void alloc_sample(struct alloc_thread *t, void *p, size_t size, uintptr_t ra);
+
+/* ---- sampling math (exposed for tests) ---- */
+
+/* 1/(1-exp(-size/rate)): the inverse of the probability that an allocation
+ * of `size` bytes is sampled.  0 when size is 0. */
+double alloc_weight(uint64_t size, uint64_t rate);
+/* A fresh countdown: ceil of an exponential draw of mean `rate`, >= 1. */
+int64_t alloc_draw_countdown(struct rt_rng *rng, uint64_t rate);
+/* x rounded up or down at random, with expectation x (x >= 0). */
+int64_t alloc_round_random(struct rt_rng *rng, double x);
+
+/* ---- live heap ---- */
+
+#define ALLOC_LIVE_SLOTS (1u << 16)     /* power of two; half of it usable */
+#define ALLOC_LIVE_MAX (ALLOC_LIVE_SLOTS / 2u)
+#define ALLOC_FILTER_BITS 16u
+#define ALLOC_FILTER_STICKY 255u
+
+extern _Atomic uint8_t alloc_live_filter[1u << ALLOC_FILTER_BITS];
+
+static inline uint32_t alloc_addr_hash(uintptr_t p)
+{
+	return (uint32_t)(((uint64_t)p * 0x9e3779b97f4a7c15ull) >> (64 - ALLOC_FILTER_BITS));
+}
+
+/* False when p is certainly not a live sampled allocation (the common case:
+ * one load of a global flag, one of the filter). */
+static inline bool alloc_live_maybe(const void *p)
+{
+	if (RT_LIKELY(!atomic_load_explicit(&alloc_hot.retiring, memory_order_relaxed)))
+		return false;
+	uint8_t c = atomic_load_explicit(&alloc_live_filter[alloc_addr_hash((uintptr_t)p)],
+					 memory_order_relaxed);
+	return RT_UNLIKELY(c != 0);
+}
+
+/* A live entry as retire() hands it back (to restore it when realloc fails). */
+struct alloc_live_entry {
+	uintptr_t addr;
+	uint64_t size;
+	double weight;
+	int tid;
+	uint32_t depth;
+	uint64_t *pcs; /* rt_malloc'd, owned by the entry */
+};
+
+/* Removes p from the live table.  With `saved`, hands the entry over (the
+ * caller then restores or drops it); else frees it.  False if absent. */
+bool alloc_live_retire(const void *p, struct alloc_live_entry *saved);
+/* Puts back an entry taken by alloc_live_retire (realloc failed). */
+void alloc_live_restore(struct alloc_live_entry *e);
+/* Frees an entry taken by alloc_live_retire. */
+void alloc_live_drop(struct alloc_live_entry *e);
+
+/* Counters, for logs and tests. */
+struct alloc_stats {
+	uint64_t samples;        /* sampled allocations */
+	uint64_t live;           /* entries in the live table */
+	uint64_t live_dropped;   /* sampled allocations not tracked: table full / no memory */
+	uint64_t no_thread_slot; /* allocations not counted: per-thread table full */
+	uint64_t record_failed;  /* recorder_add overflowed or failed */
+};
+void alloc_get_stats(struct alloc_stats *out);
+
+#endif

@@ -1,0 +1,646 @@
+/* The interposed malloc family and C++ operator new/delete.  Exported; only
+ * in the .so (this file defines malloc, so it never goes into libcore.a).
+ *
+ * Every entry point forwards to the next definition in the lookup order
+ * (dlsym(RTLD_NEXT)), so glibc, musl, jemalloc or tcmalloc keep doing the
+ * real work.  While sampling is off a hook is one flag test and a jump.
+ *
+ * Bootstrap: until the next definitions are resolved (and while dlsym
+ * itself allocates, as glibc's does), allocations come from a static
+ * arena; frees of arena pointers are ignored, realloc copies them out.
+ */
+#include "collect/alloc.h"
+#include "rt/host.h"
+
+#define SW_EXPORT __attribute__((visibility("default")))
+#define CALLER_RA() ((uintptr_t)__builtin_return_address(0))
+
+typedef void *(*malloc_fn)(size_t);
+typedef void (*free_fn)(void *);
+typedef void *(*calloc_fn)(size_t, size_t);
+typedef void *(*realloc_fn)(void *, size_t);
+typedef void *(*reallocarray_fn)(void *, size_t, size_t);
+typedef int (*posix_memalign_fn)(void **, size_t, size_t);
+typedef void *(*aligned_fn)(size_t, size_t);
+typedef size_t (*usable_size_fn)(void *);
+/* operator new variants: (size), (size, nothrow), (size, align), (size, align, nothrow) */
+typedef void *(*new_fn)(size_t);
+typedef void *(*new_nt_fn)(size_t, const void *);
+typedef void *(*new_al_fn)(size_t, size_t);
+typedef void *(*new_al_nt_fn)(size_t, size_t, const void *);
+/* operator delete variants: (p), (p, size or align), (p, nothrow), (p, size, align),
+ * (p, align, nothrow) */
+typedef void (*del_fn)(void *);
+typedef void (*del_z_fn)(void *, size_t);
+typedef void (*del_nt_fn)(void *, const void *);
+typedef void (*del_zz_fn)(void *, size_t, size_t);
+typedef void (*del_z_nt_fn)(void *, size_t, const void *);
+
+static struct {
+	malloc_fn malloc;
+	free_fn free;
+	calloc_fn calloc;
+	realloc_fn realloc;
+	reallocarray_fn reallocarray;
+	posix_memalign_fn posix_memalign;
+	aligned_fn aligned_alloc;
+	aligned_fn memalign;
+	malloc_fn valloc;
+	malloc_fn pvalloc;
+	usable_size_fn malloc_usable_size;
+} next;
+
+#define RESOLVE_NONE 0
+#define RESOLVE_BUSY 1
+#define RESOLVE_DONE 2
+static atomic_int resolve_state;
+
+static void *lookup_next(const char *name)
+{
+	return dlsym ? dlsym(HOST_RTLD_NEXT, name) : NULL;
+}
+
+/* dlsym returns a data pointer; POSIX specifies its conversion to a function
+ * pointer, done here without a cast between the two kinds. */
+#define LOOKUP(field, name)                                                    \
+	do {                                                                   \
+		void *sym_ = lookup_next(name);                                \
+		__builtin_memcpy(&next.field, &sym_, sizeof(sym_));            \
+	} while (0)
+
+/* True once the next definitions are known.  The first caller resolves;
+ * a caller that finds resolution in progress (dlsym allocating, or another
+ * thread) gets false and uses the arena. */
+static bool resolve(void)
+{
+	int s = atomic_load_explicit(&resolve_state, memory_order_acquire);
+	if (s == RESOLVE_DONE)
+		return true;
+	if (s == RESOLVE_BUSY || !atomic_compare_exchange_strong(&resolve_state, &s, RESOLVE_BUSY))
+		return atomic_load(&resolve_state) == RESOLVE_DONE;
+	LOOKUP(malloc, "malloc");
+	LOOKUP(free, "free");
+	LOOKUP(calloc, "calloc");
+	LOOKUP(realloc, "realloc");
+	LOOKUP(reallocarray, "reallocarray");
+	LOOKUP(posix_memalign, "posix_memalign");
+	LOOKUP(aligned_alloc, "aligned_alloc");
+	LOOKUP(memalign, "memalign");
+	LOOKUP(valloc, "valloc");
+	LOOKUP(pvalloc, "pvalloc");
+	LOOKUP(malloc_usable_size, "malloc_usable_size");
+	if (!next.malloc || !next.free) {
+		/* No allocator to forward to: keep the arena (bounded). */
+		atomic_store(&resolve_state, RESOLVE_NONE);
+		rt_log_once(RT_LOG_ERROR, "allocation hooks: no malloc/free to forward to");
+		return false;
+	}
+	atomic_store_explicit(&resolve_state, RESOLVE_DONE, memory_order_release);
+	return true;
+}
+
+static inline bool ready(void)
+{
+	return RT_LIKELY(atomic_load_explicit(&resolve_state, memory_order_acquire) == RESOLVE_DONE) ||
+	       resolve();
+}
+
+static inline bool sampling(void)
+{
+	return RT_UNLIKELY(atomic_load_explicit(&alloc_hot.sampling, memory_order_relaxed) != 0);
+}
+
+/* ---- bootstrap arena ---- */
+
+#define BOOT_BYTES (256u * 1024u)
+#define BOOT_MAX_ALIGN 4096u
+#define BOOT_HEADER 16u
+
+static _Alignas(4096) unsigned char boot_arena[BOOT_BYTES];
+static atomic_size_t boot_used;
+
+static inline bool in_boot(const void *p)
+{
+	return (uintptr_t)p - (uintptr_t)boot_arena < BOOT_BYTES;
+}
+
+/* Zeroed memory (the arena is never reused), or NULL when exhausted. */
+static void *boot_alloc(size_t n, size_t align)
+{
+	if (align < BOOT_HEADER)
+		align = BOOT_HEADER;
+	if (n > BOOT_BYTES || align > BOOT_MAX_ALIGN || (align & (align - 1)) != 0)
+		return NULL;
+	size_t need = (BOOT_HEADER + align + n + 15u) & ~(size_t)15u;
+	size_t off = atomic_fetch_add(&boot_used, need);
+	if (off > BOOT_BYTES || need > BOOT_BYTES - off)
+		return NULL;
+	uintptr_t base = (uintptr_t)boot_arena + off + BOOT_HEADER;
+	uintptr_t p = (base + align - 1) & ~(uintptr_t)(align - 1);
+	size_t *size = (size_t *)(p - BOOT_HEADER);
+	*size = n;
+	return (void *)p;
+}
+
+static size_t boot_size(const void *p)
+{
+	return *(const size_t *)((uintptr_t)p - BOOT_HEADER);
+}
+
+/* ---- sampled paths: out of line, so the forwarding path stays short ---- */
+
+__attribute__((noinline)) static void *malloc_sampled(size_t n, uintptr_t ra)
+{
+	struct alloc_thread *t = alloc_thread_self();
+	uintptr_t sp = alloc_stack_pointer();
+	if (!t || !alloc_countdown(t, n, sp))
+		return next.malloc(n);
+	(void)alloc_enter(t, sp);
+	void *p = next.malloc(n);
+	alloc_sample(t, p, n, ra);
+	alloc_leave(t);
+	return p;
+}
+
+/* Opens an outermost hook: the thread's slot, or NULL when the call is
+ * nested or the thread has no slot (then only forward). */
+static inline struct alloc_thread *outer_begin(uintptr_t sp)
+{
+	struct alloc_thread *t = alloc_thread_self();
+	if (!t || !alloc_enter(t, sp))
+		return NULL;
+	return t;
+}
+
+__attribute__((noinline)) static void *calloc_sampled(size_t n, size_t m, uintptr_t ra)
+{
+	uintptr_t sp = alloc_stack_pointer();
+	struct alloc_thread *t = outer_begin(sp);
+	if (!t)
+		return next.calloc(n, m);
+	size_t bytes = 0;
+	bool sampled = !__builtin_mul_overflow(n, m, &bytes) && alloc_countdown(t, bytes, sp);
+	void *p = next.calloc(n, m);
+	if (sampled)
+		alloc_sample(t, p, bytes, ra);
+	alloc_leave(t);
+	return p;
+}
+
+/* realloc and reallocarray: the old block is retired before the call (it
+ * may be freed inside), restored if the call fails. */
+__attribute__((noinline)) static void *realloc_slow(void *p, size_t n, size_t m, bool array,
+						    uintptr_t ra)
+{
+	struct alloc_live_entry saved;
+	bool had = p && alloc_live_maybe(p) && alloc_live_retire(p, &saved);
+	size_t bytes = 0;
+	bool overflow = __builtin_mul_overflow(n, m, &bytes);
+	uintptr_t sp = alloc_stack_pointer();
+	struct alloc_thread *t = sampling() ? outer_begin(sp) : NULL;
+	bool sampled = t && !overflow && bytes && alloc_countdown(t, bytes, sp);
+	void *q = array ? next.reallocarray(p, n, m) : next.realloc(p, n);
+	if (had) {
+		if (!q && bytes)
+			alloc_live_restore(&saved);
+		else
+			alloc_live_drop(&saved);
+	}
+	if (sampled)
+		alloc_sample(t, q, bytes, ra);
+	if (t)
+		alloc_leave(t);
+	return q;
+}
+
+/* The aligned family, one shape: call(align, n) through `fn`. */
+enum aligned_kind { AL_POSIX, AL_ALIGNED, AL_MEMALIGN, AL_VALLOC, AL_PVALLOC };
+
+static void *aligned_forward(enum aligned_kind kind, size_t align, size_t n, int *err)
+{
+	void *p = NULL;
+	*err = 0;
+	switch (kind) {
+	case AL_POSIX:
+		if (!next.posix_memalign)
+			*err = 12; /* ENOMEM */
+		else
+			*err = next.posix_memalign(&p, align, n);
+		return p;
+	case AL_ALIGNED:
+		return next.aligned_alloc ? next.aligned_alloc(align, n) : NULL;
+	case AL_MEMALIGN:
+		return next.memalign ? next.memalign(align, n) : NULL;
+	case AL_VALLOC:
+		return next.valloc ? next.valloc(n) : NULL;
+	case AL_PVALLOC:
+		return next.pvalloc ? next.pvalloc(n) : NULL;
+	}
+	return NULL;
+}
+
+__attribute__((noinline)) static void *aligned_sampled(enum aligned_kind kind, size_t align,
+						       size_t n, int *err, uintptr_t ra)
+{
+	uintptr_t sp = alloc_stack_pointer();
+	struct alloc_thread *t = outer_begin(sp);
+	if (!t)
+		return aligned_forward(kind, align, n, err);
+	bool sampled = alloc_countdown(t, n, sp);
+	void *p = aligned_forward(kind, align, n, err);
+	if (sampled)
+		alloc_sample(t, p, n, ra);
+	alloc_leave(t);
+	return p;
+}
+
+static void *aligned_entry(enum aligned_kind kind, size_t align, size_t n, int *err, uintptr_t ra)
+{
+	if (!ready()) {
+		size_t a = kind == AL_VALLOC || kind == AL_PVALLOC ? BOOT_MAX_ALIGN : align;
+		void *p = boot_alloc(n, a);
+		*err = p ? 0 : 12;
+		return p;
+	}
+	if (!sampling())
+		return aligned_forward(kind, align, n, err);
+	return aligned_sampled(kind, align, n, err, ra);
+}
+
+/* ---- the C library entry points ---- */
+
+SW_EXPORT void *malloc(size_t n);
+SW_EXPORT void free(void *p);
+SW_EXPORT void *calloc(size_t n, size_t m);
+SW_EXPORT void *realloc(void *p, size_t n);
+SW_EXPORT void *reallocarray(void *p, size_t n, size_t m);
+SW_EXPORT int posix_memalign(void **out, size_t align, size_t n);
+SW_EXPORT void *aligned_alloc(size_t align, size_t n);
+SW_EXPORT void *memalign(size_t align, size_t n);
+SW_EXPORT void *valloc(size_t n);
+SW_EXPORT void *pvalloc(size_t n);
+SW_EXPORT size_t malloc_usable_size(void *p);
+
+SW_EXPORT void *malloc(size_t n)
+{
+	if (!ready())
+		return boot_alloc(n, BOOT_HEADER);
+	if (!sampling())
+		return next.malloc(n);
+	return malloc_sampled(n, CALLER_RA());
+}
+
+SW_EXPORT void free(void *p)
+{
+	if (RT_UNLIKELY(in_boot(p)))
+		return;
+	if (alloc_live_maybe(p))
+		(void)alloc_live_retire(p, NULL);
+	if (RT_LIKELY(next.free) || ready())
+		next.free(p);
+}
+
+SW_EXPORT void *calloc(size_t n, size_t m)
+{
+	if (!ready()) {
+		size_t bytes;
+		return __builtin_mul_overflow(n, m, &bytes) ? NULL : boot_alloc(bytes, BOOT_HEADER);
+	}
+	if (!sampling() || !next.calloc)
+		return next.calloc ? next.calloc(n, m) : NULL;
+	return calloc_sampled(n, m, CALLER_RA());
+}
+
+/* Moves an arena block to the real allocator. */
+static void *realloc_from_boot(void *p, size_t n)
+{
+	void *q = malloc(n);
+	if (q) {
+		size_t old = boot_size(p);
+		rt_memcpy(q, p, old < n ? old : n);
+	}
+	return q;
+}
+
+SW_EXPORT void *realloc(void *p, size_t n)
+{
+	if (!ready()) {
+		void *q = boot_alloc(n, BOOT_HEADER);
+		if (q && p && in_boot(p)) {
+			size_t old = boot_size(p);
+			rt_memcpy(q, p, old < n ? old : n);
+		}
+		return q;
+	}
+	if (RT_UNLIKELY(in_boot(p)))
+		return realloc_from_boot(p, n);
+	if (!sampling() && !alloc_live_maybe(p))
+		return next.realloc(p, n);
+	return realloc_slow(p, n, 1, false, CALLER_RA());
+}
+
+SW_EXPORT void *reallocarray(void *p, size_t n, size_t m)
+{
+	size_t bytes;
+	if (!ready() || in_boot(p) || !next.reallocarray)
+		return __builtin_mul_overflow(n, m, &bytes) ? NULL : realloc(p, bytes);
+	if (!sampling() && !alloc_live_maybe(p))
+		return next.reallocarray(p, n, m);
+	return realloc_slow(p, n, m, true, CALLER_RA());
+}
+
+SW_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+	int err = 0;
+	void *p = aligned_entry(AL_POSIX, align, n, &err, CALLER_RA());
+	if (err == 0)
+		*out = p;
+	return err;
+}
+
+SW_EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+	int err;
+	return aligned_entry(AL_ALIGNED, align, n, &err, CALLER_RA());
+}
+
+SW_EXPORT void *memalign(size_t align, size_t n)
+{
+	int err;
+	return aligned_entry(AL_MEMALIGN, align, n, &err, CALLER_RA());
+}
+
+SW_EXPORT void *valloc(size_t n)
+{
+	int err;
+	return aligned_entry(AL_VALLOC, 0, n, &err, CALLER_RA());
+}
+
+SW_EXPORT void *pvalloc(size_t n)
+{
+	int err;
+	return aligned_entry(AL_PVALLOC, 0, n, &err, CALLER_RA());
+}
+
+SW_EXPORT size_t malloc_usable_size(void *p)
+{
+	if (in_boot(p))
+		return boot_size(p);
+	if (!ready() || !next.malloc_usable_size)
+		return 0;
+	return next.malloc_usable_size(p);
+}
+
+/* ---- C++ operator new and delete ----
+ * Resolved on first use (libstdc++ may be loaded after us, by dlopen).  A
+ * runtime's operator new usually calls malloc: that inner call is nested
+ * and only forwards, so each allocation is counted once, at the operator. */
+
+enum cxx_op {
+	NEW, NEW_A, NEW_NT, NEW_A_NT, NEW_AL, NEW_A_AL, NEW_AL_NT, NEW_A_AL_NT,
+	DEL, DEL_A, DEL_Z, DEL_A_Z, DEL_NT, DEL_A_NT, DEL_AL, DEL_A_AL, DEL_Z_AL, DEL_A_Z_AL,
+	DEL_AL_NT, DEL_A_AL_NT, CXX_OPS
+};
+
+static const char *const cxx_names[CXX_OPS] = {
+	[NEW] = "_Znwm",
+	[NEW_A] = "_Znam",
+	[NEW_NT] = "_ZnwmRKSt9nothrow_t",
+	[NEW_A_NT] = "_ZnamRKSt9nothrow_t",
+	[NEW_AL] = "_ZnwmSt11align_val_t",
+	[NEW_A_AL] = "_ZnamSt11align_val_t",
+	[NEW_AL_NT] = "_ZnwmSt11align_val_tRKSt9nothrow_t",
+	[NEW_A_AL_NT] = "_ZnamSt11align_val_tRKSt9nothrow_t",
+	[DEL] = "_ZdlPv",
+	[DEL_A] = "_ZdaPv",
+	[DEL_Z] = "_ZdlPvm",
+	[DEL_A_Z] = "_ZdaPvm",
+	[DEL_NT] = "_ZdlPvRKSt9nothrow_t",
+	[DEL_A_NT] = "_ZdaPvRKSt9nothrow_t",
+	[DEL_AL] = "_ZdlPvSt11align_val_t",
+	[DEL_A_AL] = "_ZdaPvSt11align_val_t",
+	[DEL_Z_AL] = "_ZdlPvmSt11align_val_t",
+	[DEL_A_Z_AL] = "_ZdaPvmSt11align_val_t",
+	[DEL_AL_NT] = "_ZdlPvSt11align_val_tRKSt9nothrow_t",
+	[DEL_A_AL_NT] = "_ZdaPvSt11align_val_tRKSt9nothrow_t",
+};
+
+static _Atomic(void *) cxx_next[CXX_OPS];
+
+static void *cxx_lookup(enum cxx_op op)
+{
+	void *f = atomic_load_explicit(&cxx_next[op], memory_order_acquire);
+	if (RT_LIKELY(f != NULL))
+		return f;
+	f = lookup_next(cxx_names[op]);
+	if (f)
+		atomic_store_explicit(&cxx_next[op], f, memory_order_release);
+	return f;
+}
+
+#define CXX_FN(type, var, op)                                                  \
+	type var;                                                              \
+	do {                                                                   \
+		void *sym_ = cxx_lookup(op);                                   \
+		__builtin_memcpy(&var, &sym_, sizeof(sym_));                   \
+	} while (0)
+
+/* Calls the next operator new of shape `op`. */
+static void *new_forward(enum cxx_op op, size_t n, size_t align, const void *nt)
+{
+	switch (op) {
+	case NEW:
+	case NEW_A: {
+		CXX_FN(new_fn, f, op);
+		return f ? f(n) : malloc(n ? n : 1);
+	}
+	case NEW_NT:
+	case NEW_A_NT: {
+		CXX_FN(new_nt_fn, f, op);
+		return f ? f(n, nt) : malloc(n ? n : 1);
+	}
+	case NEW_AL:
+	case NEW_A_AL: {
+		CXX_FN(new_al_fn, f, op);
+		return f ? f(n, align) : aligned_alloc(align, n);
+	}
+	case NEW_AL_NT:
+	case NEW_A_AL_NT: {
+		CXX_FN(new_al_nt_fn, f, op);
+		return f ? f(n, align, nt) : aligned_alloc(align, n);
+	}
+	default:
+		return NULL;
+	}
+}
+
+/* An exception thrown by the next operator new (std::bad_alloc) unwinds
+ * through here: the nesting mark stays and heals itself (alloc.h). */
+__attribute__((noinline)) static void *new_sampled(enum cxx_op op, size_t n, size_t align,
+						   const void *nt, uintptr_t ra)
+{
+	uintptr_t sp = alloc_stack_pointer();
+	struct alloc_thread *t = outer_begin(sp);
+	if (!t)
+		return new_forward(op, n, align, nt);
+	bool sampled = alloc_countdown(t, n, sp);
+	void *p = new_forward(op, n, align, nt);
+	if (sampled)
+		alloc_sample(t, p, n, ra);
+	alloc_leave(t);
+	return p;
+}
+
+static inline void *new_entry(enum cxx_op op, size_t n, size_t align, const void *nt,
+			      uintptr_t ra)
+{
+	if (!sampling())
+		return new_forward(op, n, align, nt);
+	return new_sampled(op, n, align, nt, ra);
+}
+
+/* Calls the next operator delete of shape `op` after retiring p. */
+static void delete_entry(enum cxx_op op, void *p, size_t z, size_t align, const void *nt)
+{
+	if (RT_UNLIKELY(in_boot(p)))
+		return;
+	if (alloc_live_maybe(p))
+		(void)alloc_live_retire(p, NULL);
+	switch (op) {
+	case DEL:
+	case DEL_A: {
+		CXX_FN(del_fn, f, op);
+		if (f)
+			f(p);
+		else
+			free(p);
+		return;
+	}
+	case DEL_Z:
+	case DEL_A_Z:
+	case DEL_AL:
+	case DEL_A_AL: {
+		CXX_FN(del_z_fn, f, op);
+		if (f)
+			f(p, op == DEL_AL || op == DEL_A_AL ? align : z);
+		else
+			free(p);
+		return;
+	}
+	case DEL_NT:
+	case DEL_A_NT: {
+		CXX_FN(del_nt_fn, f, op);
+		if (f)
+			f(p, nt);
+		else
+			free(p);
+		return;
+	}
+	case DEL_Z_AL:
+	case DEL_A_Z_AL: {
+		CXX_FN(del_zz_fn, f, op);
+		if (f)
+			f(p, z, align);
+		else
+			free(p);
+		return;
+	}
+	case DEL_AL_NT:
+	case DEL_A_AL_NT: {
+		CXX_FN(del_z_nt_fn, f, op);
+		if (f)
+			f(p, align, nt);
+		else
+			free(p);
+		return;
+	}
+	default:
+		free(p);
+		return;
+	}
+}
+
+/* Mangled names: the Itanium C++ ABI spelling of each operator. */
+SW_EXPORT void *_Znwm(size_t n);
+SW_EXPORT void *_Znam(size_t n);
+SW_EXPORT void *_ZnwmRKSt9nothrow_t(size_t n, const void *nt);
+SW_EXPORT void *_ZnamRKSt9nothrow_t(size_t n, const void *nt);
+SW_EXPORT void *_ZnwmSt11align_val_t(size_t n, size_t al);
+SW_EXPORT void *_ZnamSt11align_val_t(size_t n, size_t al);
+SW_EXPORT void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void *nt);
+SW_EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void *nt);
+SW_EXPORT void _ZdlPv(void *p);
+SW_EXPORT void _ZdaPv(void *p);
+SW_EXPORT void _ZdlPvm(void *p, size_t z);
+SW_EXPORT void _ZdaPvm(void *p, size_t z);
+SW_EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const void *nt);
+SW_EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const void *nt);
+SW_EXPORT void _ZdlPvSt11align_val_t(void *p, size_t al);
+SW_EXPORT void _ZdaPvSt11align_val_t(void *p, size_t al);
+SW_EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t z, size_t al);
+SW_EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t z, size_t al);
+SW_EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const void *nt);
+SW_EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const void *nt);
+
+SW_EXPORT void *_Znwm(size_t n) { return new_entry(NEW, n, 0, NULL, CALLER_RA()); }
+SW_EXPORT void *_Znam(size_t n) { return new_entry(NEW_A, n, 0, NULL, CALLER_RA()); }
+SW_EXPORT void *_ZnwmRKSt9nothrow_t(size_t n, const void *nt)
+{
+	return new_entry(NEW_NT, n, 0, nt, CALLER_RA());
+}
+SW_EXPORT void *_ZnamRKSt9nothrow_t(size_t n, const void *nt)
+{
+	return new_entry(NEW_A_NT, n, 0, nt, CALLER_RA());
+}
+SW_EXPORT void *_ZnwmSt11align_val_t(size_t n, size_t al)
+{
+	return new_entry(NEW_AL, n, al, NULL, CALLER_RA());
+}
+SW_EXPORT void *_ZnamSt11align_val_t(size_t n, size_t al)
+{
+	return new_entry(NEW_A_AL, n, al, NULL, CALLER_RA());
+}
+SW_EXPORT void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void *nt)
+{
+	return new_entry(NEW_AL_NT, n, al, nt, CALLER_RA());
+}
+SW_EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void *nt)
+{
+	return new_entry(NEW_A_AL_NT, n, al, nt, CALLER_RA());
+}
+SW_EXPORT void _ZdlPv(void *p) { delete_entry(DEL, p, 0, 0, NULL); }
+SW_EXPORT void _ZdaPv(void *p) { delete_entry(DEL_A, p, 0, 0, NULL); }
+SW_EXPORT void _ZdlPvm(void *p, size_t z) { delete_entry(DEL_Z, p, z, 0, NULL); }
+SW_EXPORT void _ZdaPvm(void *p, size_t z) { delete_entry(DEL_A_Z, p, z, 0, NULL); }
+SW_EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const void *nt) { delete_entry(DEL_NT, p, 0, 0, nt); }
+SW_EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const void *nt)
+{
+	delete_entry(DEL_A_NT, p, 0, 0, nt);
+}
+SW_EXPORT void _ZdlPvSt11align_val_t(void *p, size_t al) { delete_entry(DEL_AL, p, 0, al, NULL); }
+SW_EXPORT void _ZdaPvSt11align_val_t(void *p, size_t al)
+{
+	delete_entry(DEL_A_AL, p, 0, al, NULL);
+}
+SW_EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t z, size_t al)
+{
+	delete_entry(DEL_Z_AL, p, z, al, NULL);
+}
+SW_EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t z, size_t al)
+{
+	delete_entry(DEL_A_Z_AL, p, z, al, NULL);
+}
+SW_EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const void *nt)
+{
+	delete_entry(DEL_AL_NT, p, 0, al, nt);
+}
+SW_EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const void *nt)
+{
+	delete_entry(DEL_A_AL_NT, p, 0, al, nt);
+}
+
+/* Resolve before the program's own constructors start threads. */
+__attribute__((constructor(101))) static void alloc_hooks_resolve_early(void)
+{
+	(void)resolve();
+}
