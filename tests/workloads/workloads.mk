@@ -35,3 +35,24 @@ $(WL)/introspect: tests/workloads/introspect.c
 $(WL)/introspect-musl: tests/workloads/introspect.c
 	@mkdir -p $(WL)
 	$(MUSL_CC) $(WL_CFLAGS) $< -o $@
+
+# CPU known-answer workload: glibc and musl, with and without frame
+# pointers, and the same source compiled as C++.
+CPU_SPLIT := $(WL)/cpu_split-fp $(WL)/cpu_split-nofp $(WL)/cpu_split-musl-fp \
+             $(WL)/cpu_split-musl-nofp $(WL)/cpu_split-cxx-nofp
+TEST_PROGRAMS += $(CPU_SPLIT)
+$(WL)/cpu_split-fp: tests/workloads/cpu_split.c
+	@mkdir -p $(WL)
+	$(CC) $(WL_CFLAGS) -fno-omit-frame-pointer $< -o $@ -lpthread
+$(WL)/cpu_split-nofp: tests/workloads/cpu_split.c
+	@mkdir -p $(WL)
+	$(CC) $(WL_CFLAGS) -fomit-frame-pointer $< -o $@ -lpthread
+$(WL)/cpu_split-musl-fp: tests/workloads/cpu_split.c
+	@mkdir -p $(WL)
+	$(MUSL_CC) $(WL_CFLAGS) -fno-omit-frame-pointer $< -o $@
+$(WL)/cpu_split-musl-nofp: tests/workloads/cpu_split.c
+	@mkdir -p $(WL)
+	$(MUSL_CC) $(WL_CFLAGS) -fomit-frame-pointer $< -o $@
+$(WL)/cpu_split-cxx-nofp: tests/workloads/cpu_split.c
+	@mkdir -p $(WL)
+	g++ -x c++ $(WL_CFLAGS) -fomit-frame-pointer $< -o $@ -lpthread
