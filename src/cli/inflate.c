@@ -123,6 +123,8 @@ static int inflate_stored(struct bit_reader *br, struct inflate_out *o)
 		return cli_fail("compressed data has a corrupt stored block");
 	if (br->len - br->pos < len)
 		return cli_fail("compressed data is truncated");
+	if (len == 0)
+		return 0;
 	if (out_reserve(o, len) != 0)
 		return -1;
 	memcpy(o->buf->data + o->buf->len, br->in + br->pos, len);

@@ -22,3 +22,9 @@ $(BUILD)/fuzz/fuzz_pprof_decode: tests/fuzz/fuzz_pprof_decode.c $(CLI_LIB_SRC) $
 $(BUILD)/fuzz/fuzz_inflate: tests/fuzz/fuzz_inflate.c src/cli/inflate.c src/cli/util.c $(wildcard src/cli/*.h)
 	@mkdir -p $(dir $@)
 	clang $(CLI_FUZZ_FLAGS) $< src/cli/inflate.c src/cli/util.c -o $@
+
+# A stand-in library for the run/install tests (tests/integration/cli_run.sh).
+TEST_PROGRAMS += $(BUILD)/tests/cli_fake_lib.so
+$(BUILD)/tests/cli_fake_lib.so: src/cli/testdata/fake_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -fPIC -shared -Wall -Wextra -Werror $< -o $@

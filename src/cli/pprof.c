@@ -263,6 +263,26 @@ static int decode_location(struct pb_reader *r, struct pp_location *loc)
 	return 0;
 }
 
+static int decode_mapping(struct pb_reader *r, struct pp_mapping *m)
+{
+	while (r->pos < r->len) {
+		uint64_t field;
+		unsigned wire;
+		if (pb_key(r, &field, &wire) != 0)
+			return -1;
+		int rc;
+		if (field == 1)
+			rc = pb_scalar(r, wire, &m->id);
+		else if (field == 5)
+			rc = pb_scalar(r, wire, &m->filename);
+		else
+			rc = pb_skip(r, wire);
+		if (rc != 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int decode_function(struct pb_reader *r, struct pp_function *f)
 {
 	while (r->pos < r->len) {
@@ -292,7 +312,7 @@ static int decode_function(struct pb_reader *r, struct pp_function *f)
 }
 
 struct decode_caps {
-	size_t sample_types, samples, locations, functions, strings, string_lens;
+	size_t sample_types, samples, mappings, locations, functions, strings, string_lens;
 };
 
 static int decode_field(struct pb_reader *r, uint64_t field, unsigned wire, struct pp_profile *p,
@@ -319,6 +339,14 @@ static int decode_field(struct pb_reader *r, uint64_t field, unsigned wire, stru
 		*n_values = 0;
 		p->n_samples++;
 		return decode_sample(&sub, s, n_values);
+	}
+	case 3: {
+		if (pb_message(wire, r, &sub) != 0)
+			return -1;
+		p->mappings = xgrow(p->mappings, &caps->mappings, p->n_mappings + 1, sizeof(*p->mappings));
+		struct pp_mapping *m = &p->mappings[p->n_mappings++];
+		memset(m, 0, sizeof(*m));
+		return decode_mapping(&sub, m);
 	}
 	case 4: {
 		if (pb_message(wire, r, &sub) != 0)
@@ -367,7 +395,7 @@ static int decode_field(struct pb_reader *r, uint64_t field, unsigned wire, stru
 		return 0;
 	case 14:
 		return pb_scalar(r, wire, &p->default_sample_type);
-	default: /* mappings, drop/keep frames, comments, doc url: not needed */
+	default: /* drop/keep frames, comments, doc url: not needed */
 		return pb_skip(r, wire);
 	}
 }
@@ -446,14 +474,35 @@ static int resolve_functions(struct pp_profile *p, struct id_index **table)
 	return build_id_table(*table, p->n_functions, "function");
 }
 
+static int resolve_mappings(struct pp_profile *p, struct id_index **table)
+{
+	if (p->n_mappings > UINT32_MAX - 1)
+		return cli_fail("profile has too many mappings");
+	*table = xcalloc(p->n_mappings, sizeof(**table));
+	for (size_t i = 0; i < p->n_mappings; i++) {
+		if (check_str(p, p->mappings[i].filename, "mapping file name") != 0)
+			return -1;
+		(*table)[i].id = p->mappings[i].id;
+		(*table)[i].index = (uint32_t)i;
+	}
+	return build_id_table(*table, p->n_mappings, "mapping");
+}
+
 static int resolve_locations(struct pp_profile *p, const struct id_index *functions,
-			     struct id_index **table)
+			     const struct id_index *mappings, struct id_index **table)
 {
 	if (p->n_locations > UINT32_MAX)
 		return cli_fail("profile has too many locations");
 	*table = xcalloc(p->n_locations, sizeof(**table));
 	for (size_t i = 0; i < p->n_locations; i++) {
 		struct pp_location *loc = &p->locations[i];
+		if (loc->mapping_id != 0) {
+			uint64_t index;
+			if (lookup_id(mappings, p->n_mappings, loc->mapping_id, &index) != 0)
+				return cli_fail("location %llu refers to missing mapping %llu",
+						(unsigned long long)loc->id, (unsigned long long)loc->mapping_id);
+			loc->mapping_id = index + 1;
+		}
 		for (size_t j = 0; j < loc->n_lines; j++) {
 			uint64_t fid = loc->lines[j].function;
 			if (lookup_id(functions, p->n_functions, fid, &loc->lines[j].function) != 0)
@@ -502,14 +551,17 @@ static int resolve(struct pp_profile *p, const size_t *value_counts)
 	if (check_value_type(p, &p->period_type) != 0 ||
 	    check_str(p, p->default_sample_type, "default sample type") != 0)
 		return -1;
-	struct id_index *functions = NULL, *locations = NULL;
+	struct id_index *functions = NULL, *locations = NULL, *mappings = NULL;
 	int rc = resolve_functions(p, &functions);
 	if (rc == 0)
-		rc = resolve_locations(p, functions, &locations);
+		rc = resolve_mappings(p, &mappings);
+	if (rc == 0)
+		rc = resolve_locations(p, functions, mappings, &locations);
 	if (rc == 0)
 		rc = resolve_samples(p, locations, value_counts);
 	free(functions);
 	free(locations);
+	free(mappings);
 	return rc;
 }
 
@@ -561,6 +613,7 @@ void pprof_free(struct pp_profile *p)
 	for (size_t i = 0; i < p->n_strings; i++)
 		free(p->strings[i]);
 	free(p->samples);
+	free(p->mappings);
 	free(p->locations);
 	free(p->functions);
 	free(p->strings);

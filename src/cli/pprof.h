@@ -41,9 +41,14 @@ struct pp_line {
 	int64_t line;
 };
 
+struct pp_mapping {
+	uint64_t id;
+	uint64_t filename;
+};
+
 struct pp_location {
 	uint64_t id;
-	uint64_t mapping_id; /* 0: none */
+	uint64_t mapping_id; /* 0: none; once resolved, index into mappings + 1 */
 	uint64_t address;
 	struct pp_line *lines; /* lines[0] is the innermost (inlined) frame */
 	size_t n_lines;
@@ -62,6 +67,8 @@ struct pp_profile {
 	size_t n_sample_types;
 	struct pp_sample *samples;
 	size_t n_samples;
+	struct pp_mapping *mappings;
+	size_t n_mappings;
 	struct pp_location *locations;
 	size_t n_locations;
 	struct pp_function *functions;

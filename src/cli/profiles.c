@@ -4,7 +4,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -338,9 +337,13 @@ static void location_frames_build(const struct pp_profile *p, struct name_table 
 		const struct pp_location *loc = &p->locations[i];
 		lf->start[i] = k;
 		if (loc->n_lines == 0) {
-			char addr[32];
-			snprintf(addr, sizeof(addr), "0x%" PRIx64, loc->address);
-			lf->ids[k++] = names_intern(names, addr);
+			/* Unsymbolized: named after its binary, as pprof does. */
+			char label[256];
+			const char *file = loc->mapping_id ? pp_str(p, p->mappings[loc->mapping_id - 1].filename) : "";
+			const char *base = strrchr(file, '/');
+			base = base ? base + 1 : file;
+			snprintf(label, sizeof(label), base[0] ? "[%s]" : "<unknown>", base);
+			lf->ids[k++] = names_intern(names, label);
 			continue;
 		}
 		for (size_t j = 0; j < loc->n_lines; j++) {

@@ -14,10 +14,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct cli_buf out = {0};
 	size_t consumed = 0;
-	if (inflate_raw(data, size, (size_t)64 << 20, &out, &consumed) == 0 && consumed > size)
+	if (inflate_raw(data, size, (size_t)1 << 20, &out, &consumed) == 0 && consumed > size)
 		abort();
 	out.len = 0;
-	(void)gunzip(data, size, (size_t)64 << 20, &out);
+	(void)gunzip(data, size, (size_t)1 << 20, &out);
 
 	struct cli_buf packed = {0}, unpacked = {0};
 	gzip_compress(data, size, &packed);
