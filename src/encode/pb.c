@@ -37,6 +37,18 @@ size_t pb_encode_varint(uint8_t *dst, uint64_t v)
 	return n;
 }
 
+size_t pb_encode_uint_field(uint8_t *dst, uint32_t field, uint64_t v)
+{
+	size_t n = pb_encode_varint(dst, pb_tag(field, PB_WIRE_VARINT));
+	return n + pb_encode_varint(dst + n, v);
+}
+
+size_t pb_encode_len_header(uint8_t *dst, uint32_t field, size_t len)
+{
+	size_t n = pb_encode_varint(dst, pb_tag(field, PB_WIRE_LEN));
+	return n + pb_encode_varint(dst + n, len);
+}
+
 void pb_put_varint(struct rt_buf *b, uint64_t v)
 {
 	uint8_t tmp[10];
@@ -47,9 +59,7 @@ void pb_put_varint(struct rt_buf *b, uint64_t v)
 void pb_put_uint(struct rt_buf *b, uint32_t field, uint64_t v)
 {
 	uint8_t tmp[20];
-	size_t n = pb_encode_varint(tmp, pb_tag(field, PB_WIRE_VARINT));
-	n += pb_encode_varint(tmp + n, v);
-	rt_buf_append(b, tmp, n);
+	rt_buf_append(b, tmp, pb_encode_uint_field(tmp, field, v));
 }
 
 void pb_put_int64(struct rt_buf *b, uint32_t field, int64_t v)
@@ -60,9 +70,7 @@ void pb_put_int64(struct rt_buf *b, uint32_t field, int64_t v)
 void pb_put_len_header(struct rt_buf *b, uint32_t field, size_t len)
 {
 	uint8_t tmp[20];
-	size_t n = pb_encode_varint(tmp, pb_tag(field, PB_WIRE_LEN));
-	n += pb_encode_varint(tmp + n, len);
-	rt_buf_append(b, tmp, n);
+	rt_buf_append(b, tmp, pb_encode_len_header(tmp, field, len));
 }
 
 void pb_put_bytes(struct rt_buf *b, uint32_t field, const void *p, size_t len)

@@ -20,8 +20,12 @@ size_t pb_uint_field_size(uint32_t field, uint64_t v);
 /* Bytes of a whole length-delimited field whose body is len bytes. */
 size_t pb_len_field_size(uint32_t field, size_t len);
 
-/* Writes v as a varint into dst (room for 10 bytes); returns bytes written. */
+/* Writers into caller memory (for small messages assembled in a scratch
+ * buffer, then appended at once); each returns the bytes written.
+ * pb_encode_varint needs room for 10 bytes, the field writers for 20. */
 size_t pb_encode_varint(uint8_t *dst, uint64_t v);
+size_t pb_encode_uint_field(uint8_t *dst, uint32_t field, uint64_t v);
+size_t pb_encode_len_header(uint8_t *dst, uint32_t field, size_t len);
 void pb_put_varint(struct rt_buf *b, uint64_t v);
 void pb_put_uint(struct rt_buf *b, uint32_t field, uint64_t v);
 void pb_put_int64(struct rt_buf *b, uint32_t field, int64_t v);

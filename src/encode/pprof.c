@@ -354,12 +354,19 @@ static const struct enc_stack *stack_packed(struct enc *e, const struct profile_
 		e->failed = true;
 		return NULL;
 	}
+	uint8_t chunk[256];
+	size_t used = 0;
 	for (uint32_t i = 0; i < v->depth; i++) {
 		uint32_t id = location_id(e, v->pcs[i]);
 		if (!id)
 			return NULL;
-		pb_put_varint(&e->packed, id);
+		used += pb_encode_varint(chunk + used, id);
+		if (used > sizeof(chunk) - 10) {
+			rt_buf_append(&e->packed, chunk, used);
+			used = 0;
+		}
 	}
+	rt_buf_append(&e->packed, chunk, used);
 	if (e->packed.failed) {
 		e->failed = true;
 		return NULL;
@@ -415,20 +422,22 @@ static size_t label_size(const struct enc_label *l)
 	return n;
 }
 
-static void put_label(struct rt_buf *out, const struct enc_label *l)
+/* Writes a whole Label field into dst (room for 70 bytes). */
+static size_t encode_label(uint8_t *dst, const struct enc_label *l)
 {
-	pb_put_len_header(out, F_SAMPLE_LABEL, label_size(l));
+	size_t n = pb_encode_len_header(dst, F_SAMPLE_LABEL, label_size(l));
 	if (l->key)
-		pb_put_uint(out, F_LABEL_KEY, l->key);
+		n += pb_encode_uint_field(dst + n, F_LABEL_KEY, l->key);
 	if (!l->is_num) {
 		if (l->str)
-			pb_put_uint(out, F_LABEL_STR, l->str);
-		return;
+			n += pb_encode_uint_field(dst + n, F_LABEL_STR, l->str);
+		return n;
 	}
 	if (l->num)
-		pb_put_int64(out, F_LABEL_NUM, l->num);
+		n += pb_encode_uint_field(dst + n, F_LABEL_NUM, (uint64_t)l->num);
 	if (l->num_unit)
-		pb_put_uint(out, F_LABEL_NUM_UNIT, l->num_unit);
+		n += pb_encode_uint_field(dst + n, F_LABEL_NUM_UNIT, l->num_unit);
+	return n;
 }
 
 static void put_sample(struct enc *e, struct rt_buf *out, const struct profile_sample_view *v,
@@ -458,14 +467,21 @@ static void put_sample(struct enc *e, struct rt_buf *out, const struct profile_s
 	if (st->len)
 		size += pb_len_field_size(F_SAMPLE_LOCATION_ID, st->len);
 
-	pb_put_len_header(out, F_PROFILE_SAMPLE, size);
+	/* Values and labels are small and bounded: assemble them in scratch
+	 * (at most 20 + 13 * 10 + 16 * 70 bytes) and append once. */
+	uint8_t scratch[1280];
+	size_t n = pb_encode_len_header(scratch, F_PROFILE_SAMPLE, size);
 	if (st->len)
-		pb_put_bytes(out, F_SAMPLE_LOCATION_ID, e->packed.data + st->offset, st->len);
-	pb_put_len_header(out, F_SAMPLE_VALUE, values_len);
+		n += pb_encode_len_header(scratch + n, F_SAMPLE_LOCATION_ID, st->len);
+	rt_buf_append(out, scratch, n);
+	if (st->len)
+		rt_buf_append(out, e->packed.data + st->offset, st->len);
+	n = pb_encode_len_header(scratch, F_SAMPLE_VALUE, values_len);
 	for (uint32_t i = 0; i < n_slots; i++)
-		pb_put_varint(out, (uint64_t)v->values[slots[i]]);
+		n += pb_encode_varint(scratch + n, (uint64_t)v->values[slots[i]]);
 	for (uint32_t i = 0; i < n_labels; i++)
-		put_label(out, &labels[i]);
+		n += encode_label(scratch + n, &labels[i]);
+	rt_buf_append(out, scratch, n);
 }
 
 static void put_mapping(struct rt_buf *out, uint32_t id, const struct enc_mapping *m)

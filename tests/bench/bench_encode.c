@@ -1,8 +1,12 @@
 /* Encoder benchmark: a profile of 10k distinct stacks of depth 30 (the
  * recorder's memory for it, the add rate), then pprof encode time and
- * size, then gzip time and size.  Prints "BENCH encode: ..." lines. */
+ * size, then gzip time and size.  Prints "BENCH encode: ..." lines.
+ *   bench_encode [OUT.pb.gz]  also writes the compressed profile (for the
+ *   script's comparison with go tool pprof). */
+#include <fcntl.h>
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "encode/gzip.h"
 #include "encode/pprof.h"
@@ -33,7 +37,16 @@ static bool resolve(void *ctx, uint64_t pc, struct sw_frame_info *out)
 	return true;
 }
 
-int main(void)
+static bool write_file(const char *path, const struct rt_buf *b)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		return false;
+	bool ok = rt_write_all(fd, b->data, b->len) == 0;
+	return close(fd) == 0 && ok;
+}
+
+int main(int argc, char **argv)
 {
 	for (int i = 0; i < FUNCTIONS; i++)
 		snprintf(names[i], sizeof(names[i]), "bench::module%d::function_%d", i % 37, i);
@@ -105,6 +118,10 @@ int main(void)
 	printf("BENCH encode: gzip = %.2f ms (level %d, %.1f KiB, ratio %.2f)\n", t_gz * 1e3, GZ_LEVEL_DEFAULT,
 	       (double)gz.len / 1024.0, (double)out.len / (double)gz.len);
 	printf("BENCH encode: encode_plus_gzip = %.2f ms (per 10k-stack profile)\n", (best + t_gz) * 1e3);
+	if (argc > 1 && !write_file(argv[1], &gz)) {
+		perror(argv[1]);
+		return 1;
+	}
 	rt_buf_free(&gz);
 	rt_buf_free(&out);
 	profile_release(p);
