@@ -250,12 +250,16 @@ static void init_tables(struct gz_state *s)
 	for (uint32_t c = 0; c < NUM_DIST; c++) {
 		s->dist_extra[c] = (uint8_t)(c < 2 ? 0 : (c - 2) / 2);
 		s->dist_base[c] = (uint16_t)base;
-		for (uint32_t k = 0; k < (1u << s->dist_extra[c]); k++) {
+		/* Codes from 16 on start at multiples of 128 and span >= 128. */
+		for (uint32_t k = 0; k < (1u << s->dist_extra[c]);) {
 			uint32_t d = base + k; /* distance - 1 */
-			if (d < 256)
+			if (d < 256) {
 				s->dist_code[d] = (uint8_t)c;
-			else
+				k++;
+			} else {
 				s->dist_code[256 + (d >> 7)] = (uint8_t)c;
+				k += 128;
+			}
 		}
 		base += 1u << s->dist_extra[c];
 	}
