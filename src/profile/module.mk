@@ -38,3 +38,12 @@ $(BUILD)/bench/bench_encode: tests/bench/bench_encode.c $(BUILD)/libcore.a
 	@mkdir -p $(dir $@)
 	$(CC) $(HOST_CFLAGS) -O2 $< $(BUILD)/libcore.a -lpthread -lm -o $@
 BENCHES += $(BUILD)/bench/bench_encode
+
+# Fuzzer: recorder + encoder, output judged by the protoc-c decoder.
+FUZZERS += $(BUILD)/fuzz/fuzz_pprof_encode
+PPROF_FUZZ_SRC := src/profile/profile.c src/profile/htab.c src/encode/pb.c src/encode/pprof.c \
+	$(filter src/rt/%,$(CORE_SRC))
+$(BUILD)/fuzz/fuzz_pprof_encode: tests/fuzz/fuzz_pprof_encode.c $(PPROF_FUZZ_SRC) $(PROFILE_PB_C) $(PROFILE_PB_H)
+	@mkdir -p $(dir $@)
+	clang -std=gnu11 -g -O1 -Isrc -Itests -I$(PROFILE_PB_DIR) -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined $< $(PPROF_FUZZ_SRC) $(PROFILE_PB_C) -lprotobuf-c -o $@
