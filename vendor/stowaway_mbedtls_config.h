@@ -77,6 +77,7 @@ size_t rt_snprintf(char *buf, size_t cap, const char *fmt, ...)
 /* ---- X.509 ---- */
 #define MBEDTLS_X509_USE_C
 #define MBEDTLS_X509_CRT_PARSE_C
+#define MBEDTLS_X509_RSASSA_PSS_SUPPORT /* TLS 1.3 servers with RSA keys sign with PSS */
 #define MBEDTLS_X509_MAX_INTERMEDIATE_CA 8
 
 /* ---- TLS client ---- */

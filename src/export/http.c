@@ -46,28 +46,39 @@ static int conn_open(const struct http_request *req, struct http_conn *c)
 			return n_addrs;
 	}
 	int rc = -ECONNREFUSED;
+	int connected = -1;
 	for (int i = 0; i < n_addrs && c->fd < 0; i++) {
 		rc = export_connect(&addrs[i], req->connect_deadline_ns);
-		if (rc >= 0)
+		if (rc >= 0) {
 			c->fd = rc;
-		else if (rc == -ETIMEDOUT)
+			connected = i;
+		} else if (rc == -ETIMEDOUT) {
 			break;
+		}
 	}
 	if (c->fd < 0)
 		return rc;
-	if (url->scheme == EXPORT_URL_HTTPS) {
-		if (!req->tls) {
-			rc = -EINVAL;
-		} else {
-			/* The handshake belongs to connecting: bound it by both. */
-			rc = export_tls_open(req->tls, c->fd, url->host, req->connect_deadline_ns,
-					     &c->tls);
-		}
-		if (rc < 0) {
+	if (url->scheme != EXPORT_URL_HTTPS)
+		return 0;
+	if (!req->tls) {
+		rc = -EINVAL;
+	} else {
+		/* The handshake belongs to connecting: bounded by its deadline. */
+		rc = export_tls_open(req->tls, c->fd, url->host, false, req->connect_deadline_ns,
+				     &c->tls);
+		if (rc == -EPROTONOSUPPORT) {
 			sys_close(c->fd);
-			c->fd = -1;
-			return rc;
+			c->fd = export_connect(&addrs[connected], req->connect_deadline_ns);
+			rc = c->fd < 0 ? c->fd
+				       : export_tls_open(req->tls, c->fd, url->host, true,
+							 req->connect_deadline_ns, &c->tls);
 		}
+	}
+	if (rc < 0) {
+		if (c->fd >= 0)
+			sys_close(c->fd);
+		c->fd = -1;
+		return rc;
 	}
 	return 0;
 }

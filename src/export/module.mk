@@ -1,24 +1,28 @@
 # Network exporters (#8): test programs, unit-test link rules and fuzzers.
 # The mbedTLS recipe is vendor/mbedtls.mk.
 
+# vendor/mbedtls.mk is included after this file, so name its product here
+# (prerequisites are expanded when a rule is read).
+EXPORT_MBEDTLS_OBJ := $(BUILD)/vendor/mbedtls.o
+
 # Drives an exporter from the environment, for tests/integration/export_*.
 EXPORT_DRIVER := $(BUILD)/tests/export_driver
 TEST_PROGRAMS += $(EXPORT_DRIVER)
 
 # mbedtls.o first: it pulls tls.o (and the rest) out of libcore.a.
-$(EXPORT_DRIVER): tests/integration/export_driver.c $(BUILD)/libcore.a $(MBEDTLS_OBJ)
+$(EXPORT_DRIVER): tests/integration/export_driver.c $(BUILD)/libcore.a $(EXPORT_MBEDTLS_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(HOST_CFLAGS) $< $(MBEDTLS_OBJ) $(BUILD)/libcore.a -lpthread -lm -o $@
+	$(CC) $(HOST_CFLAGS) $< $(EXPORT_MBEDTLS_OBJ) $(BUILD)/libcore.a -lpthread -lm -o $@
 
 # Unit tests that reach the exporters (and so TLS) also link mbedTLS.
 EXPORT_TLS_TESTS := test_multipart
 $(patsubst %,$(BUILD)/tests/%,$(EXPORT_TLS_TESTS)): $(BUILD)/tests/%: tests/unit/%.c \
-		$(BUILD)/libcore.a $(MBEDTLS_OBJ) $(UNIT_EXTRA_SRC)
+		$(BUILD)/libcore.a $(EXPORT_MBEDTLS_OBJ) $(UNIT_EXTRA_SRC)
 	@mkdir -p $(dir $@)
-	$(CC) $(HOST_CFLAGS) $< $(UNIT_EXTRA_SRC) $(MBEDTLS_OBJ) $(BUILD)/libcore.a \
+	$(CC) $(HOST_CFLAGS) $< $(UNIT_EXTRA_SRC) $(EXPORT_MBEDTLS_OBJ) $(BUILD)/libcore.a \
 		$(UNIT_EXTRA_LIBS) -lpthread -lm -o $@
 $(patsubst %,$(BUILD)/tests/san/%,$(EXPORT_TLS_TESTS)): $(BUILD)/tests/san/%: tests/unit/%.c \
-		$(BUILD)/libcore-san.a $(MBEDTLS_OBJ) $(UNIT_EXTRA_SRC)
+		$(BUILD)/libcore-san.a $(EXPORT_MBEDTLS_OBJ) $(UNIT_EXTRA_SRC)
 	@mkdir -p $(dir $@)
-	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $< $(UNIT_EXTRA_SRC) $(MBEDTLS_OBJ) \
+	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $< $(UNIT_EXTRA_SRC) $(EXPORT_MBEDTLS_OBJ) \
 		$(BUILD)/libcore-san.a $(UNIT_EXTRA_LIBS) -lpthread -lm -o $@

@@ -117,7 +117,8 @@ psa_status_t mbedtls_psa_external_get_random(mbedtls_psa_external_random_context
 
 struct export_tls_config {
 	mbedtls_x509_crt ca_chain;
-	mbedtls_ssl_config ssl;
+	mbedtls_ssl_config ssl;      /* TLS 1.2 and 1.3 */
+	mbedtls_ssl_config ssl_tls12; /* TLS 1.2 without RSA-PSS, see export_tls_open */
 	char ca_path[256];
 };
 
@@ -173,6 +174,37 @@ static int load_bundle(mbedtls_x509_crt *chain, const char *path)
 	return (int)(after - before);
 }
 
+static bool setup_ssl_config(struct export_tls_config *cfg, mbedtls_ssl_config *conf,
+			     mbedtls_ssl_protocol_version max_version)
+{
+	int rc = mbedtls_ssl_config_defaults(conf, MBEDTLS_SSL_IS_CLIENT,
+					     MBEDTLS_SSL_TRANSPORT_STREAM,
+					     MBEDTLS_SSL_PRESET_DEFAULT);
+	if (rc != 0) {
+		rt_error("tls: configuration failed (-0x%x)", (unsigned)-rc);
+		return false;
+	}
+	/* Verification is required, always. */
+	mbedtls_ssl_conf_authmode(conf, MBEDTLS_SSL_VERIFY_REQUIRED);
+	mbedtls_ssl_conf_ca_chain(conf, &cfg->ca_chain, NULL);
+	mbedtls_ssl_conf_rng(conf, mbedtls_psa_get_random, MBEDTLS_PSA_RANDOM_STATE);
+	mbedtls_ssl_conf_min_tls_version(conf, MBEDTLS_SSL_VERSION_TLS1_2);
+	mbedtls_ssl_conf_max_tls_version(conf, max_version);
+	if (max_version == MBEDTLS_SSL_VERSION_TLS1_2) {
+		static const uint16_t tls12_sig_algs[] = {
+			MBEDTLS_TLS1_3_SIG_ECDSA_SECP256R1_SHA256,
+			MBEDTLS_TLS1_3_SIG_ECDSA_SECP384R1_SHA384,
+			MBEDTLS_TLS1_3_SIG_ECDSA_SECP521R1_SHA512,
+			MBEDTLS_TLS1_3_SIG_RSA_PKCS1_SHA256,
+			MBEDTLS_TLS1_3_SIG_RSA_PKCS1_SHA384,
+			MBEDTLS_TLS1_3_SIG_RSA_PKCS1_SHA512,
+			MBEDTLS_TLS1_3_SIG_NONE,
+		};
+		mbedtls_ssl_conf_sig_algs(conf, tls12_sig_algs);
+	}
+	return true;
+}
+
 static bool psa_ready(void)
 {
 	static atomic_int done;
@@ -196,6 +228,7 @@ struct export_tls_config *export_tls_config_create(const char *ca_file)
 		return NULL;
 	mbedtls_x509_crt_init(&cfg->ca_chain);
 	mbedtls_ssl_config_init(&cfg->ssl);
+	mbedtls_ssl_config_init(&cfg->ssl_tls12);
 	int loaded = -ENOENT;
 	if (ca_file && ca_file[0]) {
 		loaded = load_bundle(&cfg->ca_chain, ca_file);
@@ -220,20 +253,11 @@ struct export_tls_config *export_tls_config_create(const char *ca_file)
 			return NULL;
 		}
 	}
-	int rc = mbedtls_ssl_config_defaults(&cfg->ssl, MBEDTLS_SSL_IS_CLIENT,
-					     MBEDTLS_SSL_TRANSPORT_STREAM,
-					     MBEDTLS_SSL_PRESET_DEFAULT);
-	if (rc != 0) {
-		rt_error("tls: configuration failed (-0x%x)", (unsigned)-rc);
+	if (!setup_ssl_config(cfg, &cfg->ssl, MBEDTLS_SSL_VERSION_TLS1_3) ||
+	    !setup_ssl_config(cfg, &cfg->ssl_tls12, MBEDTLS_SSL_VERSION_TLS1_2)) {
 		export_tls_config_destroy(cfg);
 		return NULL;
 	}
-	/* Verification is required, always. */
-	mbedtls_ssl_conf_authmode(&cfg->ssl, MBEDTLS_SSL_VERIFY_REQUIRED);
-	mbedtls_ssl_conf_ca_chain(&cfg->ssl, &cfg->ca_chain, NULL);
-	mbedtls_ssl_conf_rng(&cfg->ssl, mbedtls_psa_get_random, MBEDTLS_PSA_RANDOM_STATE);
-	mbedtls_ssl_conf_min_tls_version(&cfg->ssl, MBEDTLS_SSL_VERSION_TLS1_2);
-	mbedtls_ssl_conf_max_tls_version(&cfg->ssl, MBEDTLS_SSL_VERSION_TLS1_3);
 	rt_debug("tls: trusting %d certificates from %s", loaded, cfg->ca_path);
 	return cfg;
 }
@@ -243,6 +267,7 @@ void export_tls_config_destroy(struct export_tls_config *cfg)
 	if (!cfg)
 		return;
 	mbedtls_ssl_config_free(&cfg->ssl);
+	mbedtls_ssl_config_free(&cfg->ssl_tls12);
 	mbedtls_x509_crt_free(&cfg->ca_chain);
 	rt_free(cfg);
 }
@@ -313,7 +338,7 @@ static void log_verify_failure(struct export_tls_session *s, const char *hostnam
 		why, flags);
 }
 
-int export_tls_open(struct export_tls_config *cfg, int fd, const char *hostname,
+int export_tls_open(struct export_tls_config *cfg, int fd, const char *hostname, bool tls12_only,
 		    uint64_t deadline_ns, struct export_tls_session **out)
 {
 	*out = NULL;
@@ -322,7 +347,7 @@ int export_tls_open(struct export_tls_config *cfg, int fd, const char *hostname,
 		return -ENOMEM;
 	s->fd = fd;
 	mbedtls_ssl_init(&s->ssl);
-	int rc = mbedtls_ssl_setup(&s->ssl, &cfg->ssl);
+	int rc = mbedtls_ssl_setup(&s->ssl, tls12_only ? &cfg->ssl_tls12 : &cfg->ssl);
 	/* SNI, and the name every certificate is checked against. */
 	if (rc == 0)
 		rc = mbedtls_ssl_set_hostname(&s->ssl, hostname);
@@ -342,6 +367,11 @@ int export_tls_open(struct export_tls_config *cfg, int fd, const char *hostname,
 		if (rc == MBEDTLS_ERR_X509_CERT_VERIFY_FAILED) {
 			log_verify_failure(s, hostname);
 			result = -EACCES;
+			break;
+		}
+		if (rc == MBEDTLS_ERR_SSL_ILLEGAL_PARAMETER && !tls12_only &&
+		    mbedtls_ssl_get_version_number(&s->ssl) == MBEDTLS_SSL_VERSION_TLS1_2) {
+			result = -EPROTONOSUPPORT;
 			break;
 		}
 		result = wait_for(s, rc, deadline_ns);

@@ -4,6 +4,7 @@
 #ifndef STOWAWAY_EXPORT_TLS_H
 #define STOWAWAY_EXPORT_TLS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,8 +19,14 @@ void export_tls_config_destroy(struct export_tls_config *cfg);
 
 /* Runs the handshake on a connected non-blocking socket fd (which the
  * session does not own) and verifies the peer for `hostname`.  0 and
- * *out, or -errno (-EACCES: the certificate was rejected). */
-int export_tls_open(struct export_tls_config *cfg, int fd, const char *hostname,
+ * *out, or -errno (-EACCES: the certificate was rejected).
+ *
+ * -EPROTONOSUPPORT: the server chose TLS 1.2 and signed with RSA-PSS,
+ * which mbedTLS 3.6.6 offers (TLS 1.3 needs it) but rejects in TLS 1.2;
+ * reconnect and call again with tls12_only, which offers TLS 1.2 with
+ * PKCS#1 v1.5 RSA signatures only.  (The server picked TLS 1.2 itself,
+ * so this loses nothing it would have negotiated.) */
+int export_tls_open(struct export_tls_config *cfg, int fd, const char *hostname, bool tls12_only,
 		    uint64_t deadline_ns, struct export_tls_session **out);
 int export_tls_write_all(struct export_tls_session *s, const void *p, size_t n,
 			 uint64_t deadline_ns);
