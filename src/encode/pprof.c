@@ -599,7 +599,8 @@ void pprof_opts_for_kind(struct pprof_opts *o, enum sw_kind kind, int64_t period
 	o->default_slot = o->period_slot;
 }
 
-#define MAX_COMMENTS 64
+#define MAX_COMMENTS 64 /* opts->comments plus the recorder notes */
+#define MAX_NOTES 2 /* the recorder's overflow and dropped-label notes */
 #define COMMENT_BYTES 160
 
 static bool slot_valid(int slot, uint32_t mask, bool must_be_selected)
@@ -635,7 +636,7 @@ static void put_tables(struct enc *e, struct rt_buf *out, const struct pprof_opt
 		default_type = str_index(e, sw_value_type_name((enum sw_value_slot)o->default_slot));
 	uint32_t comments[MAX_COMMENTS];
 	uint32_t n_comments = 0;
-	for (uint32_t i = 0; i < o->n_comments && n_comments < MAX_COMMENTS; i++)
+	for (uint32_t i = 0; i < o->n_comments && n_comments < MAX_COMMENTS - MAX_NOTES; i++)
 		comments[n_comments++] = str_index(e, o->comments[i]);
 	for (uint32_t i = 0; i < n_notes && n_comments < MAX_COMMENTS; i++)
 		comments[n_comments++] = str_index(e, notes[i]);
@@ -726,7 +727,7 @@ int pprof_encode(const struct profile *p, uint32_t slot_mask, const struct pprof
 
 	struct profile_stats st;
 	profile_get_stats(p, &st);
-	char notes[2][COMMENT_BYTES];
+	char notes[MAX_NOTES][COMMENT_BYTES];
 	uint32_t n_notes = 0;
 	if (st.overflowed_adds)
 		rt_snprintf(notes[n_notes++], COMMENT_BYTES,

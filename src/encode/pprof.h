@@ -38,7 +38,7 @@ struct pprof_opts {
 	const char *drop_frames; /* regexes for tools; NULL or "": unset */
 	const char *keep_frames;
 	const char *doc_url;
-	const char *const *comments; /* extra comment lines */
+	const char *const *comments; /* extra comment lines (the first 62 are kept) */
 	uint32_t n_comments;
 };
 
@@ -47,7 +47,10 @@ struct pprof_opts {
 void pprof_opts_for_kind(struct pprof_opts *o, enum sw_kind kind, int64_t period);
 
 /* Appends the encoded profile to out.  slot_mask: SW_V_BIT()s, non-empty.
- * resolve may be NULL (no symbols).  Returns 0, -EINVAL (bad mask or
+ * The profile must be detached (no concurrent profile_add).  resolve is
+ * called once per distinct pc, on this thread, and may be NULL (no
+ * symbols).  Comments also report samples merged into "[overflow]" and
+ * labels dropped by the recorder.  Returns 0, -EINVAL (bad mask or
  * options) or -ENOMEM (out is then unusable). */
 int pprof_encode(const struct profile *p, uint32_t slot_mask, const struct pprof_opts *o,
 		 sw_resolve_fn resolve, void *resolve_ctx, struct rt_buf *out);
