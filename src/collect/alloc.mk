@@ -1,0 +1,18 @@
+# Allocation profiler (#7): known-answer workloads and the benchmark driver.
+# Included from src/collect/module.mk.
+ALLOC_WL_CFLAGS := -O2 -g -Wall -Wextra -Werror -fno-omit-frame-pointer -fno-builtin
+ALLOC_WL := $(BUILD)/workloads
+
+$(ALLOC_WL)/alloc_known: tests/workloads/alloc_known.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLOC_WL_CFLAGS) $< -o $@
+
+$(ALLOC_WL)/alloc_known-musl: tests/workloads/alloc_known.c
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) $(ALLOC_WL_CFLAGS) $< -o $@
+
+$(ALLOC_WL)/alloc_known_cxx: tests/workloads/alloc_known_cxx.cpp
+	@mkdir -p $(dir $@)
+	g++ -std=c++17 $(ALLOC_WL_CFLAGS) $< -o $@
+
+TEST_PROGRAMS += $(ALLOC_WL)/alloc_known $(ALLOC_WL)/alloc_known-musl $(ALLOC_WL)/alloc_known_cxx
