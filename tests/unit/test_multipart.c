@@ -1,0 +1,69 @@
+/* The Datadog event.json and tags, and the Pyroscope ingest target. */
+#include <string.h>
+
+#include "check.h"
+#include "export/datadog.h"
+#include "export/pyroscope.h"
+
+static void fill_cfg(struct sw_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	strcpy(cfg->service, "my\"svc,x");
+	strcpy(cfg->env, "prod");
+	strcpy(cfg->version, "");
+	strcpy(cfg->tags, "team:a,k:v\\w");
+	cfg->cpu_hz = 100;
+}
+
+static void test_event_json(void)
+{
+	struct sw_config cfg;
+	fill_cfg(&cfg);
+	struct sw_export_batch batch = {
+		.start_ns = 1767225540000000001ull,
+		.end_ns = 1767225600123456789ull,
+		.pid = 42,
+		.runtime_id = "rid-1",
+	};
+	struct rt_buf b = {0};
+	export_datadog_event_json(&cfg, "host\n1", &batch, &b);
+	rt_buf_append_byte(&b, 0);
+	CHECK(!b.failed);
+	const char *want = "{\"attachments\":[\"profile.pprof\"],\"tags_profiler\":\"service:my\\\"svc_x,"
+			   "env:prod,language:native,runtime-id:rid-1,profiler_version:" STOWAWAY_VERSION
+			   ",host:host\\n1,process_id:42,team:a,k:v\\\\w\",\"start\":"
+			   "\"2025-12-31T23:59:00.000000001Z\",\"end\":\"2026-01-01T00:00:00.123456789Z\","
+			   "\"family\":\"native\",\"version\":\"4\",\"internal\":{},\"info\":{}}";
+	if (strcmp((char *)b.data, want) != 0)
+		fprintf(stderr, "  got  %s\n  want %s\n", (char *)b.data, want);
+	CHECK(strcmp((char *)b.data, want) == 0);
+	rt_buf_free(&b);
+}
+
+static void test_pyroscope_target(void)
+{
+	struct sw_config cfg;
+	fill_cfg(&cfg);
+	struct rt_buf b = {0};
+	export_pyroscope_target(&cfg, "/prefix/", SW_KIND_CPU, 1000000000000ull, 1060500000000ull,
+				&b);
+	rt_buf_append_byte(&b, 0);
+	const char *want = "/prefix/ingest?name=my_svc_x%7Benv%3Dprod%2Cteam%3Da%2Ck%3Dv_w%7D"
+			   "&from=1000&until=1061&format=pprof&spyName=stowaway&sampleRate=100";
+	if (strcmp((char *)b.data, want) != 0)
+		fprintf(stderr, "  got  %s\n  want %s\n", (char *)b.data, want);
+	CHECK(strcmp((char *)b.data, want) == 0);
+	rt_buf_reset(&b);
+	export_pyroscope_target(&cfg, "", SW_KIND_WALL, 0, 0, &b);
+	rt_buf_append_byte(&b, 0);
+	CHECK(strncmp((char *)b.data, "/ingest?name=", 13) == 0);
+	CHECK(strstr((char *)b.data, "sampleRate") == NULL);
+	rt_buf_free(&b);
+}
+
+int main(void)
+{
+	RUN(test_event_json);
+	RUN(test_pyroscope_target);
+	return CHECK_DONE();
+}
