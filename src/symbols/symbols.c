@@ -481,6 +481,25 @@ void symbols_collect_garbage(void)
 	rt_mutex_unlock(&registry_lock);
 }
 
+bool symbols_stack_bounds_of(uint64_t sp, uint64_t *lo, uint64_t *hi)
+{
+	struct rt_buf text = {0};
+	struct maps_entry e;
+	size_t pos = 0;
+	bool found = false;
+	if (read_maps(&text)) {
+		while (!found && maps_next((const char *)text.data, text.len, &pos, &e)) {
+			if (sp >= e.start && sp < e.end && is_stack_candidate(&e)) {
+				*lo = e.start;
+				*hi = e.end;
+				found = true;
+			}
+		}
+	}
+	rt_buf_free(&text);
+	return found;
+}
+
 void symbols_after_fork_child(void) { rt_mutex_reset(&registry_lock); }
 
 void symbols_stats(uint32_t *nmodules, uint64_t *functions, uint64_t *cfi_rows)

@@ -38,6 +38,13 @@ bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out);
  * a point where it holds none of those strings (e.g. after encoding). */
 void symbols_collect_garbage(void);
 
+/* Bounds [lo, hi) of the readable-writable anonymous mapping containing sp,
+ * read fresh from /proc/self/maps.  For the thread registration path: a new
+ * thread calls it with the address of a local and hands the bounds to the
+ * unwinder in unwind_regs.stack_lo/stack_hi, so its samples need not wait
+ * for the next refresh (until then its stack reads go through the kernel). */
+bool symbols_stack_bounds_of(uint64_t sp, uint64_t *lo, uint64_t *hi);
+
 /* In a fork child: the registry lock may have been held by a thread that no
  * longer exists. */
 void symbols_after_fork_child(void);

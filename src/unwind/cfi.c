@@ -726,13 +726,24 @@ struct cfi_table *cfi_table_build(const uint8_t *data, size_t size, uint64_t eh_
 		run_fde(data, size, eh_addr, &fdes[i], &b);
 	rt_free(fdes);
 	struct cfi_table *t = NULL;
+	uint64_t npages = ((limit - 1) >> CFI_PAGE_SHIFT) + 1;
 	if (!b.failed && b.nrows > 0 && b.nrows <= UINT32_MAX) {
-		t = rt_malloc(sizeof(*t) + b.nrows * sizeof(struct cfi_row));
+		size_t rows_bytes = b.nrows * sizeof(struct cfi_row);
+		t = rt_malloc(sizeof(*t) + rows_bytes + (npages + 1) * sizeof(uint32_t));
 		if (t != NULL) {
+			uint32_t *page_first = (uint32_t *)(void *)((uint8_t *)t->rows + rows_bytes);
 			t->base = base;
 			t->limit = limit;
 			t->nrows = (uint32_t)b.nrows;
-			rt_memcpy(t->rows, b.rows, b.nrows * sizeof(struct cfi_row));
+			t->npages = (uint32_t)npages;
+			rt_memcpy(t->rows, b.rows, rows_bytes);
+			uint32_t r = 0;
+			for (uint64_t p = 0; p <= npages; p++) {
+				while (r < t->nrows && (t->rows[r].pc >> CFI_PAGE_SHIFT) < p)
+					r++;
+				page_first[p] = r;
+			}
+			t->page_first = page_first;
 		}
 	}
 	rt_free(b.rows);
@@ -746,7 +757,12 @@ const struct cfi_row *cfi_table_lookup(const struct cfi_table *t, uint64_t pc)
 	if (t == NULL || pc < t->base || pc - t->base >= t->limit || t->nrows == 0)
 		return NULL;
 	uint32_t rel = (uint32_t)(pc - t->base);
-	uint32_t lo = 0, hi = t->nrows; /* first row with pc > rel is in [lo, hi] */
+	uint32_t page = rel >> CFI_PAGE_SHIFT;
+	if (page >= t->npages)
+		return NULL;
+	/* The answer is the last row with pc <= rel: among the rows of this page,
+	 * or the last row before it. */
+	uint32_t lo = t->page_first[page], hi = t->page_first[page + 1];
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 		if (t->rows[mid].pc <= rel)

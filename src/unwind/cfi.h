@@ -44,10 +44,17 @@ struct cfi_row {
 	uint16_t reserved;
 };
 
+/* Lookups first go through a page index (rows of one 4 KiB page of code are
+ * contiguous) so a lookup in a cold cache touches two or three pages, not a
+ * whole binary search's worth. */
+#define CFI_PAGE_SHIFT 12
 struct cfi_table {
 	uint64_t base;  /* link-time address of pc == 0 */
 	uint64_t limit; /* rows cover link-time [base, base + limit) at most */
 	uint32_t nrows;
+	uint32_t npages; /* page_first has npages + 1 entries */
+	/* page_first[p] = number of rows whose pc lies below page p. */
+	const uint32_t *page_first;
 	struct cfi_row rows[];
 };
 

@@ -323,44 +323,49 @@ static enum step_result step_fp(struct stack_view *v, struct frame *f)
 
 #endif
 
-/* True when f's pc is a signal trampoline (rt_sigreturn code, or an 'S' FDE). */
-static bool at_signal_trampoline(const struct snapshot *s, const struct frame *f, uint32_t flags)
+/* The CFI row for frame f (NULL: none, or frame pointers only). */
+static const struct cfi_row *row_for(const struct snapshot *s, const struct frame *f, uint32_t flags)
 {
-	if (at_sigreturn(s, f->pc))
-		return true;
 #if defined(__x86_64__)
-	if (!(flags & UNWIND_FLAG_FP_ONLY)) {
-		const struct cfi_row *row = cfi_for(s, f->exact ? f->pc : f->pc - 1);
-		return row != NULL && row->kind == CFI_SIGNAL;
-	}
+	if (!(flags & UNWIND_FLAG_FP_ONLY))
+		return cfi_for(s, f->exact ? f->pc : f->pc - 1);
 #else
+	RT_UNUSED(s);
+	RT_UNUSED(f);
 	RT_UNUSED(flags);
 #endif
-	return false;
+	return NULL;
+}
+
+/* True when f's pc is a signal trampoline: an 'S' FDE says so, or, where no
+ * usable CFI row exists, the code bytes are rt_sigreturn. */
+static bool at_signal_trampoline(const struct snapshot *s, const struct frame *f,
+				 const struct cfi_row *row)
+{
+	if (row != NULL && row->kind == CFI_SIGNAL)
+		return true;
+	if (row != NULL && row->kind != CFI_UNSUPPORTED)
+		return false;
+	return at_sigreturn(s, f->pc);
 }
 
 /* One step from frame f to its caller. */
-static enum step_result step(const struct snapshot *s, struct stack_view *v, struct frame *f,
-			     uint32_t flags)
+static enum step_result step(struct stack_view *v, struct frame *f, const struct cfi_row *row)
 {
 #if defined(__x86_64__)
-	if (!(flags & UNWIND_FLAG_FP_ONLY)) {
-		const struct cfi_row *row = cfi_for(s, f->exact ? f->pc : f->pc - 1);
-		if (row != NULL) {
-			switch (row->kind) {
-			case CFI_OUTERMOST:
-				return STEP_OUTERMOST;
-			case CFI_NORMAL:
-			case CFI_PLT:
-				return step_cfi(v, f, row);
-			default:
-				break; /* unsupported rule, signal frames handled by the caller */
-			}
+	if (row != NULL) {
+		switch (row->kind) {
+		case CFI_OUTERMOST:
+			return STEP_OUTERMOST;
+		case CFI_NORMAL:
+		case CFI_PLT:
+			return step_cfi(v, f, row);
+		default:
+			break; /* unsupported rule: frame pointers */
 		}
 	}
 #else
-	RT_UNUSED(s);
-	RT_UNUSED(flags);
+	RT_UNUSED(row);
 #endif
 	return step_fp(v, f);
 }
@@ -389,7 +394,8 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 	f.fp_known = true;
 	f.exact = true;
 	pcs[n++] = f.pc;
-	bool trampoline = at_signal_trampoline(s, &f, flags);
+	const struct cfi_row *row = row_for(s, &f, flags);
+	bool trampoline = at_signal_trampoline(s, &f, row);
 	/* Invariant n == i + 1: each iteration writes one pc or stops. */
 	for (uint32_t i = 0; i < max; i++) {
 		if (trampoline) {
@@ -404,7 +410,7 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 			view_for_sp(&view, s, regs, f.sp, remote);
 		} else {
 			uint64_t old_sp = f.sp;
-			enum step_result r = step(s, &view, &f, flags);
+			enum step_result r = step(&view, &f, row);
 			if (r == STEP_OUTERMOST || (r == STEP_OK && f.pc == 0)) {
 				why = UNWIND_END_OUTERMOST;
 				break;
@@ -412,7 +418,8 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 			if (r != STEP_OK || f.sp <= old_sp || !is_code(s, f.pc))
 				break;
 		}
-		trampoline = at_signal_trampoline(s, &f, flags);
+		row = row_for(s, &f, flags);
+		trampoline = at_signal_trampoline(s, &f, row);
 		if (n == max) {
 			why = UNWIND_END_TRUNCATED;
 			break;
