@@ -1,0 +1,250 @@
+/* ELF reader, maps parser and symbol registry: checked against readelf and
+ * against corrupted inputs. */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "symbols/elf.h"
+#include "symbols/maps.h"
+#include "symbols/symbols.h"
+#include "unit/check.h"
+#include "unwind/cfi.h"
+
+static uint8_t *read_whole(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	if (f == NULL)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long len = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	uint8_t *buf = malloc((size_t)len);
+	*n = fread(buf, 1, (size_t)len, f);
+	fclose(f);
+	return buf;
+}
+
+/* The build id readelf prints for path, or "". */
+static void readelf_build_id(const char *path, char *out, size_t cap)
+{
+	char cmd[512], line[512];
+	out[0] = 0;
+	char real[256];
+	ssize_t len = readlink(path, real, sizeof(real) - 1);
+	if (len <= 0)
+		snprintf(real, sizeof(real), "%s", path);
+	else
+		real[len] = 0;
+	snprintf(cmd, sizeof(cmd), "readelf -n '%s' 2>/dev/null", real);
+	FILE *p = popen(cmd, "r");
+	if (p == NULL)
+		return;
+	while (fgets(line, sizeof(line), p)) {
+		char *at = strstr(line, "Build ID: ");
+		if (at != NULL) {
+			snprintf(out, cap, "%s", at + 10);
+			out[strcspn(out, "\n")] = 0;
+		}
+	}
+	pclose(p);
+}
+
+static void test_own_executable(void)
+{
+	size_t n;
+	uint8_t *buf = read_whole("/proc/self/exe", &n);
+	struct elf_image img;
+	char hex[ELF_BUILD_ID_HEX_CAP], want[256];
+	CHECK(buf != NULL && elf_open(&img, buf, n));
+	CHECK(elf_build_id_hex(&img, hex, sizeof(hex)));
+	readelf_build_id("/proc/self/exe", want, sizeof(want));
+	CHECK(want[0] != 0 && strcmp(hex, want) == 0);
+
+	struct elf_symbol_iter it;
+	struct elf_symbol sym;
+	int found_main = 0;
+	CHECK(elf_symbols_begin(&img, 2 /* SHT_SYMTAB */, &it));
+	while (elf_symbols_next(&it, &sym))
+		if (strcmp(sym.name, "test_own_executable") == 0)
+			found_main = sym.size > 0;
+	CHECK(found_main);
+
+	struct elf_section eh;
+	uint64_t lo, hi;
+	CHECK(elf_eh_frame(&img, &eh) && eh.size > 0);
+	CHECK(elf_load_range(&img, &lo, &hi) && hi > lo);
+	struct cfi_table *t = cfi_table_build(buf + eh.offset, eh.size, eh.addr, lo, hi - lo);
+	CHECK(t != NULL && t->nrows > 10);
+	cfi_table_free(t);
+	free(buf);
+}
+
+static void test_vdso_in_memory(void)
+{
+	const uint8_t *vdso = (const uint8_t *)getauxval(AT_SYSINFO_EHDR);
+	struct elf_image img;
+	struct elf_section eh;
+	struct elf_symbol_iter it;
+	struct elf_symbol sym;
+	int found = 0;
+	CHECK(vdso != NULL && elf_open(&img, vdso, 8192));
+	CHECK(elf_eh_frame(&img, &eh) && eh.size > 0);
+	CHECK(elf_symbols_begin(&img, 11 /* SHT_DYNSYM */, &it));
+	while (elf_symbols_next(&it, &sym))
+		found |= strstr(sym.name, "clock_gettime") != NULL;
+	CHECK(found);
+}
+
+/* Mutated and truncated copies of a real ELF file must never make the reader
+ * or the .eh_frame parser read outside the buffer (run under ASan). */
+static void test_corrupted_images(void)
+{
+	size_t n;
+	uint8_t *orig = read_whole("/proc/self/exe", &n);
+	uint8_t *copy = malloc(n);
+	unsigned seed = 12345;
+	CHECK(orig != NULL && copy != NULL);
+	for (int round = 0; round < 300 && orig && copy; round++) {
+		size_t len = round % 3 == 0 ? (size_t)rand_r(&seed) % n : n;
+		uint8_t *img_bytes = malloc(len ? len : 1);
+		memcpy(img_bytes, orig, len);
+		for (int k = 0; k < 20 && len > 0; k++) {
+			size_t at = (size_t)rand_r(&seed) % (len < 4096 || k % 2 ? len : 4096);
+			img_bytes[at] = (uint8_t)rand_r(&seed);
+		}
+		struct elf_image img;
+		char hex[ELF_BUILD_ID_HEX_CAP];
+		struct elf_section eh;
+		uint64_t lo, hi, bias, off;
+		if (elf_open(&img, img_bytes, len)) {
+			(void)elf_build_id_hex(&img, hex, sizeof(hex));
+			(void)elf_load_bias(&img, 0x400000, 0x1000, &bias);
+			(void)elf_vaddr_to_offset(&img, 0x1000, &off);
+			struct elf_symbol_iter it;
+			struct elf_symbol sym;
+			if (elf_symbols_begin(&img, 2, &it))
+				while (elf_symbols_next(&it, &sym))
+					CHECK(sym.name >= (const char *)img_bytes &&
+					      sym.name < (const char *)img_bytes + len);
+			if (elf_eh_frame(&img, &eh) && elf_load_range(&img, &lo, &hi) && hi > lo &&
+			    hi - lo < (1ull << 32)) {
+				struct cfi_table *t =
+					cfi_table_build(img_bytes + eh.offset, eh.size, eh.addr, lo, hi - lo);
+				if (t != NULL)
+					(void)cfi_table_lookup(t, lo + 0x1000);
+				cfi_table_free(t);
+			}
+		}
+		free(img_bytes);
+	}
+	free(orig);
+	free(copy);
+}
+
+static void test_maps_lines(void)
+{
+	struct maps_entry e;
+	const char *l1 = "7f1234560000-7f1234580000 r-xp 00002000 fd:01 123456   /usr/lib/libc.so.6";
+	CHECK(maps_parse_line(l1, strlen(l1), &e));
+	CHECK_EQ_U64(e.start, 0x7f1234560000ull);
+	CHECK_EQ_U64(e.end, 0x7f1234580000ull);
+	CHECK_EQ_U64(e.offset, 0x2000);
+	CHECK_EQ_U64(e.dev_major, 0xfd);
+	CHECK_EQ_U64(e.inode, 123456);
+	CHECK(e.perms == (MAPS_PERM_READ | MAPS_PERM_EXEC));
+	CHECK(e.path_len == strlen("/usr/lib/libc.so.6") && memcmp(e.path, "/usr/lib/libc.so.6", e.path_len) == 0);
+	const char *l2 = "7ffd0000-7ffd2000 rw-p 00000000 00:00 0 ";
+	CHECK(maps_parse_line(l2, strlen(l2), &e) && e.path_len == 0 && e.perms == 3);
+	const char *l3 = "7ffd0000-7ffd2000 rw-s 00000000 00:05 77 /dev/shm/x (deleted)";
+	CHECK(maps_parse_line(l3, strlen(l3), &e) && (e.perms & MAPS_PERM_SHARED) && e.path_len == 20);
+	const char *bad[] = {"", "zz-10 r-xp 0 0:0 0", "2000-1000 r-xp 00000000 00:00 0",
+			     "1000-2000 r-xp", "1000-2000 r-xp 0 00:00", "1000-2000 r-xp 0 0000 0",
+			     "10000000000000000-2 r-xp 0 00:00 0"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(!maps_parse_line(bad[i], strlen(bad[i]), &e));
+	const char *text = "1000-2000 r-xp 0 00:00 0 a\ngarbage\n3000-4000 rw-p 0 00:00 0 b";
+	size_t pos = 0;
+	int count = 0;
+	while (maps_next(text, strlen(text), &pos, &e))
+		count++;
+	CHECK(count == 2);
+}
+
+int main(void);
+
+__attribute__((noinline)) static int resolve_target(int x) { return x * 3 + 1; }
+
+static void test_registry_resolve(void)
+{
+	struct sw_frame_info fi;
+	char want[256];
+	CHECK(symbols_refresh());
+	memset(&fi, 0, sizeof(fi));
+	uint64_t pc = (uint64_t)(uintptr_t)resolve_target + 1;
+	CHECK(symbols_resolve(NULL, pc, &fi));
+	CHECK(fi.function != NULL && strcmp(fi.function, "resolve_target") == 0);
+	CHECK(fi.map_start <= pc && pc < fi.map_limit && strstr(fi.map_path, "test_elf") != NULL);
+	readelf_build_id("/proc/self/exe", want, sizeof(want));
+	CHECK(strcmp(fi.build_id, want) == 0);
+	/* libc's printf through .dynsym */
+	memset(&fi, 0, sizeof(fi));
+	CHECK(symbols_resolve(NULL, (uint64_t)(uintptr_t)printf, &fi));
+	CHECK(fi.function != NULL && strstr(fi.function, "printf") != NULL);
+	CHECK(strstr(fi.map_path, "libc") != NULL && fi.build_id[0] != 0);
+	/* The vDSO, symbolized from memory. */
+	memset(&fi, 0, sizeof(fi));
+	uint64_t vdso = (uint64_t)getauxval(AT_SYSINFO_EHDR);
+	CHECK(symbols_resolve(NULL, vdso + 16, &fi) && strcmp(fi.map_path, "[vdso]") == 0);
+	/* Unknown memory: nothing, and no name. */
+	memset(&fi, 0, sizeof(fi));
+	CHECK(!symbols_resolve(NULL, 0x1000, &fi) && fi.function == NULL);
+	uint32_t modules;
+	uint64_t funcs, rows;
+	symbols_stats(&modules, &funcs, &rows);
+	CHECK(modules >= 3 && funcs > 100 && rows > 100);
+	symbols_collect_garbage();
+}
+
+/* A pc past the end of its nearest symbol is not that symbol: the bytes
+ * between the end of the last function of .text and the next mapping page. */
+static void test_no_wrong_name_past_symbol_end(void)
+{
+	size_t n;
+	uint8_t *buf = read_whole("/proc/self/exe", &n);
+	struct elf_image img;
+	struct elf_symbol_iter it;
+	struct elf_symbol sym, last = {0, 0, NULL, 0};
+	CHECK(buf != NULL && elf_open(&img, buf, n) && elf_symbols_begin(&img, 2, &it));
+	uint64_t main_value = 0;
+	while (elf_symbols_next(&it, &sym)) {
+		if (sym.value > last.value && sym.size > 0)
+			last = sym;
+		if (strcmp(sym.name, "main") == 0)
+			main_value = sym.value;
+	}
+	uint64_t bias = (uint64_t)(uintptr_t)main - main_value;
+	struct sw_frame_info fi;
+	memset(&fi, 0, sizeof(fi));
+	uint64_t past = last.value + last.size + bias;
+	if (symbols_resolve(NULL, past, &fi))
+		CHECK(fi.function == NULL || strcmp(fi.function, last.name) != 0);
+	memset(&fi, 0, sizeof(fi));
+	CHECK(symbols_resolve(NULL, past - 1, &fi) && fi.function && strcmp(fi.function, last.name) == 0);
+	free(buf);
+}
+
+int main(void)
+{
+	RUN(test_own_executable);
+	RUN(test_vdso_in_memory);
+	RUN(test_corrupted_images);
+	RUN(test_maps_lines);
+	RUN(test_registry_resolve);
+	RUN(test_no_wrong_name_past_symbol_end);
+	return CHECK_DONE();
+}

@@ -1,0 +1,251 @@
+/* The .eh_frame interpreter checked row by row against readelf's own
+ * interpretation, and the stack walker on hand-built and real stacks. */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "symbols/elf.h"
+#include "symbols/symbols.h"
+#include "unit/check.h"
+#include "unwind/cfi.h"
+#include "unwind/unwind.h"
+
+static uint8_t *read_whole(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	if (f == NULL)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long len = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	uint8_t *buf = malloc((size_t)len);
+	*n = fread(buf, 1, (size_t)len, f);
+	fclose(f);
+	return buf;
+}
+
+/* Compares every row `readelf --debug-dump=frames-interp` prints for path
+ * with our table's row at the same address.  Returns rows compared. */
+static int compare_with_readelf(const char *path, int *mismatches)
+{
+	size_t n;
+	uint8_t *buf = read_whole(path, &n);
+	struct elf_image img;
+	struct elf_section eh;
+	uint64_t lo, hi;
+	*mismatches = 0;
+	if (buf == NULL || !elf_open(&img, buf, n) || !elf_eh_frame(&img, &eh) ||
+	    !elf_load_range(&img, &lo, &hi))
+		return 0;
+	struct cfi_table *t = cfi_table_build(buf + eh.offset, eh.size, eh.addr, lo, hi - lo);
+	if (t == NULL)
+		return 0;
+	char cmd[512], line[1024];
+	snprintf(cmd, sizeof(cmd), "readelf --debug-dump=frames-interp '%s' 2>/dev/null", path);
+	FILE *p = popen(cmd, "r");
+	int compared = 0;
+	int rbp_col = -1, ra_col = -1, in_fde = 0;
+	while (p != NULL && fgets(line, sizeof(line), p)) {
+		char *tok[32];
+		int nt = 0;
+		for (char *s = strtok(line, " \n"); s && nt < 32; s = strtok(NULL, " \n")) {
+			if (s[0] == '(' && nt > 0)
+				continue; /* "r10 (r10)": the name after a register is one column */
+			tok[nt++] = s;
+		}
+		if (nt == 0)
+			continue;
+		if (nt >= 4 && strcmp(tok[3], "FDE") == 0) {
+			in_fde = 1;
+			continue;
+		}
+		if (nt >= 4 && strcmp(tok[3], "CIE") == 0) {
+			in_fde = 0;
+			continue;
+		}
+		if (strcmp(tok[0], "LOC") == 0) {
+			rbp_col = ra_col = -1;
+			for (int i = 0; i < nt; i++) {
+				if (strcmp(tok[i], "rbp") == 0)
+					rbp_col = i;
+				if (strcmp(tok[i], "ra") == 0)
+					ra_col = i;
+			}
+			continue;
+		}
+		if (!in_fde || ra_col < 0 || nt <= ra_col || strlen(tok[0]) != 16)
+			continue;
+		uint64_t loc = strtoull(tok[0], NULL, 16);
+		const struct cfi_row *row = cfi_table_lookup(t, loc);
+		const char *cfa = tok[1], *ra = tok[ra_col];
+		const char *rbp = rbp_col >= 0 ? tok[rbp_col] : "u";
+		int ok = row != NULL;
+		if (ok && strcmp(ra, "u") == 0) {
+			ok = row->kind == CFI_OUTERMOST;
+		} else if (ok && strcmp(cfa, "exp") == 0) {
+			ok = row->kind == CFI_PLT || row->kind == CFI_UNSUPPORTED || row->kind == CFI_SIGNAL;
+		} else if (ok && (strncmp(cfa, "rsp+", 4) == 0 || strncmp(cfa, "rbp+", 4) == 0) &&
+			   strncmp(ra, "c-", 2) == 0) {
+			ok = row->kind == CFI_NORMAL &&
+			     row->cfa_reg == (cfa[1] == 's' ? CFI_REG_RSP : CFI_REG_RBP) &&
+			     row->cfa_offset == atoi(cfa + 4) && row->ra_offset == -atoi(ra + 2);
+			if (strcmp(rbp, "u") == 0)
+				ok = ok && row->fp_offset == CFI_FP_SAME;
+			else if (strncmp(rbp, "c-", 2) == 0)
+				ok = ok && row->fp_offset == -atoi(rbp + 2);
+			else
+				ok = ok && row->fp_offset == CFI_FP_UNKNOWN;
+		} else if (ok) {
+			ok = row->kind == CFI_UNSUPPORTED || row->kind == CFI_SIGNAL;
+		}
+		compared++;
+		if (!ok && (*mismatches)++ < 5)
+			fprintf(stderr, "  %s: mismatch at %s cfa=%s rbp=%s ra=%s (kind %d)\n", path,
+				tok[0], cfa, rbp, ra, row ? row->kind : -1);
+	}
+	if (p != NULL)
+		pclose(p);
+	cfi_table_free(t);
+	free(buf);
+	return compared;
+}
+
+static void test_cfi_matches_readelf_libc(void)
+{
+	int mism;
+	int n = compare_with_readelf("/usr/lib/x86_64-linux-gnu/libc.so.6", &mism);
+	printf("  libc: %d rows compared, %d mismatches\n", n, mism);
+	CHECK(n > 10000 && mism == 0);
+}
+
+static void test_cfi_matches_readelf_self(void)
+{
+	char path[256];
+	ssize_t len = readlink("/proc/self/exe", path, sizeof(path) - 1);
+	int mism;
+	CHECK(len > 0);
+	path[len > 0 ? len : 0] = 0;
+	int n = compare_with_readelf(path, &mism);
+	CHECK(n > 20 && mism == 0);
+}
+
+/* ---- the walker ---- */
+
+__attribute__((noinline)) static uint64_t code_address_a(void) { return (uint64_t)(uintptr_t)__builtin_return_address(0); }
+__attribute__((noinline)) static uint64_t code_address_b(void) { return (uint64_t)(uintptr_t)__builtin_return_address(0); }
+
+/* A hand-built frame-pointer chain in a buffer given as the stack bounds. */
+static void test_fp_chain_on_fake_stack(void)
+{
+	uint64_t stack[64];
+	memset(stack, 0, sizeof(stack));
+	uint64_t ra1 = code_address_a(), ra2 = code_address_b();
+	/* frame 1 at stack[8]: saved fp -> stack[16], ra1; frame 2 at stack[16]: fp 0, ra2 */
+	stack[8] = (uint64_t)(uintptr_t)&stack[16];
+	stack[9] = ra1;
+	stack[16] = 0;
+	stack[17] = ra2;
+	struct unwind_regs r;
+	memset(&r, 0, sizeof(r));
+	r.pc = ra1;
+	r.sp = (uint64_t)(uintptr_t)&stack[0];
+	r.fp = (uint64_t)(uintptr_t)&stack[8];
+	r.stack_lo = (uint64_t)(uintptr_t)&stack[0];
+	r.stack_hi = (uint64_t)(uintptr_t)&stack[64];
+	uint64_t pcs[8];
+	enum unwind_end end;
+	uint32_t d = unwind_stack(&r, pcs, 8, UNWIND_FLAG_FP_ONLY, &end);
+	CHECK_EQ_U64(d, 3);
+	CHECK(pcs[0] == ra1 && pcs[1] == ra1 - 1 && pcs[2] == ra2 - 1);
+	CHECK(end == UNWIND_END_OUTERMOST);
+	/* Truncation at max. */
+	d = unwind_stack(&r, pcs, 2, UNWIND_FLAG_FP_ONLY, &end);
+	CHECK(d == 2 && end == UNWIND_END_TRUNCATED);
+	/* A frame pointer leaving the stack bounds stops the walk, no read. */
+	stack[16] = 0x10;
+	d = unwind_stack(&r, pcs, 8, UNWIND_FLAG_FP_ONLY, &end);
+	CHECK(d == 2 && end == UNWIND_END_BROKEN);
+	stack[16] = (uint64_t)(uintptr_t)&stack[60]; /* ra slot beyond the bounds */
+	stack[60] = (uint64_t)(uintptr_t)&stack[63];
+	stack[61] = ra1;
+	stack[63] = ~0ull;
+	d = unwind_stack(&r, pcs, 8, UNWIND_FLAG_FP_ONLY, &end);
+	CHECK(end == UNWIND_END_BROKEN && d <= 4);
+	/* A return address outside every executable mapping is not a frame. */
+	stack[16] = 0;
+	stack[17] = 0x1234;
+	d = unwind_stack(&r, pcs, 8, UNWIND_FLAG_FP_ONLY, &end);
+	CHECK(d == 2 && end == UNWIND_END_BROKEN);
+	/* A loop in the chain (fp not increasing) stops. */
+	stack[16] = (uint64_t)(uintptr_t)&stack[8];
+	stack[17] = ra2;
+	d = unwind_stack(&r, pcs, 8, UNWIND_FLAG_FP_ONLY, &end);
+	CHECK(d <= 3 && end == UNWIND_END_BROKEN);
+}
+
+struct walk {
+	uint64_t pcs[64];
+	uint32_t depth;
+	enum unwind_end end;
+};
+
+__attribute__((noinline)) static void walk_here(struct walk *w, uint32_t flags)
+{
+	struct unwind_regs r;
+	memset(&r, 0, sizeof(r));
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+			 : "=r"(r.pc), "=r"(r.sp), "=r"(r.fp));
+	w->depth = unwind_stack(&r, w->pcs, 64, flags, &w->end);
+}
+
+/* The same stack read directly and through process_vm_readv (the mode for
+ * another thread's stack) gives the same frames, ending at _start. */
+static void test_remote_reads_match_local(void)
+{
+	struct walk walks[2];
+	for (int i = 0; i < 2; i++)
+		walk_here(&walks[i], i == 0 ? 0 : UNWIND_FLAG_REMOTE);
+	const struct walk local = walks[0], remote = walks[1];
+	CHECK(local.depth >= 4 && local.depth == remote.depth);
+	CHECK(local.end == UNWIND_END_OUTERMOST && remote.end == local.end);
+	/* Frame 1 is the call site, which the compiler may duplicate. */
+	for (uint32_t i = 2; i < local.depth && i < remote.depth; i++)
+		CHECK(local.pcs[i] == remote.pcs[i]);
+	struct sw_frame_info fi;
+	memset(&fi, 0, sizeof(fi));
+	CHECK(symbols_resolve(NULL, local.pcs[local.depth - 1], &fi) && fi.function &&
+	      strcmp(fi.function, "_start") == 0);
+}
+
+static void test_warm_cost(void)
+{
+	struct walk w;
+	walk_here(&w, 0);
+	struct timespec a, b;
+	const int rounds = 20000;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	for (int i = 0; i < rounds; i++)
+		walk_here(&w, 0);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	double ns = ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / rounds;
+	printf("  warm CFI unwind: %.0f ns for %u frames (%.0f ns/frame)\n", ns, w.depth, ns / w.depth);
+	CHECK(w.depth >= 4);
+}
+
+int main(void)
+{
+	if (!symbols_refresh()) {
+		printf("FAIL symbols_refresh\n");
+		return 1;
+	}
+	RUN(test_cfi_matches_readelf_libc);
+	RUN(test_cfi_matches_readelf_self);
+	RUN(test_fp_chain_on_fake_stack);
+	RUN(test_remote_reads_match_local);
+	RUN(test_warm_cost);
+	return CHECK_DONE();
+}
