@@ -190,8 +190,8 @@ static void test_streaming_odd_chunks(void)
 		CHECK_EQ_U64(gz_compress(it->data.data, it->data.len, GZ_LEVEL_DEFAULT, &one), 0);
 		for (size_t k = 0; k < sizeof(chunk_sizes) / sizeof(chunk_sizes[0]); k++) {
 			size_t chunk = chunk_sizes[k];
-			if (chunk < 16 && it->data.len > (1u << 20))
-				chunk += 8191; /* keep the run short: still odd */
+			if (k < 3 && it->data.len > (1u << 20))
+				continue; /* keep the run short: tiny chunks only on small items */
 			struct rt_buf out = {0};
 			struct gz_stream s;
 			uint8_t *joined = malloc(one.len + 64);
@@ -219,7 +219,7 @@ static void test_streaming_odd_chunks(void)
 				CHECK(memcmp(joined, one.data, one.len) == 0);
 			}
 			CHECK(zlib_matches(joined, joined_len, it->data.data, it->data.len) == 0);
-			if (k == 2)
+			if (k == 4)
 				write_file(it->name, ".stream.gz", joined, joined_len);
 			free(joined);
 			rt_buf_free(&out);
