@@ -275,7 +275,8 @@ int export_dns_parse_response(const uint8_t *msg, size_t n, uint16_t id, const c
 }
 
 /* Asks one server for A and AAAA of name; returns addresses stored,
- * -2 if both answers were NXDOMAIN, or another negative on failure. */
+ * -ENOENT if the name has none (NXDOMAIN or no records), or another
+ * -errno on failure. */
 static int query_server(const struct export_dns_addr *server, const char *name,
 			struct export_dns_addr *out, size_t max, uint64_t deadline_ns)
 {
@@ -303,7 +304,6 @@ static int query_server(const struct export_dns_addr *server, const char *name,
 	}
 	size_t found = 0;
 	bool answered[2] = {false, false};
-	bool nxdomain[2] = {false, false};
 	/* A bounded number of datagrams: stray or forged ones are skipped. */
 	for (int dgram = 0; dgram < 16 && rc == 0 && !(answered[0] && answered[1]); dgram++) {
 		long got = export_recv_some((int)fd, buf, sizeof(buf), deadline_ns);
@@ -318,8 +318,7 @@ static int query_server(const struct export_dns_addr *server, const char *name,
 							  out + found, max - found);
 			if (r == -1)
 				continue;
-			answered[q] = true;
-			nxdomain[q] = r == -2;
+			answered[q] = true; /* with addresses, none, or NXDOMAIN */
 			if (r > 0)
 				found += (size_t)r;
 		}
@@ -327,14 +326,12 @@ static int query_server(const struct export_dns_addr *server, const char *name,
 	sys_close((int)fd);
 	if (found > 0)
 		return (int)found;
-	if (nxdomain[0] && nxdomain[1])
-		return -2;
 	if (answered[0] && answered[1])
-		return -ENOENT; /* the name exists without addresses */
+		return -ENOENT;
 	return rc < 0 ? (int)rc : -EIO;
 }
 
-/* One name against the nameservers; -2 when every server said NXDOMAIN. */
+/* One name against the nameservers; -ENOENT when it has no address. */
 static int query_name(const struct export_resolv_conf *conf, const char *name,
 		      struct export_dns_addr *out, size_t max, uint64_t deadline_ns)
 {
@@ -345,7 +342,7 @@ static int query_name(const struct export_resolv_conf *conf, const char *name,
 			return -ETIMEDOUT;
 		uint64_t server_deadline = RT_MIN(deadline_ns, now + DNS_PER_SERVER_TIMEOUT_NS);
 		last = query_server(&conf->servers[s], name, out, max, server_deadline);
-		if (last > 0 || last == -2 || last == -ENOENT)
+		if (last > 0 || last == -ENOENT)
 			return last;
 	}
 	return last;
@@ -407,7 +404,7 @@ int export_dns_resolve(const char *name, struct export_dns_addr *out, size_t max
 			result = r;
 			break;
 		}
-		if (r != -2 && r != -ENOENT)
+		if (r != -ENOENT)
 			result = r;
 	}
 	rt_free(conf);

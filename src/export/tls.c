@@ -137,7 +137,7 @@ static int load_bundle(mbedtls_x509_crt *chain, const char *path)
 	long fd = sys_open(path, O_RDONLY, 0);
 	if (fd < 0)
 		return (int)fd;
-	struct statx st;
+	struct statx st = {0};
 	long r = sys_statx((int)fd, "", AT_EMPTY_PATH, STATX_SIZE, &st);
 	if (r < 0 || st.stx_size == 0 || st.stx_size > CA_FILE_MAX) {
 		sys_close((int)fd);

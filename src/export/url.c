@@ -66,7 +66,6 @@ bool export_parse_ipv6(const char *s, size_t n, uint8_t out[16])
 			if (nbytes > 12 || !export_parse_ipv4(s + i, n - i, bytes + nbytes))
 				return false;
 			nbytes += 4;
-			i = n;
 			break;
 		}
 		unsigned v = 0;
