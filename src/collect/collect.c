@@ -5,6 +5,7 @@
  * /proc/self/task and checks that our signal handler is still ours; every
  * few seconds it refreshes the module registry. */
 #include "collect/collect.h"
+#include "collect/alloc.h"
 #include "collect/cpu.h"
 #include "collect/threads.h"
 #include "core/thread.h"
@@ -61,6 +62,9 @@ int collect_start(const struct sw_config *cfg, struct recorder *rec)
 	threads_set_hooks(&registry_hooks);
 	if ((cfg->kinds & SW_KIND_BIT(SW_KIND_CPU)) && cpu_start(cfg, rec) == 0)
 		n++;
+	if ((cfg->kinds & (SW_KIND_BIT(SW_KIND_ALLOC) | SW_KIND_BIT(SW_KIND_HEAP))) &&
+	    alloc_collector_start(cfg, rec) == 0)
+		n++;
 	int live = threads_scan();
 	if (live < 0)
 		rt_warn("cannot read /proc/self/task (error %d): only threads started from now on "
@@ -82,6 +86,7 @@ void collect_stop(void)
 	if (!atomic_exchange(&col.running, 0))
 		return;
 	cpu_stop();
+	alloc_collector_stop();
 	/* Let the sampler drain what the handlers left (bounded wait). */
 	for (int i = 0; i < 100 && atomic_load(&col.sampler_alive); i++)
 		(void)rt_sleep_ns(1000000);
@@ -92,6 +97,6 @@ bool collect_threads_active(void) { return atomic_load(&col.running) != 0; }
 
 void collect_before_export(struct profile *finished)
 {
-	RT_UNUSED(finished);
 	cpu_drain();
+	alloc_collector_before_export(finished);
 }

@@ -214,7 +214,7 @@ __asm__(".text\n.hidden stowaway_sigreturn\n.type stowaway_sigreturn,%function\n
 /* SIGPROF unless the program uses it; else a free real-time signal. */
 static int choose_signal(void)
 {
-	struct sys_sigaction old;
+	struct sys_sigaction old = { 0 };
 	if (sys_rt_sigaction(SIGPROF, NULL, &old) == 0 && old.handler == (void *)0)
 		return SIGPROF;
 	for (int sig = 64; sig > 64 - SIGNAL_PROBE_TRIES * 4; sig--) {
@@ -275,7 +275,7 @@ void cpu_check_handler(void)
 {
 	if (!atomic_load(&cpu.running))
 		return;
-	struct sys_sigaction now;
+	struct sys_sigaction now = { 0 };
 	if (sys_rt_sigaction(cpu.signo, NULL, &now) == 0 && now.handler != (void *)cpu_signal_handler) {
 		rt_warn("the program replaced the handler of signal %d; CPU profiling stops",
 			cpu.signo);

@@ -222,9 +222,11 @@ int profiler_start(const struct sw_config *cfg)
 	prof.n_exporters = 0;
 	struct sw_exporter *(*const makers[MAX_EXPORTERS])(const struct sw_config *) = {
 		export_file_create,
+		export_datadog_create,
+		export_pyroscope_create,
 	};
 	for (int i = 0; i < MAX_EXPORTERS; i++) {
-		struct sw_exporter *e = makers[i] ? makers[i](cfg) : NULL;
+		struct sw_exporter *e = makers[i](cfg);
 		if (e)
 			prof.exporters[prof.n_exporters++] = e;
 	}

@@ -115,7 +115,7 @@ static void enforce_retention(struct file_exporter *fe, int dirfd)
 	enum { OLDEST_MAX = 64 };
 	struct old_file oldest[OLDEST_MAX];
 	uint32_t count = 0, n_oldest = 0;
-	uint8_t buf[8192];
+	uint8_t buf[8192] = { 0 }; /* the analyzers cannot see getdents fill it */
 	for (int pass = 0; pass < RETENTION_SCAN_MAX; pass++) {
 		long n = sys_getdents64((int)fd, buf, sizeof(buf));
 		if (n <= 0)
@@ -134,7 +134,7 @@ static void enforce_retention(struct file_exporter *fe, int dirfd)
 			if (!is_profile_file(d->name))
 				continue;
 			count++;
-			struct statx st;
+			struct statx st = { 0 };
 			if (sys_statx(dirfd, d->name, 0, STATX_MTIME, &st) != 0)
 				continue;
 			uint64_t m = (uint64_t)st.stx_mtime.tv_sec * 1000000000ull + st.stx_mtime.tv_nsec;

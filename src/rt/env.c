@@ -6,7 +6,7 @@
 static const char *lookup(char *const *env, const char *name)
 {
 	size_t n = rt_strlen(name);
-	for (size_t i = 0; env[i] && i < 100000; i++) {
+	for (size_t i = 0; i < 100000 && env[i]; i++) {
 		if (rt_strncmp(env[i], name, n) == 0 && env[i][n] == '=')
 			return env[i] + n + 1;
 	}

@@ -28,7 +28,7 @@ static uint64_t splitmix64(uint64_t *x)
 
 void rt_rng_seed(struct rt_rng *r)
 {
-	uint64_t seed;
+	uint64_t seed = 0;
 	if (!rt_random_bytes(&seed, sizeof(seed)))
 		seed = rt_monotonic_ns() ^ ((uint64_t)sys_gettid() << 32) ^ (uint64_t)(uintptr_t)r;
 	r->s[0] = splitmix64(&seed);
