@@ -34,7 +34,7 @@ MBEDTLS_LIBC_OBJ := $(BUILD)/vendor/obj/mbedtls_libc.o
 LIB_EXTRA_OBJ    += $(MBEDTLS_OBJ) $(MBEDTLS_LIBC_OBJ)
 
 $(MBEDTLS_STAMP): vendor/fetch-mbedtls.sh
-	vendor/fetch-mbedtls.sh $(BUILD)/vendor
+	vendor/fetch-mbedtls.sh $(BUILD)/vendor && touch $@
 
 $(MBEDTLS_LIB_OBJ): $(BUILD)/vendor/obj/%.o: $(MBEDTLS_STAMP) vendor/stowaway_mbedtls_config.h
 	@mkdir -p $(dir $@)
