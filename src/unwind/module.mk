@@ -35,3 +35,11 @@ $(UNWIND_WL_DIR)/unwind_cxx_%: tests/workloads/unwind_driver.c tests/workloads/u
 	g++ $@.driver.o $@.chain.o $(BUILD)/libcore.a $(UNWIND_WL_LINK) -o $@
 
 TEST_PROGRAMS += $(UNWIND_SHLIB) $(addprefix $(UNWIND_WL_DIR)/unwind_,$(UNWIND_VARIANTS))
+
+# Fuzz target: the .eh_frame parser and CFA-program interpreter.
+FUZZERS += $(BUILD)/fuzz/fuzz_ehframe
+$(BUILD)/fuzz/fuzz_ehframe: tests/fuzz/fuzz_ehframe.c src/unwind/cfi.c src/unwind/cfi.h \
+		$(filter src/rt/%,$(CORE_SRC))
+	@mkdir -p $(dir $@)
+	clang -std=gnu11 -g -O1 -Isrc -Itests -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined $< src/unwind/cfi.c $(filter src/rt/%,$(CORE_SRC)) -o $@
