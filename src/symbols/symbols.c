@@ -238,6 +238,7 @@ static void load_from_image(struct sym_module *m, const struct elf_image *img,
 static void load_from_file(struct sym_module *m, const struct maps_entry *e)
 {
 	struct statx st;
+	rt_memset(&st, 0, sizeof(st));
 	long fd = sys_open(m->path, O_RDONLY, 0);
 	if (fd < 0)
 		return;

@@ -196,7 +196,9 @@ static bool parse_cie(const uint8_t *data, size_t size, uint64_t addr, size_t of
 		aug[naug++] = (char)ch;
 	}
 	if (version == 4) { /* address_size, segment_size */
-		if (rd_u8(&r) != 8 || rd_u8(&r) != 0)
+		uint8_t address_size = rd_u8(&r);
+		uint8_t segment_size = rd_u8(&r);
+		if (address_size != 8 || segment_size != 0)
 			return false;
 	}
 	c->code_align = rd_uleb(&r);
