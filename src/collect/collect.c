@@ -100,3 +100,22 @@ void collect_before_export(struct profile *finished)
 	cpu_drain();
 	alloc_collector_before_export(finished);
 }
+
+void collect_after_fork_child(void)
+{
+	/* Only the forking thread exists in the child: none of ours, none of
+	 * the parent's other threads, and no timer (timers are not inherited). */
+	thread_forget_own();
+	threads_reset();
+	cpu_after_fork_child();
+	alloc_collector_after_fork_child();
+	if (!atomic_load(&col.running))
+		return;
+	(void)threads_register((int)sys_gettid(), true);
+	atomic_store(&col.sampler_alive, 1);
+	int r = thread_spawn(sampler_main, NULL);
+	if (r < 0) {
+		atomic_store(&col.sampler_alive, 0);
+		rt_warn("cannot restart the sampler thread after fork (error %d)", -r);
+	}
+}

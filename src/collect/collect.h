@@ -16,6 +16,10 @@ void collect_stop(void);
 /* True while collectors run: the pthread_create interposer registers new
  * threads only then. */
 bool collect_threads_active(void);
+/* In a fork child (from the atfork handler): forgets the parent's threads
+ * and pending samples, registers the forking thread and restarts the
+ * sampler thread. */
+void collect_after_fork_child(void);
 /* Called on the finished profile of a period before it is encoded, e.g. to
  * add the live-heap snapshot, and to describe effective rates in comments. */
 void collect_before_export(struct profile *finished);

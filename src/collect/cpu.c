@@ -286,3 +286,13 @@ void cpu_check_handler(void)
 uint64_t cpu_samples_dropped(void) { return atomic_load(&cpu.dropped); }
 uint64_t cpu_samples_taken(void) { return atomic_load(&cpu.taken); }
 int cpu_signal(void) { return cpu.signo; }
+
+void cpu_after_fork_child(void)
+{
+	if (!cpu.ring)
+		return;
+	for (uint32_t i = 0; i < RING_RECORDS; i++)
+		atomic_store(&record_at(i)->state, RECORD_EMPTY);
+	rt_mutex_reset(&cpu.rng_lock);
+	rt_rng_seed(&cpu.rng);
+}

@@ -20,6 +20,8 @@ void cpu_drain(void);
 /* Sampler thread, about once a second: stops CPU sampling (and says so once)
  * if the program replaced our signal handler. */
 void cpu_check_handler(void);
+/* In a fork child: pending records of the parent's threads are dropped. */
+void cpu_after_fork_child(void);
 /* Samples dropped because the ring was full, and taken, since start. */
 uint64_t cpu_samples_dropped(void);
 uint64_t cpu_samples_taken(void);

@@ -9,6 +9,7 @@
 #include "encode/pprof.h"
 #include "export/export.h"
 #include "profile/profile.h"
+#include "rt/host.h"
 #include "rt/rt.h"
 #include "rt/sys.h"
 #include "symbols/symbols.h"
@@ -197,6 +198,63 @@ static void *scheduler_main(void *arg)
 	return NULL;
 }
 
+/* ---- fork: the child is a new process with a profile of its own ---- */
+
+static void fork_prepare(void) { rt_heap_fork_prepare(); }
+static void fork_parent(void) { rt_heap_fork_parent(); }
+
+static void create_exporters(const struct sw_config *cfg)
+{
+	struct sw_exporter *(*const makers[MAX_EXPORTERS])(const struct sw_config *) = {
+		export_file_create,
+		export_datadog_create,
+		export_pyroscope_create,
+	};
+	prof.n_exporters = 0;
+	for (int i = 0; i < MAX_EXPORTERS; i++) {
+		struct sw_exporter *e = makers[i](cfg);
+		if (e)
+			prof.exporters[prof.n_exporters++] = e;
+	}
+}
+
+/* Runs in the child right after fork, on the only thread there is.  Locks
+ * held by threads that do not exist here are reset; the parent's pending
+ * samples are dropped; exporters are made anew (the parent's may have been
+ * mid-upload on its scheduler thread); threads and timers restart. */
+static void fork_child(void)
+{
+	rt_heap_after_fork_child();
+	if (!atomic_load(&prof.running))
+		return;
+	rt_mutex_reset(&prof.export_lock);
+	make_runtime_id(prof.runtime_id);
+	prof.seq = 0;
+	recorder_after_fork_child(prof.rec);
+	symbols_after_fork_child();
+	create_exporters(prof.cfg);
+	atomic_store(&prof.stop_requested, 0);
+	collect_after_fork_child();
+	int r = thread_spawn(scheduler_main, NULL);
+	if (r < 0)
+		rt_warn("cannot restart the scheduler after fork (error %d); this process's "
+			"profiles are exported only at exit", -r);
+}
+
+static void register_fork_handlers(void)
+{
+	static atomic_int registered;
+	if (atomic_exchange(&registered, 1))
+		return;
+	int r = -1;
+	if (__register_atfork)
+		r = __register_atfork(fork_prepare, fork_parent, fork_child, NULL);
+	else if (pthread_atfork)
+		r = pthread_atfork(fork_prepare, fork_parent, fork_child);
+	if (r != 0)
+		rt_warn("cannot register fork handlers; a forked child is not profiled correctly");
+}
+
 /* Takes export_lock, giving up at the deadline (another export in progress). */
 static bool lock_before(uint64_t deadline_ns)
 {
@@ -219,17 +277,8 @@ int profiler_start(const struct sw_config *cfg)
 	if (!prof.rec)
 		return -ENOMEM;
 	make_runtime_id(prof.runtime_id);
-	prof.n_exporters = 0;
-	struct sw_exporter *(*const makers[MAX_EXPORTERS])(const struct sw_config *) = {
-		export_file_create,
-		export_datadog_create,
-		export_pyroscope_create,
-	};
-	for (int i = 0; i < MAX_EXPORTERS; i++) {
-		struct sw_exporter *e = makers[i](cfg);
-		if (e)
-			prof.exporters[prof.n_exporters++] = e;
-	}
+	create_exporters(cfg);
+	register_fork_handlers();
 	if (prof.n_exporters == 0)
 		rt_warn("no profile destination is usable; profiles are collected but not exported");
 	if (!symbols_refresh())

@@ -192,4 +192,8 @@ char *rt_strndup(const char *s, size_t n)
 
 char *rt_strdup(const char *s) { return rt_strndup(s, SIZE_MAX); }
 
+void rt_heap_fork_prepare(void) { rt_mutex_lock(&heap.lock); }
+void rt_heap_fork_parent(void) { rt_mutex_unlock(&heap.lock); }
+/* The lock was taken by the prepare hook on this very thread (or, if fork
+ * bypassed the hooks, by a thread that no longer exists): reset it. */
 void rt_heap_after_fork_child(void) { rt_mutex_reset(&heap.lock); }

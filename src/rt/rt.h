@@ -82,8 +82,10 @@ void *rt_pages_alloc(size_t size);
 void rt_pages_free(void *p, size_t size);
 /* Bytes currently held from the kernel by the allocator (for memory bounds and tests). */
 size_t rt_heap_mapped_bytes(void);
-/* In a fork child: the allocator lock may have been held by a thread that no
- * longer exists; make it usable again. */
+/* Around fork: the prepare hook takes the allocator lock so the child never
+ * inherits free lists in mid-update; parent and child release it. */
+void rt_heap_fork_prepare(void);
+void rt_heap_fork_parent(void);
 void rt_heap_after_fork_child(void);
 
 /* ---- locks ---- */

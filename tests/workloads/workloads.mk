@@ -56,3 +56,11 @@ $(WL)/cpu_split-musl-nofp: tests/workloads/cpu_split.c
 $(WL)/cpu_split-cxx-nofp: tests/workloads/cpu_split.c
 	@mkdir -p $(WL)
 	g++ -x c++ $(WL_CFLAGS) -fomit-frame-pointer $< -o $@ -lpthread
+
+TEST_PROGRAMS += $(WL)/prefork $(WL)/prefork-musl
+$(WL)/prefork: tests/workloads/prefork.c
+	@mkdir -p $(WL)
+	$(CC) $(WL_CFLAGS) $< -o $@ -lpthread
+$(WL)/prefork-musl: tests/workloads/prefork.c
+	@mkdir -p $(WL)
+	$(MUSL_CC) $(WL_CFLAGS) $< -o $@
