@@ -73,14 +73,14 @@ static char *find_library(void)
 	const char *env = getenv("STOWAWAY_LIB");
 	if (env && env[0]) {
 		if (access(env, R_OK) != 0) {
-			cli_fail("STOWAWAY_LIB=%s: %s", env, strerror(errno));
+			cli_set_error("STOWAWAY_LIB=%s: %s", env, strerror(errno));
 			return NULL;
 		}
 		return xstrndup(env, strlen(env));
 	}
 	char *self = self_path();
 	if (!self) {
-		cli_fail("cannot read /proc/self/exe to find %s; set STOWAWAY_LIB", LIB_NAME);
+		cli_set_error("cannot read /proc/self/exe to find %s; set STOWAWAY_LIB", LIB_NAME);
 		return NULL;
 	}
 	char *slash = strrchr(self, '/');
@@ -90,7 +90,7 @@ static char *find_library(void)
 	snprintf(lib, len, "%.*s/%s", (int)dir_len, self, LIB_NAME);
 	free(self);
 	if (access(lib, R_OK) != 0) {
-		cli_fail("%s: %s (put it beside stowaway or set STOWAWAY_LIB)", lib, strerror(errno));
+		cli_set_error("%s: %s (put it beside stowaway or set STOWAWAY_LIB)", lib, strerror(errno));
 		free(lib);
 		return NULL;
 	}

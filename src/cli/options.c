@@ -33,14 +33,30 @@ static int parse_age(const char *s, int64_t now_ns, int64_t *out_ns)
 	return 0;
 }
 
+/* Exactly `count` decimal digits at s. */
+static int digits(const char *s, int count, int *out)
+{
+	int v = 0;
+	for (int i = 0; i < count; i++) {
+		if (!isdigit((unsigned char)s[i]))
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
 static int parse_rfc3339(const char *s, int64_t *out_ns)
 {
 	struct tm tm;
 	memset(&tm, 0, sizeof(tm));
-	int consumed = 0;
-	if (sscanf(s, "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
-		   &tm.tm_min, &tm.tm_sec, &consumed) != 6 || consumed == 0)
+	/* YYYY-MM-DDTHH:MM:SS */
+	if (strlen(s) < 19 || digits(s, 4, &tm.tm_year) != 0 || s[4] != '-' || digits(s + 5, 2, &tm.tm_mon) != 0 ||
+	    s[7] != '-' || digits(s + 8, 2, &tm.tm_mday) != 0 || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+	    digits(s + 11, 2, &tm.tm_hour) != 0 || s[13] != ':' || digits(s + 14, 2, &tm.tm_min) != 0 ||
+	    s[16] != ':' || digits(s + 17, 2, &tm.tm_sec) != 0)
 		return -1;
+	const int consumed = 19;
 	if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
 	    tm.tm_min > 59 || tm.tm_sec > 60)
 		return -1;
@@ -59,11 +75,11 @@ static int parse_rfc3339(const char *s, int64_t *out_ns)
 	if (*p == 'Z' || *p == 'z') {
 		p++;
 	} else if (*p == '+' || *p == '-') {
-		int hh, mm, n = 0;
-		if (sscanf(p + 1, "%2d:%2d%n", &hh, &mm, &n) != 2 || n != 5 || hh > 23 || mm > 59)
+		int hh, mm;
+		if (digits(p + 1, 2, &hh) != 0 || p[3] != ':' || digits(p + 4, 2, &mm) != 0 || hh > 23 || mm > 59)
 			return -1;
 		offset_s = (int64_t)(hh * 3600 + mm * 60) * (*p == '-' ? -1 : 1);
-		p += 1 + n;
+		p += 6;
 	}
 	if (*p != '\0')
 		return -1;

@@ -211,7 +211,7 @@ fail:
 static int decode_line(struct pb_reader *r, struct pp_line *l)
 {
 	while (r->pos < r->len) {
-		uint64_t field, v;
+		uint64_t field, v = 0;
 		unsigned wire;
 		if (pb_key(r, &field, &wire) != 0)
 			return -1;
@@ -286,7 +286,7 @@ static int decode_mapping(struct pb_reader *r, struct pp_mapping *m)
 static int decode_function(struct pb_reader *r, struct pp_function *f)
 {
 	while (r->pos < r->len) {
-		uint64_t field, v;
+		uint64_t field, v = 0;
 		unsigned wire;
 		if (pb_key(r, &field, &wire) != 0)
 			return -1;
@@ -518,6 +518,8 @@ static int resolve_locations(struct pp_profile *p, const struct id_index *functi
 static int resolve_samples(struct pp_profile *p, const struct id_index *locations,
 			   const size_t *value_counts)
 {
+	if (p->n_samples == 0 || !value_counts)
+		return 0;
 	for (size_t i = 0; i < p->n_samples; i++) {
 		struct pp_sample *s = &p->samples[i];
 		if (value_counts[i] != p->n_sample_types)

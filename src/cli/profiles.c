@@ -182,7 +182,8 @@ static int scan_dir(struct input_set *set, const struct dir_work *dir, struct di
 		names[n++] = xstrndup(ent->d_name, strlen(ent->d_name));
 	}
 	closedir(d);
-	qsort(names, n, sizeof(*names), cmp_strings);
+	if (n > 1)
+		qsort(names, n, sizeof(*names), cmp_strings);
 	int rc = 0;
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(dir->path) + strlen(names[i]) + 2;

@@ -12,9 +12,11 @@
 #define CLI_ERR_SIZE 512
 extern char cli_err[CLI_ERR_SIZE];
 
-/* Formats into cli_err and returns -1, so callers write
+/* Formats into cli_err.  cli_fail() also evaluates to -1 (a macro, so
+ * static analysers see every error path return -1): callers write
  * `return cli_fail("...", ...);`. */
-int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define cli_fail(...) (cli_set_error(__VA_ARGS__), -1)
 
 /* Prints "stowaway: out of memory" and exits 1. */
 void cli_out_of_memory(void) __attribute__((noreturn));
