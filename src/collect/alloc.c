@@ -7,6 +7,7 @@
  */
 #include "collect/alloc.h"
 #include "rt/sys.h"
+#include "symbols/symbols.h"
 #include "unwind/unwind.h"
 
 #define ALLOC_MAX_FRAMES 128u
@@ -18,7 +19,8 @@
 
 struct alloc_hot alloc_hot;
 _Alignas(64) struct alloc_thread alloc_threads[ALLOC_THREAD_SLOTS];
-_Atomic uint8_t alloc_live_filter[1u << ALLOC_FILTER_BITS];
+_Atomic uint64_t alloc_live_filter[(1u << ALLOC_FILTER_BITS) / 64u];
+_Atomic uint64_t alloc_live_filter_small[(1u << ALLOC_FILTER_SMALL_BITS) / 64u];
 
 static struct {
 	_Atomic(struct recorder *) rec;
@@ -34,6 +36,9 @@ static struct {
 	struct rt_mutex live_lock;
 	struct alloc_live_entry *slots;
 	uint32_t live;
+	/* Live entries per filter bit (at most ALLOC_LIVE_MAX < 2^16). */
+	uint16_t filter_count[1u << ALLOC_FILTER_BITS];
+	uint16_t filter_small_count[1u << ALLOC_FILTER_SMALL_BITS];
 	struct rt_rng export_rng; /* under live_lock */
 
 	atomic_ullong samples;
@@ -110,6 +115,8 @@ static void thread_slot_init(struct alloc_thread *t)
 	if ((t->rng.s[0] | t->rng.s[1]) == 0)
 		t->rng.s[0] = 1;
 	t->outer_sp = 0;
+	t->stack_lo = 0;
+	t->stack_hi = 0;
 	t->countdown = alloc_draw_countdown(&t->rng, sample_rate());
 	atomic_store(&t->tid, (int)sys_gettid());
 }
@@ -163,11 +170,28 @@ struct alloc_thread *alloc_thread_claim(uintptr_t tp)
 
 /* ---- stacks ---- */
 
+/* The bounds of the stack sp is on, for the unwinder: cached in the slot
+ * (a thread pointer keeps its stack mapping), else read once from
+ * /proc/self/maps.  Unknown bounds make the unwinder read the stack through
+ * the kernel, which is safe but slow. */
+static void stack_bounds(struct alloc_thread *t, uintptr_t sp, struct unwind_regs *regs)
+{
+	if (!(sp >= t->stack_lo && sp < t->stack_hi)) {
+		uint64_t lo = 0, hi = 0;
+		if (!symbols_stack_bounds_of(sp, &lo, &hi))
+			return;
+		t->stack_lo = (uintptr_t)lo;
+		t->stack_hi = (uintptr_t)hi;
+	}
+	regs->stack_lo = t->stack_lo;
+	regs->stack_hi = t->stack_hi;
+}
+
 /* Unwinds from here and keeps the frames from the hook's caller on: the
  * frame whose pc is the hook's return address (adjusted or not).  Returns
  * the offset of that frame in buf and its depth in *depth. */
-__attribute__((noinline)) static uint32_t capture_stack(uintptr_t ra, uint64_t *buf, uint32_t cap,
-							uint32_t *depth)
+__attribute__((noinline)) static uint32_t capture_stack(struct alloc_thread *t, uintptr_t ra,
+							uint64_t *buf, uint32_t cap, uint32_t *depth)
 {
 	struct unwind_regs regs;
 	rt_memset(&regs, 0, sizeof(regs));
@@ -181,6 +205,7 @@ __attribute__((noinline)) static uint32_t capture_stack(uintptr_t ra, uint64_t *
 	regs.pc = pc;
 	regs.sp = sp;
 	regs.fp = fp;
+	stack_bounds(t, (uintptr_t)sp, &regs);
 	enum unwind_end end = UNWIND_END_OUTERMOST;
 	uint32_t n = unwind_stack(&regs, buf, cap, 0, &end);
 	uint32_t search = RT_MIN(n, ALLOC_OWN_FRAMES);
@@ -200,28 +225,39 @@ __attribute__((noinline)) static uint32_t capture_stack(uintptr_t ra, uint64_t *
 
 /* ---- live table ---- */
 
-static uint32_t live_home(uintptr_t addr) { return alloc_addr_hash(addr) & (ALLOC_LIVE_SLOTS - 1u); }
+/* Caller holds live_lock (the counts are ours; only the bits are shared). */
+static void filter_count_up(uint16_t *counts, _Atomic uint64_t *bits, uint32_t h)
+{
+	if (counts[h]++ == 0)
+		atomic_fetch_or(&bits[h >> 6], 1ull << (h & 63u));
+}
+
+static void filter_count_down(uint16_t *counts, _Atomic uint64_t *bits, uint32_t h)
+{
+	if (counts[h] != 0 && --counts[h] == 0)
+		atomic_fetch_and(&bits[h >> 6], ~(1ull << (h & 63u)));
+}
 
 static void filter_add(uintptr_t addr)
 {
-	_Atomic uint8_t *c = &alloc_live_filter[alloc_addr_hash(addr)];
-	uint8_t v = atomic_load_explicit(c, memory_order_relaxed);
-	if (v != ALLOC_FILTER_STICKY)
-		atomic_store_explicit(c, (uint8_t)(v + 1), memory_order_relaxed);
+	uint32_t h = alloc_addr_hash(addr);
+	filter_count_up(st.filter_count, alloc_live_filter, h);
+	filter_count_up(st.filter_small_count, alloc_live_filter_small,
+			h >> (ALLOC_FILTER_BITS - ALLOC_FILTER_SMALL_BITS));
 }
 
 static void filter_remove(uintptr_t addr)
 {
-	_Atomic uint8_t *c = &alloc_live_filter[alloc_addr_hash(addr)];
-	uint8_t v = atomic_load_explicit(c, memory_order_relaxed);
-	if (v != ALLOC_FILTER_STICKY && v != 0)
-		atomic_store_explicit(c, (uint8_t)(v - 1), memory_order_relaxed);
+	uint32_t h = alloc_addr_hash(addr);
+	filter_count_down(st.filter_count, alloc_live_filter, h);
+	filter_count_down(st.filter_small_count, alloc_live_filter_small,
+			  h >> (ALLOC_FILTER_BITS - ALLOC_FILTER_SMALL_BITS));
 }
 
 /* Caller holds live_lock.  Index of addr's slot, or ALLOC_LIVE_SLOTS. */
 static uint32_t live_find(uintptr_t addr)
 {
-	uint32_t i = live_home(addr);
+	uint32_t i = alloc_live_home(addr);
 	for (uint32_t n = 0; n < ALLOC_LIVE_SLOTS; n++) {
 		uintptr_t a = st.slots[i].addr;
 		if (a == addr)
@@ -244,7 +280,7 @@ static void live_delete_at(uint32_t i)
 		j = (j + 1) & mask;
 		if (st.slots[j].addr == 0)
 			break;
-		uint32_t home = live_home(st.slots[j].addr);
+		uint32_t home = alloc_live_home(st.slots[j].addr);
 		/* Move j into the hole unless its home lies cyclically in (hole, j]. */
 		bool home_after_hole = ((j - home) & mask) < ((j - hole) & mask);
 		if (!home_after_hole) {
@@ -270,7 +306,7 @@ static bool live_insert(const struct alloc_live_entry *e)
 		st.slots[i] = *e;
 		ok = true;
 	} else if (st.live < ALLOC_LIVE_MAX) {
-		i = live_home(e->addr);
+		i = alloc_live_home(e->addr);
 		while (st.slots[i].addr != 0)
 			i = (i + 1) & (ALLOC_LIVE_SLOTS - 1u);
 		st.slots[i] = *e;
@@ -358,7 +394,7 @@ void alloc_sample(struct alloc_thread *t, void *p, size_t size, uintptr_t ra)
 	uint64_t buf[ALLOC_MAX_FRAMES + ALLOC_OWN_FRAMES];
 	uint32_t depth = 0;
 	uint32_t cap = RT_MIN(st.max_frames, ALLOC_MAX_FRAMES) + ALLOC_OWN_FRAMES;
-	uint32_t first = capture_stack(ra, buf, cap, &depth);
+	uint32_t first = capture_stack(t, ra, buf, cap, &depth);
 	const uint64_t *pcs = buf + first;
 
 	if (st.record_alloc) {

@@ -61,7 +61,9 @@ struct alloc_thread {
 	uintptr_t outer_sp;    /* stack pointer of the outermost hook, 0: none */
 	int64_t countdown;     /* bytes left until the next sample */
 	struct rt_rng rng;
-	char fill[64 - 48];    /* one cache line per thread */
+	/* Bounds of the mapping holding this thread's stack, found on its first
+	 * sample, so the unwinder reads the stack directly (0: unknown). */
+	uintptr_t stack_lo, stack_hi;
 };
 
 /* Hot flags, read on every call. */
@@ -114,6 +116,18 @@ static inline struct alloc_thread *alloc_thread_self(void)
 	return alloc_thread_claim(tp);
 }
 
+/* The calling thread's slot when it already has one and is inside no other
+ * hook: the case of nearly every call.  NULL sends the caller to its slow
+ * path (first call of the thread, nested call, collision). */
+static inline struct alloc_thread *alloc_thread_fast(void)
+{
+	uintptr_t tp = alloc_thread_pointer();
+	struct alloc_thread *t = &alloc_threads[alloc_thread_hash(tp)];
+	if (RT_LIKELY(atomic_load_explicit(&t->key, memory_order_relaxed) == tp && t->outer_sp == 0))
+		return t;
+	return NULL;
+}
+
 /* Marks the outermost hook of this thread.  Returns false when the call is
  * nested inside another hook of the same thread (do not count it). */
 static inline bool alloc_enter(struct alloc_thread *t, uintptr_t sp)
@@ -156,14 +170,32 @@ int64_t alloc_round_random(struct rt_rng *rng, double x);
 
 #define ALLOC_LIVE_SLOTS (1u << 16)     /* power of two; half of it usable */
 #define ALLOC_LIVE_MAX (ALLOC_LIVE_SLOTS / 2u)
-#define ALLOC_FILTER_BITS 16u
-#define ALLOC_FILTER_STICKY 255u
+/* The filter, two levels of one bit per bucket of address hashes, set while
+ * a live entry hashes there: 2^12 bits (512 bytes, always in cache) checked
+ * first, then 2^17 bits (16 KiB) once the live set is large. */
+#define ALLOC_FILTER_BITS 17u
+#define ALLOC_FILTER_SMALL_BITS 12u
 
-extern _Atomic uint8_t alloc_live_filter[1u << ALLOC_FILTER_BITS];
+extern _Atomic uint64_t alloc_live_filter[(1u << ALLOC_FILTER_BITS) / 64u];
+extern _Atomic uint64_t alloc_live_filter_small[(1u << ALLOC_FILTER_SMALL_BITS) / 64u];
 
+/* Top ALLOC_FILTER_BITS bits of a multiplicative hash; the small filter
+ * uses the top ALLOC_FILTER_SMALL_BITS of the same. */
 static inline uint32_t alloc_addr_hash(uintptr_t p)
 {
 	return (uint32_t)(((uint64_t)p * 0x9e3779b97f4a7c15ull) >> (64 - ALLOC_FILTER_BITS));
+}
+
+static inline bool alloc_filter_test(const _Atomic uint64_t *bits, uint32_t h)
+{
+	uint64_t w = atomic_load_explicit(&bits[h >> 6], memory_order_relaxed);
+	return (w >> (h & 63u)) & 1u;
+}
+
+/* Home slot of an address in the live table (other hash bits than the filter). */
+static inline uint32_t alloc_live_home(uintptr_t p)
+{
+	return (uint32_t)(((uint64_t)p * 0x9e3779b97f4a7c15ull) >> 48) & (ALLOC_LIVE_SLOTS - 1u);
 }
 
 /* False when p is certainly not a live sampled allocation (the common case:
@@ -172,9 +204,11 @@ static inline bool alloc_live_maybe(const void *p)
 {
 	if (RT_LIKELY(!atomic_load_explicit(&alloc_hot.retiring, memory_order_relaxed)))
 		return false;
-	uint8_t c = atomic_load_explicit(&alloc_live_filter[alloc_addr_hash((uintptr_t)p)],
-					 memory_order_relaxed);
-	return RT_UNLIKELY(c != 0);
+	uint32_t h = alloc_addr_hash((uintptr_t)p);
+	if (RT_LIKELY(!alloc_filter_test(alloc_live_filter_small,
+					 h >> (ALLOC_FILTER_BITS - ALLOC_FILTER_SMALL_BITS))))
+		return false;
+	return alloc_filter_test(alloc_live_filter, h);
 }
 
 /* A live entry as retire() hands it back (to restore it when realloc fails). */

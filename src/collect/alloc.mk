@@ -16,3 +16,8 @@ $(ALLOC_WL)/alloc_known_cxx: tests/workloads/alloc_known_cxx.cpp
 	g++ -std=c++17 $(ALLOC_WL_CFLAGS) $< -o $@
 
 TEST_PROGRAMS += $(ALLOC_WL)/alloc_known $(ALLOC_WL)/alloc_known-musl $(ALLOC_WL)/alloc_known_cxx
+
+$(ALLOC_WL)/alloc_bench: tests/workloads/alloc_bench.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLOC_WL_CFLAGS) $< -o $@ -lpthread
+BENCHES += $(ALLOC_WL)/alloc_bench

@@ -3,11 +3,14 @@
  *
  * Every entry point forwards to the next definition in the lookup order
  * (dlsym(RTLD_NEXT)), so glibc, musl, jemalloc or tcmalloc keep doing the
- * real work.  While sampling is off a hook is one flag test and a jump.
+ * real work.  While sampling is off, malloc is one flag test and an
+ * indirect jump; free is a range test, one flag test and a jump.
  *
- * Bootstrap: until the next definitions are resolved (and while dlsym
- * itself allocates, as glibc's does), allocations come from a static
- * arena; frees of arena pointers are ignored, realloc copies them out.
+ * Bootstrap: the forwarding pointers of malloc, free, calloc and realloc
+ * start at boot_* functions that resolve the next definitions on first use.
+ * Until that is done (and while dlsym itself allocates, as glibc's does),
+ * allocations come from a static arena; frees of arena pointers are
+ * ignored, realloc copies them out.
  */
 #include "collect/alloc.h"
 #include "rt/host.h"
@@ -36,19 +39,27 @@ typedef void (*del_nt_fn)(void *, const void *);
 typedef void (*del_zz_fn)(void *, size_t, size_t);
 typedef void (*del_z_nt_fn)(void *, size_t, const void *);
 
+static void *boot_malloc(size_t n);
+static void boot_free(void *p);
+static void *boot_calloc(size_t n, size_t m);
+static void *boot_realloc(void *p, size_t n);
+
+/* The next definitions.  Written once by resolve(), read on every call. */
 static struct {
-	malloc_fn malloc;
-	free_fn free;
-	calloc_fn calloc;
-	realloc_fn realloc;
-	reallocarray_fn reallocarray;
-	posix_memalign_fn posix_memalign;
-	aligned_fn aligned_alloc;
-	aligned_fn memalign;
-	malloc_fn valloc;
-	malloc_fn pvalloc;
-	usable_size_fn malloc_usable_size;
-} next;
+	_Atomic(malloc_fn) malloc;
+	_Atomic(free_fn) free;
+	_Atomic(calloc_fn) calloc;
+	_Atomic(realloc_fn) realloc;
+	_Atomic(reallocarray_fn) reallocarray;
+	_Atomic(posix_memalign_fn) posix_memalign;
+	_Atomic(aligned_fn) aligned_alloc;
+	_Atomic(aligned_fn) memalign;
+	_Atomic(malloc_fn) valloc;
+	_Atomic(malloc_fn) pvalloc;
+	_Atomic(usable_size_fn) malloc_usable_size;
+} next = { .malloc = boot_malloc, .free = boot_free, .calloc = boot_calloc, .realloc = boot_realloc };
+
+#define NEXT(field) atomic_load_explicit(&next.field, memory_order_relaxed)
 
 #define RESOLVE_NONE 0
 #define RESOLVE_BUSY 1
@@ -61,11 +72,15 @@ static void *lookup_next(const char *name)
 }
 
 /* dlsym returns a data pointer; POSIX specifies its conversion to a function
- * pointer, done here without a cast between the two kinds. */
-#define LOOKUP(field, name)                                                    \
+ * pointer, done here without a cast between the two kinds.  A name that is
+ * not found leaves the field as it was. */
+#define LOOKUP(type, field, name)                                              \
 	do {                                                                   \
 		void *sym_ = lookup_next(name);                                \
-		__builtin_memcpy(&next.field, &sym_, sizeof(sym_));            \
+		type fn_;                                                      \
+		__builtin_memcpy(&fn_, &sym_, sizeof(sym_));                   \
+		if (fn_)                                                       \
+			atomic_store(&next.field, fn_);                        \
 	} while (0)
 
 /* True once the next definitions are known.  The first caller resolves;
@@ -78,23 +93,26 @@ static bool resolve(void)
 		return true;
 	if (s == RESOLVE_BUSY || !atomic_compare_exchange_strong(&resolve_state, &s, RESOLVE_BUSY))
 		return atomic_load(&resolve_state) == RESOLVE_DONE;
-	LOOKUP(malloc, "malloc");
-	LOOKUP(free, "free");
-	LOOKUP(calloc, "calloc");
-	LOOKUP(realloc, "realloc");
-	LOOKUP(reallocarray, "reallocarray");
-	LOOKUP(posix_memalign, "posix_memalign");
-	LOOKUP(aligned_alloc, "aligned_alloc");
-	LOOKUP(memalign, "memalign");
-	LOOKUP(valloc, "valloc");
-	LOOKUP(pvalloc, "pvalloc");
-	LOOKUP(malloc_usable_size, "malloc_usable_size");
-	if (!next.malloc || !next.free) {
+	void *m = lookup_next("malloc");
+	void *f = lookup_next("free");
+	if (!m || !f) {
 		/* No allocator to forward to: keep the arena (bounded). */
 		atomic_store(&resolve_state, RESOLVE_NONE);
 		rt_log_once(RT_LOG_ERROR, "allocation hooks: no malloc/free to forward to");
 		return false;
 	}
+	LOOKUP(calloc_fn, calloc, "calloc");
+	LOOKUP(realloc_fn, realloc, "realloc");
+	LOOKUP(reallocarray_fn, reallocarray, "reallocarray");
+	LOOKUP(posix_memalign_fn, posix_memalign, "posix_memalign");
+	LOOKUP(aligned_fn, aligned_alloc, "aligned_alloc");
+	LOOKUP(aligned_fn, memalign, "memalign");
+	LOOKUP(malloc_fn, valloc, "valloc");
+	LOOKUP(malloc_fn, pvalloc, "pvalloc");
+	LOOKUP(usable_size_fn, malloc_usable_size, "malloc_usable_size");
+	/* malloc and free last: from then on the fast paths bypass the boot_*. */
+	LOOKUP(free_fn, free, "free");
+	LOOKUP(malloc_fn, malloc, "malloc");
 	atomic_store_explicit(&resolve_state, RESOLVE_DONE, memory_order_release);
 	return true;
 }
@@ -147,19 +165,75 @@ static size_t boot_size(const void *p)
 	return *(const size_t *)((uintptr_t)p - BOOT_HEADER);
 }
 
+/* Copies an arena block into q (n bytes requested). */
+static void boot_copy_out(void *q, const void *p, size_t n)
+{
+	size_t old = boot_size(p);
+	rt_memcpy(q, p, old < n ? old : n);
+}
+
+static void *boot_malloc(size_t n)
+{
+	if (resolve())
+		return NEXT(malloc)(n);
+	return boot_alloc(n, BOOT_HEADER);
+}
+
+static void boot_free(void *p)
+{
+	if (!in_boot(p) && resolve())
+		NEXT(free)(p);
+}
+
+static void *boot_calloc(size_t n, size_t m)
+{
+	size_t bytes;
+	if (resolve()) {
+		calloc_fn f = NEXT(calloc);
+		if (f != boot_calloc)
+			return f(n, m);
+		/* The next library has malloc but no calloc. */
+		if (__builtin_mul_overflow(n, m, &bytes))
+			return NULL;
+		void *p = NEXT(malloc)(bytes);
+		if (p)
+			rt_memset(p, 0, bytes);
+		return p;
+	}
+	return __builtin_mul_overflow(n, m, &bytes) ? NULL : boot_alloc(bytes, BOOT_HEADER);
+}
+
+static void *boot_realloc(void *p, size_t n)
+{
+	if (resolve() && NEXT(realloc) != boot_realloc)
+		return NEXT(realloc)(p, n);
+	void *q = boot_alloc(n, BOOT_HEADER);
+	if (q && p && in_boot(p))
+		boot_copy_out(q, p, n);
+	return q;
+}
+
 /* ---- sampled paths: out of line, so the forwarding path stays short ---- */
 
-__attribute__((noinline)) static void *malloc_sampled(size_t n, uintptr_t ra)
+/* A thread whose countdown reached its sample point (t is its slot, no
+ * other hook of the thread is active). */
+__attribute__((noinline)) static void *malloc_sample_now(struct alloc_thread *t, size_t n,
+							 uintptr_t ra)
 {
-	struct alloc_thread *t = alloc_thread_self();
-	uintptr_t sp = alloc_stack_pointer();
-	if (!t || !alloc_countdown(t, n, sp))
-		return next.malloc(n);
-	(void)alloc_enter(t, sp);
-	void *p = next.malloc(n);
+	(void)alloc_enter(t, alloc_stack_pointer());
+	void *p = NEXT(malloc)(n);
 	alloc_sample(t, p, n, ra);
 	alloc_leave(t);
 	return p;
+}
+
+/* First call of a thread, a nested call, or a slot off its home. */
+__attribute__((noinline)) static void *malloc_slow(size_t n, uintptr_t ra)
+{
+	struct alloc_thread *t = alloc_thread_self();
+	if (!t || !alloc_countdown(t, n, alloc_stack_pointer()))
+		return NEXT(malloc)(n);
+	return malloc_sample_now(t, n, ra);
 }
 
 /* Opens an outermost hook: the thread's slot, or NULL when the call is
@@ -177,14 +251,23 @@ __attribute__((noinline)) static void *calloc_sampled(size_t n, size_t m, uintpt
 	uintptr_t sp = alloc_stack_pointer();
 	struct alloc_thread *t = outer_begin(sp);
 	if (!t)
-		return next.calloc(n, m);
+		return NEXT(calloc)(n, m);
 	size_t bytes = 0;
 	bool sampled = !__builtin_mul_overflow(n, m, &bytes) && alloc_countdown(t, bytes, sp);
-	void *p = next.calloc(n, m);
+	void *p = NEXT(calloc)(n, m);
 	if (sampled)
 		alloc_sample(t, p, bytes, ra);
 	alloc_leave(t);
 	return p;
+}
+
+/* reallocarray through realloc, for a next library without it. */
+static void *reallocarray_emulated(void *p, size_t n, size_t m)
+{
+	size_t bytes;
+	if (__builtin_mul_overflow(n, m, &bytes))
+		return NULL;
+	return NEXT(realloc)(p, bytes);
 }
 
 /* realloc and reallocarray: the old block is retired before the call (it
@@ -199,7 +282,12 @@ __attribute__((noinline)) static void *realloc_slow(void *p, size_t n, size_t m,
 	uintptr_t sp = alloc_stack_pointer();
 	struct alloc_thread *t = sampling() ? outer_begin(sp) : NULL;
 	bool sampled = t && !overflow && bytes && alloc_countdown(t, bytes, sp);
-	void *q = array ? next.reallocarray(p, n, m) : next.realloc(p, n);
+	reallocarray_fn ra_next = NEXT(reallocarray);
+	void *q;
+	if (!array)
+		q = NEXT(realloc)(p, n);
+	else
+		q = ra_next ? ra_next(p, n, m) : reallocarray_emulated(p, n, m);
 	if (had) {
 		if (!q && bytes)
 			alloc_live_restore(&saved);
@@ -216,25 +304,34 @@ __attribute__((noinline)) static void *realloc_slow(void *p, size_t n, size_t m,
 /* The aligned family, one shape: call(align, n) through `fn`. */
 enum aligned_kind { AL_POSIX, AL_ALIGNED, AL_MEMALIGN, AL_VALLOC, AL_PVALLOC };
 
+#define ERR_NOMEM 12 /* ENOMEM, for posix_memalign's return value */
+
 static void *aligned_forward(enum aligned_kind kind, size_t align, size_t n, int *err)
 {
 	void *p = NULL;
 	*err = 0;
 	switch (kind) {
-	case AL_POSIX:
-		if (!next.posix_memalign)
-			*err = 12; /* ENOMEM */
-		else
-			*err = next.posix_memalign(&p, align, n);
+	case AL_POSIX: {
+		posix_memalign_fn f = NEXT(posix_memalign);
+		*err = f ? f(&p, align, n) : ERR_NOMEM;
 		return p;
-	case AL_ALIGNED:
-		return next.aligned_alloc ? next.aligned_alloc(align, n) : NULL;
-	case AL_MEMALIGN:
-		return next.memalign ? next.memalign(align, n) : NULL;
-	case AL_VALLOC:
-		return next.valloc ? next.valloc(n) : NULL;
-	case AL_PVALLOC:
-		return next.pvalloc ? next.pvalloc(n) : NULL;
+	}
+	case AL_ALIGNED: {
+		aligned_fn f = NEXT(aligned_alloc);
+		return f ? f(align, n) : NULL;
+	}
+	case AL_MEMALIGN: {
+		aligned_fn f = NEXT(memalign);
+		return f ? f(align, n) : NULL;
+	}
+	case AL_VALLOC: {
+		malloc_fn f = NEXT(valloc);
+		return f ? f(n) : NULL;
+	}
+	case AL_PVALLOC: {
+		malloc_fn f = NEXT(pvalloc);
+		return f ? f(n) : NULL;
+	}
 	}
 	return NULL;
 }
@@ -259,7 +356,7 @@ static void *aligned_entry(enum aligned_kind kind, size_t align, size_t n, int *
 	if (!ready()) {
 		size_t a = kind == AL_VALLOC || kind == AL_PVALLOC ? BOOT_MAX_ALIGN : align;
 		void *p = boot_alloc(n, a);
-		*err = p ? 0 : 12;
+		*err = p ? 0 : ERR_NOMEM;
 		return p;
 	}
 	if (!sampling())
@@ -283,70 +380,65 @@ SW_EXPORT size_t malloc_usable_size(void *p);
 
 SW_EXPORT void *malloc(size_t n)
 {
-	if (!ready())
-		return boot_alloc(n, BOOT_HEADER);
-	if (!sampling())
-		return next.malloc(n);
-	return malloc_sampled(n, CALLER_RA());
+	if (sampling()) {
+		/* The unsampled path: a subtraction and a branch. */
+		struct alloc_thread *t = alloc_thread_fast();
+		if (RT_LIKELY(t != NULL)) {
+			t->countdown -= (int64_t)n;
+			if (RT_LIKELY(t->countdown > 0))
+				return NEXT(malloc)(n);
+			return malloc_sample_now(t, n, CALLER_RA());
+		}
+		return malloc_slow(n, CALLER_RA());
+	}
+	return NEXT(malloc)(n);
+}
+
+/* A possibly sampled pointer. */
+__attribute__((noinline)) static void free_slow(void *p)
+{
+	(void)alloc_live_retire(p, NULL);
+	NEXT(free)(p);
 }
 
 SW_EXPORT void free(void *p)
 {
 	if (RT_UNLIKELY(in_boot(p)))
 		return;
-	if (alloc_live_maybe(p))
-		(void)alloc_live_retire(p, NULL);
-	if (RT_LIKELY(next.free) || ready())
-		next.free(p);
+	if (RT_UNLIKELY(alloc_live_maybe(p)))
+		return free_slow(p);
+	NEXT(free)(p);
 }
 
 SW_EXPORT void *calloc(size_t n, size_t m)
 {
-	if (!ready()) {
-		size_t bytes;
-		return __builtin_mul_overflow(n, m, &bytes) ? NULL : boot_alloc(bytes, BOOT_HEADER);
-	}
-	if (!sampling() || !next.calloc)
-		return next.calloc ? next.calloc(n, m) : NULL;
-	return calloc_sampled(n, m, CALLER_RA());
-}
-
-/* Moves an arena block to the real allocator. */
-static void *realloc_from_boot(void *p, size_t n)
-{
-	void *q = malloc(n);
-	if (q) {
-		size_t old = boot_size(p);
-		rt_memcpy(q, p, old < n ? old : n);
-	}
-	return q;
+	if (sampling() && ready())
+		return calloc_sampled(n, m, CALLER_RA());
+	return NEXT(calloc)(n, m);
 }
 
 SW_EXPORT void *realloc(void *p, size_t n)
 {
-	if (!ready()) {
-		void *q = boot_alloc(n, BOOT_HEADER);
-		if (q && p && in_boot(p)) {
-			size_t old = boot_size(p);
-			rt_memcpy(q, p, old < n ? old : n);
-		}
+	if (RT_UNLIKELY(in_boot(p))) {
+		void *q = malloc(n);
+		if (q)
+			boot_copy_out(q, p, n);
 		return q;
 	}
-	if (RT_UNLIKELY(in_boot(p)))
-		return realloc_from_boot(p, n);
-	if (!sampling() && !alloc_live_maybe(p))
-		return next.realloc(p, n);
-	return realloc_slow(p, n, 1, false, CALLER_RA());
+	if ((sampling() || alloc_live_maybe(p)) && ready())
+		return realloc_slow(p, n, 1, false, CALLER_RA());
+	return NEXT(realloc)(p, n);
 }
 
 SW_EXPORT void *reallocarray(void *p, size_t n, size_t m)
 {
 	size_t bytes;
-	if (!ready() || in_boot(p) || !next.reallocarray)
+	if (!ready() || in_boot(p))
 		return __builtin_mul_overflow(n, m, &bytes) ? NULL : realloc(p, bytes);
-	if (!sampling() && !alloc_live_maybe(p))
-		return next.reallocarray(p, n, m);
-	return realloc_slow(p, n, m, true, CALLER_RA());
+	if (sampling() || alloc_live_maybe(p))
+		return realloc_slow(p, n, m, true, CALLER_RA());
+	reallocarray_fn f = NEXT(reallocarray);
+	return f ? f(p, n, m) : reallocarray_emulated(p, n, m);
 }
 
 SW_EXPORT int posix_memalign(void **out, size_t align, size_t n)
@@ -386,9 +478,8 @@ SW_EXPORT size_t malloc_usable_size(void *p)
 {
 	if (in_boot(p))
 		return boot_size(p);
-	if (!ready() || !next.malloc_usable_size)
-		return 0;
-	return next.malloc_usable_size(p);
+	usable_size_fn f = ready() ? NEXT(malloc_usable_size) : NULL;
+	return f ? f(p) : 0;
 }
 
 /* ---- C++ operator new and delete ----

@@ -303,13 +303,13 @@ static void live_table_collisions(void)
 	enum { N = 40 };
 	uintptr_t addr[N];
 	size_t found = 0;
-	uint32_t home = alloc_addr_hash(0x200000000000ull) & (ALLOC_LIVE_SLOTS - 1u);
+	uint32_t home = alloc_live_home(0x200000000000ull);
 	for (uintptr_t a = 0x200000000000ull; found < N / 2; a += 16)
-		if ((alloc_addr_hash(a) & (ALLOC_LIVE_SLOTS - 1u)) == home)
+		if (alloc_live_home(a) == home)
 			addr[found++] = a;
 	/* and neighbours whose home is the next slots */
 	for (uintptr_t a = 0x300000000000ull; found < N; a += 16) {
-		uint32_t h = alloc_addr_hash(a) & (ALLOC_LIVE_SLOTS - 1u);
+		uint32_t h = alloc_live_home(a);
 		if (h == ((home + 1 + found % 3) & (ALLOC_LIVE_SLOTS - 1u)))
 			addr[found++] = a;
 	}
