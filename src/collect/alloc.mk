@@ -21,3 +21,13 @@ $(ALLOC_WL)/alloc_bench: tests/workloads/alloc_bench.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLOC_WL_CFLAGS) $< -o $@ -lpthread
 BENCHES += $(ALLOC_WL)/alloc_bench
+
+$(ALLOC_WL)/alloc_churn: tests/workloads/alloc_churn.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLOC_WL_CFLAGS) $< -o $@ -lpthread
+
+$(ALLOC_WL)/alloc_churn-musl: tests/workloads/alloc_churn.c
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) $(ALLOC_WL_CFLAGS) $< -o $@
+
+TEST_PROGRAMS += $(ALLOC_WL)/alloc_churn $(ALLOC_WL)/alloc_churn-musl
