@@ -9,7 +9,7 @@
 #    ASan+UBSan.  Integration tests: executable tests/integration/*.{sh,py}.
 #  - Test output protocol: one line per check, "PASS <name>" or "FAIL <name>".
 #  - Modules may add rules and extend UNIT_EXTRA_*, TEST_PROGRAMS, BENCHES,
-#    FUZZERS in a fragment src/<concern>/module.mk or tests/<area>/*.mk.
+#    FUZZERS in a fragment src/<concern>/*.mk or tests/<area>/*.mk.
 
 CC        ?= gcc
 ifeq ($(origin CC),default)
@@ -59,7 +59,7 @@ FUZZERS         :=
 .PHONY: all lib cli test test-only unit integration lint bench demo fuzz soak deps clean
 all: lib cli
 
--include $(sort $(wildcard src/*/module.mk vendor/*.mk tests/*/*.mk))
+-include $(sort $(wildcard src/*/*.mk vendor/*.mk tests/*/*.mk))
 
 lib: $(BUILD)/libstowaway.so
 cli: $(BUILD)/stowaway

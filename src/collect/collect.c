@@ -6,6 +6,7 @@
  * few seconds it refreshes the module registry. */
 #include "collect/collect.h"
 #include "collect/alloc.h"
+#include "collect/context.h"
 #include "collect/cpu.h"
 #include "collect/threads.h"
 #include "core/thread.h"
@@ -108,6 +109,7 @@ void collect_after_fork_child(void)
 	thread_forget_own();
 	threads_reset();
 	cpu_after_fork_child();
+	context_after_fork_child();
 	alloc_collector_after_fork_child();
 	if (!atomic_load(&col.running))
 		return;

@@ -9,6 +9,7 @@
  * The handler touches only our preallocated ring and the thread's stack, and
  * never libc: errno is untouched because we make raw system calls only. */
 #include "collect/cpu.h"
+#include "collect/context.h"
 #include "collect/threads.h"
 #include "rt/sys.h"
 #include "unwind/unwind.h"
@@ -29,7 +30,9 @@ struct cpu_record {
 	int tid;
 	int slot;
 	uint32_t depth;
+	bool has_context;
 	uint64_t cpu_ns;
+	struct context_value context; /* the thread's span context when sampled */
 	uint64_t pcs[];
 };
 
@@ -123,6 +126,7 @@ static void cpu_signal_handler(int sig, void *siv, void *ucv)
 	if (end == UNWIND_END_TRUNCATED)
 		rec->pcs[depth++] = SW_PC_TRUNCATED;
 	rec->depth = depth;
+	rec->has_context = context_read_self(&rec->context);
 	rec->tid = tid;
 	rec->slot = (int)slot;
 	rec->cpu_ns = elapsed;
@@ -189,11 +193,19 @@ void cpu_drain(void)
 			continue;
 		struct sw_value values[2] = { { SW_V_CPU_SAMPLES, 1 },
 					      { SW_V_CPU_TIME, (int64_t)r->cpu_ns } };
-		struct sw_label labels[2] = {
+		struct sw_label labels[2 + CONTEXT_MAX_SAMPLE_LABELS] = {
 			{ .key = SW_LABEL_THREAD_ID, .num = r->tid },
 			{ .key = SW_LABEL_THREAD_NAME, .str = threads_name(r->slot) },
 		};
-		struct sw_sample s = { r->pcs, r->depth, values, 2, labels, 2 };
+		uint32_t n_labels = 2;
+		static struct context_labels ctx; /* sampler thread only */
+		if (r->has_context) {
+			ctx.value = r->context;
+			context_to_labels(&ctx);
+			for (uint32_t k = 0; k < ctx.n; k++)
+				labels[n_labels++] = ctx.labels[k];
+		}
+		struct sw_sample s = { r->pcs, r->depth, values, 2, labels, n_labels };
 		(void)recorder_add(cpu.rec, &s);
 		atomic_store_explicit(&r->state, RECORD_EMPTY, memory_order_release);
 	}

@@ -2,6 +2,7 @@
  * CPU timer) before the user's start routine runs, so short threads are
  * profiled from their first instruction.  Exported; only in the .so. */
 #include "collect/collect.h"
+#include "collect/context.h"
 #include "collect/threads.h"
 #include "core/thread.h"
 #include "rt/sys.h"
@@ -18,9 +19,11 @@ static void *thread_start_trampoline(void *p)
 	struct thread_start start = *(struct thread_start *)p;
 	rt_free(p);
 	int tid = (int)sys_gettid();
+	context_thread_started();
 	int slot = threads_register(tid, true);
 	void *result = start.fn(start.arg);
 	threads_unregister(slot, tid);
+	context_thread_exiting();
 	return result;
 }
 

@@ -1,6 +1,7 @@
 /* Entry points: the constructor that starts profiling from the environment,
  * the destructor that flushes at exit, and the public API. */
 #include "core/profiler.h"
+#include "collect/context.h"
 #include "config/config.h"
 #include "rt/host.h"
 #include "rt/rt.h"
@@ -69,3 +70,38 @@ SW_EXPORT int stowaway_start(void)
 SW_EXPORT int stowaway_stop(void) { return profiler_stop(true); }
 
 SW_EXPORT int stowaway_flush(void) { return profiler_flush(); }
+
+SW_EXPORT int stowaway_set_span(uint64_t local_root_span_id, uint64_t span_id)
+{
+	return context_set_span(local_root_span_id, span_id);
+}
+
+SW_EXPORT int stowaway_set_endpoint(const char *endpoint) { return context_set_endpoint(endpoint); }
+
+SW_EXPORT int stowaway_set_label(const char *key, const char *value)
+{
+	return context_set_label(key, value);
+}
+
+SW_EXPORT int stowaway_clear_context(void) { return context_clear(); }
+
+SW_EXPORT int stowaway_set_thread_name(const char *name)
+{
+	if (!name)
+		return -EINVAL;
+	char comm[16];
+	rt_strlcpy(comm, name, sizeof(comm));
+	return (int)sys_prctl(15 /* PR_SET_NAME */, (long)comm, 0, 0, 0);
+}
+
+SW_EXPORT int stowaway_runtime_id(char *buf, size_t size)
+{
+	const char *id = profiler_runtime_id();
+	if (!buf || size == 0)
+		return -EINVAL;
+	if (!*id)
+		return -ESRCH;
+	if (rt_strlcpy(buf, id, size) >= size)
+		return -ERANGE;
+	return 0;
+}

@@ -64,3 +64,12 @@ $(WL)/prefork: tests/workloads/prefork.c
 $(WL)/prefork-musl: tests/workloads/prefork.c
 	@mkdir -p $(WL)
 	$(MUSL_CC) $(WL_CFLAGS) $< -o $@
+
+# The same hotspots binary runs with and without the library (weak API).
+TEST_PROGRAMS += $(WL)/hotspots $(WL)/hotspots-musl
+$(WL)/hotspots: tests/workloads/hotspots.c src/stowaway.h
+	@mkdir -p $(WL)
+	$(CC) $(WL_CFLAGS) -Isrc $< -o $@ -lpthread
+$(WL)/hotspots-musl: tests/workloads/hotspots.c src/stowaway.h
+	@mkdir -p $(WL)
+	$(MUSL_CC) $(WL_CFLAGS) -Isrc $< -o $@

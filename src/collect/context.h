@@ -1,0 +1,73 @@
+/* What each thread says it is doing: the span context (local root span id,
+ * span id), the trace endpoint of its root span and a few custom labels,
+ * set through the public API (stowaway.h) and attached to every sample the
+ * thread produces.
+ *
+ * Setting is cheap: no system call (after the thread's first call), no lock,
+ * no allocation.  Each thread has a slot keyed by its thread pointer with two
+ * copies of its context: the writer fills the inactive copy and then flips
+ * the active index, so a reader on the same thread (its signal handler, its
+ * malloc hook) never sees a torn value; a reader on another thread (the
+ * wall sampler) checks a generation counter and retries. */
+#ifndef STOWAWAY_COLLECT_CONTEXT_H
+#define STOWAWAY_COLLECT_CONTEXT_H
+
+#include "profile/profile.h"
+#include "rt/rt.h"
+
+#define CONTEXT_SLOTS 4096u /* power of two */
+#define CONTEXT_LABELS 4
+#define CONTEXT_KEY_MAX 32
+#define CONTEXT_VALUE_MAX 96
+#define CONTEXT_ENDPOINT_MAX 128
+
+struct context_label {
+	char key[CONTEXT_KEY_MAX];     /* "" : unused */
+	char value[CONTEXT_VALUE_MAX];
+};
+
+/* One consistent view of a thread's context. */
+struct context_value {
+	uint64_t local_root_span_id; /* 0: no span */
+	uint64_t span_id;
+	char endpoint[CONTEXT_ENDPOINT_MAX];
+	struct context_label labels[CONTEXT_LABELS];
+};
+
+/* A snapshot plus the sw_label array pointing into it, ready for
+ * recorder_add; lives in the caller's memory. */
+#define CONTEXT_MAX_SAMPLE_LABELS (3 + CONTEXT_LABELS)
+struct context_labels {
+	struct context_value value;
+	struct sw_label labels[CONTEXT_MAX_SAMPLE_LABELS];
+	uint32_t n;
+};
+
+/* ---- the calling thread (API setters; readers on the same thread) ---- */
+int context_set_span(uint64_t local_root_span_id, uint64_t span_id);
+int context_set_endpoint(const char *endpoint);
+/* value NULL removes the label; -ENOSPC when CONTEXT_LABELS are in use. */
+int context_set_label(const char *key, const char *value);
+/* Clears span ids, endpoint and labels. */
+int context_clear(void);
+/* The calling thread's current context; false when it never set one.
+ * [signal-safe] */
+bool context_read_self(struct context_value *out);
+
+/* Thread lifecycle (pthread_create interposer): a new thread starts with an
+ * empty context even if it reuses an exited thread's thread pointer; an
+ * exiting thread frees its slot. */
+void context_thread_started(void);
+void context_thread_exiting(void);
+
+/* ---- another thread, by kernel tid (wall sampler) ---- */
+bool context_read_tid(int tid, struct context_value *out);
+
+/* Fills `out` with the labels of `v` (span ids as numbers, endpoint and
+ * custom labels as strings; nothing for empty fields). */
+void context_to_labels(struct context_labels *out);
+
+/* In a fork child: only the forking thread survives; other slots are freed. */
+void context_after_fork_child(void);
+
+#endif

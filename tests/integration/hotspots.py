@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Code hotspots: every sample of a request's work carries that request's
+span ids, endpoint and custom label, no sample carries another request's,
+idle samples carry none; `go tool pprof -tagfocus='span id=N'` isolates one
+request; the same binary (weak API) runs unchanged without the library."""
+import glob
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
+WL = os.path.join(ROOT, "build", "workloads")
+KINDS = {"work_checkout": 0, "work_search": 1, "work_login": 2}
+ENDPOINTS = {0: "POST /checkout", 1: "GET /search", 2: "POST /login"}
+failed = 0
+
+
+def check(name, ok, detail=""):
+    global failed
+    print(("PASS " if ok else "FAIL ") + name + (": " + detail if detail else ""), flush=True)
+    failed += not ok
+
+
+def parse_raw(path):
+    """Samples as (leaf function, labels dict) from `go tool pprof -raw`."""
+    out = subprocess.run(["go", "tool", "pprof", "-raw", path], capture_output=True, text=True,
+                         check=True).stdout
+    samples_part = out.split("Samples:", 1)[1].split("Locations", 1)[0]
+    locations_part = out.split("Locations", 1)[1].split("Mappings", 1)[0]
+    functions = {}
+    for line in locations_part.splitlines():
+        m = re.match(r"\s+(\d+): 0x[0-9a-f]+ M=\d+ (\S+)", line)
+        if m:
+            functions[m.group(1)] = m.group(2)
+    samples = []
+    for line in samples_part.splitlines()[1:]:
+        m = re.match(r"\s+\d+\s+\d+: ([\d ]+)$", line)
+        if m:
+            samples.append([functions.get(m.group(1).split()[0], "?"), {}])
+        elif samples and line.strip():
+            for key, value in re.findall(r"([\w ]+?):\[([^\]]*)\]", line):
+                samples[-1][1][key.strip()] = value
+    return samples
+
+
+for prog in ["hotspots", "hotspots-musl"]:
+    exe = os.path.join(WL, prog)
+    plain = subprocess.run([exe, "3"], capture_output=True, text=True, timeout=60)
+    check(f"{prog}: runs without the library (weak API)",
+          plain.returncode == 0 and "api=no" in plain.stdout, plain.stdout[-100:])
+    with tempfile.TemporaryDirectory() as out:
+        env = dict(os.environ, LD_PRELOAD=SO, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out,
+                   DD_SERVICE="hotspots", STOWAWAY_CPU_HZ="1000")
+        proc = subprocess.run([exe, "6"], env=env, capture_output=True, text=True, timeout=120)
+        check(f"{prog}: runs with the library", proc.returncode == 0 and "api=yes" in proc.stdout,
+              proc.stderr[-200:])
+        m = re.search(r"runtime_id=([0-9a-f-]{36})", proc.stdout)
+        check(f"{prog}: stowaway_runtime_id returns a UUID", m is not None)
+        requests = {}
+        for line in proc.stdout.splitlines():
+            parts = line.split()
+            if parts[0] == "request":
+                requests[int(parts[2])] = (int(parts[1]), parts[3])
+        files = glob.glob(os.path.join(out, "hotspots.*.cpu.*.pb.gz"))
+        check(f"{prog}: one CPU profile", len(files) == 1)
+        if not files:
+            continue
+        samples = parse_raw(files[0])
+        work = [(f, l) for f, l in samples if f in KINDS]
+        idle = [(f, l) for f, l in samples if f == "idle_spin"]
+        check(f"{prog}: work samples were taken", len(work) >= 20, str(len(work)))
+        tagged = [l for f, l in work if "span id" in l]
+        check(f"{prog}: every work sample carries span ids", len(tagged) == len(work),
+              f"{len(tagged)}/{len(work)}")
+        wrong = []
+        for f, l in work:
+            if "span id" not in l:
+                continue
+            span, root = int(l["span id"]), int(l.get("local root span id", 0))
+            want = requests.get(span)
+            if (want is None or want[0] != root or span % 10 != KINDS[f]
+                    or l.get("trace endpoint") != ENDPOINTS[KINDS[f]]
+                    or l.get("customer") != ("acme" if KINDS[f] == 0 else "globex")):
+                wrong.append((f, l))
+        check(f"{prog}: each sample carries its own request's ids, endpoint and label",
+              not wrong, str(wrong[:3]))
+        leaked = [l for f, l in idle if "span id" in l or "trace endpoint" in l]
+        check(f"{prog}: idle samples carry no request context", not leaked and len(idle) > 0,
+              f"{len(leaked)} of {len(idle)}")
+        # One request, isolated by go tool pprof's tag filter.
+        counts = {}
+        for f, l in work:
+            counts[l.get("span id")] = counts.get(l.get("span id"), 0) + 1
+        span = max((s for s in counts if s), key=lambda s: counts[s])
+        kind_fn = [f for f, k in KINDS.items() if k == int(span) % 10][0]
+        top = subprocess.run(["go", "tool", "pprof", "-top", f"-tagfocus=span id={span}",
+                              files[0]], capture_output=True, text=True).stdout
+        flat = [line.split()[-1] for line in top.splitlines()
+                if re.match(r"\s+\d", line) and not line.split()[0].startswith("0")]
+        check(f"{prog}: -tagfocus='span id={span}' isolates {kind_fn}", flat == [kind_fn], str(flat))
+sys.exit(1 if failed else 0)
