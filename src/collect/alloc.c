@@ -6,6 +6,7 @@
  * nested (a signal handler calling malloc), and nested calls only forward.
  */
 #include "collect/alloc.h"
+#include "collect/context.h"
 #include "rt/sys.h"
 #include "symbols/symbols.h"
 #include "unwind/unwind.h"
@@ -402,8 +403,18 @@ void alloc_sample(struct alloc_thread *t, void *p, size_t size, uintptr_t ra)
 			{ SW_V_ALLOC_SAMPLES, alloc_round_random(&t->rng, w) },
 			{ SW_V_ALLOC_SPACE, alloc_round_random(&t->rng, w * (double)size) },
 		};
-		struct sw_label label = { SW_LABEL_THREAD_ID, NULL, tid, NULL };
-		struct sw_sample s = { pcs, depth, values, 2, &label, 1 };
+		/* The thread's span context, so allocations show up per request. */
+		struct context_labels ctx;
+		struct sw_label labels[1 + CONTEXT_MAX_SAMPLE_LABELS] = {
+			{ SW_LABEL_THREAD_ID, NULL, tid, NULL },
+		};
+		uint32_t n_labels = 1;
+		if (context_read_self(&ctx.value)) {
+			context_to_labels(&ctx);
+			for (uint32_t k = 0; k < ctx.n; k++)
+				labels[n_labels++] = ctx.labels[k];
+		}
+		struct sw_sample s = { pcs, depth, values, 2, labels, n_labels };
 		if (recorder_add(rec, &s) != PROFILE_ADD_OK)
 			atomic_fetch_add(&st.record_failed, 1);
 	}

@@ -53,7 +53,8 @@ for prog in ["hotspots", "hotspots-musl"]:
           plain.returncode == 0 and "api=no" in plain.stdout, plain.stdout[-100:])
     with tempfile.TemporaryDirectory() as out:
         env = dict(os.environ, LD_PRELOAD=SO, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out,
-                   DD_SERVICE="hotspots", STOWAWAY_CPU_HZ="1000")
+                   DD_SERVICE="hotspots", STOWAWAY_CPU_HZ="1000",
+                   STOWAWAY_ALLOC_SAMPLE_BYTES="65536")
         proc = subprocess.run([exe, "6"], env=env, capture_output=True, text=True, timeout=120)
         check(f"{prog}: runs with the library", proc.returncode == 0 and "api=yes" in proc.stdout,
               proc.stderr[-200:])
@@ -101,4 +102,11 @@ for prog in ["hotspots", "hotspots-musl"]:
         flat = [line.split()[-1] for line in top.splitlines()
                 if re.match(r"\s+\d", line) and not line.split()[0].startswith("0")]
         check(f"{prog}: -tagfocus='span id={span}' isolates {kind_fn}", flat == [kind_fn], str(flat))
+        alloc_files = glob.glob(os.path.join(out, "hotspots.*.alloc.*.pb.gz"))
+        allocs = [(f, l) for f, l in parse_raw(alloc_files[0]) if f in KINDS] if alloc_files else []
+        check(f"{prog}: allocation samples in request work", len(allocs) >= 10, str(len(allocs)))
+        bad = [(f, l) for f, l in allocs
+               if "span id" not in l or int(l["span id"]) % 10 != KINDS[f]
+               or int(l["span id"]) not in requests]
+        check(f"{prog}: allocation samples carry their request's span ids", not bad, str(bad[:3]))
 sys.exit(1 if failed else 0)

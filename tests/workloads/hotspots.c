@@ -1,6 +1,7 @@
 /* Code-hotspots workload: 4 threads serve fake requests of three kinds; each
  * request is tagged with stowaway_set_span / _set_endpoint / _set_label and
- * burns CPU in its kind's function (work_checkout, work_search, work_login).
+ * burns CPU and allocates in its kind's function (work_checkout, work_search,
+ * work_login).
  * Between requests the thread clears its context and idles in idle_spin().
  * The API is declared weak: the same binary runs without the library.
  * Prints "request <root> <span> <kind>" per request and "api=<yes|no>". */
@@ -18,6 +19,8 @@
 #pragma weak stowaway_runtime_id
 
 static volatile uint64_t sink;
+/* Blocks escape through here, so the compiler keeps malloc and free. */
+static char *volatile escape;
 
 static double now_s(void)
 {
@@ -31,9 +34,15 @@ static double now_s(void)
 	{                                                                       \
 		double end = now_s() + seconds;                                 \
 		uint64_t h = sink;                                              \
-		while (now_s() < end)                                           \
+		while (now_s() < end) {                                         \
+			char *block = malloc(16384);                            \
+			block[0] = (char)h;                                     \
+			escape = block;                                         \
 			for (int i = 0; i < 20000; i++)                         \
 				h = (h ^ (uint64_t)i) * 0x100000001b3ull + (k);  \
+			h += (uint64_t)block[0];                                \
+			free(block);                                            \
+		}                                                               \
 		sink = h;                                                       \
 	}
 WORK(work_checkout, 1)
