@@ -69,7 +69,7 @@ if [ -s build/lint/tidy.txt ]; then
 fi
 
 if [ "$fail" -ne 0 ]; then
-	echo "lint: FAILED"
+	echo "FAIL lint"
 	exit 1
 fi
-echo "lint: clean (gcc -fanalyzer, cppcheck, clang-tidy)"
+echo "PASS lint (gcc -fanalyzer, cppcheck, clang-tidy)"

@@ -44,6 +44,9 @@ run_one() {
 	failed=$((failed + f))
 }
 
+if [ "${STOWAWAY_LINT:-0}" = 1 ]; then
+	run_one "lint" tests/lint.sh
+fi
 for bin in build/tests/test_*; do
 	[ -x "$bin" ] || continue
 	run_one "unit/$(basename "$bin")" "$bin"

@@ -8,6 +8,8 @@
 #include "collect/alloc.h"
 #include "collect/context.h"
 #include "collect/cpu.h"
+#include "collect/exception.h"
+#include "collect/lock.h"
 #include "collect/threads.h"
 #include "core/thread.h"
 #include "rt/sys.h"
@@ -66,6 +68,10 @@ int collect_start(const struct sw_config *cfg, struct recorder *rec)
 	if ((cfg->kinds & (SW_KIND_BIT(SW_KIND_ALLOC) | SW_KIND_BIT(SW_KIND_HEAP))) &&
 	    alloc_collector_start(cfg, rec) == 0)
 		n++;
+	if ((cfg->kinds & SW_KIND_BIT(SW_KIND_LOCK)) && lock_collector_start(cfg, rec) == 0)
+		n++;
+	if ((cfg->kinds & SW_KIND_BIT(SW_KIND_EXCEPTION)) && exception_collector_start(cfg, rec) == 0)
+		n++;
 	int live = threads_scan();
 	if (live < 0)
 		rt_warn("cannot read /proc/self/task (error %d): only threads started from now on "
@@ -88,6 +94,8 @@ void collect_stop(void)
 		return;
 	cpu_stop();
 	alloc_collector_stop();
+	lock_collector_stop();
+	exception_collector_stop();
 	/* Let the sampler drain what the handlers left (bounded wait). */
 	for (int i = 0; i < 100 && atomic_load(&col.sampler_alive); i++)
 		(void)rt_sleep_ns(1000000);

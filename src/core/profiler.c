@@ -4,6 +4,8 @@
  * the exiting thread within the exit timeout. */
 #include "core/profiler.h"
 #include "collect/collect.h"
+#include "collect/exception.h"
+#include "collect/lock.h"
 #include "core/thread.h"
 #include "encode/gzip.h"
 #include "encode/pprof.h"
@@ -71,6 +73,10 @@ static int64_t kind_period(const struct sw_config *cfg, enum sw_kind kind)
 	case SW_KIND_ALLOC:
 	case SW_KIND_HEAP:
 		return (int64_t)cfg->alloc_sample_bytes;
+	case SW_KIND_LOCK:
+		return (int64_t)lock_collector_period();
+	case SW_KIND_EXCEPTION:
+		return (int64_t)exception_collector_period();
 	default:
 		return 1;
 	}

@@ -1,0 +1,81 @@
+/* The interposed C++ throw entry points.  Exported; only in the .so.
+ *
+ * __cxa_throw and __cxa_rethrow offer the throw to the sampler, then
+ * forward to the next definition (libstdc++ or libc++abi), which raises the
+ * exception; the unwinder crosses this frame through its .eh_frame entry
+ * like any other C frame without a handler.  For a rethrow the type is the
+ * caught exception's, from the ABI's __cxa_current_exception_type.
+ */
+#include "collect/exception.h"
+#include "rt/host.h"
+#include "rt/sys.h"
+
+#define SW_EXPORT __attribute__((visibility("default")))
+#define CALLER_RA() ((uintptr_t)__builtin_return_address(0))
+#define SIG_ABRT 6
+
+typedef void (*throw_fn)(void *, void *, void (*)(void *)) __attribute__((noreturn));
+typedef void (*rethrow_fn)(void) __attribute__((noreturn));
+typedef void *(*current_type_fn)(void);
+
+enum next_id { CXA_THROW, CXA_RETHROW, CXA_CURRENT_TYPE, NEXT_COUNT };
+
+static const char *const next_names[NEXT_COUNT] = {
+	[CXA_THROW] = "__cxa_throw",
+	[CXA_RETHROW] = "__cxa_rethrow",
+	[CXA_CURRENT_TYPE] = "__cxa_current_exception_type",
+};
+
+/* Found on each use until found (a C++ runtime may be loaded by dlopen). */
+static _Atomic(void *) next_fn[NEXT_COUNT];
+
+static void *next_of(enum next_id id)
+{
+	void *f = atomic_load_explicit(&next_fn[id], memory_order_acquire);
+	if (RT_LIKELY(f != NULL))
+		return f;
+	f = dlsym ? dlsym(HOST_RTLD_NEXT, next_names[id]) : NULL;
+	if (f)
+		atomic_store_explicit(&next_fn[id], f, memory_order_release);
+	return f;
+}
+
+/* No runtime to raise the exception: what std::terminate would do. */
+__attribute__((noreturn)) static void no_runtime(void)
+{
+	rt_error("__cxa_throw: no C++ runtime to forward to; aborting");
+	(void)sys_tgkill((int)sys_getpid(), (int)sys_gettid(), SIG_ABRT);
+	(void)sys_exit_group(134);
+	__builtin_unreachable();
+}
+
+SW_EXPORT __attribute__((noreturn)) void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *));
+SW_EXPORT __attribute__((noreturn)) void __cxa_rethrow(void);
+
+SW_EXPORT void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *))
+{
+	if (RT_UNLIKELY(exception_should_sample()))
+		exception_sample(tinfo, CALLER_RA());
+	void *p = next_of(CXA_THROW);
+	throw_fn f;
+	__builtin_memcpy(&f, &p, sizeof(p));
+	if (!f)
+		no_runtime();
+	f(obj, tinfo, dest);
+}
+
+SW_EXPORT void __cxa_rethrow(void)
+{
+	if (RT_UNLIKELY(exception_should_sample())) {
+		void *p = next_of(CXA_CURRENT_TYPE);
+		current_type_fn current;
+		__builtin_memcpy(&current, &p, sizeof(p));
+		exception_sample(current ? current() : NULL, CALLER_RA());
+	}
+	void *p = next_of(CXA_RETHROW);
+	rethrow_fn f;
+	__builtin_memcpy(&f, &p, sizeof(p));
+	if (!f)
+		no_runtime();
+	f();
+}

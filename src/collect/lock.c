@@ -1,0 +1,583 @@
+/* Lock contention sampling, the held-lock table and lock names (lock.h).
+ *
+ * Runs on the host's threads inside pthread_mutex_lock/unlock: never calls
+ * a host function and takes no lock of its own (the held table is
+ * lock-free), so a fork child inherits nothing that can block.  The
+ * recorder's lock is the only one reached, and only for sampled events.
+ */
+#include "collect/lock.h"
+
+#include <linux/elf.h>
+
+#include "collect/alloc.h"
+#include "collect/exception.h"
+#include "rt/sys.h"
+#include "symbols/elf.h"
+#include "symbols/maps.h"
+#include "unwind/unwind.h"
+
+#define LOCK_MAX_FRAMES 128u
+/* Frames of our own (hook, lock_contended, capture) searched for the hook's
+ * return address before the caller's stack starts. */
+#define LOCK_OWN_FRAMES 8u
+#define LOCK_NAME_CAP 96u
+
+/* Held table: sampled acquisitions not yet released. */
+#define HELD_SLOTS 256u /* power of two */
+#define HELD_PROBES 8u
+#define HELD_FRAMES 64u
+/* An entry older than this is taken for a lock released where we cannot
+ * see it (by another thread) and may be evicted to make room. */
+#define HELD_STALE_NS (60ull * 1000000000ull)
+
+#define MAPS_MAX_BYTES (64u << 20)
+#define ELF_MAX_BYTES (4ull << 30)
+#define INDEX_MAX_SYMBOLS (1u << 22)
+#define WRITABLE_RANGES 8u
+
+struct lock_hot lock_hot;
+
+struct held_slot {
+	_Atomic uintptr_t lock;  /* 0: free; claimed by the inserting thread */
+	_Atomic uintptr_t owner; /* thread pointer once filled; 0 while claimed */
+	uint64_t since_ns;
+	double weight;
+	int tid;
+	uint32_t depth;
+	char name[LOCK_NAME_CAP];
+	uint64_t pcs[HELD_FRAMES];
+};
+
+static struct {
+	_Atomic(struct recorder *) rec;
+	atomic_ullong mean_ns;
+	uint32_t max_frames;
+	atomic_ullong random_counter;
+	_Atomic(struct held_slot *) held;
+	_Atomic(const struct lock_symbol_index *) index;
+	atomic_ullong samples;
+	atomic_ullong held_dropped;
+	atomic_ullong record_failed;
+} st;
+
+/* ---- shared helpers ---- */
+
+static uint64_t splitmix(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+uint64_t collect_random_u64(void)
+{
+	return splitmix(atomic_fetch_add_explicit(&st.random_counter, 0x9e3779b97f4a7c15ull,
+						  memory_order_relaxed));
+}
+
+void collect_random_seed(void)
+{
+	if (atomic_load(&st.random_counter) != 0)
+		return;
+	uint64_t seed = 0;
+	if (!rt_random_bytes(&seed, sizeof(seed)))
+		seed = rt_monotonic_ns() ^ ((uint64_t)sys_getpid() << 32);
+	uint64_t zero = 0;
+	(void)atomic_compare_exchange_strong(&st.random_counter, &zero, seed | 1u);
+}
+
+__attribute__((noinline)) uint32_t collect_capture_caller(uintptr_t ra, uint64_t *buf, uint32_t cap,
+							  uint32_t *depth)
+{
+	struct unwind_regs regs;
+	rt_memset(&regs, 0, sizeof(regs));
+	uint64_t pc, sp, fp;
+#if defined(__x86_64__)
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+			 : "=&r"(pc), "=&r"(sp), "=&r"(fp));
+#else
+	__asm__ volatile("adr %0, .\n\tmov %1, sp\n\tmov %2, x29" : "=&r"(pc), "=&r"(sp), "=&r"(fp));
+#endif
+	regs.pc = pc;
+	regs.sp = sp;
+	regs.fp = fp;
+	enum unwind_end end = UNWIND_END_OUTERMOST;
+	uint32_t n = unwind_stack(&regs, buf, cap, 0, &end);
+	uint32_t search = RT_MIN(n, LOCK_OWN_FRAMES);
+	for (uint32_t i = 0; i < search; i++) {
+		if (buf[i] == (uint64_t)ra - 1 || buf[i] == (uint64_t)ra) {
+			*depth = n - i;
+			if (end == UNWIND_END_TRUNCATED && *depth > 1)
+				buf[n - 1] = SW_PC_TRUNCATED;
+			return i;
+		}
+	}
+	buf[0] = ra ? (uint64_t)ra - 1 : SW_PC_UNKNOWN;
+	*depth = 1;
+	return 0;
+}
+
+/* ---- sampling ---- */
+
+bool lock_sample_decide(uint64_t wait_ns, uint64_t mean_ns, uint64_t u)
+{
+	if (wait_ns == 0)
+		return false;
+	double w = alloc_weight(wait_ns, mean_ns); /* 1/p >= 1 */
+	/* u / 2^64 < p */
+	return (double)u * w < 18446744073709551616.0;
+}
+
+uint64_t lock_collector_period(void)
+{
+	uint64_t m = atomic_load_explicit(&st.mean_ns, memory_order_relaxed);
+	return m ? m : LOCK_DEFAULT_SAMPLE_NS;
+}
+
+/* ---- lock names ---- */
+
+static void index_grow(struct lock_symbol_index *idx)
+{
+	uint32_t cap = idx->cap ? idx->cap * 2u : 1024u;
+	struct lock_symbol *s = rt_realloc(idx->syms, (size_t)cap * sizeof(*s));
+	if (!s) {
+		idx->names.failed = true;
+		return;
+	}
+	idx->syms = s;
+	idx->cap = cap;
+}
+
+/* Writable, not read-only after relocation: where a lock can live. */
+struct writable_ranges {
+	uint64_t lo[WRITABLE_RANGES], hi[WRITABLE_RANGES];
+	uint32_t n;
+	uint64_t relro_lo, relro_hi;
+};
+
+static void find_writable(const struct elf_image *img, struct writable_ranges *w)
+{
+	rt_memset(w, 0, sizeof(*w));
+	for (uint32_t i = 0; i < img->phnum; i++) {
+		struct elf_segment seg;
+		if (!elf_segment_at(img, i, &seg))
+			continue;
+		if (seg.type == PT_LOAD && (seg.flags & PF_W) && w->n < WRITABLE_RANGES) {
+			w->lo[w->n] = seg.vaddr;
+			w->hi[w->n] = seg.vaddr + seg.memsz;
+			w->n++;
+		} else if (seg.type == PT_GNU_RELRO) {
+			w->relro_lo = seg.vaddr;
+			w->relro_hi = seg.vaddr + seg.memsz;
+		}
+	}
+}
+
+static bool is_writable(const struct writable_ranges *w, uint64_t v)
+{
+	if (v >= w->relro_lo && v < w->relro_hi)
+		return false;
+	for (uint32_t i = 0; i < w->n; i++)
+		if (v >= w->lo[i] && v < w->hi[i])
+			return true;
+	return false;
+}
+
+bool lock_index_add_image(struct lock_symbol_index *idx, const struct elf_image *img,
+			  uint64_t bias)
+{
+	struct elf_symbol_iter it;
+	if (!elf_symbols_begin(img, SHT_SYMTAB, &it) && !elf_symbols_begin(img, SHT_DYNSYM, &it))
+		return true;
+	struct writable_ranges w;
+	find_writable(img, &w);
+	if (w.n == 0)
+		return true;
+	for (uint64_t i = 1; i < it.count && !idx->names.failed; i++) {
+		Elf64_Sym sym;
+		uint64_t off = it.symtab.offset + i * sizeof(sym);
+		if (off + sizeof(sym) > img->size)
+			break;
+		rt_memcpy(&sym, img->data + off, sizeof(sym));
+		if (ELF64_ST_TYPE(sym.st_info) != STT_OBJECT || sym.st_shndx == SHN_UNDEF ||
+		    sym.st_shndx >= SHN_LORESERVE || sym.st_size == 0 || !is_writable(&w, sym.st_value))
+			continue;
+		const char *name = elf_string_at(img, &it.strtab, sym.st_name);
+		if (!name || !name[0])
+			continue;
+		if (idx->n >= INDEX_MAX_SYMBOLS || idx->names.len > UINT32_MAX - 4096u)
+			break;
+		if (idx->n == idx->cap)
+			index_grow(idx);
+		if (idx->names.failed)
+			break;
+		struct lock_symbol *s = &idx->syms[idx->n++];
+		s->start = sym.st_value + bias;
+		s->size = sym.st_size;
+		s->name = (uint32_t)idx->names.len;
+		rt_buf_append(&idx->names, name, rt_strnlen(name, 1024) + 1);
+	}
+	return !idx->names.failed;
+}
+
+static bool sym_before(const struct lock_symbol *a, const struct lock_symbol *b)
+{
+	return a->start < b->start;
+}
+
+/* Heap sort: bounded, in place, no recursion. */
+static void sift_down(struct lock_symbol *a, uint32_t root, uint32_t n)
+{
+	for (uint32_t guard = 0; guard < 64; guard++) {
+		uint32_t child = 2u * root + 1u;
+		if (child >= n)
+			return;
+		if (child + 1u < n && sym_before(&a[child], &a[child + 1u]))
+			child++;
+		if (!sym_before(&a[root], &a[child]))
+			return;
+		struct lock_symbol t = a[root];
+		a[root] = a[child];
+		a[child] = t;
+		root = child;
+	}
+}
+
+void lock_index_finish(struct lock_symbol_index *idx)
+{
+	uint32_t n = idx->n;
+	for (uint32_t i = n / 2u; i > 0; i--)
+		sift_down(idx->syms, i - 1u, n);
+	for (uint32_t end = n; end > 1; end--) {
+		struct lock_symbol t = idx->syms[0];
+		idx->syms[0] = idx->syms[end - 1u];
+		idx->syms[end - 1u] = t;
+		sift_down(idx->syms, 0, end - 1u);
+	}
+}
+
+void lock_index_free(struct lock_symbol_index *idx)
+{
+	rt_free(idx->syms);
+	rt_buf_free(&idx->names);
+	rt_memset(idx, 0, sizeof(*idx));
+}
+
+/* The symbol whose range contains addr, or NULL. */
+static const struct lock_symbol *index_find(const struct lock_symbol_index *idx, uint64_t addr)
+{
+	if (!idx || idx->n == 0 || addr < idx->syms[0].start)
+		return NULL;
+	uint32_t lo = 0, hi = idx->n; /* last start <= addr is in [lo, hi) */
+	while (hi - lo > 1u) {
+		uint32_t mid = lo + (hi - lo) / 2u;
+		if (idx->syms[mid].start <= addr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	const struct lock_symbol *s = &idx->syms[lo];
+	return addr - s->start < s->size ? s : NULL;
+}
+
+void lock_name_format(const struct lock_symbol_index *idx, uint64_t addr, char *out, size_t cap)
+{
+	const struct lock_symbol *s = index_find(idx, addr);
+	if (!s || s->name >= idx->names.len) {
+		rt_snprintf(out, cap, "0x%llx", (unsigned long long)addr);
+		return;
+	}
+	const char *name = (const char *)idx->names.data + s->name;
+	size_t len = 0;
+	bool plain = true;
+	if (rt_starts_with(name, "_Z")) {
+		const char *m = name + 2;
+		if (*m == 'L') /* internal linkage */
+			m++;
+		plain = !exception_demangle(m, out, cap);
+	}
+	if (plain)
+		rt_strlcpy(out, name, cap);
+	len = rt_strnlen(out, cap);
+	if (addr != s->start && len < cap)
+		rt_snprintf(out + len, cap - len, "+0x%llx", (unsigned long long)(addr - s->start));
+}
+
+/* Reads /proc/self/maps whole into b. */
+static bool read_maps(struct rt_buf *b)
+{
+	long fd = sys_open("/proc/self/maps", O_RDONLY, 0);
+	if (fd < 0)
+		return false;
+	bool ok = true;
+	while (b->len < MAPS_MAX_BYTES) {
+		if (!rt_buf_reserve(b, 65536)) {
+			ok = false;
+			break;
+		}
+		long r = sys_read((int)fd, b->data + b->len, 65536);
+		if (r == -EINTR)
+			continue;
+		if (r < 0)
+			ok = false;
+		if (r <= 0)
+			break;
+		b->len += (size_t)r;
+	}
+	(void)sys_close((int)fd);
+	return ok;
+}
+
+/* Adds the data symbols of the file mapped by e (its first mapping). */
+static void index_add_file(struct lock_symbol_index *idx, const struct maps_entry *e)
+{
+	char path[1024];
+	if (e->path_len == 0 || e->path_len >= sizeof(path) || e->path[0] != '/')
+		return;
+	rt_memcpy(path, e->path, e->path_len);
+	path[e->path_len] = 0;
+	long fd = sys_open(path, O_RDONLY, 0);
+	if (fd < 0)
+		return;
+	struct statx sx;
+	rt_memset(&sx, 0, sizeof(sx));
+	long r = sys_statx((int)fd, "", AT_EMPTY_PATH, STATX_INO | STATX_SIZE, &sx);
+	void *p = (void *)-1L;
+	if (r == 0 && sx.stx_ino == e->inode && sx.stx_dev_major == e->dev_major &&
+	    sx.stx_dev_minor == e->dev_minor && sx.stx_size >= sizeof(Elf64_Ehdr) &&
+	    sx.stx_size <= ELF_MAX_BYTES)
+		p = sys_mmap(NULL, (size_t)sx.stx_size, PROT_READ, MAP_PRIVATE, (int)fd, 0);
+	(void)sys_close((int)fd);
+	if (SYS_IS_ERR(p))
+		return;
+	struct elf_image img;
+	uint64_t bias;
+	if (elf_open(&img, p, (size_t)sx.stx_size) && elf_load_bias(&img, e->start, e->offset, &bias))
+		(void)lock_index_add_image(idx, &img, bias);
+	(void)sys_munmap(p, (size_t)sx.stx_size);
+}
+
+/* Indexes the writable data symbols of every module mapped now. */
+static struct lock_symbol_index *index_build(void)
+{
+	struct lock_symbol_index *idx = rt_calloc(1, sizeof(*idx));
+	if (!idx)
+		return NULL;
+	struct rt_buf maps = { 0 };
+	if (read_maps(&maps)) {
+		size_t pos = 0;
+		struct maps_entry e;
+		uint64_t last_inode = 0;
+		while (maps_next((const char *)maps.data, maps.len, &pos, &e)) {
+			/* One pass per loaded file: its mapping at offset 0. */
+			if (e.offset != 0 || e.inode == 0 || e.inode == last_inode)
+				continue;
+			last_inode = e.inode;
+			index_add_file(idx, &e);
+		}
+	}
+	rt_buf_free(&maps);
+	if (idx->names.failed) {
+		rt_warn("lock profiler: out of memory indexing data symbols; locks are named by "
+			"address");
+		lock_index_free(idx);
+		rt_free(idx);
+		return NULL;
+	}
+	lock_index_finish(idx);
+	return idx;
+}
+
+/* ---- the held table ---- */
+
+static uint32_t held_home(uintptr_t lock, uintptr_t tp)
+{
+	return (uint32_t)(((uint64_t)(lock ^ (tp >> 4)) * 0x9e3779b97f4a7c15ull) >> 56) &
+	       (HELD_SLOTS - 1u);
+}
+
+/* Frees slot s if it still belongs to `owner`; true for the one caller that
+ * succeeds. */
+static bool held_take(struct held_slot *s, uintptr_t owner)
+{
+	uintptr_t o = owner;
+	if (!atomic_compare_exchange_strong(&s->owner, &o, 0))
+		return false;
+	atomic_fetch_sub(&lock_hot.held, 1);
+	return true;
+}
+
+static void held_clear(struct held_slot *s) { atomic_store_explicit(&s->lock, 0, memory_order_release); }
+
+static void held_evict_stale(struct held_slot *table, uint32_t home, uint64_t now)
+{
+	for (uint32_t i = 0; i < HELD_PROBES; i++) {
+		struct held_slot *s = &table[(home + i) & (HELD_SLOTS - 1u)];
+		uintptr_t o = atomic_load_explicit(&s->owner, memory_order_acquire);
+		if (o != 0 && now - s->since_ns > HELD_STALE_NS && held_take(s, o))
+			held_clear(s);
+	}
+}
+
+static void held_insert(uintptr_t lock, double weight, int tid, const char *name,
+			const uint64_t *pcs, uint32_t depth)
+{
+	struct held_slot *table = atomic_load_explicit(&st.held, memory_order_acquire);
+	if (!table)
+		return;
+	uintptr_t tp = alloc_thread_pointer();
+	uint32_t home = held_home(lock, tp);
+	for (uint32_t round = 0; round < 2; round++) {
+		for (uint32_t i = 0; i < HELD_PROBES; i++) {
+			struct held_slot *s = &table[(home + i) & (HELD_SLOTS - 1u)];
+			uintptr_t expect = 0;
+			if (!atomic_compare_exchange_strong(&s->lock, &expect, lock))
+				continue;
+			s->weight = weight;
+			s->tid = tid;
+			s->depth = RT_MIN(depth, HELD_FRAMES);
+			rt_memcpy(s->pcs, pcs, (size_t)s->depth * sizeof(uint64_t));
+			if (depth > HELD_FRAMES)
+				s->pcs[HELD_FRAMES - 1u] = SW_PC_TRUNCATED;
+			rt_strlcpy(s->name, name, sizeof(s->name));
+			s->since_ns = rt_monotonic_ns();
+			atomic_fetch_add(&lock_hot.held, 1);
+			atomic_store_explicit(&s->owner, tp, memory_order_release);
+			return;
+		}
+		if (round == 0)
+			held_evict_stale(table, home, rt_monotonic_ns());
+	}
+	atomic_fetch_add(&st.held_dropped, 1);
+}
+
+/* The calling thread's entry for lock, or NULL. */
+static struct held_slot *held_find(uintptr_t lock, uintptr_t tp)
+{
+	struct held_slot *table = atomic_load_explicit(&st.held, memory_order_acquire);
+	if (!table)
+		return NULL;
+	uint32_t home = held_home(lock, tp);
+	for (uint32_t i = 0; i < HELD_PROBES; i++) {
+		struct held_slot *s = &table[(home + i) & (HELD_SLOTS - 1u)];
+		if (atomic_load_explicit(&s->lock, memory_order_relaxed) == lock &&
+		    atomic_load_explicit(&s->owner, memory_order_acquire) == tp)
+			return s;
+	}
+	return NULL;
+}
+
+bool lock_held_by_self(const void *lock)
+{
+	return held_find((uintptr_t)lock, alloc_thread_pointer()) != NULL;
+}
+
+/* ---- recording ---- */
+
+static void record(const uint64_t *pcs, uint32_t depth, const struct sw_value *values,
+		   const char *name, int tid)
+{
+	struct recorder *rec = atomic_load(&st.rec);
+	if (!rec)
+		return;
+	struct sw_label labels[2] = {
+		{ SW_LABEL_LOCK_NAME, name, 0, NULL },
+		{ SW_LABEL_THREAD_ID, NULL, tid, NULL },
+	};
+	struct sw_sample s = { pcs, depth, values, 2, labels, 2 };
+	if (recorder_add(rec, &s) != PROFILE_ADD_OK)
+		atomic_fetch_add(&st.record_failed, 1);
+}
+
+static void local_rng(struct rt_rng *r)
+{
+	r->s[0] = collect_random_u64();
+	r->s[1] = collect_random_u64() | 1u;
+}
+
+void lock_contended(const void *lock, uint64_t wait_ns, uintptr_t ra)
+{
+	uint64_t mean = lock_collector_period();
+	if (!lock_sample_decide(wait_ns, mean, collect_random_u64()))
+		return;
+	double weight = alloc_weight(wait_ns, mean);
+	atomic_fetch_add(&st.samples, 1);
+	uint64_t buf[LOCK_MAX_FRAMES + LOCK_OWN_FRAMES];
+	uint32_t depth = 0;
+	uint32_t cap = RT_MIN(st.max_frames, LOCK_MAX_FRAMES) + LOCK_OWN_FRAMES;
+	uint32_t first = collect_capture_caller(ra, buf, cap, &depth);
+	char name[LOCK_NAME_CAP];
+	lock_name_format(atomic_load_explicit(&st.index, memory_order_acquire), (uintptr_t)lock,
+			 name, sizeof(name));
+	int tid = (int)sys_gettid();
+	struct rt_rng rng;
+	local_rng(&rng);
+	struct sw_value values[2] = {
+		{ SW_V_LOCK_ACQUIRE, alloc_round_random(&rng, weight) },
+		{ SW_V_LOCK_ACQUIRE_WAIT, alloc_round_random(&rng, weight * (double)wait_ns) },
+	};
+	record(buf + first, depth, values, name, tid);
+	held_insert((uintptr_t)lock, weight, tid, name, buf + first, depth);
+}
+
+void lock_released(const void *lock, uint64_t released_ns)
+{
+	uintptr_t tp = alloc_thread_pointer();
+	struct held_slot *s = held_find((uintptr_t)lock, tp);
+	if (!s || !held_take(s, tp))
+		return;
+	uint64_t hold = released_ns > s->since_ns ? released_ns - s->since_ns : 0;
+	double weight = s->weight;
+	int tid = s->tid;
+	uint32_t depth = s->depth;
+	uint64_t pcs[HELD_FRAMES];
+	char name[LOCK_NAME_CAP];
+	rt_memcpy(pcs, s->pcs, (size_t)depth * sizeof(uint64_t));
+	rt_strlcpy(name, s->name, sizeof(name));
+	held_clear(s);
+	struct rt_rng rng;
+	local_rng(&rng);
+	struct sw_value values[2] = {
+		{ SW_V_LOCK_RELEASE, alloc_round_random(&rng, weight) },
+		{ SW_V_LOCK_RELEASE_HOLD, alloc_round_random(&rng, weight * (double)hold) },
+	};
+	record(pcs, depth, values, name, tid);
+}
+
+/* ---- the collector ---- */
+
+int lock_collector_start(const struct sw_config *cfg, struct recorder *rec)
+{
+	if (!(cfg->kinds & SW_KIND_BIT(SW_KIND_LOCK)))
+		return -EINVAL;
+	uint32_t mean = LOCK_DEFAULT_SAMPLE_NS;
+	const char *v = rt_getenv("STOWAWAY_LOCK_SAMPLE_NS");
+	if (v && *v && !config_parse_u32_range(v, 1, 4000000000u, &mean)) {
+		rt_warn("STOWAWAY_LOCK_SAMPLE_NS=\"%.*s\" is not a whole number in 1..4000000000; "
+			"using %u", 64, v, LOCK_DEFAULT_SAMPLE_NS);
+		mean = LOCK_DEFAULT_SAMPLE_NS;
+	}
+	if (!atomic_load(&st.held)) {
+		struct held_slot *t = rt_pages_alloc(HELD_SLOTS * sizeof(struct held_slot));
+		if (!t)
+			return -ENOMEM;
+		atomic_store(&st.held, t);
+	}
+	collect_random_seed();
+	/* Built once: a hook may be reading it at any time. */
+	if (!atomic_load(&st.index)) {
+		struct lock_symbol_index *idx = index_build();
+		if (idx)
+			atomic_store_explicit(&st.index, idx, memory_order_release);
+	}
+	atomic_store(&st.mean_ns, mean);
+	st.max_frames = cfg->max_frames ? cfg->max_frames : 64u;
+	atomic_store(&st.rec, rec);
+	atomic_store(&lock_hot.sampling, 1);
+	const struct lock_symbol_index *idx = atomic_load(&st.index);
+	rt_info("lock profiler on: one sample per %u ns of contended waiting on average "
+		"(%u data symbols for lock names)", mean, idx ? idx->n : 0u);
+	return 0;
+}
+
+void lock_collector_stop(void) { atomic_store(&lock_hot.sampling, 0); }
