@@ -1,6 +1,7 @@
 /* The module registry (see symbols.h). */
 #include "symbols/symbols.h"
 
+#include <linux/elf-em.h>
 #include <linux/elf.h>
 
 #include "rt/rt.h"
@@ -230,7 +231,8 @@ static void load_from_image(struct sym_module *m, const struct elf_image *img,
 	if (!elf_load_bias(img, e->start, e->offset, &m->bias))
 		return;
 	load_functions(m, img);
-	if (elf_eh_frame(img, &eh) && elf_load_range(img, &lo, &hi) && hi > lo &&
+	/* The CFI interpreter models x86_64 registers; elsewhere frame pointers. */
+	if (img->machine == EM_X86_64 && elf_eh_frame(img, &eh) && elf_load_range(img, &lo, &hi) && hi > lo &&
 	    hi - lo <= UINT32_MAX)
 		m->cfi = cfi_table_build(img->data + eh.offset, (size_t)eh.size, eh.addr, lo, hi - lo);
 }
