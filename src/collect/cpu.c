@@ -23,6 +23,11 @@
 #define RECORD_READY 2
 #define SI_TIMER_CODE (-2)
 #define SIGNAL_PROBE_TRIES 4
+/* One sample in COST_SAMPLE_EVERY also reads the thread clock on the way
+ * out, so the overhead cap knows what a sample costs (one extra system
+ * call per COST_SAMPLE_EVERY samples). */
+#define COST_SAMPLE_EVERY 8u
+#define DELIVERY_ROUNDS 32
 
 /* One sample as the handler leaves it; pcs has cfg->max_frames + 1 slots. */
 struct cpu_record {
@@ -56,10 +61,12 @@ static struct {
 	size_t record_size;
 	size_t ring_bytes;
 	uint32_t max_frames;
-	uint64_t period_ns;
+	atomic_ullong period_ns; /* changed by cpu_set_rate */
 	atomic_uint next_record;
 	atomic_ullong dropped;
 	atomic_ullong taken;
+	atomic_ullong cost_ns;      /* handler CPU time of the measured samples */
+	atomic_ullong cost_samples; /* samples measured */
 	struct sys_sigaction previous;
 	struct rt_rng rng; /* sampler/registering threads only, under rng_lock */
 	struct rt_mutex rng_lock;
@@ -119,6 +126,8 @@ static void cpu_signal_handler(int sig, void *siv, void *ucv)
 	}
 	struct unwind_regs regs;
 	regs_from_ucontext(ucv, &regs);
+	regs.stack_lo = t->stack_lo;
+	regs.stack_hi = t->stack_hi;
 	enum unwind_end end = UNWIND_END_OUTERMOST;
 	uint32_t depth = unwind_stack(&regs, rec->pcs, cpu.max_frames, 0, &end);
 	if (depth == 0)
@@ -130,12 +139,30 @@ static void cpu_signal_handler(int sig, void *siv, void *ucv)
 	rec->tid = tid;
 	rec->slot = (int)slot;
 	rec->cpu_ns = elapsed;
-	atomic_fetch_add(&cpu.taken, 1);
+	uint64_t nth = atomic_fetch_add(&cpu.taken, 1);
 	atomic_store_explicit(&rec->state, RECORD_READY, memory_order_release);
+	if (nth % COST_SAMPLE_EVERY == 0) {
+		uint64_t out = rt_thread_cpu_ns();
+		atomic_fetch_add_explicit(&cpu.cost_ns, out > now ? out - now : 0, memory_order_relaxed);
+		atomic_fetch_add_explicit(&cpu.cost_samples, 1, memory_order_relaxed);
+	}
 }
 
 /* The per-thread CPU clock of another thread (Linux clockid encoding). */
 static int thread_cpu_clock(int tid) { return (int)((~(unsigned)tid << 3) | 6u); }
+
+/* The current period as a timer setting, first expiry random within it. */
+static void timer_spec(struct sys_itimerspec *its)
+{
+	uint64_t period = atomic_load(&cpu.period_ns);
+	rt_mutex_lock(&cpu.rng_lock);
+	uint64_t first = 1 + rt_rng_next(&cpu.rng) % period;
+	rt_mutex_unlock(&cpu.rng_lock);
+	its->interval.tv_sec = (long long)(period / 1000000000ull);
+	its->interval.tv_nsec = (long long)(period % 1000000000ull);
+	its->value.tv_sec = (long long)(first / 1000000000ull);
+	its->value.tv_nsec = (long long)(first % 1000000000ull);
+}
 
 void cpu_thread_added(int slot, int tid, bool self)
 {
@@ -158,14 +185,8 @@ void cpu_thread_added(int slot, int tid, bool self)
 						 "are not CPU-profiled", -r);
 		return;
 	}
-	rt_mutex_lock(&cpu.rng_lock);
-	uint64_t first = 1 + rt_rng_next(&cpu.rng) % cpu.period_ns;
-	rt_mutex_unlock(&cpu.rng_lock);
-	struct sys_itimerspec its = {
-		.interval = { (long long)(cpu.period_ns / 1000000000ull),
-			      (long long)(cpu.period_ns % 1000000000ull) },
-		.value = { (long long)(first / 1000000000ull), (long long)(first % 1000000000ull) },
-	};
+	struct sys_itimerspec its;
+	timer_spec(&its);
 	int old = atomic_exchange(&t->timer_id, timer);
 	if (old >= 0)
 		(void)sys_timer_delete(old);
@@ -243,7 +264,7 @@ int cpu_start(const struct sw_config *cfg, struct recorder *rec)
 	cpu.cfg = cfg;
 	cpu.rec = rec;
 	cpu.max_frames = cfg->max_frames;
-	cpu.period_ns = 1000000000ull / cfg->cpu_hz;
+	atomic_store(&cpu.period_ns, 1000000000ull / cfg->cpu_hz);
 	cpu.record_size = (sizeof(struct cpu_record) + (cfg->max_frames + 2) * sizeof(uint64_t) + 63) & ~(size_t)63;
 	if (!cpu.ring) {
 		cpu.ring_bytes = cpu.record_size * RING_RECORDS;
@@ -297,6 +318,57 @@ void cpu_check_handler(void)
 
 uint64_t cpu_samples_dropped(void) { return atomic_load(&cpu.dropped); }
 uint64_t cpu_samples_taken(void) { return atomic_load(&cpu.taken); }
+
+void cpu_handler_cost(uint64_t *measured_ns, uint64_t *measured_samples)
+{
+	*measured_ns = atomic_load_explicit(&cpu.cost_ns, memory_order_relaxed);
+	*measured_samples = atomic_load_explicit(&cpu.cost_samples, memory_order_relaxed);
+}
+
+uint64_t cpu_delivery_cost_ns(void)
+{
+	if (!atomic_load(&cpu.running))
+		return 0;
+	struct sys_sigaction now = { 0 };
+	if (sys_rt_sigaction(cpu.signo, NULL, &now) != 0 || now.handler != (void *)cpu_signal_handler)
+		return 0;
+	/* Our handler returns at once for a signal that is not a timer's. */
+	uint64_t bit = 1ull << (cpu.signo - 1), old = 0;
+	if (sys_rt_sigprocmask(SIG_UNBLOCK, &bit, &old) != 0)
+		return 0;
+	long pid = sys_getpid(), tid = sys_gettid();
+	uint64_t start = rt_thread_cpu_ns();
+	for (int i = 0; i < DELIVERY_ROUNDS; i++)
+		(void)sys_tgkill((int)pid, (int)tid, cpu.signo);
+	uint64_t end = rt_thread_cpu_ns();
+	(void)sys_rt_sigprocmask(SIG_SETMASK, &old, NULL);
+	return end > start ? (end - start) / DELIVERY_ROUNDS : 0;
+}
+
+void cpu_set_rate(uint32_t hz)
+{
+	if (hz == 0)
+		return;
+	uint64_t period = 1000000000ull / hz;
+	if (atomic_exchange(&cpu.period_ns, period) == period || !atomic_load(&cpu.running))
+		return;
+	/* Timer ids are allocated cyclically by the kernel, so an id deleted by
+	 * a concurrent cpu_thread_removed is not handed out again meanwhile. */
+	for (int s = 0; s < THREADS_MAX; s++) {
+		int timer = atomic_load(&thread_slots[s].timer_id);
+		if (timer < 0)
+			continue;
+		struct sys_itimerspec its;
+		timer_spec(&its);
+		(void)sys_timer_settime(timer, 0, &its, NULL);
+	}
+}
+
+uint32_t cpu_rate(void)
+{
+	uint64_t period = atomic_load(&cpu.period_ns);
+	return period ? (uint32_t)((1000000000ull + period / 2) / period) : 0;
+}
 int cpu_signal(void) { return cpu.signo; }
 
 void cpu_after_fork_child(void)

@@ -26,5 +26,16 @@ void cpu_after_fork_child(void);
 uint64_t cpu_samples_dropped(void);
 uint64_t cpu_samples_taken(void);
 int cpu_signal(void);
+/* For the overhead cap (collect/overhead.h): CPU time spent inside the
+ * handler by the samples measured (one in eight is), and their number. */
+void cpu_handler_cost(uint64_t *measured_ns, uint64_t *measured_samples);
+/* The kernel's part of a sample (signal delivery and return, plus one
+ * tgkill), measured by signalling the calling thread, which must be one of
+ * our own.  0 when CPU sampling is off or the handler is not ours. */
+uint64_t cpu_delivery_cost_ns(void);
+/* Re-arms every thread's timer (and those armed later) at hz samples per
+ * second of thread CPU time; 0 is ignored.  cpu_rate(): the rate in effect. */
+void cpu_set_rate(uint32_t hz);
+uint32_t cpu_rate(void);
 
 #endif
