@@ -1,0 +1,175 @@
+/* The overhead cap's controller (src/collect/overhead.c): decisions on
+ * synthetic measurements, and a simulated process whose profiler cost is
+ * proportional to the sampling rate. */
+#include "check.h"
+#include "collect/overhead.h"
+
+#define MS 1000000ull
+#define APP_PER_TICK (1000 * MS) /* one busy core */
+
+/* Feeds one window of ticks where we used own_ppm of the application's CPU. */
+static enum overhead_decision window(struct overhead_ctl *c, uint64_t app_ns, uint64_t own_ppm)
+{
+	enum overhead_decision d = OVERHEAD_HOLD;
+	for (unsigned i = 0; i < OVERHEAD_WINDOW_TICKS; i++) {
+		uint64_t own = app_ns * own_ppm / 1000000ull;
+		d = overhead_ctl_tick(c, own, app_ns + own);
+		if (i + 1 < OVERHEAD_WINDOW_TICKS)
+			CHECK(d == OVERHEAD_HOLD);
+	}
+	return d;
+}
+
+static void test_under_budget_holds(void)
+{
+	struct overhead_ctl c;
+	overhead_ctl_init(&c, 2);
+	CHECK_EQ_U64(c.budget_ppm, 20000);
+	for (int w = 0; w < 10; w++)
+		CHECK(window(&c, APP_PER_TICK, 15000) == OVERHEAD_HOLD);
+	CHECK_EQ_U64(c.scale_ppm, OVERHEAD_SCALE_FULL);
+	CHECK_EQ_U64(c.judged, 10);
+	/* 1.5% measured (rounding of the integer division aside) */
+	CHECK(c.last_ppm >= 14999 && c.last_ppm <= 15000);
+	CHECK_EQ_U64(c.lowered + c.raised, 0);
+}
+
+static void test_over_budget_lowers_to_target(void)
+{
+	struct overhead_ctl c;
+	overhead_ctl_init(&c, 2);
+	CHECK(window(&c, APP_PER_TICK, 50000) == OVERHEAD_LOWER);
+	/* aim at 3/4 of the budget: 1e6 * 15000 / 50000 */
+	CHECK(c.scale_ppm >= 299990 && c.scale_ppm <= 300000);
+	CHECK_EQ_U64(c.lowered, 1);
+	/* the window restarts after a decision */
+	CHECK_EQ_U64(c.win_ticks, 0);
+	CHECK_EQ_U64(c.win_own_ns, 0);
+}
+
+static void test_cut_is_bounded(void)
+{
+	struct overhead_ctl c;
+	overhead_ctl_init(&c, 1);
+	CHECK(window(&c, APP_PER_TICK, 1000000) == OVERHEAD_LOWER); /* 100% */
+	CHECK_EQ_U64(c.scale_ppm, OVERHEAD_SCALE_FULL / 8);
+}
+
+static void test_idle_process_not_judged(void)
+{
+	struct overhead_ctl c;
+	overhead_ctl_init(&c, 2);
+	/* 10 ms of application CPU per second, we use as much: 100%, but idle */
+	for (int w = 0; w < 5; w++)
+		CHECK(window(&c, 10 * MS, 1000000) == OVERHEAD_HOLD);
+	CHECK_EQ_U64(c.scale_ppm, OVERHEAD_SCALE_FULL);
+	CHECK_EQ_U64(c.judged, 0);
+	/* process CPU below ours (clock skew): no underflow, not judged */
+	for (unsigned i = 0; i < OVERHEAD_WINDOW_TICKS; i++)
+		(void)overhead_ctl_tick(&c, 50 * MS, 10 * MS);
+	CHECK_EQ_U64(c.judged, 0);
+}
+
+static void test_cap_off(void)
+{
+	struct overhead_ctl c;
+	overhead_ctl_init(&c, 0);
+	for (int w = 0; w < 5; w++)
+		CHECK(window(&c, APP_PER_TICK, 900000) == OVERHEAD_HOLD);
+	CHECK_EQ_U64(c.scale_ppm, OVERHEAD_SCALE_FULL);
+}
+
+static void test_raise_waits_and_at_most_doubles(void)
+{
+	struct overhead_ctl c;
+	overhead_ctl_init(&c, 2);
+	CHECK(window(&c, APP_PER_TICK, 200000) == OVERHEAD_LOWER);
+	uint32_t low = c.scale_ppm;
+	CHECK_EQ_U64(low, OVERHEAD_SCALE_FULL / 8);
+	/* between half the budget and the budget: stay */
+	CHECK(window(&c, APP_PER_TICK, 15000) == OVERHEAD_HOLD);
+	CHECK(window(&c, APP_PER_TICK, 15000) == OVERHEAD_HOLD);
+	CHECK_EQ_U64(c.scale_ppm, low);
+	/* calm, but only after OVERHEAD_CALM_WINDOWS windows in a row */
+	for (unsigned i = 1; i < OVERHEAD_CALM_WINDOWS; i++)
+		CHECK(window(&c, APP_PER_TICK, 1000) == OVERHEAD_HOLD);
+	CHECK(window(&c, APP_PER_TICK, 1000) == OVERHEAD_RAISE);
+	CHECK_EQ_U64(c.scale_ppm, 2 * low);
+	CHECK_EQ_U64(c.raised, 1);
+	/* calm at zero cost: doubles until full, never above */
+	for (int w = 0; w < 20; w++)
+		(void)window(&c, APP_PER_TICK, 0);
+	CHECK_EQ_U64(c.scale_ppm, OVERHEAD_SCALE_FULL);
+}
+
+static void test_saturates_at_minimum(void)
+{
+	struct overhead_ctl c;
+	overhead_ctl_init(&c, 1);
+	for (int w = 0; w < 20; w++)
+		(void)window(&c, APP_PER_TICK, 50000); /* cost that no rate change removes */
+	CHECK_EQ_U64(c.scale_ppm, OVERHEAD_SCALE_MIN);
+	CHECK(c.saturated);
+	CHECK(window(&c, APP_PER_TICK, 50000) == OVERHEAD_HOLD);
+	CHECK_EQ_U64(c.scale_ppm, OVERHEAD_SCALE_MIN);
+	/* back under the budget: no longer saturated */
+	(void)window(&c, APP_PER_TICK, 8000);
+	CHECK(!c.saturated);
+}
+
+/* A process where the profiler costs full_ppm of the application at full
+ * rates, proportionally less at lower rates, plus fixed_ppm. */
+static uint64_t plant_ppm(const struct overhead_ctl *c, uint64_t full_ppm, uint64_t fixed_ppm)
+{
+	return fixed_ppm + full_ppm * c->scale_ppm / OVERHEAD_SCALE_FULL;
+}
+
+static void test_simulated_process_converges_and_recovers(void)
+{
+	struct overhead_ctl c;
+	overhead_ctl_init(&c, 2);
+	/* expensive settings: 12% at full rates */
+	int changes_late = 0;
+	for (int w = 0; w < 40; w++) {
+		enum overhead_decision d = window(&c, APP_PER_TICK, plant_ppm(&c, 120000, 1000));
+		if (w >= 10 && d != OVERHEAD_HOLD)
+			changes_late++;
+	}
+	uint64_t settled = plant_ppm(&c, 120000, 1000);
+	CHECK(settled <= c.budget_ppm);
+	CHECK(settled >= c.budget_ppm / 2);
+	CHECK_EQ_U64(changes_late, 0); /* no oscillation once settled */
+	CHECK(c.scale_ppm < OVERHEAD_SCALE_FULL / 5);
+	/* the program's work gets cheaper to sample (e.g. shallower stacks) */
+	for (int w = 0; w < 40; w++)
+		(void)window(&c, APP_PER_TICK, plant_ppm(&c, 6000, 1000));
+	CHECK_EQ_U64(c.scale_ppm, OVERHEAD_SCALE_FULL);
+	CHECK(c.raised >= 1);
+}
+
+static void test_rate_conversions(void)
+{
+	CHECK_EQ_U64(overhead_scale_hz(100, OVERHEAD_SCALE_FULL), 100);
+	CHECK_EQ_U64(overhead_scale_hz(100, 250000), 25);
+	CHECK_EQ_U64(overhead_scale_hz(1000, 300000), 300);
+	CHECK_EQ_U64(overhead_scale_hz(100, OVERHEAD_SCALE_MIN), 1);
+	CHECK_EQ_U64(overhead_scale_hz(10, OVERHEAD_SCALE_MIN), 1); /* never 0 Hz */
+	CHECK_EQ_U64(overhead_scale_interval(524288, OVERHEAD_SCALE_FULL), 524288);
+	CHECK_EQ_U64(overhead_scale_interval(524288, 250000), 2097152);
+	CHECK_EQ_U64(overhead_scale_interval(1000, 300000), 3333);
+	CHECK_EQ_U64(overhead_scale_interval(UINT64_MAX / 2, OVERHEAD_SCALE_MIN), UINT64_MAX);
+}
+
+int main(void)
+{
+	RUN(test_under_budget_holds);
+	RUN(test_over_budget_lowers_to_target);
+	RUN(test_cut_is_bounded);
+	RUN(test_idle_process_not_judged);
+	RUN(test_cap_off);
+	RUN(test_raise_waits_and_at_most_doubles);
+	RUN(test_saturates_at_minimum);
+	RUN(test_simulated_process_converges_and_recovers);
+	RUN(test_rate_conversions);
+	return CHECK_DONE();
+}
