@@ -121,7 +121,10 @@ void collect_after_fork_child(void)
 	alloc_collector_after_fork_child();
 	if (!atomic_load(&col.running))
 		return;
-	(void)threads_register((int)sys_gettid(), true);
+	uint64_t here = (uint64_t)(uintptr_t)&here, lo = 0, hi = 0;
+	if (!symbols_stack_bounds_of(here, &lo, &hi))
+		lo = hi = 0;
+	(void)threads_register((int)sys_gettid(), true, lo, hi);
 	atomic_store(&col.sampler_alive, 1);
 	int r = thread_spawn(sampler_main, NULL);
 	if (r < 0) {

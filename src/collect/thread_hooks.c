@@ -6,6 +6,7 @@
 #include "collect/threads.h"
 #include "core/thread.h"
 #include "rt/sys.h"
+#include "symbols/symbols.h"
 
 #define SW_EXPORT __attribute__((visibility("default")))
 
@@ -20,7 +21,11 @@ static void *thread_start_trampoline(void *p)
 	rt_free(p);
 	int tid = (int)sys_gettid();
 	context_thread_started();
-	int slot = threads_register(tid, true);
+	/* The unwinder reads this thread's stack directly once it knows its bounds. */
+	uint64_t here = (uint64_t)(uintptr_t)&start, lo = 0, hi = 0;
+	if (!symbols_stack_bounds_of(here, &lo, &hi))
+		lo = hi = 0;
+	int slot = threads_register(tid, true, lo, hi);
 	void *result = start.fn(start.arg);
 	threads_unregister(slot, tid);
 	context_thread_exiting();

@@ -31,7 +31,7 @@ int threads_find(int tid)
 	return -1;
 }
 
-int threads_register(int tid, bool self)
+int threads_register(int tid, bool self, uint64_t stack_lo, uint64_t stack_hi)
 {
 	if (tid <= 0)
 		return -1;
@@ -46,6 +46,7 @@ int threads_register(int tid, bool self)
 				struct thread_slot *t = &thread_slots[s];
 				atomic_store(&t->timer_id, -1);
 				t->last_cpu_ns = 0;
+				t->stack_lo = t->stack_hi = 0;
 				t->name[0] = 0;
 				t->name_read_ns = 0;
 				t->scan_mark = true;
@@ -53,6 +54,10 @@ int threads_register(int tid, bool self)
 				slot = (int)s;
 			}
 		}
+	}
+	if (slot >= 0) {
+		thread_slots[slot].stack_lo = stack_lo;
+		thread_slots[slot].stack_hi = stack_hi;
 	}
 	rt_mutex_unlock(&registry_lock);
 	if (slot < 0) {
@@ -116,7 +121,7 @@ int threads_scan(void)
 				continue;
 			int slot = threads_find((int)tid);
 			if (slot < 0)
-				slot = threads_register((int)tid, false);
+				slot = threads_register((int)tid, false, 0, 0);
 			if (slot >= 0) {
 				thread_slots[slot].scan_mark = true;
 				live++;

@@ -15,9 +15,25 @@ struct thread_slot {
 	atomic_int tid;           /* 0: free */
 	atomic_int timer_id;      /* CPU timer, -1: none */
 	uint64_t last_cpu_ns;     /* thread CPU clock at the last CPU sample (handler-owned) */
+	/* Bounds of the thread's stack mapping, 0 when unknown (the unwinder
+	 * then finds them in its snapshot).  Written before the thread's timer
+	 * is armed, read by its signal handler. */
+	uint64_t stack_lo, stack_hi;
 	bool scan_mark;           /* sampler thread only: seen by the current scan */
 	uint64_t name_read_ns;    /* sampler thread only */
 	char name[THREAD_NAME_MAX]; /* sampler thread only (comm) */
+	/* Wall sampler (wall.h).  wall_seq is odd while the thread is inside an
+	 * interposed blocking call, whose frame wall_pc/sp/fp describe (written
+	 * by the thread before the seq becomes odd).  wall_inflight is 1 while
+	 * a wall signal may be on its way to the thread. */
+	atomic_uint wall_seq;
+	atomic_int wall_inflight;
+	int wall_depth;             /* the thread itself: nesting of blocking calls */
+	atomic_ullong wall_pc, wall_sp, wall_fp;
+	atomic_int wall_kind;       /* enum wall_state of the blocking call */
+	atomic_int wall_fd;         /* its file descriptor, or -1 */
+	atomic_ullong wall_tp;      /* thread pointer, for the hooks' slot lookup */
+	atomic_ullong wall_last_ns; /* monotonic time up to which wall time was attributed */
 };
 
 extern struct thread_slot thread_slots[THREADS_MAX];
@@ -32,8 +48,9 @@ struct thread_hooks {
 void threads_set_hooks(const struct thread_hooks *hooks);
 
 /* Adds tid (idempotent; a slot already holding tid is re-announced as a
- * reused tid).  Returns the slot or -1 when the table is full. */
-int threads_register(int tid, bool self);
+ * reused tid).  A thread registering itself passes the bounds of its stack
+ * (0, 0 when unknown).  Returns the slot or -1 when the table is full. */
+int threads_register(int tid, bool self, uint64_t stack_lo, uint64_t stack_hi);
 /* Removes the slot if it still holds tid. */
 void threads_unregister(int slot, int tid);
 /* Reconciles the table with /proc/self/task: adds new threads, removes
