@@ -22,7 +22,9 @@ fi
 
 # Extra flags for one file (e.g. a vendored include path) live beside it in
 # <file>.lintflags and apply to every tool.
-extra_flags() { [ -f "${1%.c}.lintflags" ] && eval echo "$(cat "${1%.c}.lintflags")"; }
+# (Printed as is and split on spaces by the caller: quotes stay literal, as
+# in -DNAME="file.h".)
+extra_flags() { [ -f "${1%.c}.lintflags" ] && cat "${1%.c}.lintflags"; }
 
 # 2. gcc -fanalyzer (same flags as the build, warnings are errors).
 flags="-std=c11 -O1 -fPIC -ffreestanding -fno-builtin -Isrc -DSTOWAWAY_VERSION=\"lint\" -Wall -Wextra -Werror -Wvla"

@@ -6,6 +6,7 @@
 #include "collect/collect.h"
 #include "collect/exception.h"
 #include "collect/lock.h"
+#include "collect/overhead.h"
 #include "core/thread.h"
 #include "encode/gzip.h"
 #include "encode/pprof.h"
@@ -106,6 +107,9 @@ static int export_period(bool final, uint64_t deadline_ns)
 		return -ENOMEM;
 	}
 	collect_before_export(p);
+	char overhead_line[320];
+	const char *overhead_comment[1] = { overhead_line };
+	(void)overhead_describe(overhead_line, sizeof(overhead_line));
 	struct profile_stats st;
 	profile_get_stats(p, &st);
 
@@ -121,6 +125,8 @@ static int export_period(bool final, uint64_t deadline_ns)
 			continue;
 		struct pprof_opts o;
 		pprof_opts_for_kind(&o, (enum sw_kind)k, kind_period(cfg, (enum sw_kind)k));
+		o.comments = overhead_comment;
+		o.n_comments = 1;
 		uint32_t mask = sw_kind_value_mask((enum sw_kind)k);
 		all_slots |= mask;
 		int r = encode_compressed(p, mask, &o, &raw, &gz[n_items]);
@@ -209,16 +215,17 @@ static void *scheduler_main(void *arg)
 static void fork_prepare(void) { rt_heap_fork_prepare(); }
 static void fork_parent(void) { rt_heap_fork_parent(); }
 
+static struct sw_exporter *(*const exporter_makers[MAX_EXPORTERS])(const struct sw_config *) = {
+	export_file_create,
+	export_datadog_create,
+	export_pyroscope_create,
+};
+
 static void create_exporters(const struct sw_config *cfg)
 {
-	struct sw_exporter *(*const makers[MAX_EXPORTERS])(const struct sw_config *) = {
-		export_file_create,
-		export_datadog_create,
-		export_pyroscope_create,
-	};
 	prof.n_exporters = 0;
 	for (int i = 0; i < MAX_EXPORTERS; i++) {
-		struct sw_exporter *e = makers[i](cfg);
+		struct sw_exporter *e = exporter_makers[i](cfg);
 		if (e)
 			prof.exporters[prof.n_exporters++] = e;
 	}
