@@ -74,28 +74,6 @@ struct alloc_hot {
 extern struct alloc_hot alloc_hot;
 extern struct alloc_thread alloc_threads[ALLOC_THREAD_SLOTS];
 
-static inline uintptr_t alloc_thread_pointer(void)
-{
-	uintptr_t tp;
-#if defined(__x86_64__)
-	__asm__("mov %%fs:0, %0" : "=r"(tp));
-#else
-	__asm__("mrs %0, tpidr_el0" : "=r"(tp));
-#endif
-	return tp;
-}
-
-static inline uintptr_t alloc_stack_pointer(void)
-{
-	uintptr_t sp;
-#if defined(__x86_64__)
-	__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
-#else
-	__asm__ volatile("mov %0, sp" : "=r"(sp));
-#endif
-	return sp;
-}
-
 static inline uint32_t alloc_thread_hash(uintptr_t tp)
 {
 	return (uint32_t)(((uint64_t)tp * 0x9e3779b97f4a7c15ull) >> 52) & (ALLOC_THREAD_SLOTS - 1u);
@@ -108,7 +86,7 @@ struct alloc_thread *alloc_thread_claim(uintptr_t tp);
 /* The calling thread's slot, or NULL. */
 static inline struct alloc_thread *alloc_thread_self(void)
 {
-	uintptr_t tp = alloc_thread_pointer();
+	uintptr_t tp = rt_thread_pointer();
 	uint32_t h = alloc_thread_hash(tp);
 	struct alloc_thread *t = &alloc_threads[h];
 	if (RT_LIKELY(atomic_load_explicit(&t->key, memory_order_relaxed) == tp))
@@ -121,7 +99,7 @@ static inline struct alloc_thread *alloc_thread_self(void)
  * path (first call of the thread, nested call, collision). */
 static inline struct alloc_thread *alloc_thread_fast(void)
 {
-	uintptr_t tp = alloc_thread_pointer();
+	uintptr_t tp = rt_thread_pointer();
 	struct alloc_thread *t = &alloc_threads[alloc_thread_hash(tp)];
 	if (RT_LIKELY(atomic_load_explicit(&t->key, memory_order_relaxed) == tp && t->outer_sp == 0))
 		return t;

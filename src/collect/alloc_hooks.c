@@ -220,7 +220,7 @@ static void *boot_realloc(void *p, size_t n)
 __attribute__((noinline)) static void *malloc_sample_now(struct alloc_thread *t, size_t n,
 							 uintptr_t ra)
 {
-	(void)alloc_enter(t, alloc_stack_pointer());
+	(void)alloc_enter(t, rt_stack_pointer());
 	void *p = NEXT(malloc)(n);
 	alloc_sample(t, p, n, ra);
 	alloc_leave(t);
@@ -231,7 +231,7 @@ __attribute__((noinline)) static void *malloc_sample_now(struct alloc_thread *t,
 __attribute__((noinline)) static void *malloc_slow(size_t n, uintptr_t ra)
 {
 	struct alloc_thread *t = alloc_thread_self();
-	if (!t || !alloc_countdown(t, n, alloc_stack_pointer()))
+	if (!t || !alloc_countdown(t, n, rt_stack_pointer()))
 		return NEXT(malloc)(n);
 	return malloc_sample_now(t, n, ra);
 }
@@ -248,7 +248,7 @@ static inline struct alloc_thread *outer_begin(uintptr_t sp)
 
 __attribute__((noinline)) static void *calloc_sampled(size_t n, size_t m, uintptr_t ra)
 {
-	uintptr_t sp = alloc_stack_pointer();
+	uintptr_t sp = rt_stack_pointer();
 	struct alloc_thread *t = outer_begin(sp);
 	if (!t)
 		return NEXT(calloc)(n, m);
@@ -279,7 +279,7 @@ __attribute__((noinline)) static void *realloc_slow(void *p, size_t n, size_t m,
 	bool had = p && alloc_live_maybe(p) && alloc_live_retire(p, &saved);
 	size_t bytes = 0;
 	bool overflow = __builtin_mul_overflow(n, m, &bytes);
-	uintptr_t sp = alloc_stack_pointer();
+	uintptr_t sp = rt_stack_pointer();
 	struct alloc_thread *t = sampling() ? outer_begin(sp) : NULL;
 	bool sampled = t && !overflow && bytes && alloc_countdown(t, bytes, sp);
 	reallocarray_fn ra_next = NEXT(reallocarray);
@@ -339,7 +339,7 @@ static void *aligned_forward(enum aligned_kind kind, size_t align, size_t n, int
 __attribute__((noinline)) static void *aligned_sampled(enum aligned_kind kind, size_t align,
 						       size_t n, int *err, uintptr_t ra)
 {
-	uintptr_t sp = alloc_stack_pointer();
+	uintptr_t sp = rt_stack_pointer();
 	struct alloc_thread *t = outer_begin(sp);
 	if (!t)
 		return aligned_forward(kind, align, n, err);
@@ -570,7 +570,7 @@ static void *new_forward(enum cxx_op op, size_t n, size_t align, const void *nt)
 __attribute__((noinline)) static void *new_sampled(enum cxx_op op, size_t n, size_t align,
 						   const void *nt, uintptr_t ra)
 {
-	uintptr_t sp = alloc_stack_pointer();
+	uintptr_t sp = rt_stack_pointer();
 	struct alloc_thread *t = outer_begin(sp);
 	if (!t)
 		return new_forward(op, n, align, nt);

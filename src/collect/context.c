@@ -16,17 +16,6 @@ struct context_slot {
 
 static struct context_slot slots[CONTEXT_SLOTS];
 
-static inline uintptr_t thread_pointer(void)
-{
-	uintptr_t tp;
-#if defined(__x86_64__)
-	__asm__("mov %%fs:0, %0" : "=r"(tp));
-#else
-	__asm__("mrs %0, tpidr_el0" : "=r"(tp));
-#endif
-	return tp;
-}
-
 static inline uint32_t slot_hash(uintptr_t tp)
 {
 	return (uint32_t)(((uint64_t)tp * 0x9e3779b97f4a7c15ull) >> 40) & (CONTEXT_SLOTS - 1u);
@@ -48,7 +37,7 @@ static struct context_slot *find(uintptr_t tp)
  * apart, and the new thread starts from an empty context. */
 static struct context_slot *self_slot(bool claim)
 {
-	uintptr_t tp = thread_pointer();
+	uintptr_t tp = rt_thread_pointer();
 	struct context_slot *s = find(tp);
 	if (s || !claim)
 		return s;
@@ -222,7 +211,7 @@ void context_to_labels(struct context_labels *out)
 
 void context_after_fork_child(void)
 {
-	uintptr_t tp = thread_pointer();
+	uintptr_t tp = rt_thread_pointer();
 	int tid = (int)sys_gettid();
 	for (uint32_t i = 0; i < CONTEXT_SLOTS; i++) {
 		if (atomic_load(&slots[i].key) == tp)

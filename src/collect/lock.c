@@ -425,7 +425,7 @@ static void held_insert(uintptr_t lock, double weight, int tid, const char *name
 	struct held_slot *table = atomic_load_explicit(&st.held, memory_order_acquire);
 	if (!table)
 		return;
-	uintptr_t tp = alloc_thread_pointer();
+	uintptr_t tp = rt_thread_pointer();
 	uint32_t home = held_home(lock, tp);
 	for (uint32_t round = 0; round < 2; round++) {
 		for (uint32_t i = 0; i < HELD_PROBES; i++) {
@@ -469,7 +469,7 @@ static struct held_slot *held_find(uintptr_t lock, uintptr_t tp)
 
 bool lock_held_by_self(const void *lock)
 {
-	return held_find((uintptr_t)lock, alloc_thread_pointer()) != NULL;
+	return held_find((uintptr_t)lock, rt_thread_pointer()) != NULL;
 }
 
 /* ---- recording ---- */
@@ -522,7 +522,7 @@ void lock_contended(const void *lock, uint64_t wait_ns, uintptr_t ra)
 
 void lock_released(const void *lock, uint64_t released_ns)
 {
-	uintptr_t tp = alloc_thread_pointer();
+	uintptr_t tp = rt_thread_pointer();
 	struct held_slot *s = held_find((uintptr_t)lock, tp);
 	if (!s || !held_take(s, tp))
 		return;

@@ -109,6 +109,32 @@ uint64_t rt_process_cpu_ns(void);
 /* Sleep up to ns; returns early (false) if interrupted. */
 bool rt_sleep_ns(uint64_t ns);
 
+/* ---- the calling thread [signal-safe] ---- */
+/* The thread pointer (x86_64 %fs:0, aarch64 tpidr_el0): unique per live
+ * thread, read without a system call; the key of our per-thread tables
+ * (we never use the host's TLS). */
+static inline uintptr_t rt_thread_pointer(void)
+{
+	uintptr_t tp;
+#if defined(__x86_64__)
+	__asm__("mov %%fs:0, %0" : "=r"(tp));
+#else
+	__asm__("mrs %0, tpidr_el0" : "=r"(tp));
+#endif
+	return tp;
+}
+
+static inline uintptr_t rt_stack_pointer(void)
+{
+	uintptr_t sp;
+#if defined(__x86_64__)
+	__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+#else
+	__asm__ volatile("mov %0, sp" : "=r"(sp));
+#endif
+	return sp;
+}
+
 /* ---- randomness [signal-safe] ---- */
 struct rt_rng {
 	uint64_t s[2];

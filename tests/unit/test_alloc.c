@@ -212,7 +212,7 @@ static int64_t profile_sum(const struct profile *p, enum sw_value_slot slot)
 
 static __attribute__((noinline)) void sample_from_here(struct alloc_thread *t, void *p, size_t n)
 {
-	t->outer_sp = alloc_stack_pointer();
+	t->outer_sp = rt_stack_pointer();
 	alloc_sample(t, p, n, (uintptr_t)__builtin_return_address(0));
 	alloc_leave(t);
 }
