@@ -136,7 +136,7 @@ def main():
 def body(tmp):
     pb = os.path.join(tmp, "known.pb")
     with open(os.path.join(TESTDATA, "known_base.txtpb"), "rb") as f:
-        data = subprocess.run(["protoc", "--proto_path=" + TESTDATA, "--encode=perftools.profiles.Profile",
+        data = subprocess.run(["protoc", "--proto_path=" + os.path.join(ROOT, "tests"), "--encode=perftools.profiles.Profile",
                                "profile.proto"], input=f.read(), capture_output=True, check=True).stdout
     with open(pb, "wb") as f:
         f.write(data)

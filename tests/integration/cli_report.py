@@ -33,7 +33,7 @@ def run(*args, env=None):
 
 def encode(txtpb, out):
     with open(os.path.join(TESTDATA, txtpb), "rb") as f:
-        data = subprocess.run(["protoc", "--proto_path=" + TESTDATA, "--encode=perftools.profiles.Profile",
+        data = subprocess.run(["protoc", "--proto_path=" + os.path.join(ROOT, "tests"), "--encode=perftools.profiles.Profile",
                                "profile.proto"], input=f.read(), capture_output=True, check=True).stdout
     with open(out, "wb") as f:
         f.write(data)
@@ -269,7 +269,7 @@ def malformed(tmp, raw):
                  "missing_function": text.replace("line { function_id: 4 line: 40 }", "line { function_id: 44 }"),
                  "duplicate_function_id": text.replace("function { id: 5 ", "function { id: 4 ")}
     for name, t in bad_texts.items():
-        data = subprocess.run(["protoc", "--proto_path=" + TESTDATA, "--encode=perftools.profiles.Profile", "profile.proto"],
+        data = subprocess.run(["protoc", "--proto_path=" + os.path.join(ROOT, "tests"), "--encode=perftools.profiles.Profile", "profile.proto"],
                               input=t.encode(), capture_output=True, check=True).stdout
         cases[name] = gzip.compress(data)
     for name, data in cases.items():
