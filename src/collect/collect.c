@@ -11,6 +11,7 @@
 #include "collect/exception.h"
 #include "collect/lock.h"
 #include "collect/threads.h"
+#include "collect/wall.h"
 #include "core/thread.h"
 #include "rt/sys.h"
 #include "symbols/symbols.h"
@@ -29,9 +30,14 @@ static void thread_added(int slot, int tid, bool self)
 {
 	if (cpu_running())
 		cpu_thread_added(slot, tid, self);
+	wall_thread_added(slot, tid, self);
 }
 
-static void thread_removed(int slot, int tid) { cpu_thread_removed(slot, tid); }
+static void thread_removed(int slot, int tid)
+{
+	cpu_thread_removed(slot, tid);
+	wall_thread_removed(slot, tid);
+}
 
 static const struct thread_hooks registry_hooks = { thread_added, thread_removed };
 
@@ -76,6 +82,8 @@ int collect_start(const struct sw_config *cfg, struct recorder *rec)
 	if (live < 0)
 		rt_warn("cannot read /proc/self/task (error %d): only threads started from now on "
 			"are profiled", -live);
+	if ((cfg->kinds & SW_KIND_BIT(SW_KIND_WALL)) && wall_start(cfg, rec) == 0)
+		n++;
 	atomic_store(&col.sampler_alive, 1);
 	int r = thread_spawn(sampler_main, NULL);
 	if (r < 0) {
@@ -93,6 +101,7 @@ void collect_stop(void)
 	if (!atomic_exchange(&col.running, 0))
 		return;
 	cpu_stop();
+	wall_stop();
 	alloc_collector_stop();
 	lock_collector_stop();
 	exception_collector_stop();
@@ -107,6 +116,7 @@ bool collect_threads_active(void) { return atomic_load(&col.running) != 0; }
 void collect_before_export(struct profile *finished)
 {
 	cpu_drain();
+	wall_drain();
 	alloc_collector_before_export(finished);
 }
 
@@ -117,6 +127,7 @@ void collect_after_fork_child(void)
 	thread_forget_own();
 	threads_reset();
 	cpu_after_fork_child();
+	wall_after_fork_child();
 	context_after_fork_child();
 	alloc_collector_after_fork_child();
 	if (!atomic_load(&col.running))

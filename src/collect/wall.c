@@ -1,0 +1,1026 @@
+/* Wall-clock sampling without EINTR (see wall.h for the scheme). */
+#include "collect/wall.h"
+#include "collect/threads.h"
+#include "core/thread.h"
+#include "rt/sys.h"
+#include "symbols/symbols.h"
+#include "unwind/unwind.h"
+
+#include <linux/uio.h>
+
+#include <asm/sigcontext.h>
+#include <asm/ucontext.h>
+
+#define RING_RECORDS 512u
+#define RECORD_EMPTY 0
+#define RECORD_WRITING 1
+#define RECORD_READY 2
+#define SI_TIMER_CODE (-2)
+#define SA_SIGINFO_FLAG 4
+#define SA_RESTART_FLAG 0x10000000
+#define NS_PER_S 1000000000ull
+/* A running request that has not fired after this long (the thread did not
+ * run through a scheduler tick) is withdrawn. */
+#define REQUEST_PATIENCE_NS 20000000ull
+/* Descriptors of /proc/self/task/TID/syscall kept open at most; beyond
+ * that the file is opened for each read. */
+#define PROC_FDS_MAX 256
+/* Thread names: re-read every second while a thread is young, then every 10 s. */
+#define NAME_YOUNG_NS (10 * NS_PER_S)
+#define NAME_REFRESH_YOUNG_NS NS_PER_S
+#define NAME_REFRESH_OLD_NS (10 * NS_PER_S)
+#define HANDLER_CHECK_NS NS_PER_S
+#define TP_BUCKETS 8192u
+#define SYSCALL_TEXT_MAX 256
+#define STOP_WAIT_MS 200
+/* Stack scan for code without unwind tables (musl): words read above sp,
+ * and candidate return addresses tried at most. */
+#define SCAN_WORDS 256
+#define SCAN_TRIES 24
+
+/* One running sample as the handler leaves it; pcs has max_frames + 2 slots. */
+struct wall_record {
+	atomic_int state;
+	int tid;
+	int slot;
+	uint32_t depth;
+	uint64_t weight_ns;
+	uint64_t pcs[];
+};
+
+/* The kernel's siginfo for a POSIX timer signal (64-bit layout). */
+struct timer_siginfo {
+	int signo;
+	int err;
+	int code;
+	int pad;
+	int timer_id;
+	int overrun;
+	uint64_t value; /* sigev_value: the slot */
+};
+
+#define CACHE_NONE 0
+#define CACHE_PUBLISHED 1 /* valid while wall_seq == cache_seq */
+#define CACHE_SYSCALL 2   /* valid while the CPU clock == cache_cpu */
+
+/* What the sampler thread alone knows about a slot. */
+struct wall_private {
+	int tid;       /* the thread this state belongs to, 0: none */
+	int proc_fd;   /* /proc/self/task/TID/syscall, -1: not open */
+	int timer_id;  /* one-shot CPU-clock timer, -1: none */
+	uint64_t request_ns; /* when the running request was armed */
+	uint64_t *stack;     /* cached stack (max_frames + 2), or NULL */
+	uint32_t depth;
+	uint8_t cache;
+	uint8_t cache_state; /* enum wall_state */
+	uint32_t cache_seq;
+	uint64_t cache_cpu;
+	uint64_t first_seen_ns;
+	uint64_t name_ns;
+	int class_fd; /* descriptor last classified, -1: none */
+	uint8_t class_state;
+	char name[THREAD_NAME_MAX];
+};
+
+static struct {
+	atomic_int running;      /* sampler thread should run */
+	atomic_int alive;        /* sampler thread exists */
+	atomic_int hooks_on;
+	atomic_int signals_on;   /* our handler is installed and ours */
+	int signo;
+	const struct sw_config *cfg;
+	struct recorder *rec;
+	uint32_t max_frames;
+	uint64_t period_ns;
+	uint8_t *ring;
+	size_t record_size;
+	atomic_uint next_record;
+	uint64_t *scratch; /* sampler thread: max_frames + 2 */
+	int cursor;
+	int open_fds;
+	int fd_floor; /* kept descriptors are moved to at least this number */
+	uint64_t handler_checked_ns;
+	struct sys_sigaction previous;
+	atomic_ullong ticks, published, cached, syscall_samples, running_samples, cancelled,
+		unstable, dropped;
+} wall;
+
+static struct wall_private priv[THREADS_MAX];
+static atomic_int tp_map[TP_BUCKETS]; /* slot + 1, 0: none */
+
+/* ---- states ---- */
+
+static const char *const state_names[WALL_STATE_COUNT] = {
+	"running", "sleeping", "waiting", "network", "io", "syscall",
+};
+
+const char *wall_state_name(enum wall_state s)
+{
+	return (unsigned)s < WALL_STATE_COUNT ? state_names[s] : "unknown";
+}
+
+static enum wall_state classify_fd(int fd)
+{
+	char path[48], target[64];
+	rt_snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	long n = sys_readlinkat(AT_FDCWD, path, target, sizeof(target) - 1);
+	if (n <= 0)
+		return WALL_STATE_IO;
+	if (rt_starts_with(target, "socket:"))
+		return WALL_STATE_NETWORK;
+	if (rt_starts_with(target, "pipe:"))
+		return WALL_STATE_WAITING;
+	return WALL_STATE_IO;
+}
+
+static bool is_fd_call(long nr)
+{
+	return nr == __NR_read || nr == __NR_readv || nr == __NR_pread64 || nr == __NR_write ||
+	       nr == __NR_writev || nr == __NR_pwrite64;
+}
+
+enum wall_state wall_state_of_syscall(long nr, uint64_t arg0)
+{
+	static const long sleeping[] = {
+		__NR_nanosleep, __NR_clock_nanosleep,
+#ifdef __NR_pause
+		__NR_pause,
+#endif
+	};
+	static const long waiting[] = {
+		__NR_futex, __NR_epoll_pwait, __NR_ppoll, __NR_pselect6, __NR_wait4, __NR_waitid,
+		__NR_rt_sigtimedwait, __NR_rt_sigsuspend, __NR_semtimedop, __NR_msgrcv, __NR_flock,
+#ifdef __NR_epoll_wait
+		__NR_epoll_wait,
+#endif
+#ifdef __NR_poll
+		__NR_poll,
+#endif
+#ifdef __NR_select
+		__NR_select,
+#endif
+#ifdef __NR_epoll_pwait2
+		__NR_epoll_pwait2,
+#endif
+	};
+	static const long network[] = {
+		__NR_recvfrom, __NR_recvmsg, __NR_recvmmsg, __NR_accept, __NR_accept4,
+		__NR_connect, __NR_sendto, __NR_sendmsg, __NR_sendmmsg,
+	};
+	for (size_t i = 0; i < RT_ARRAY_LEN(sleeping); i++)
+		if (nr == sleeping[i])
+			return WALL_STATE_SLEEPING;
+	for (size_t i = 0; i < RT_ARRAY_LEN(waiting); i++)
+		if (nr == waiting[i])
+			return WALL_STATE_WAITING;
+	for (size_t i = 0; i < RT_ARRAY_LEN(network); i++)
+		if (nr == network[i])
+			return WALL_STATE_NETWORK;
+	if (is_fd_call(nr) && arg0 <= 0x7fffffff)
+		return classify_fd((int)arg0);
+	return WALL_STATE_SYSCALL;
+}
+
+/* ---- /proc/self/task/TID/syscall ---- */
+
+static const char *skip_spaces(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\n'))
+		p++;
+	return p;
+}
+
+static const char *token_end(const char *p, const char *end)
+{
+	while (p < end && *p != ' ' && *p != '\n')
+		p++;
+	return p;
+}
+
+static bool parse_hex_token(const char *p, const char *e, uint64_t *out)
+{
+	if (e - p < 3 || p[0] != '0' || p[1] != 'x')
+		return false;
+	return rt_parse_hex_u64(p + 2, (size_t)(e - p - 2), out);
+}
+
+bool wall_parse_syscall(const char *text, size_t len, struct wall_syscall_info *out)
+{
+	const char *p = text, *end = text + len;
+	rt_memset(out, 0, sizeof(*out));
+	p = skip_spaces(p, end);
+	const char *e = token_end(p, end);
+	if (e - p == 7 && rt_memcmp(p, "running", 7) == 0) {
+		out->nr = -2;
+		return skip_spaces(e, end) == end;
+	}
+	uint64_t v[9];
+	uint32_t n = 0;
+	bool negative = e > p && *p == '-';
+	uint64_t nr;
+	if (!rt_parse_u64(p + negative, (size_t)(e - p - negative), &nr) || nr > 0xffff)
+		return false;
+	for (p = skip_spaces(e, end); p < end && n < RT_ARRAY_LEN(v); p = skip_spaces(e, end)) {
+		e = token_end(p, end);
+		if (!parse_hex_token(p, e, &v[n]))
+			return false;
+		n++;
+	}
+	if (p != end)
+		return false;
+	if (negative) {
+		if (nr != 1 || n != 2)
+			return false;
+		out->nr = -1;
+		out->sp = v[0];
+		out->pc = v[1];
+		return true;
+	}
+	if (n != 8)
+		return false;
+	out->nr = (long)nr;
+	out->arg0 = v[0];
+	out->sp = v[6];
+	out->pc = v[7];
+	return true;
+}
+
+static void proc_syscall_path(char *buf, size_t cap, int tid)
+{
+	rt_snprintf(buf, cap, "/proc/self/task/%d/syscall", tid);
+}
+
+/* Reads the thread's syscall file, keeping the descriptor open when the
+ * budget allows.  False if the thread is gone or the text is malformed. */
+static bool read_syscall(struct wall_private *w, struct wall_syscall_info *out)
+{
+	char text[SYSCALL_TEXT_MAX];
+	char path[64];
+	long n;
+	if (w->proc_fd < 0) {
+		proc_syscall_path(path, sizeof(path), w->tid);
+		long fd = sys_open(path, O_RDONLY, 0);
+		if (fd < 0)
+			return false;
+		if (wall.open_fds >= PROC_FDS_MAX) {
+			n = sys_pread((int)fd, text, sizeof(text) - 1, 0);
+			(void)sys_close((int)fd);
+			return n > 0 && wall_parse_syscall(text, (size_t)n, out);
+		}
+		/* Kept descriptors live high, out of the way of the program's
+		 * low-numbered ones (select() users). */
+		long high = sys_fcntl((int)fd, F_DUPFD_CLOEXEC, wall.fd_floor);
+		if (high >= 0) {
+			(void)sys_close((int)fd);
+			fd = high;
+		}
+		w->proc_fd = (int)fd;
+		wall.open_fds++;
+	}
+	n = sys_pread(w->proc_fd, text, sizeof(text) - 1, 0);
+	if (n > 0 && wall_parse_syscall(text, (size_t)n, out))
+		return true;
+	/* Not what we opened any more (the program closed it and reused the
+	 * number): forget it without closing what is now the program's. */
+	w->proc_fd = -1;
+	wall.open_fds--;
+	return false;
+}
+
+/* ---- per-slot sampler state ---- */
+
+static int thread_cpu_clock(int tid) { return (int)((~(unsigned)tid << 3) | 6u); }
+
+static bool thread_cpu_ns(int tid, uint64_t *out)
+{
+	struct __kernel_timespec ts;
+	if (sys_clock_gettime(thread_cpu_clock(tid), &ts) != 0)
+		return false;
+	*out = (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+	return true;
+}
+
+static void private_release(struct wall_private *w)
+{
+	if (w->proc_fd >= 0) {
+		(void)sys_close(w->proc_fd);
+		wall.open_fds--;
+	}
+	if (w->timer_id >= 0)
+		(void)sys_timer_delete(w->timer_id);
+	rt_free(w->stack);
+	rt_memset(w, 0, sizeof(*w));
+	w->proc_fd = -1;
+	w->timer_id = -1;
+	w->class_fd = -1;
+}
+
+static const char *private_name(struct wall_private *w, uint64_t now)
+{
+	uint64_t age = now - w->first_seen_ns;
+	uint64_t refresh = age < NAME_YOUNG_NS ? NAME_REFRESH_YOUNG_NS : NAME_REFRESH_OLD_NS;
+	if (w->name_ns == 0 || now - w->name_ns >= refresh) {
+		char path[64], name[32];
+		rt_snprintf(path, sizeof(path), "/proc/self/task/%d/comm", w->tid);
+		long n = rt_read_file(path, name, sizeof(name));
+		if (n > 0) {
+			if (name[n - 1] == '\n')
+				name[n - 1] = 0;
+			rt_strlcpy(w->name, name, sizeof(w->name));
+		}
+		w->name_ns = now;
+	}
+	return w->name;
+}
+
+static uint64_t take_elapsed(struct thread_slot *t, uint64_t now)
+{
+	uint64_t last = atomic_exchange(&t->wall_last_ns, now);
+	return now > last ? now - last : 0;
+}
+
+static void record_sample(int tid, const char *name, const uint64_t *pcs, uint32_t depth,
+			  enum wall_state state, uint64_t weight)
+{
+	if (weight == 0)
+		return;
+	struct sw_value values[2] = { { SW_V_WALL_SAMPLES, 1 }, { SW_V_WALL_TIME, (int64_t)weight } };
+	struct sw_label labels[3] = {
+		{ .key = SW_LABEL_THREAD_ID, .num = tid },
+		{ .key = SW_LABEL_THREAD_NAME, .str = name },
+		{ .key = SW_LABEL_STATE, .str = wall_state_name(state) },
+	};
+	struct sw_sample s = { pcs, depth, values, 2, labels, 3 };
+	(void)recorder_add(wall.rec, &s);
+}
+
+static void emit_cached(int slot, struct wall_private *w, uint64_t now)
+{
+	struct thread_slot *t = &thread_slots[slot];
+	record_sample(w->tid, private_name(w, now), w->stack, w->depth, w->cache_state,
+		      take_elapsed(t, now));
+	atomic_fetch_add(&wall.cached, 1);
+}
+
+static uint32_t unwind_remote(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t *pcs)
+{
+	struct unwind_regs regs = { .pc = pc, .sp = sp, .fp = fp };
+	enum unwind_end end = UNWIND_END_OUTERMOST;
+	uint32_t depth = unwind_stack(&regs, pcs, wall.max_frames, UNWIND_FLAG_REMOTE, &end);
+	if (depth == 0)
+		pcs[depth++] = SW_PC_UNKNOWN;
+	if (end == UNWIND_END_TRUNCATED)
+		pcs[depth++] = SW_PC_TRUNCATED;
+	return depth;
+}
+
+static bool cache_store(struct wall_private *w, const uint64_t *pcs, uint32_t depth)
+{
+	if (!w->stack) {
+		w->stack = rt_malloc((wall.max_frames + 2) * sizeof(uint64_t));
+		if (!w->stack)
+			return false;
+	}
+	rt_memcpy(w->stack, pcs, depth * sizeof(uint64_t));
+	w->depth = depth;
+	return true;
+}
+
+static enum wall_state state_of_fd(struct wall_private *w, enum wall_state kind, int fd)
+{
+	if (kind != WALL_STATE_IO || fd < 0)
+		return kind;
+	if (w->class_fd != fd) {
+		w->class_state = (uint8_t)classify_fd(fd);
+		w->class_fd = fd;
+	}
+	return (enum wall_state)w->class_state;
+}
+
+/* Case 1: the thread is inside an interposed blocking call. */
+static void sample_published(int slot, struct wall_private *w, uint32_t seq, uint64_t now)
+{
+	struct thread_slot *t = &thread_slots[slot];
+	if (w->cache == CACHE_PUBLISHED && w->cache_seq == seq) {
+		emit_cached(slot, w, now);
+		return;
+	}
+	uint64_t pc = atomic_load_explicit(&t->wall_pc, memory_order_relaxed);
+	uint64_t sp = atomic_load_explicit(&t->wall_sp, memory_order_relaxed);
+	uint64_t fp = atomic_load_explicit(&t->wall_fp, memory_order_relaxed);
+	enum wall_state kind = (enum wall_state)atomic_load_explicit(&t->wall_kind, memory_order_relaxed);
+	int fd = atomic_load_explicit(&t->wall_fd, memory_order_relaxed);
+	uint32_t depth = unwind_remote(pc, sp, fp, wall.scratch);
+	if (atomic_load(&t->wall_seq) != seq) {
+		atomic_fetch_add(&wall.unstable, 1);
+		return; /* it left the call meanwhile: its time goes to the next sample */
+	}
+	if (cache_store(w, wall.scratch, depth)) {
+		w->cache = CACHE_PUBLISHED;
+		w->cache_seq = seq;
+		w->cache_state = (uint8_t)state_of_fd(w, kind, fd);
+		atomic_fetch_add(&wall.published, 1);
+		record_sample(w->tid, private_name(w, now), w->stack, w->depth, w->cache_state,
+			      take_elapsed(t, now));
+	}
+}
+
+static bool read_remote(uint64_t addr, void *dst, size_t n)
+{
+	struct iovec local = { dst, n };
+	struct iovec remote = { (void *)(uintptr_t)addr, n };
+	return sys_call6(__NR_process_vm_readv, sys_getpid(), (long)&local, 1, (long)&remote, 1, 0) ==
+	       (long)n;
+}
+
+/* For a system call made from code without unwind tables (musl is built
+ * without them, and the frame pointer is not in /proc/.../syscall): finds
+ * the lowest word above sp that is a return address from which the unwind
+ * tables lead to the thread's first frame, and unwinds from there.  The
+ * frames in between (inside the C library) are skipped.  0 if none. */
+static uint32_t unwind_by_scan(uint64_t leaf_pc, uint64_t sp, uint64_t *pcs)
+{
+	uint64_t lo, hi;
+	/* A stack newer than the last module refresh is found in /proc/self/maps. */
+	if (!unwind_stack_bounds(sp, &lo, &hi) && !symbols_stack_bounds_of(sp, &lo, &hi))
+		return 0;
+	if (hi <= sp || (sp & 7) != 0)
+		return 0;
+	uint64_t words[SCAN_WORDS];
+	size_t n = (size_t)RT_MIN((hi - sp) / 8, (uint64_t)SCAN_WORDS);
+	if (n < 2 || !read_remote(sp, words, n * 8))
+		return 0;
+	uint32_t tries = 0;
+	for (size_t i = 1; i < n && tries < SCAN_TRIES; i++) {
+		struct sw_frame_info info;
+		if (words[i] < 0x1000 || !symbols_resolve(NULL, words[i] - 1, &info))
+			continue;
+		tries++;
+		/* In frame-pointer code the caller's saved frame pointer sits
+		 * just below the return address. */
+		struct unwind_regs regs = { .pc = words[i] - 1, .sp = sp + 8 * (i + 1), .fp = words[i - 1] };
+		enum unwind_end end = UNWIND_END_BROKEN;
+		uint32_t depth = unwind_stack(&regs, pcs + 1, wall.max_frames - 1, UNWIND_FLAG_REMOTE, &end);
+		/* Accepted when the tables lead to the first frame, or at least
+		 * two callers up (musl's own outermost frames have no tables). */
+		if ((depth >= 2 && end != UNWIND_END_BROKEN) || depth >= 3) {
+			pcs[0] = leaf_pc;
+			depth++;
+			if (end == UNWIND_END_TRUNCATED)
+				pcs[depth++] = SW_PC_TRUNCATED;
+			return depth;
+		}
+	}
+	return 0;
+}
+
+/* Case 3: blocked in a system call we did not interpose. */
+static void sample_syscall(int slot, struct wall_private *w, const struct wall_syscall_info *si,
+			   uint64_t cpu, uint64_t now)
+{
+	struct thread_slot *t = &thread_slots[slot];
+	struct unwind_regs regs = { .pc = si->pc, .sp = si->sp, .fp = 0 };
+	enum unwind_end end = UNWIND_END_OUTERMOST;
+	uint32_t depth = unwind_stack(&regs, wall.scratch, wall.max_frames, UNWIND_FLAG_REMOTE, &end);
+	/* One or two frames: the tables (or frame pointers, unknown here)
+	 * ran out at once, as in a C library built without unwind tables. */
+	if (depth <= 2 && end != UNWIND_END_TRUNCATED) {
+		uint64_t first[2] = { wall.scratch[0], wall.scratch[1] };
+		uint32_t scanned = unwind_by_scan(si->pc, si->sp, wall.scratch);
+		if (scanned > 0) {
+			depth = scanned;
+			end = UNWIND_END_OUTERMOST; /* a truncated scan added its marker */
+		} else {
+			wall.scratch[0] = first[0];
+			wall.scratch[1] = first[1];
+		}
+	}
+	if (depth == 0)
+		wall.scratch[depth++] = SW_PC_UNKNOWN;
+	if (end == UNWIND_END_TRUNCATED)
+		wall.scratch[depth++] = SW_PC_TRUNCATED;
+	uint64_t cpu_after;
+	if (!thread_cpu_ns(w->tid, &cpu_after) || cpu_after != cpu) {
+		atomic_fetch_add(&wall.unstable, 1);
+		return;
+	}
+	if (!cache_store(w, wall.scratch, depth))
+		return;
+	w->cache = CACHE_SYSCALL;
+	w->cache_cpu = cpu;
+	w->cache_state = (uint8_t)wall_state_of_syscall(si->nr, si->arg0);
+	atomic_fetch_add(&wall.syscall_samples, 1);
+	record_sample(w->tid, private_name(w, now), w->stack, w->depth, w->cache_state,
+		      take_elapsed(t, now));
+}
+
+/* Case 4: arms the one-shot timer; false if it could not be armed. */
+static bool request_running_sample(int slot, struct wall_private *w, uint64_t now)
+{
+	if (!atomic_load(&wall.signals_on))
+		return false;
+	if (w->timer_id < 0) {
+		struct sys_sigevent sev;
+		rt_memset(&sev, 0, sizeof(sev));
+		sev.value = (uint64_t)slot;
+		sev.signo = wall.signo;
+		sev.notify = SIGEV_THREAD_ID;
+		sev.tid = w->tid;
+		int id = -1;
+		long r = sys_timer_create(thread_cpu_clock(w->tid), &sev, &id);
+		if (r < 0) {
+			if (r != -EINVAL && r != -ESRCH)
+				rt_log_once(RT_LOG_WARN, "cannot create wall timers (error %ld); running "
+							 "threads get no wall stacks", -r);
+			return false;
+		}
+		w->timer_id = id;
+	}
+	struct sys_itimerspec its = { .interval = { 0, 0 }, .value = { 0, 1 } };
+	if (sys_timer_settime(w->timer_id, 0, &its, NULL) != 0)
+		return false;
+	w->request_ns = now;
+	w->cache = CACHE_NONE;
+	return true;
+}
+
+static void cancel_request(struct thread_slot *t, struct wall_private *w)
+{
+	if (w->timer_id >= 0) {
+		struct sys_itimerspec off = { { 0, 0 }, { 0, 0 } };
+		(void)sys_timer_settime(w->timer_id, 0, &off, NULL);
+	}
+	int one = 1;
+	if (atomic_compare_exchange_strong(&t->wall_inflight, &one, 0))
+		atomic_fetch_add(&wall.cancelled, 1);
+}
+
+static void sample_slot(int slot, uint64_t now)
+{
+	struct thread_slot *t = &thread_slots[slot];
+	struct wall_private *w = &priv[slot];
+	int tid = atomic_load(&t->tid);
+	if (w->tid != tid) {
+		private_release(w);
+		w->tid = tid;
+		w->first_seen_ns = now;
+	}
+	if (tid == 0)
+		return;
+	if (atomic_load(&t->wall_inflight)) {
+		/* A running request is outstanding.  A thread that is inside an
+		 * interposed call now saw the flag and blocked our signal. */
+		uint32_t seq = atomic_load(&t->wall_seq);
+		if (seq & 1u) {
+			sample_published(slot, w, seq, now);
+			return;
+		}
+		if (now - w->request_ns < REQUEST_PATIENCE_NS + 2 * wall.period_ns)
+			return;
+		cancel_request(t, w);
+	}
+	/* Handshake: the flag first, then the thread's published state. */
+	atomic_store(&t->wall_inflight, 1);
+	uint32_t seq = atomic_load(&t->wall_seq);
+	if (seq & 1u) {
+		atomic_store(&t->wall_inflight, 0);
+		sample_published(slot, w, seq, now);
+		return;
+	}
+	uint64_t cpu;
+	if (!thread_cpu_ns(tid, &cpu)) {
+		atomic_store(&t->wall_inflight, 0);
+		return; /* gone; the registry will notice */
+	}
+	if (w->cache == CACHE_SYSCALL && w->cache_cpu == cpu) {
+		atomic_store(&t->wall_inflight, 0);
+		emit_cached(slot, w, now);
+		return;
+	}
+	struct wall_syscall_info si;
+	if (!read_syscall(w, &si)) {
+		atomic_store(&t->wall_inflight, 0);
+		return;
+	}
+	if (si.nr >= 0) {
+		atomic_store(&t->wall_inflight, 0);
+		sample_syscall(slot, w, &si, cpu, now);
+		return;
+	}
+	if (!request_running_sample(slot, w, now))
+		atomic_store(&t->wall_inflight, 0);
+}
+
+/* ---- the handler ---- */
+
+static struct wall_record *record_at(uint32_t i)
+{
+	return (struct wall_record *)(void *)(wall.ring + (size_t)i * wall.record_size);
+}
+
+static void regs_from_ucontext(const void *ucv, struct unwind_regs *r)
+{
+	const struct ucontext *uc = ucv;
+	rt_memset(r, 0, sizeof(*r));
+#if defined(__x86_64__)
+	r->pc = uc->uc_mcontext.rip;
+	r->sp = uc->uc_mcontext.rsp;
+	r->fp = uc->uc_mcontext.rbp;
+#else
+	r->pc = uc->uc_mcontext.pc;
+	r->sp = uc->uc_mcontext.sp;
+	r->fp = uc->uc_mcontext.regs[29];
+#endif
+}
+
+static void wall_signal_handler(int sig, void *siv, void *ucv)
+{
+	RT_UNUSED(sig);
+	const struct timer_siginfo *si = siv;
+	if (si->code != SI_TIMER_CODE || si->value >= THREADS_MAX)
+		return;
+	struct thread_slot *t = &thread_slots[si->value];
+	int tid = (int)sys_gettid();
+	if (atomic_load_explicit(&t->tid, memory_order_relaxed) != tid)
+		return; /* a late signal for a slot that was reused */
+	int one = 1;
+	if (!atomic_compare_exchange_strong(&t->wall_inflight, &one, 0))
+		return; /* the request was withdrawn */
+	if (!wall.ring)
+		return;
+	uint64_t weight = take_elapsed(t, rt_monotonic_ns());
+	if (weight == 0)
+		return;
+	struct wall_record *rec = NULL;
+	for (int tries = 0; tries < 4 && !rec; tries++) {
+		uint32_t i = atomic_fetch_add(&wall.next_record, 1) % RING_RECORDS;
+		int expected = RECORD_EMPTY;
+		if (atomic_compare_exchange_strong(&record_at(i)->state, &expected, RECORD_WRITING))
+			rec = record_at(i);
+	}
+	if (!rec) {
+		/* The time is not lost: the thread's next sample carries it. */
+		atomic_fetch_sub(&t->wall_last_ns, weight);
+		atomic_fetch_add(&wall.dropped, 1);
+		return;
+	}
+	struct unwind_regs regs;
+	regs_from_ucontext(ucv, &regs);
+	enum unwind_end end = UNWIND_END_OUTERMOST;
+	uint32_t depth = unwind_stack(&regs, rec->pcs, wall.max_frames, 0, &end);
+	if (depth == 0)
+		rec->pcs[depth++] = SW_PC_UNKNOWN;
+	if (end == UNWIND_END_TRUNCATED)
+		rec->pcs[depth++] = SW_PC_TRUNCATED;
+	rec->depth = depth;
+	rec->tid = tid;
+	rec->slot = (int)si->value;
+	rec->weight_ns = weight;
+	atomic_store_explicit(&rec->state, RECORD_READY, memory_order_release);
+}
+
+/* Moves the handler's records into the recorder.  Sampler thread only
+ * (thread names are its private state), or after it has ended. */
+static void drain_ring(void)
+{
+	uint64_t now = rt_monotonic_ns();
+	for (uint32_t i = 0; i < RING_RECORDS; i++) {
+		struct wall_record *r = record_at(i);
+		if (atomic_load_explicit(&r->state, memory_order_acquire) != RECORD_READY)
+			continue;
+		const char *name = "";
+		struct wall_private *w = &priv[r->slot];
+		if (w->tid == r->tid)
+			name = private_name(w, now);
+		record_sample(r->tid, name, r->pcs, r->depth, WALL_STATE_RUNNING, r->weight_ns);
+		atomic_fetch_add(&wall.running_samples, 1);
+		atomic_store_explicit(&r->state, RECORD_EMPTY, memory_order_release);
+	}
+}
+
+void wall_drain(void)
+{
+	/* While the sampler thread lives it drains every tick itself. */
+	if (wall.ring && !atomic_load(&wall.alive))
+		drain_ring();
+}
+
+/* ---- the sampler thread ---- */
+
+static void check_handler(uint64_t now)
+{
+	if (now - wall.handler_checked_ns < HANDLER_CHECK_NS || !atomic_load(&wall.signals_on))
+		return;
+	wall.handler_checked_ns = now;
+	struct sys_sigaction cur = { 0 };
+	if (sys_rt_sigaction(wall.signo, NULL, &cur) == 0 && cur.handler != (void *)wall_signal_handler) {
+		rt_warn("the program replaced the handler of signal %d; wall profiling now samples "
+			"blocked threads only", wall.signo);
+		atomic_store(&wall.signals_on, 0);
+	}
+}
+
+static void wall_tick(void)
+{
+	uint32_t budget = wall.cfg->wall_max_threads;
+	int s = wall.cursor;
+	for (int visited = 0; visited < THREADS_MAX && budget > 0; visited++) {
+		int tid = atomic_load_explicit(&thread_slots[s].tid, memory_order_relaxed);
+		if (tid != 0 || priv[s].tid != 0) {
+			sample_slot(s, rt_monotonic_ns());
+			if (tid != 0)
+				budget--;
+		}
+		s = (s + 1) % THREADS_MAX;
+	}
+	wall.cursor = s;
+	atomic_fetch_add(&wall.ticks, 1);
+}
+
+static void *wall_main(void *arg)
+{
+	RT_UNUSED(arg);
+	(void)sys_prctl(15 /* PR_SET_NAME */, (long)"stowaway-wall", 0, 0, 0);
+	uint64_t next = rt_monotonic_ns() + wall.period_ns;
+	while (atomic_load(&wall.running)) {
+		struct __kernel_timespec ts = { (long long)(next / NS_PER_S), (long long)(next % NS_PER_S) };
+		(void)sys_clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		if (!atomic_load(&wall.running))
+			break;
+		wall_tick();
+		drain_ring();
+		uint64_t now = rt_monotonic_ns();
+		check_handler(now);
+		next += wall.period_ns;
+		if (next < now) /* we overran: skip the missed ticks */
+			next = now + wall.period_ns;
+	}
+	drain_ring();
+	atomic_store(&wall.alive, 0);
+	return NULL;
+}
+
+/* ---- hooks side ---- */
+
+static uint64_t thread_pointer(void)
+{
+	uint64_t tp;
+#if defined(__x86_64__)
+	__asm__ volatile("mov %%fs:0, %0" : "=r"(tp));
+#else
+	__asm__ volatile("mrs %0, tpidr_el0" : "=r"(tp));
+#endif
+	return tp;
+}
+
+static uint32_t tp_bucket(uint64_t tp) { return (uint32_t)((tp >> 4) * 0x9E3779B97F4A7C15ull >> 51) % TP_BUCKETS; }
+
+static void tp_bind(int slot, uint64_t tp)
+{
+	atomic_store(&thread_slots[slot].wall_tp, tp);
+	atomic_store(&tp_map[tp_bucket(tp)], slot + 1);
+}
+
+/* The calling thread's slot, or -1 when it is not registered. */
+static int self_slot(void)
+{
+	uint64_t tp = thread_pointer();
+	int s = atomic_load_explicit(&tp_map[tp_bucket(tp)], memory_order_acquire) - 1;
+	if (s >= 0 && atomic_load_explicit(&thread_slots[s].wall_tp, memory_order_acquire) == tp &&
+	    atomic_load_explicit(&thread_slots[s].tid, memory_order_relaxed) != 0)
+		return s;
+	s = threads_find((int)sys_gettid());
+	if (s >= 0)
+		tp_bind(s, tp);
+	return s;
+}
+
+bool wall_hooks_active(void) { return atomic_load_explicit(&wall.hooks_on, memory_order_relaxed) != 0; }
+
+int wall_signal(void) { return atomic_load(&wall.hooks_on) ? wall.signo : 0; }
+
+static void block_our_signal(struct wall_call *c)
+{
+	uint64_t set = 1ull << (wall.signo - 1);
+	c->masked = sys_rt_sigprocmask(SIG_BLOCK, &set, &c->old_mask) == 0;
+}
+
+void wall_call_enter(struct wall_call *c, const struct wall_frame *f, enum wall_state kind, int fd)
+{
+	c->slot = -1;
+	c->masked = false;
+	int s = self_slot();
+	if (s < 0)
+		return;
+	struct thread_slot *t = &thread_slots[s];
+	c->slot = s;
+	if (t->wall_depth > 0 && f->sp < atomic_load_explicit(&t->wall_sp, memory_order_relaxed)) {
+		/* Called from a signal handler inside another blocking call:
+		 * that call's frame stays published. */
+		t->wall_depth++;
+		block_our_signal(c);
+		return;
+	}
+	/* Outermost (a deeper published frame belongs to a call that was left
+	 * by longjmp, which is forgotten here). */
+	t->wall_depth = 1;
+	atomic_store_explicit(&t->wall_pc, f->pc, memory_order_relaxed);
+	atomic_store_explicit(&t->wall_sp, f->sp, memory_order_relaxed);
+	atomic_store_explicit(&t->wall_fp, f->fp, memory_order_relaxed);
+	atomic_store_explicit(&t->wall_kind, (int)kind, memory_order_relaxed);
+	atomic_store_explicit(&t->wall_fd, fd, memory_order_relaxed);
+	uint32_t seq = atomic_load_explicit(&t->wall_seq, memory_order_relaxed);
+	atomic_store(&t->wall_seq, (seq | 1u) + ((seq & 1u) ? 2u : 0u));
+	if (atomic_load(&t->wall_inflight))
+		block_our_signal(c);
+}
+
+void wall_call_leave(struct wall_call *c)
+{
+	if (c->slot < 0)
+		return;
+	struct thread_slot *t = &thread_slots[c->slot];
+	if (t->wall_depth > 0 && --t->wall_depth == 0) {
+		uint32_t seq = atomic_load_explicit(&t->wall_seq, memory_order_relaxed);
+		if (seq & 1u)
+			atomic_store_explicit(&t->wall_seq, seq + 1, memory_order_release);
+	}
+	if (c->masked && !(c->old_mask & (1ull << (wall.signo - 1)))) {
+		uint64_t set = 1ull << (wall.signo - 1);
+		(void)sys_rt_sigprocmask(SIG_UNBLOCK, &set, NULL);
+	}
+}
+
+/* ---- registry hooks ---- */
+
+void wall_thread_added(int slot, int tid, bool self)
+{
+	RT_UNUSED(tid);
+	struct thread_slot *t = &thread_slots[slot];
+	t->wall_depth = 0;
+	atomic_store(&t->wall_seq, 0);
+	atomic_store(&t->wall_inflight, 0);
+	atomic_store(&t->wall_tp, 0);
+	atomic_store(&t->wall_last_ns, rt_monotonic_ns());
+	if (self)
+		tp_bind(slot, thread_pointer());
+}
+
+void wall_thread_removed(int slot, int tid)
+{
+	RT_UNUSED(tid);
+	atomic_store(&thread_slots[slot].wall_tp, 0);
+}
+
+/* ---- start and stop ---- */
+
+/* Restores the signal context on return from our handler (the unwinder
+ * recognizes these bytes as a signal frame). */
+extern void wall_sigreturn(void) __attribute__((visibility("hidden")));
+#if defined(__x86_64__)
+__asm__(".text\n.hidden wall_sigreturn\n.type wall_sigreturn,@function\n"
+	"wall_sigreturn:\n mov $15, %rax\n syscall\n"
+	".size wall_sigreturn, .-wall_sigreturn\n");
+#else
+__asm__(".text\n.hidden wall_sigreturn\n.type wall_sigreturn,%function\n"
+	"wall_sigreturn:\n mov x8, #139\n svc 0\n"
+	".size wall_sigreturn, .-wall_sigreturn\n");
+#endif
+
+/* A real-time signal nobody handles (and not the CPU profiler's). */
+static int choose_signal(void)
+{
+	for (int sig = 63; sig >= 40; sig--) {
+		struct sys_sigaction old = { 0 };
+		if (sys_rt_sigaction(sig, NULL, &old) == 0 && old.handler == (void *)0)
+			return sig;
+	}
+	return -1;
+}
+
+static int descriptor_floor(void)
+{
+	uint64_t lim[2] = { 0, 0 };
+	if (SYS4(__NR_prlimit64, 0, 7 /* RLIMIT_NOFILE */, 0, lim) != 0 || lim[0] < 128)
+		return 3;
+	return (int)RT_MIN(lim[0] / 2, 4096);
+}
+
+static void start_thread(void)
+{
+	atomic_store(&wall.alive, 1);
+	int r = thread_spawn(wall_main, NULL);
+	if (r < 0) {
+		atomic_store(&wall.alive, 0);
+		atomic_store(&wall.running, 0);
+		atomic_store(&wall.hooks_on, 0);
+		rt_warn("cannot start the wall sampler thread (error %d); wall profiling is off", -r);
+	}
+}
+
+int wall_start(const struct sw_config *cfg, struct recorder *rec)
+{
+	if (atomic_load(&wall.running))
+		return 0;
+	wall.cfg = cfg;
+	wall.rec = rec;
+	wall.max_frames = cfg->max_frames;
+	wall.period_ns = NS_PER_S / (cfg->wall_hz ? cfg->wall_hz : 100);
+	wall.fd_floor = descriptor_floor();
+	wall.record_size = (sizeof(struct wall_record) + (cfg->max_frames + 2) * sizeof(uint64_t) + 63) &
+			   ~(size_t)63;
+	if (!wall.ring) {
+		wall.ring = rt_pages_alloc(wall.record_size * RING_RECORDS);
+		wall.scratch = rt_malloc((cfg->max_frames + 2) * sizeof(uint64_t));
+		if (!wall.ring || !wall.scratch)
+			return -ENOMEM;
+	}
+	for (int s = 0; s < THREADS_MAX; s++) {
+		priv[s].proc_fd = -1;
+		priv[s].timer_id = -1;
+		priv[s].class_fd = -1;
+	}
+	wall.signo = choose_signal();
+	if (wall.signo > 0) {
+		struct sys_sigaction sa;
+		rt_memset(&sa, 0, sizeof(sa));
+		sa.handler = (void *)wall_signal_handler;
+		sa.flags = SA_SIGINFO_FLAG | SA_RESTART_FLAG | SA_RESTORER;
+		sa.restorer = (void *)wall_sigreturn;
+		if (sys_rt_sigaction(wall.signo, &sa, &wall.previous) == 0)
+			atomic_store(&wall.signals_on, 1);
+	}
+	if (!atomic_load(&wall.signals_on))
+		rt_warn("no free real-time signal: wall profiling samples blocked threads only");
+	uint64_t now = rt_monotonic_ns();
+	for (int s = 0; s < THREADS_MAX; s++)
+		if (atomic_load(&thread_slots[s].tid))
+			atomic_store(&thread_slots[s].wall_last_ns, now);
+	atomic_store(&wall.hooks_on, 1);
+	atomic_store(&wall.running, 1);
+	start_thread();
+	if (!atomic_load(&wall.running))
+		return -EAGAIN;
+	rt_info("wall profiling at %u Hz, %u threads per tick, signal %d", cfg->wall_hz,
+		cfg->wall_max_threads, wall.signo);
+	return 0;
+}
+
+void wall_stop(void)
+{
+	if (!atomic_exchange(&wall.running, 0))
+		return;
+	atomic_store(&wall.hooks_on, 0);
+	for (int i = 0; i < STOP_WAIT_MS && atomic_load(&wall.alive); i++)
+		(void)rt_sleep_ns(1000000);
+	if (atomic_load(&wall.alive))
+		return; /* still sampling: leave its descriptors and timers alone */
+	for (int s = 0; s < THREADS_MAX; s++) {
+		struct thread_slot *t = &thread_slots[s];
+		if (priv[s].timer_id >= 0)
+			cancel_request(t, &priv[s]);
+		private_release(&priv[s]);
+	}
+	/* The handler stays installed but finds no request: a signal already
+	 * queued must not meet the default action, which would end the process. */
+	wall_drain();
+}
+
+bool wall_running(void) { return atomic_load(&wall.running) != 0; }
+
+void wall_after_fork_child(void)
+{
+	if (!wall.ring)
+		return; /* never started: priv[] holds no descriptor */
+	/* Descriptors name the parent's threads; timers are not inherited (an id
+	 * may already name a timer of the child's, so none is deleted). */
+	for (int s = 0; s < THREADS_MAX; s++) {
+		struct wall_private *w = &priv[s];
+		if (w->proc_fd >= 0)
+			(void)sys_close(w->proc_fd);
+		w->proc_fd = -1;
+		w->timer_id = -1;
+		private_release(w);
+	}
+	wall.open_fds = 0;
+	for (uint32_t b = 0; b < TP_BUCKETS; b++)
+		atomic_store(&tp_map[b], 0);
+	if (wall.ring)
+		for (uint32_t i = 0; i < RING_RECORDS; i++)
+			atomic_store(&record_at(i)->state, RECORD_EMPTY);
+	atomic_store(&wall.alive, 0);
+	if (atomic_load(&wall.running))
+		start_thread();
+}
+
+void wall_get_stats(struct wall_stats *out)
+{
+	out->ticks = atomic_load(&wall.ticks);
+	out->samples_blocked_published = atomic_load(&wall.published);
+	out->samples_blocked_cached = atomic_load(&wall.cached);
+	out->samples_blocked_syscall = atomic_load(&wall.syscall_samples);
+	out->samples_running = atomic_load(&wall.running_samples);
+	out->requests_cancelled = atomic_load(&wall.cancelled);
+	out->unstable = atomic_load(&wall.unstable);
+	out->dropped = atomic_load(&wall.dropped);
+}

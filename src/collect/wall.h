@@ -1,0 +1,110 @@
+/* Wall-clock profiler: every 1/wall_hz, the elapsed wall time of every live
+ * host thread is attributed to the stack it is on, running or blocked,
+ * without ever interrupting a blocked system call.
+ *
+ * One sampler thread of ours visits at most wall_max_threads threads per
+ * tick (fair rotation); each sample is weighted by the time since that
+ * thread's previous sample, so totals stay true however few are visited.
+ * Per visited thread, cheapest first:
+ *  1. Blocked in an interposed call (wall_hooks.c): the call published its
+ *     frame and made wall_seq odd.  The frozen stack is unwound from our
+ *     thread (UNWIND_FLAG_REMOTE) and accepted if wall_seq did not move; it
+ *     is reused as long as wall_seq stays the same.
+ *  2. Otherwise, if the thread's CPU clock has not moved since a stack was
+ *     taken from its frozen system call, it has not run: that stack again.
+ *  3. Otherwise /proc/self/task/TID/syscall (descriptor kept open): in a
+ *     system call, its sp/pc are unwound remotely with the CFI tables, and
+ *     accepted if the CPU clock did not move meanwhile.
+ *  4. Running: a one-shot POSIX timer on the thread's CPU clock, delivered
+ *     to that thread, makes it unwind itself in our signal handler.  Such a
+ *     timer fires only while the thread runs, and on kernels that expire
+ *     CPU timers in task work (x86-64 >= 5.10) the signal is raised on the
+ *     return to user mode, so it never interrupts a system call at all.
+ * Handshake (covers every kernel for the interposed calls): the sampler
+ * sets wall_inflight, then reads wall_seq; a blocking call makes wall_seq
+ * odd, then reads wall_inflight (both sequentially consistent).  Either the
+ * sampler sees the call and sends nothing, or the call sees the flag and
+ * blocks our signal for its duration, so a late signal stays pending until
+ * the call returned.  ppoll/pselect/epoll_pwait/sigsuspend masks always
+ * keep our signal blocked.
+ */
+#ifndef STOWAWAY_COLLECT_WALL_H
+#define STOWAWAY_COLLECT_WALL_H
+
+#include "config/config.h"
+#include "profile/profile.h"
+
+/* The label "state" of a sample. */
+enum wall_state {
+	WALL_STATE_RUNNING = 0,
+	WALL_STATE_SLEEPING, /* nanosleep, clock_nanosleep, pause */
+	WALL_STATE_WAITING,  /* futex, poll/select/epoll, wait4, semaphores, pipes */
+	WALL_STATE_NETWORK,  /* socket calls, read/write on a socket */
+	WALL_STATE_IO,       /* read/write on other files */
+	WALL_STATE_SYSCALL,  /* any other system call */
+	WALL_STATE_COUNT
+};
+const char *wall_state_name(enum wall_state s);
+/* State of a thread blocked in system call `nr` of this architecture whose
+ * first argument is `arg0` (a descriptor for read/write-like calls, which
+ * is classified through /proc/self/fd). */
+enum wall_state wall_state_of_syscall(long nr, uint64_t arg0);
+
+/* Parses the text of /proc/PID/task/TID/syscall: "running" (nr = -2),
+ * "-1 sp pc" (not in a system call, nr = -1) or "nr a0 .. a5 sp pc".
+ * False if malformed. [signal-safe] */
+struct wall_syscall_info {
+	long nr;
+	uint64_t arg0;
+	uint64_t sp, pc;
+};
+bool wall_parse_syscall(const char *text, size_t len, struct wall_syscall_info *out);
+
+/* Starts the wall sampler thread (0 or -errno); stop joins it (bounded). */
+int wall_start(const struct sw_config *cfg, struct recorder *rec);
+void wall_stop(void);
+bool wall_running(void);
+/* Thread registry hooks: start a thread's wall clock / forget it. */
+void wall_thread_added(int slot, int tid, bool self);
+void wall_thread_removed(int slot, int tid);
+/* Before a period's profile is encoded: samples still in the ring go in. */
+void wall_drain(void);
+/* In a fork child: forget the parent's descriptors and timers, restart. */
+void wall_after_fork_child(void);
+
+/* ---- for the interposed blocking calls (wall_hooks.c) ---- */
+
+/* What a blocking call publishes about itself: its own frame. */
+struct wall_frame {
+	uint64_t pc, sp, fp;
+};
+/* Per-call state kept on the caller's stack between enter and leave. */
+struct wall_call {
+	int slot;     /* -1: not tracked */
+	bool masked;  /* our signal was blocked for the call */
+	uint64_t old_mask;
+};
+/* True while the sampler runs: hooks do nothing otherwise. */
+bool wall_hooks_active(void);
+/* Around the blocking call.  enter publishes the frame and the state, and
+ * blocks our signal when one may be in flight. */
+void wall_call_enter(struct wall_call *c, const struct wall_frame *f, enum wall_state kind, int fd);
+void wall_call_leave(struct wall_call *c);
+/* The signal a sigmask passed to ppoll/pselect/epoll_pwait/sigsuspend must
+ * keep blocked (0 when none). */
+int wall_signal(void);
+
+/* Counters since start (tests, logs). */
+struct wall_stats {
+	uint64_t ticks;
+	uint64_t samples_blocked_published; /* case 1 */
+	uint64_t samples_blocked_cached;    /* cases 1 and 2 reusing a stack */
+	uint64_t samples_blocked_syscall;   /* case 3 */
+	uint64_t samples_running;           /* case 4, from the handler */
+	uint64_t requests_cancelled;        /* running requests that never fired */
+	uint64_t unstable;                  /* stacks rejected because the thread moved */
+	uint64_t dropped;                   /* ring full */
+};
+void wall_get_stats(struct wall_stats *out);
+
+#endif

@@ -1,0 +1,13 @@
+# Wall profiler (#6): the torture workload (glibc and musl) .
+WALL_WL := $(BUILD)/workloads
+WALL_WL_CFLAGS := -O2 -g -Wall -Wextra -Werror
+
+$(WALL_WL)/wall_torture: tests/workloads/wall_torture.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WALL_WL_CFLAGS) $< -o $@ -lpthread
+
+$(WALL_WL)/wall_torture-musl: tests/workloads/wall_torture.c
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) $(WALL_WL_CFLAGS) $< -o $@
+
+TEST_PROGRAMS += $(WALL_WL)/wall_torture $(WALL_WL)/wall_torture-musl

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Wall profiler torture test (issue #6), glibc and musl hosts.
+
+build/workloads/wall_torture runs one thread per blocking call (nanosleep,
+clock_nanosleep, usleep, read on a pipe and a socket, recv with
+SO_RCVTIMEO and MSG_WAITALL, accept, epoll_wait, poll, select, ppoll,
+sem_timedwait, pthread_cond_timedwait, pthread_mutex_lock on a held mutex,
+waitpid) plus a CPU burner, under the preloaded library at the highest wall
+rate we allow (STOWAWAY_WALL_HZ=1000).  Each thread counts its EINTRs and
+short reads.  Judged with `go tool pprof -traces -sample_index=wall-time`:
+ - zero EINTR and zero short reads in every thread;
+ - each waiting function's share of the whole profile's wall time within
+   3 percentage points of its true share (its thread's lifetime over the sum
+   of all threads' lifetimes, as the workload measured them);
+ - each such thread: >= 97% of its wall time under its waiting function;
+ - the profile's total wall time within 5% of the threads' lifetimes."""
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
+WL = os.path.join(ROOT, "build", "workloads")
+SECONDS = float(os.environ.get("WALL_TORTURE_SECONDS", "6"))
+failed = 0
+
+
+def check(name, ok, detail=""):
+    global failed
+    print(("PASS " if ok else "FAIL ") + name + (": " + detail if detail else ""))
+    sys.stdout.flush()
+    if not ok:
+        failed += 1
+
+
+def to_ns(text):
+    units = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9, "min": 60e9, "hrs": 3600e9}
+    for unit in sorted(units, key=len, reverse=True):
+        if text.endswith(unit):
+            return float(text[: -len(unit)]) * units[unit]
+    return float(text)
+
+
+def traces(path, env):
+    """[(labels dict, [function names leaf first], wall ns)] from pprof -traces."""
+    out = subprocess.run(["go", "tool", "pprof", "-traces", "-sample_index=wall-time", path],
+                         capture_output=True, text=True, check=True, env=env).stdout
+    result = []
+    labels, stack, value = {}, [], None
+    for line in out.splitlines():
+        if line.startswith("-----------"):
+            if stack:
+                result.append((labels, stack, value))
+            labels, stack, value = {}, [], None
+            continue
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if value is None and ":" in stripped and not stripped[0].isdigit():
+            key, _, val = stripped.partition(":")
+            labels[key.strip()] = val.strip()
+            continue
+        parts = stripped.split()
+        if value is None and parts[0][0].isdigit():
+            value = to_ns(parts[0])
+            stack.append(parts[1] if len(parts) > 1 else "")
+        elif value is not None:
+            stack.append(parts[0])
+    if stack:
+        result.append((labels, stack, value))
+    return result
+
+
+def run_variant(exe_name):
+    exe = os.path.join(WL, exe_name)
+    if not os.access(exe, os.X_OK):
+        check(f"{exe_name}: built", False, exe + " missing (make test-build)")
+        return
+    with tempfile.TemporaryDirectory() as out:
+        env = dict(os.environ, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out,
+                   LD_PRELOAD=SO, DD_SERVICE="walltorture", STOWAWAY_WALL_HZ="1000",
+                   STOWAWAY_PROFILES="wall")
+        proc = subprocess.run([exe, str(SECONDS)], env=env, capture_output=True, text=True,
+                              timeout=120)
+        check(f"{exe_name}: runs", proc.returncode == 0, proc.stderr[-300:])
+        results = []
+        for line in proc.stdout.splitlines():
+            parts = line.split()
+            if parts and parts[0] == "result":
+                results.append((parts[1], parts[2], int(parts[3]), int(parts[4]), int(parts[5]),
+                                int(parts[6]), int(parts[7])))
+        check(f"{exe_name}: every thread reported", len(results) == 16, str(len(results)))
+        for name, _, calls, eintr, short, errors, _ in results:
+            check(f"{exe_name}: {name}: zero EINTR, zero short reads, no other error",
+                  calls > 0 and eintr == 0 and short == 0 and errors == 0,
+                  f"calls {calls} EINTR {eintr} short {short} errors {errors}")
+        files = glob.glob(os.path.join(out, "walltorture.*.wall.*.pb.gz"))
+        check(f"{exe_name}: a wall profile was written", len(files) == 1, str(files))
+        if not files:
+            return
+        pprof_env = dict(os.environ, HOME=out, PPROF_TMPDIR=out)
+        samples = traces(files[0], pprof_env)
+        total = sum(v for _, _, v in samples)
+        lifetimes = {name[:15]: life for name, _, _, _, _, _, life in results}
+        # Threads of the workload besides the workers: main, feeder, holder.
+        others = sum(v for lab, _, v in samples if lab.get("thread name") not in lifetimes)
+        true_total = sum(lifetimes.values()) + others
+        check(f"{exe_name}: total wall time within 5% of the threads' lifetimes",
+              abs(total - true_total) <= 0.05 * true_total and others <= 4 * SECONDS * 1e9 * 1.05,
+              f"profile {total/1e9:.2f}s, workers {sum(lifetimes.values())/1e9:.2f}s + others {others/1e9:.2f}s")
+        for name, function, _, _, _, _, life in results:
+            thread = name[:15]
+            mine = [(s, v) for lab, s, v in samples if lab.get("thread name") == thread]
+            under = sum(v for s, v in mine if function in s)
+            got = under / total if total else 0
+            want = life / true_total
+            check(f"{exe_name}: {function} share within 3 points", abs(got - want) <= 0.03,
+                  f"profile {100*got:.2f}%, truth {100*want:.2f}%")
+            thread_total = sum(v for _, v in mine)
+            frac = under / thread_total if thread_total else 0
+            check(f"{exe_name}: {function}: >= 97% of its thread's wall time under it",
+                  frac >= 0.97, f"{100*frac:.2f}% of {thread_total/1e9:.2f}s")
+        states = {lab.get("state") for lab, _, _ in samples}
+        check(f"{exe_name}: states running, sleeping, waiting, network present",
+              {"running", "sleeping", "waiting", "network"} <= states, str(sorted(s for s in states if s)))
+
+
+def negative_control(exe_name):
+    """Without the library, signalling every thread each millisecond (what a
+    naive wall profiler does) must make the workload count EINTRs: proof
+    that the counters above can fail."""
+    exe = os.path.join(WL, exe_name)
+    if not os.access(exe, os.X_OK):
+        return
+    proc = subprocess.run([exe, "2", "naive"], capture_output=True, text=True, timeout=60)
+    eintr = {}
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "result":
+            eintr[parts[2]] = int(parts[4]) + int(parts[5])
+    expected = ["wait_nanosleep", "wait_epoll", "wait_poll", "wait_select", "wait_ppoll",
+                "wait_recv_timeout"]
+    if "musl" not in exe_name:  # musl retries sem_timedwait after SA_RESTART handlers
+        expected.append("wait_sem_timedwait")
+    check(f"{exe_name}: negative control: naive signalling causes EINTR or short reads",
+          all(eintr.get(f, 0) > 0 for f in expected), str({f: eintr.get(f) for f in expected}))
+
+
+for variant in ["wall_torture", "wall_torture-musl"]:
+    negative_control(variant)
+    run_variant(variant)
+sys.exit(1 if failed else 0)
