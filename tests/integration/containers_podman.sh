@@ -264,6 +264,19 @@ for flavor in "${FLAVORS[@]}"; do
 	check "app_${flavor}_alloc_make_large" raw_has "$out.alloc.raw" make_large
 	check "app_${flavor}_heap_make_large" raw_has "$out.heap.raw" make_large
 
+	# A container restart starts the program again as pid 1 with the same
+	# service and output volume: the first run's profiles must survive.
+	if [ "$flavor" = glibc ]; then
+		out=$(outvol "restart-$flavor")
+		for run in 1 2; do
+			run_app "restart-$flavor-$run" -v "$LIBVOL:/opt/stowaway:ro" -v "$out:/profiles" "${PRELOAD_ENV[@]}" \
+				-e DD_SERVICE=restart "$img" /app/hello one 3
+		done
+		n=$(ls "$out" | wc -l)
+		check "restart_keeps_previous_profiles" [ "$n" -eq 8 ]
+		echo "    after two runs: $(ls "$out" | tr '\n' ' ')"
+	fi
+
 	# No network, no output directory: the agent exporter's connection fails;
 	# the program must not notice (a warning on stderr is allowed).
 	run_app "agent-$flavor" -v "$LIBVOL:/opt/stowaway:ro" -e LD_PRELOAD=/opt/stowaway/libstowaway.so \
@@ -283,5 +296,86 @@ for flavor in "${FLAVORS[@]}"; do
 	fi
 done
 [ "${#FLAVORS[@]}" -eq 2 ] || fail example_images_built "${FLAVORS[*]}"
+
+# ---- the Kubernetes examples, run by `podman kube play` ---------------------------
+# Each Deployment's pod template becomes a Pod (podman 4.3 restarts init
+# containers of Deployments forever), with restartPolicy Never, the local
+# images, and the demo as the application's command.  podman applies the
+# init container, the emptyDir, the downward API env, runAsUser and the
+# read-only root filesystem; it ignores subPathExpr and cannot resolve
+# status.hostIP (replaced by 127.0.0.1: with --network none the agent
+# upload fails, which the application must not notice).
+kube_pod() { # kube_pod DEPLOYMENT-YAML OUT-YAML APP-IMAGE
+	python3 - "$1" "$2" "$INIT_IMG" "$3" <<'PY'
+import sys, yaml
+src, dst, init_img, app_img = sys.argv[1:5]
+out = []
+for d in yaml.safe_load_all(open(src)):
+    if d and d.get("kind") == "Deployment":
+        t = d["spec"]["template"]
+        spec = t["spec"]
+        spec["restartPolicy"] = "Never"
+        spec["initContainers"][0]["image"] = init_img
+        spec["containers"][0]["image"] = app_img
+        spec["containers"][0]["command"] = ["/app/demo", "2"]
+        # podman has no node: status.hostIP becomes a literal address.
+        for e in spec["containers"][0]["env"]:
+            if e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "status.hostIP":
+                e.pop("valueFrom")
+                e["value"] = "127.0.0.1"
+        d = {"apiVersion": "v1", "kind": "Pod", "metadata": dict(t["metadata"], name="shop"), "spec": spec}
+    if d:
+        out.append(d)
+yaml.safe_dump_all(out, open(dst, "w"))
+PY
+}
+# The application image as root (USER 0): the manifests' runAsUser must win.
+mkdir -p "$TMP/ctx-root"
+printf 'FROM localhost/stowaway-example-glibc:%s\nUSER 0:0\n' "$TAG" >"$TMP/ctx-root/Containerfile"
+build_image example_glibc_root "localhost/stowaway-example-glibc-root:$TAG" "$TMP/ctx-root"
+for manifest in deployment deployment-airgapped; do
+	name=kube_${manifest//-/_}
+	app_img="localhost/stowaway-example-glibc-root:$TAG"
+	if ! kube_pod "$ROOT/docker/kubernetes/$manifest.yaml" "$TMP/$manifest.pod.yaml" "$app_img"; then
+		fail "${name}_converts"
+		continue
+	fi
+	if ! pm kube play --network none "$TMP/$manifest.pod.yaml" >"$TMP/$name.log" 2>&1; then
+		fail "${name}_plays"
+		tail -n 10 "$TMP/$name.log" | sed 's/^/    /'
+		pm pod rm -f shop >/dev/null 2>&1
+		pm volume rm -f -a >/dev/null 2>&1
+		continue
+	fi
+	pass "${name}_plays"
+	rc=$(timeout 60 podman --root "$TMP/storage" --runroot "$TMP/run" --storage-driver vfs wait shop-app 2>&1)
+	check "${name}_app_exit_0" [ "$rc" = 0 ]
+	pm logs shop-app >"$TMP/$name.stdout" 2>"$TMP/$name.stderr"
+	# stderr: empty when air-gapped; the agent variant may warn that the
+	# upload failed (no network here).
+	check "${name}_app_output" bash -c "grep -q '^demo: small ' '$TMP/$name.stdout' &&
+		{ [ $manifest = deployment ] || [ ! -s '$TMP/$name.stderr' ]; }"
+	sed 's/^/    stderr: /' "$TMP/$name.stderr"
+	pm inspect shop-app --format '{{range .Config.Env}}{{println .}}{{end}}' >"$TMP/$name.env" 2>&1
+	check "${name}_downward_api_env" bash -c "grep -qx DD_SERVICE=shop '$TMP/$name.env' &&
+		grep -qx DD_ENV=prod '$TMP/$name.env' && grep -qx DD_VERSION=1.4.2 '$TMP/$name.env' &&
+		grep -qx LD_PRELOAD=/opt/stowaway/libstowaway.so '$TMP/$name.env'"
+	posture=$(pm inspect shop-app --format '{{.Config.User}} {{.HostConfig.ReadonlyRootfs}}' 2>&1)
+	check "${name}_runs_as_nobody_read_only" [ "$posture" = "65534:65534 true" ]
+	echo "    user, read-only: $posture"
+	if [ "$manifest" = deployment ]; then
+		check "${name}_agent_host_set" grep -qx 'DD_AGENT_HOST=127.0.0.1' "$TMP/$name.env"
+	else
+		vol=$(pm volume inspect shop-profiles --format '{{.Mountpoint}}' 2>/dev/null)
+		if [ -n "$vol" ] && [ -d "$vol" ]; then
+			valid_profiles "${name}_profiles_in_volume" "$vol" shop
+			check "${name}_cpu_hash_block" raw_has "$vol.cpu.raw" hash_block
+		else
+			fail "${name}_profiles_in_volume" "no volume shop-profiles"
+		fi
+	fi
+	pm pod rm -f shop >/dev/null 2>&1
+	pm volume rm -f -a >/dev/null 2>&1
+done
 
 [ "$n_failed" -eq 0 ]
