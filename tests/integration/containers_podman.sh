@@ -40,7 +40,9 @@ pm() {
 }
 cleanup() {
 	if command -v podman >/dev/null 2>&1 && [ -f "$TMP/containers.conf" ]; then
+		pm pod rm -a -f >/dev/null 2>&1
 		pm rm -a -f >/dev/null 2>&1
+		pm volume rm -a -f >/dev/null 2>&1
 		pm rmi -a -f >/dev/null 2>&1
 		# Rootless storage holds files owned by sub-uids: remove them inside
 		# the user namespace.
