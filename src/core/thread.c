@@ -24,6 +24,35 @@ host_pthread_create_fn thread_host_pthread_create(void)
 	return fn;
 }
 
+#define FIRST_LIBC_INTERNAL_SIGNAL 32
+#define MUSL_SIGRTMIN 35
+
+/* Every signal except the libc-internal ones, 32 up to SIGRTMIN-1 (glibc:
+ * 32 cancel, 33 setxid; musl: 32 timer, 33 cancel, 34 synccall).  setuid,
+ * setgid, setgroups and friends make libc signal EVERY thread so that all
+ * of them change credentials (POSIX requires it) and wait until each has:
+ * a thread of ours blocking that signal would hang the program's setuid
+ * forever (and, were it skipped, keep root privileges the program dropped).
+ * SIGRTMIN itself is the program's, so it stays blocked. */
+static uint64_t host_signals_mask(void)
+{
+	int rtmin = MUSL_SIGRTMIN; /* covers both libcs if the lookup fails */
+	if (dlsym) {
+		void *sym = dlsym(HOST_RTLD_DEFAULT, "__libc_current_sigrtmin");
+		int (*current_sigrtmin)(void) = NULL;
+		__builtin_memcpy(&current_sigrtmin, &sym, sizeof(current_sigrtmin));
+		if (current_sigrtmin) {
+			int r = current_sigrtmin();
+			if (r > FIRST_LIBC_INTERNAL_SIGNAL && r <= MUSL_SIGRTMIN)
+				rtmin = r;
+		}
+	}
+	uint64_t mask = ~0ull;
+	for (int sig = FIRST_LIBC_INTERNAL_SIGNAL; sig < rtmin; sig++)
+		mask &= ~(1ull << (sig - 1));
+	return mask;
+}
+
 /* Shared by the spawner and the new thread; the last one to let go frees it,
  * so neither waits unboundedly for the other. */
 struct spawn_request {
@@ -63,7 +92,7 @@ int thread_spawn(void *(*fn)(void *), void *arg)
 	req->fn = fn;
 	req->arg = arg;
 	atomic_store(&req->refs, 2);
-	uint64_t all = ~0ull, old = 0;
+	uint64_t all = host_signals_mask(), old = 0;
 	if (sys_rt_sigprocmask(SIG_SETMASK, &all, &old) != 0) {
 		rt_free(req);
 		return -EINVAL;

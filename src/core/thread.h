@@ -12,8 +12,10 @@ typedef int (*host_pthread_create_fn)(unsigned long *thread, const void *attr,
 				      void *(*start)(void *), void *arg);
 host_pthread_create_fn thread_host_pthread_create(void);
 
-/* Starts fn(arg) on a detached thread that has every signal blocked, so the
- * host's signals are never delivered to us.  0 or -errno. */
+/* Starts fn(arg) on a detached thread that has every signal blocked except
+ * libc's internal ones (setuid broadcast, cancellation), so the host's
+ * signals are never delivered to us while the program's setuid still
+ * reaches us.  0 or -errno. */
 int thread_spawn(void *(*fn)(void *), void *arg);
 
 /* Our own threads register their kernel tid so collectors skip them. */
