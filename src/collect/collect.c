@@ -10,6 +10,7 @@
 #include "collect/cpu.h"
 #include "collect/exception.h"
 #include "collect/lock.h"
+#include "collect/overhead.h"
 #include "collect/threads.h"
 #include "collect/wall.h"
 #include "core/thread.h"
@@ -52,6 +53,7 @@ static void *sampler_main(void *arg)
 		if (++tick % SCAN_EVERY_TICKS == 0) {
 			(void)threads_scan();
 			cpu_check_handler();
+			overhead_tick(col.cfg);
 		}
 		/* New thread stacks and code mapped without dlopen. */
 		if (tick % REFRESH_EVERY_TICKS == 0)

@@ -33,6 +33,9 @@ void cpu_handler_cost(uint64_t *measured_ns, uint64_t *measured_samples);
  * tgkill), measured by signalling the calling thread, which must be one of
  * our own.  0 when CPU sampling is off or the handler is not ours. */
 uint64_t cpu_delivery_cost_ns(void);
+/* CPU time cpu_drain spent recording samples since start (it grows with
+ * the rate; it runs on our threads, so it is part of their CPU time). */
+uint64_t cpu_drain_cost_ns(void);
 /* Re-arms every thread's timer (and those armed later) at hz samples per
  * second of thread CPU time; 0 is ignored.  cpu_rate(): the rate in effect. */
 void cpu_set_rate(uint32_t hz);

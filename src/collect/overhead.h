@@ -36,23 +36,31 @@ struct overhead_ctl {
 	uint32_t judged;     /* windows judged (busy enough to say something) */
 	uint32_t lowered, raised; /* decisions so far */
 	bool saturated;      /* over budget at the lowest scale */
+	bool fixed_over;     /* over budget from costs no rate controls */
 	/* the window being measured */
-	uint64_t win_own_ns, win_app_ns;
+	uint64_t win_scalable_ns, win_fixed_ns, win_app_ns;
 	uint32_t win_ticks;
 	uint32_t calm_windows;
 };
 
 /* budget_pct: STOWAWAY_MAX_OVERHEAD_PCT; 0 disables the cap (scale stays full). */
 void overhead_ctl_init(struct overhead_ctl *c, uint32_t budget_pct);
-/* One tick's measurement: own_ns of our CPU time and process_ns of the
- * whole process's (ours included) since the previous tick.  Returns what
- * was decided; c->scale_ppm holds the new scale. */
-enum overhead_decision overhead_ctl_tick(struct overhead_ctl *c, uint64_t own_ns,
-					 uint64_t process_ns);
-/* The configured rates scaled: an event rate (Hz, at least 1) and a
- * sampling interval (bytes, grows as the scale shrinks). */
-uint32_t overhead_scale_hz(uint32_t configured_hz, uint32_t scale_ppm);
-uint64_t overhead_scale_interval(uint64_t configured, uint32_t scale_ppm);
+/* One tick's measurement since the previous tick: our CPU time that is
+ * proportional to the rates we control (scalable_ns: the sampling
+ * handler), our other CPU time (fixed_ns: our threads), and the whole
+ * process's CPU time (ours included).  Only the scalable part is scaled:
+ * when the fixed part alone exceeds the budget, lowering rates would cost
+ * profile quality and gain nothing, so the controller holds and sets
+ * fixed_over.  Returns what was decided; c->scale_ppm holds the new scale. */
+enum overhead_decision overhead_ctl_tick(struct overhead_ctl *c, uint64_t scalable_ns,
+					 uint64_t fixed_ns, uint64_t process_ns);
+/* The next rate of a collector whose cost follows the events it really
+ * delivers: from what it delivered in the window (events per second of
+ * application CPU; below `current_hz` when the kernel's tick caps it; 0:
+ * unknown, use current_hz), times new_scale/old_scale, within
+ * [1, configured_hz]; exactly configured_hz at full scale. */
+uint32_t overhead_next_hz(uint32_t configured_hz, uint32_t current_hz, uint32_t delivered_hz,
+			  uint32_t old_scale, uint32_t new_scale);
 
 /* ---- the probe, on the sampler thread ---- */
 

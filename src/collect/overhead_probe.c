@@ -1,12 +1,16 @@
 /* The overhead cap's probe (see overhead.h): what the profiler costs, once a
  * second on the sampler thread.
  *
- * Our cost is the CPU clocks of our own threads (sampler, scheduler, any
- * other we start) plus the CPU-timer handler, which runs on the host's
- * threads: samples taken times (the handler's measured CPU time per sample,
- * cpu_handler_cost, plus the kernel's delivery cost, cpu_delivery_cost_ns,
- * measured once per start).  The allocation hooks' cost is not counted: the
- * allocation collector does not expose it yet.
+ * Our cost is the CPU clocks of our own threads (sampler, scheduler, wall
+ * sampler, any other we start) plus the CPU-timer handler, which runs on the
+ * host's threads: samples taken times (the handler's measured CPU time per
+ * sample, cpu_handler_cost, plus the kernel's delivery cost,
+ * cpu_delivery_cost_ns, measured once per start).  The handler's part and
+ * the time our sampler spends recording CPU samples (cpu_drain_cost_ns)
+ * scale with the one rate we control (CPU); the rest of our threads' time
+ * counts as fixed cost.  The allocation hooks' and the wall sampler's signal handler's cost
+ * are not counted, and their rates not controlled: those collectors do not
+ * expose them yet.
  *
  * State is the sampler thread's alone; what overhead_describe reads is
  * published in atomics, so the scheduler (or a fork child that never saw a
@@ -31,12 +35,14 @@ static struct {
 	uint64_t last_process_ns;
 	uint64_t last_samples;
 	uint64_t last_cost_ns, last_cost_samples;
+	uint64_t last_drain_ns;
 	uint64_t delivery_ns;
-	bool delivery_measured;
 	struct own_thread own[OWN_THREADS_MAX];
 	int n_own;
 	uint32_t ticks;
 	bool rescan;
+	/* this window's parts, for the debug log */
+	uint64_t win_threads_ns, win_drain_ns, win_handler_ns, win_samples, win_process_ns;
 } probe;
 
 /* Published for overhead_describe. */
@@ -44,10 +50,10 @@ static struct {
 	atomic_uint budget_ppm;
 	atomic_uint overhead_ppm;
 	atomic_uint judged;
-	atomic_uint scale_ppm;
 	atomic_uint cpu_hz, configured_cpu_hz;
 	atomic_uint lowered, raised;
 	atomic_int saturated;
+	atomic_int fixed_over;
 } pub;
 
 /* The CPU clock of another thread of this process (Linux clockid encoding). */
@@ -134,6 +140,7 @@ static uint64_t handler_ns(void)
 	probe.last_samples = samples;
 	probe.last_cost_ns = cost_ns;
 	probe.last_cost_samples = cost_samples;
+	probe.win_samples += d_samples;
 	return d_samples * (per_sample + probe.delivery_ns);
 }
 
@@ -141,12 +148,12 @@ static void publish(void)
 {
 	atomic_store(&pub.budget_ppm, probe.ctl.budget_ppm);
 	atomic_store(&pub.overhead_ppm, probe.ctl.last_ppm);
-	atomic_store(&pub.scale_ppm, probe.ctl.scale_ppm);
 	atomic_store(&pub.cpu_hz, cpu_running() ? cpu_rate() : 0);
 	atomic_store(&pub.configured_cpu_hz, probe.configured_cpu_hz);
 	atomic_store(&pub.lowered, probe.ctl.lowered);
 	atomic_store(&pub.raised, probe.ctl.raised);
 	atomic_store(&pub.saturated, probe.ctl.saturated);
+	atomic_store(&pub.fixed_over, probe.ctl.fixed_over);
 	atomic_store(&pub.judged, probe.ctl.judged);
 }
 
@@ -155,6 +162,8 @@ static void reset(const struct sw_config *cfg, int tid)
 	rt_memset(&probe, 0, sizeof(probe));
 	probe.sampler_tid = tid;
 	probe.configured_cpu_hz = cfg->cpu_hz;
+	/* Before the baselines: the calibration's signals are not the host's samples. */
+	probe.delivery_ns = cpu_delivery_cost_ns();
 	overhead_ctl_init(&probe.ctl, cfg->max_overhead_pct);
 	/* A fork child inherits the parent's rates, but starts a new controller. */
 	if (cpu_running())
@@ -162,20 +171,33 @@ static void reset(const struct sw_config *cfg, int tid)
 	probe.last_process_ns = rt_process_cpu_ns();
 	probe.last_samples = cpu_samples_taken() + cpu_samples_dropped();
 	cpu_handler_cost(&probe.last_cost_ns, &probe.last_cost_samples);
+	probe.last_drain_ns = cpu_drain_cost_ns();
 	scan_own_threads(true);
 	publish();
 }
 
-static void apply(const struct sw_config *cfg, enum overhead_decision d)
+/* Samples per second of application CPU in the window that just closed. */
+static uint32_t delivered_hz(void)
 {
-	uint32_t scale = probe.ctl.scale_ppm;
-	uint32_t hz = overhead_scale_hz(cfg->cpu_hz, scale);
-	if (cpu_running())
-		cpu_set_rate(hz);
-	rt_info("profiler overhead %u.%02u%% of the application's CPU (limit %u%%): sampling %s "
-		"to %u.%u%% of the configured rates (CPU %u Hz)",
+	uint64_t own = probe.win_threads_ns + probe.win_drain_ns + probe.win_handler_ns;
+	uint64_t app = probe.win_process_ns > own ? probe.win_process_ns - own : 0;
+	if (app < 1000000ull)
+		return 0;
+	uint64_t hz = probe.win_samples * 1000000000ull / app;
+	return hz > UINT32_MAX ? UINT32_MAX : (uint32_t)hz;
+}
+
+static void apply(const struct sw_config *cfg, enum overhead_decision d, uint32_t old_scale)
+{
+	if (!cpu_running())
+		return;
+	uint32_t hz = overhead_next_hz(cfg->cpu_hz, cpu_rate(), delivered_hz(), old_scale,
+				       probe.ctl.scale_ppm);
+	cpu_set_rate(hz);
+	rt_info("profiler overhead %u.%02u%% of the application's CPU (limit %u%%): CPU sampling %s "
+		"to %u Hz (configured %u Hz)",
 		probe.ctl.last_ppm / 10000u, probe.ctl.last_ppm % 10000u / 100u, cfg->max_overhead_pct,
-		d == OVERHEAD_LOWER ? "lowered" : "raised", scale / 10000u, scale % 10000u / 1000u, hz);
+		d == OVERHEAD_LOWER ? "lowered" : "raised", hz, cfg->cpu_hz);
 }
 
 void overhead_tick(const struct sw_config *cfg)
@@ -186,31 +208,47 @@ void overhead_tick(const struct sw_config *cfg)
 		return;
 	}
 	probe.ticks++;
-	if (!probe.delivery_measured && cpu_running()) {
-		probe.delivery_ns = cpu_delivery_cost_ns();
-		probe.delivery_measured = true;
-		/* The calibration's own signals are not samples of the host. */
-		probe.last_process_ns = rt_process_cpu_ns();
-		(void)own_threads_ns();
-		return;
-	}
 	uint64_t process = rt_process_cpu_ns();
 	uint64_t d_process = process > probe.last_process_ns ? process - probe.last_process_ns : 0;
 	probe.last_process_ns = process;
-	uint64_t own = own_threads_ns() + handler_ns();
-	enum overhead_decision d = overhead_ctl_tick(&probe.ctl, own, d_process);
+	uint64_t threads = own_threads_ns(), handler = handler_ns();
+	/* Recording samples is part of our threads' time, but grows with the rate. */
+	uint64_t drain_total = cpu_drain_cost_ns();
+	uint64_t drain = RT_MIN(drain_total - probe.last_drain_ns, threads);
+	probe.last_drain_ns = drain_total;
+	threads -= drain;
+	probe.win_threads_ns += threads;
+	probe.win_drain_ns += drain;
+	probe.win_handler_ns += handler;
+	probe.win_process_ns += d_process;
+	uint32_t old_scale = probe.ctl.scale_ppm;
+	enum overhead_decision d = overhead_ctl_tick(&probe.ctl, handler + drain, threads, d_process);
 	if (d != OVERHEAD_HOLD)
-		apply(cfg, d);
+		apply(cfg, d, old_scale);
+	if (probe.ctl.win_ticks == 0) {
+		rt_debug("overhead window: our threads %llu us + recording samples %llu us, handler "
+			 "%llu us (%llu samples, delivery %llu ns each), process %llu us",
+			 (unsigned long long)(probe.win_threads_ns / 1000),
+			 (unsigned long long)(probe.win_drain_ns / 1000),
+			 (unsigned long long)(probe.win_handler_ns / 1000),
+			 (unsigned long long)probe.win_samples, (unsigned long long)probe.delivery_ns,
+			 (unsigned long long)(probe.win_process_ns / 1000));
+		probe.win_threads_ns = probe.win_drain_ns = probe.win_handler_ns = 0;
+		probe.win_samples = probe.win_process_ns = 0;
+	}
 	if (probe.ctl.saturated)
 		rt_log_once(RT_LOG_WARN, "profiler overhead is above STOWAWAY_MAX_OVERHEAD_PCT=%u even "
 					 "at the lowest sampling rates", cfg->max_overhead_pct);
+	if (probe.ctl.fixed_over)
+		rt_log_once(RT_LOG_WARN, "profiler overhead is above STOWAWAY_MAX_OVERHEAD_PCT=%u from "
+					 "costs the CPU sampling rate does not control (our threads); "
+					 "rates are kept", cfg->max_overhead_pct);
 	publish();
 }
 
 size_t overhead_describe(char *buf, size_t cap)
 {
 	uint32_t budget = atomic_load(&pub.budget_ppm), ppm = atomic_load(&pub.overhead_ppm);
-	uint32_t scale = atomic_load(&pub.scale_ppm);
 	uint32_t hz = atomic_load(&pub.cpu_hz), configured = atomic_load(&pub.configured_cpu_hz);
 	char measured[96], rates[160];
 	if (budget == 0)
@@ -219,15 +257,16 @@ size_t overhead_describe(char *buf, size_t cap)
 		rt_snprintf(measured, sizeof(measured), "overhead not measured yet (limit %u%%)",
 			    budget / 10000u);
 	else
-		rt_snprintf(measured, sizeof(measured), "overhead %u.%02u%% of application CPU (limit %u%%)%s",
+		rt_snprintf(measured, sizeof(measured), "overhead %u.%02u%% of application CPU in the last measured window (limit %u%%)%s",
 			    ppm / 10000u, ppm % 10000u / 100u, budget / 10000u,
-			    atomic_load(&pub.saturated) ? ", over the limit at the lowest rates" : "");
+			    atomic_load(&pub.saturated)	 ? ", over the limit at the lowest rates"
+			    : atomic_load(&pub.fixed_over) ? ", over the limit from costs no rate controls"
+							   : "");
 	if (hz)
 		rt_snprintf(rates, sizeof(rates), "cpu %u Hz (configured %u Hz)", hz, configured);
 	else
 		rt_snprintf(rates, sizeof(rates), "cpu off");
-	return rt_snprintf(buf, cap, "stowaway: %s; sampling rates at %u.%u%% of configured, "
-				     "lowered %u times, raised %u times; effective rates: %s",
-			   measured, scale / 10000u, scale % 10000u / 1000u, atomic_load(&pub.lowered),
-			   atomic_load(&pub.raised), rates);
+	return rt_snprintf(buf, cap, "stowaway: %s; sampling rates lowered %u times, raised %u "
+				     "times; effective rates: %s",
+			   measured, atomic_load(&pub.lowered), atomic_load(&pub.raised), rates);
 }

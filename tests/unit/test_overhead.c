@@ -7,17 +7,26 @@
 #define MS 1000000ull
 #define APP_PER_TICK (1000 * MS) /* one busy core */
 
-/* Feeds one window of ticks where we used own_ppm of the application's CPU. */
-static enum overhead_decision window(struct overhead_ctl *c, uint64_t app_ns, uint64_t own_ppm)
+/* Feeds one window of ticks where our rate-proportional cost was
+ * scalable_ppm of the application's CPU and our other cost fixed_ppm. */
+static enum overhead_decision window2(struct overhead_ctl *c, uint64_t app_ns, uint64_t scalable_ppm,
+				      uint64_t fixed_ppm)
 {
 	enum overhead_decision d = OVERHEAD_HOLD;
 	for (unsigned i = 0; i < OVERHEAD_WINDOW_TICKS; i++) {
-		uint64_t own = app_ns * own_ppm / 1000000ull;
-		d = overhead_ctl_tick(c, own, app_ns + own);
+		uint64_t scalable = app_ns * scalable_ppm / 1000000ull;
+		uint64_t fixed = app_ns * fixed_ppm / 1000000ull;
+		d = overhead_ctl_tick(c, scalable, fixed, app_ns + scalable + fixed);
 		if (i + 1 < OVERHEAD_WINDOW_TICKS)
 			CHECK(d == OVERHEAD_HOLD);
 	}
 	return d;
+}
+
+/* All of our cost proportional to the rates. */
+static enum overhead_decision window(struct overhead_ctl *c, uint64_t app_ns, uint64_t own_ppm)
+{
+	return window2(c, app_ns, own_ppm, 0);
 }
 
 static void test_under_budget_holds(void)
@@ -44,7 +53,7 @@ static void test_over_budget_lowers_to_target(void)
 	CHECK_EQ_U64(c.lowered, 1);
 	/* the window restarts after a decision */
 	CHECK_EQ_U64(c.win_ticks, 0);
-	CHECK_EQ_U64(c.win_own_ns, 0);
+	CHECK_EQ_U64(c.win_scalable_ns + c.win_fixed_ns + c.win_app_ns, 0);
 }
 
 static void test_cut_is_bounded(void)
@@ -66,7 +75,7 @@ static void test_idle_process_not_judged(void)
 	CHECK_EQ_U64(c.judged, 0);
 	/* process CPU below ours (clock skew): no underflow, not judged */
 	for (unsigned i = 0; i < OVERHEAD_WINDOW_TICKS; i++)
-		(void)overhead_ctl_tick(&c, 50 * MS, 10 * MS);
+		(void)overhead_ctl_tick(&c, 50 * MS, 0, 10 * MS);
 	CHECK_EQ_U64(c.judged, 0);
 }
 
@@ -106,8 +115,10 @@ static void test_saturates_at_minimum(void)
 {
 	struct overhead_ctl c;
 	overhead_ctl_init(&c, 1);
+	/* a handler cost that does not fall with the rate (say, the program's
+	 * threads multiply as fast as we slow down) */
 	for (int w = 0; w < 20; w++)
-		(void)window(&c, APP_PER_TICK, 50000); /* cost that no rate change removes */
+		(void)window(&c, APP_PER_TICK, 50000);
 	CHECK_EQ_U64(c.scale_ppm, OVERHEAD_SCALE_MIN);
 	CHECK(c.saturated);
 	CHECK(window(&c, APP_PER_TICK, 50000) == OVERHEAD_HOLD);
@@ -117,11 +128,32 @@ static void test_saturates_at_minimum(void)
 	CHECK(!c.saturated);
 }
 
-/* A process where the profiler costs full_ppm of the application at full
- * rates, proportionally less at lower rates, plus fixed_ppm. */
-static uint64_t plant_ppm(const struct overhead_ctl *c, uint64_t full_ppm, uint64_t fixed_ppm)
+static void test_fixed_cost_is_not_scaled(void)
 {
-	return fixed_ppm + full_ppm * c->scale_ppm / OVERHEAD_SCALE_FULL;
+	struct overhead_ctl c;
+	overhead_ctl_init(&c, 2);
+	/* our threads alone cost 3%: lowering the sampling rate cannot help */
+	for (int w = 0; w < 5; w++)
+		CHECK(window2(&c, APP_PER_TICK, 5000, 30000) == OVERHEAD_HOLD);
+	CHECK_EQ_U64(c.scale_ppm, OVERHEAD_SCALE_FULL);
+	CHECK(c.fixed_over);
+	CHECK(!c.saturated);
+	/* 1% fixed, 3% scalable: scale the scalable part to the 0.5% left of
+	 * the 1.5% target */
+	CHECK(window2(&c, APP_PER_TICK, 30000, 10000) == OVERHEAD_LOWER);
+	CHECK(!c.fixed_over);
+	CHECK(c.scale_ppm >= 166600 && c.scale_ppm <= 166667);
+	/* fixed between the target and the budget: what is left of the budget */
+	overhead_ctl_init(&c, 2);
+	CHECK(window2(&c, APP_PER_TICK, 20000, 16000) == OVERHEAD_LOWER);
+	CHECK(c.scale_ppm >= 199990 && c.scale_ppm <= 200000);
+}
+
+/* A process where the profiler's sampling costs full_ppm of the
+ * application at full rates, proportionally less at lower rates. */
+static uint64_t plant_ppm(const struct overhead_ctl *c, uint64_t full_ppm)
+{
+	return full_ppm * c->scale_ppm / OVERHEAD_SCALE_FULL;
 }
 
 static void test_simulated_process_converges_and_recovers(void)
@@ -131,33 +163,35 @@ static void test_simulated_process_converges_and_recovers(void)
 	/* expensive settings: 12% at full rates */
 	int changes_late = 0;
 	for (int w = 0; w < 40; w++) {
-		enum overhead_decision d = window(&c, APP_PER_TICK, plant_ppm(&c, 120000, 1000));
+		enum overhead_decision d = window2(&c, APP_PER_TICK, plant_ppm(&c, 120000), 1000);
 		if (w >= 10 && d != OVERHEAD_HOLD)
 			changes_late++;
 	}
-	uint64_t settled = plant_ppm(&c, 120000, 1000);
+	uint64_t settled = plant_ppm(&c, 120000) + 1000;
 	CHECK(settled <= c.budget_ppm);
 	CHECK(settled >= c.budget_ppm / 2);
 	CHECK_EQ_U64(changes_late, 0); /* no oscillation once settled */
 	CHECK(c.scale_ppm < OVERHEAD_SCALE_FULL / 5);
 	/* the program's work gets cheaper to sample (e.g. shallower stacks) */
 	for (int w = 0; w < 40; w++)
-		(void)window(&c, APP_PER_TICK, plant_ppm(&c, 6000, 1000));
+		(void)window2(&c, APP_PER_TICK, plant_ppm(&c, 6000), 1000);
 	CHECK_EQ_U64(c.scale_ppm, OVERHEAD_SCALE_FULL);
 	CHECK(c.raised >= 1);
 }
 
-static void test_rate_conversions(void)
+static void test_next_hz(void)
 {
-	CHECK_EQ_U64(overhead_scale_hz(100, OVERHEAD_SCALE_FULL), 100);
-	CHECK_EQ_U64(overhead_scale_hz(100, 250000), 25);
-	CHECK_EQ_U64(overhead_scale_hz(1000, 300000), 300);
-	CHECK_EQ_U64(overhead_scale_hz(100, OVERHEAD_SCALE_MIN), 1);
-	CHECK_EQ_U64(overhead_scale_hz(10, OVERHEAD_SCALE_MIN), 1); /* never 0 Hz */
-	CHECK_EQ_U64(overhead_scale_interval(524288, OVERHEAD_SCALE_FULL), 524288);
-	CHECK_EQ_U64(overhead_scale_interval(524288, 250000), 2097152);
-	CHECK_EQ_U64(overhead_scale_interval(1000, 300000), 3333);
-	CHECK_EQ_U64(overhead_scale_interval(UINT64_MAX / 2, OVERHEAD_SCALE_MIN), UINT64_MAX);
+	/* delivered as asked: scaled from the current rate */
+	CHECK_EQ_U64(overhead_next_hz(100, 100, 100, OVERHEAD_SCALE_FULL, 250000), 25);
+	CHECK_EQ_U64(overhead_next_hz(100, 100, 0, OVERHEAD_SCALE_FULL, 250000), 25);
+	/* the kernel's tick delivered 250 of the 1000 asked: scale what was delivered */
+	CHECK_EQ_U64(overhead_next_hz(1000, 1000, 250, OVERHEAD_SCALE_FULL, 200000), 50);
+	/* delivered more than asked (samples of the previous rate): the asked rate */
+	CHECK_EQ_U64(overhead_next_hz(1000, 50, 120, 200000, 400000), 100);
+	/* never 0 Hz, never above the configuration, exactly it at full scale */
+	CHECK_EQ_U64(overhead_next_hz(100, 2, 2, 100000, OVERHEAD_SCALE_MIN), 1);
+	CHECK_EQ_U64(overhead_next_hz(100, 80, 80, 100000, 900000), 100);
+	CHECK_EQ_U64(overhead_next_hz(1000, 50, 50, 500000, OVERHEAD_SCALE_FULL), 1000);
 }
 
 int main(void)
@@ -169,7 +203,8 @@ int main(void)
 	RUN(test_cap_off);
 	RUN(test_raise_waits_and_at_most_doubles);
 	RUN(test_saturates_at_minimum);
+	RUN(test_fixed_cost_is_not_scaled);
 	RUN(test_simulated_process_converges_and_recovers);
-	RUN(test_rate_conversions);
+	RUN(test_next_hz);
 	return CHECK_DONE();
 }
