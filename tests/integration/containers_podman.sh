@@ -15,7 +15,6 @@ set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD="$ROOT/build"
 WL="$BUILD/workloads"
-VERSION=$(cat "$ROOT/VERSION")
 TAG="test-$$"
 TMP=$(mktemp -d /tmp/stowaway-containers.XXXXXX)
 chmod 0755 "$TMP"
@@ -225,14 +224,15 @@ run_app() {
 	echo $? >"$TMP/$name.rc"
 }
 same_output() { # same_output REF GOT [stdout]: stdout, stderr (unless "stdout") and exit status identical
-	cmp -s "$TMP/$1.stdout" "$TMP/$2.stdout" && cmp -s "$TMP/$1.rc" "$TMP/$2.rc" &&
-		{ [ "${3:-}" = stdout ] || cmp -s "$TMP/$1.stderr" "$TMP/$2.stderr"; } || {
-		echo "    $1 vs $2:"
-		diff "$TMP/$1.stdout" "$TMP/$2.stdout" | sed 's/^/      stdout /'
-		diff "$TMP/$1.stderr" "$TMP/$2.stderr" | sed 's/^/      stderr /'
-		echo "      status $(cat "$TMP/$1.rc") vs $(cat "$TMP/$2.rc")"
-		return 1
-	}
+	if cmp -s "$TMP/$1.stdout" "$TMP/$2.stdout" && cmp -s "$TMP/$1.rc" "$TMP/$2.rc" &&
+		{ [ "${3:-}" = stdout ] || cmp -s "$TMP/$1.stderr" "$TMP/$2.stderr"; }; then
+		return 0
+	fi
+	echo "    $1 vs $2:"
+	diff "$TMP/$1.stdout" "$TMP/$2.stdout" | sed 's/^/      stdout /'
+	diff "$TMP/$1.stderr" "$TMP/$2.stderr" | sed 's/^/      stderr /'
+	echo "      status $(cat "$TMP/$1.rc") vs $(cat "$TMP/$2.rc")"
+	return 1
 }
 
 for flavor in "${FLAVORS[@]}"; do
