@@ -472,6 +472,72 @@ bool lock_held_by_self(const void *lock)
 	return held_find((uintptr_t)lock, rt_thread_pointer()) != NULL;
 }
 
+/* ---- robust mutexes ---- */
+
+#define ROBUST_SLOTS 4096u /* power of two */
+#define ROBUST_PROBES 32u
+#define ROBUST_TOMBSTONE ((uintptr_t)1)
+
+static _Atomic uintptr_t robust_set[ROBUST_SLOTS];
+
+static uint32_t robust_home(uintptr_t m)
+{
+	return (uint32_t)(((uint64_t)m * 0x9e3779b97f4a7c15ull) >> 52) & (ROBUST_SLOTS - 1u);
+}
+
+bool lock_robust_is(const void *mutex)
+{
+	if (atomic_load_explicit(&lock_hot.robust, memory_order_acquire) >= LOCK_ROBUST_ALL)
+		return true;
+	uintptr_t m = (uintptr_t)mutex;
+	uint32_t h = robust_home(m);
+	for (uint32_t i = 0; i < ROBUST_PROBES; i++) {
+		uintptr_t k = atomic_load_explicit(&robust_set[(h + i) & (ROBUST_SLOTS - 1u)],
+						   memory_order_acquire);
+		if (k == m)
+			return true;
+		if (k == 0)
+			return false;
+	}
+	return false;
+}
+
+void lock_robust_add(const void *mutex)
+{
+	uintptr_t m = (uintptr_t)mutex;
+	if (m <= ROBUST_TOMBSTONE || lock_robust_is(mutex))
+		return;
+	uint32_t h = robust_home(m);
+	for (uint32_t i = 0; i < ROBUST_PROBES; i++) {
+		_Atomic uintptr_t *slot = &robust_set[(h + i) & (ROBUST_SLOTS - 1u)];
+		uintptr_t k = atomic_load(slot);
+		if ((k == 0 || k == ROBUST_TOMBSTONE) && atomic_compare_exchange_strong(slot, &k, m)) {
+			atomic_fetch_add(&lock_hot.robust, 1);
+			return;
+		}
+	}
+	/* No room: every mutex acquisition skips the try from now on. */
+	atomic_fetch_add(&lock_hot.robust, LOCK_ROBUST_ALL);
+	rt_log_once(RT_LOG_WARN, "lock profiler: too many robust mutexes; mutex contention is "
+				 "no longer sampled");
+}
+
+void lock_robust_remove(const void *mutex)
+{
+	uintptr_t m = (uintptr_t)mutex;
+	uint32_t h = robust_home(m);
+	for (uint32_t i = 0; i < ROBUST_PROBES; i++) {
+		_Atomic uintptr_t *slot = &robust_set[(h + i) & (ROBUST_SLOTS - 1u)];
+		uintptr_t k = m;
+		if (atomic_compare_exchange_strong(slot, &k, ROBUST_TOMBSTONE)) {
+			atomic_fetch_sub(&lock_hot.robust, 1);
+			return;
+		}
+		if (k == 0)
+			return;
+	}
+}
+
 /* ---- recording ---- */
 
 static void record(const uint64_t *pcs, uint32_t depth, const struct sw_value *values,

@@ -54,7 +54,9 @@ uint64_t lock_collector_period(void);
 struct lock_hot {
 	atomic_int sampling; /* contended acquisitions are timed and sampled */
 	atomic_int held;     /* sampled acquisitions not yet released */
+	atomic_int robust;   /* robust mutexes known (LOCK_ROBUST_ALL: too many) */
 };
+#define LOCK_ROBUST_ALL 0x40000000
 extern struct lock_hot lock_hot;
 
 static inline bool lock_sampling(void)
@@ -67,6 +69,21 @@ static inline bool lock_release_maybe(void)
 {
 	return RT_UNLIKELY(atomic_load_explicit(&lock_hot.held, memory_order_relaxed) != 0);
 }
+
+/* Robust mutexes are never tried first: glibc's trylock on a robust mutex
+ * in the "not recoverable" state returns ENOTRECOVERABLE but leaves the
+ * mutex locked (every later lock would then block instead of failing).
+ * pthread_mutex_init with a robust attribute registers the address here,
+ * destroy or a non-robust init removes it; a full table makes every mutex
+ * acquisition bypass the try (and the sampler).  A robust mutex shared
+ * with another process that initialized it is not seen. */
+static inline bool lock_robust_maybe(void)
+{
+	return RT_UNLIKELY(atomic_load_explicit(&lock_hot.robust, memory_order_relaxed) != 0);
+}
+bool lock_robust_is(const void *mutex);
+void lock_robust_add(const void *mutex);
+void lock_robust_remove(const void *mutex);
 
 /* A contended acquisition of `lock` that waited wait_ns and succeeded.
  * `ra`: the hook's return address (where the kept stack starts).  May

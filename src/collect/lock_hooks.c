@@ -42,6 +42,9 @@ enum next_id {
 	RW_TIMEDWRLOCK,
 	RW_CLOCKWRLOCK,
 	RW_UNLOCK,
+	MUTEX_INIT,
+	MUTEX_DESTROY,
+	MUTEXATTR_GETROBUST,
 	NEXT_COUNT
 };
 
@@ -60,6 +63,9 @@ static const char *const next_names[NEXT_COUNT] = {
 	[RW_TIMEDWRLOCK] = "pthread_rwlock_timedwrlock",
 	[RW_CLOCKWRLOCK] = "pthread_rwlock_clockwrlock",
 	[RW_UNLOCK] = "pthread_rwlock_unlock",
+	[MUTEX_INIT] = "pthread_mutex_init",
+	[MUTEX_DESTROY] = "pthread_mutex_destroy",
+	[MUTEXATTR_GETROBUST] = "pthread_mutexattr_getrobust",
 };
 
 /* The next definitions, found on first use (or by the constructor below).
@@ -114,35 +120,38 @@ static inline int call_clock(enum next_id id, void *l, int clk, const void *abst
 	return f ? f(l, clk, abstime) : ERR_INVAL;
 }
 
-/* One acquisition: which try and which blocking call, with their extra
- * arguments. */
+/* One acquisition: which try and which blocking call, with the blocking
+ * call's extra arguments (clock, deadline). */
 struct acquire {
 	enum next_id try_id, block_id;
-	int clk;
-	const void *abstime;
 };
 
-static inline int block(const struct acquire *a, void *l)
+static inline int block(const struct acquire *a, void *l, int clk, const void *abstime)
 {
 	switch (a->block_id) {
 	case MUTEX_TIMEDLOCK:
 	case RW_TIMEDRDLOCK:
 	case RW_TIMEDWRLOCK:
-		return call_timed(a->block_id, l, a->abstime);
+		return call_timed(a->block_id, l, abstime);
 	case MUTEX_CLOCKLOCK:
 	case RW_CLOCKRDLOCK:
 	case RW_CLOCKWRLOCK:
-		return call_clock(a->block_id, l, a->clk, a->abstime);
+		return call_clock(a->block_id, l, clk, abstime);
 	default:
 		return call_lock(a->block_id, l);
 	}
 }
 
-__attribute__((noinline)) static int acquire_contended(const struct acquire *a, void *l,
-						       uintptr_t ra)
+/* The try failed with r. */
+__attribute__((noinline)) static int after_try(const struct acquire *a, void *l, int clk,
+					       const void *abstime, int r, uintptr_t ra)
 {
+	if (r == ERR_OWNERDEAD)
+		return r;
+	if (r != ERR_BUSY)
+		return block(a, l, clk, abstime);
 	uint64_t t0 = rt_monotonic_ns();
-	int r = block(a, l);
+	r = block(a, l, clk, abstime);
 	if (r == 0 || r == ERR_OWNERDEAD) {
 		uint64_t t1 = rt_monotonic_ns();
 		if (t1 > t0)
@@ -151,18 +160,41 @@ __attribute__((noinline)) static int acquire_contended(const struct acquire *a, 
 	return r;
 }
 
-/* Inlined into each entry point with constant ids: the uncontended path is
- * a flag test, the next trylock and a test of its result. */
-static inline __attribute__((always_inline)) int acquire_sampled(const struct acquire *a, void *l,
-								 uintptr_t ra)
+/* Some robust mutex is known: this one may be it. */
+__attribute__((noinline)) static int acquire_checked(const struct acquire *a, void *l, int clk,
+						     const void *abstime, uintptr_t ra)
 {
+	if (a->try_id == MUTEX_TRYLOCK && lock_robust_is(l))
+		return block(a, l, clk, abstime);
 	int r = call_lock(a->try_id, l);
-	if (RT_LIKELY(r == 0) || r == ERR_OWNERDEAD)
-		return r;
-	if (r != ERR_BUSY)
-		return block(a, l);
-	return acquire_contended(a, l, ra);
+	return r == 0 ? 0 : after_try(a, l, clk, abstime, r, ra);
 }
+
+/* The whole hot path, inlined into each entry point with constant ids:
+ * a flag test and the next lock; or, while sampling, two flag tests, the
+ * next trylock and a test of its result. */
+#define ACQUIRE(acq, clk, abstime)                                             \
+	do {                                                                   \
+		if (RT_LIKELY(!lock_sampling()))                               \
+			return block(&(acq), l, (clk), (abstime));             \
+		if (RT_LIKELY(!lock_robust_maybe())) {                         \
+			int r_ = call_lock((acq).try_id, l);                   \
+			if (RT_LIKELY(r_ == 0))                                \
+				return 0;                                      \
+			return after_try(&(acq), l, (clk), (abstime), r_, CALLER_RA()); \
+		}                                                              \
+		return acquire_checked(&(acq), l, (clk), (abstime), CALLER_RA()); \
+	} while (0)
+
+static const struct acquire mutex_lock = { MUTEX_TRYLOCK, MUTEX_LOCK };
+static const struct acquire mutex_timedlock = { MUTEX_TRYLOCK, MUTEX_TIMEDLOCK };
+static const struct acquire mutex_clocklock = { MUTEX_TRYLOCK, MUTEX_CLOCKLOCK };
+static const struct acquire rw_rdlock = { RW_TRYRDLOCK, RW_RDLOCK };
+static const struct acquire rw_timedrdlock = { RW_TRYRDLOCK, RW_TIMEDRDLOCK };
+static const struct acquire rw_clockrdlock = { RW_TRYRDLOCK, RW_CLOCKRDLOCK };
+static const struct acquire rw_wrlock = { RW_TRYWRLOCK, RW_WRLOCK };
+static const struct acquire rw_timedwrlock = { RW_TRYWRLOCK, RW_TIMEDWRLOCK };
+static const struct acquire rw_clockwrlock = { RW_TRYWRLOCK, RW_CLOCKWRLOCK };
 
 __attribute__((noinline)) static int release_tracked(enum next_id id, void *l)
 {
@@ -175,14 +207,8 @@ __attribute__((noinline)) static int release_tracked(enum next_id id, void *l)
 	return r;
 }
 
-#define ACQUIRE(try_, block_, clk_, abstime_)                                  \
-	do {                                                                   \
-		const struct acquire a_ = { try_, block_, clk_, abstime_ };    \
-		if (RT_LIKELY(!lock_sampling()))                               \
-			return block(&a_, l);                                  \
-		return acquire_sampled(&a_, l, CALLER_RA());                   \
-	} while (0)
-
+SW_EXPORT int pthread_mutex_init(void *l, const void *attr);
+SW_EXPORT int pthread_mutex_destroy(void *l);
 SW_EXPORT int pthread_mutex_lock(void *l);
 SW_EXPORT int pthread_mutex_timedlock(void *l, const void *abstime);
 SW_EXPORT int pthread_mutex_clocklock(void *l, int clk, const void *abstime);
@@ -195,16 +221,16 @@ SW_EXPORT int pthread_rwlock_timedwrlock(void *l, const void *abstime);
 SW_EXPORT int pthread_rwlock_clockwrlock(void *l, int clk, const void *abstime);
 SW_EXPORT int pthread_rwlock_unlock(void *l);
 
-SW_EXPORT int pthread_mutex_lock(void *l) { ACQUIRE(MUTEX_TRYLOCK, MUTEX_LOCK, 0, NULL); }
+SW_EXPORT int pthread_mutex_lock(void *l) { ACQUIRE(mutex_lock, 0, NULL); }
 
 SW_EXPORT int pthread_mutex_timedlock(void *l, const void *abstime)
 {
-	ACQUIRE(MUTEX_TRYLOCK, MUTEX_TIMEDLOCK, 0, abstime);
+	ACQUIRE(mutex_timedlock, 0, abstime);
 }
 
 SW_EXPORT int pthread_mutex_clocklock(void *l, int clk, const void *abstime)
 {
-	ACQUIRE(MUTEX_TRYLOCK, MUTEX_CLOCKLOCK, clk, abstime);
+	ACQUIRE(mutex_clocklock, clk, abstime);
 }
 
 SW_EXPORT int pthread_mutex_unlock(void *l)
@@ -214,28 +240,28 @@ SW_EXPORT int pthread_mutex_unlock(void *l)
 	return release_tracked(MUTEX_UNLOCK, l);
 }
 
-SW_EXPORT int pthread_rwlock_rdlock(void *l) { ACQUIRE(RW_TRYRDLOCK, RW_RDLOCK, 0, NULL); }
+SW_EXPORT int pthread_rwlock_rdlock(void *l) { ACQUIRE(rw_rdlock, 0, NULL); }
 
 SW_EXPORT int pthread_rwlock_timedrdlock(void *l, const void *abstime)
 {
-	ACQUIRE(RW_TRYRDLOCK, RW_TIMEDRDLOCK, 0, abstime);
+	ACQUIRE(rw_timedrdlock, 0, abstime);
 }
 
 SW_EXPORT int pthread_rwlock_clockrdlock(void *l, int clk, const void *abstime)
 {
-	ACQUIRE(RW_TRYRDLOCK, RW_CLOCKRDLOCK, clk, abstime);
+	ACQUIRE(rw_clockrdlock, clk, abstime);
 }
 
-SW_EXPORT int pthread_rwlock_wrlock(void *l) { ACQUIRE(RW_TRYWRLOCK, RW_WRLOCK, 0, NULL); }
+SW_EXPORT int pthread_rwlock_wrlock(void *l) { ACQUIRE(rw_wrlock, 0, NULL); }
 
 SW_EXPORT int pthread_rwlock_timedwrlock(void *l, const void *abstime)
 {
-	ACQUIRE(RW_TRYWRLOCK, RW_TIMEDWRLOCK, 0, abstime);
+	ACQUIRE(rw_timedwrlock, 0, abstime);
 }
 
 SW_EXPORT int pthread_rwlock_clockwrlock(void *l, int clk, const void *abstime)
 {
-	ACQUIRE(RW_TRYWRLOCK, RW_CLOCKWRLOCK, clk, abstime);
+	ACQUIRE(rw_clockwrlock, clk, abstime);
 }
 
 SW_EXPORT int pthread_rwlock_unlock(void *l)
@@ -243,6 +269,42 @@ SW_EXPORT int pthread_rwlock_unlock(void *l)
 	if (RT_LIKELY(!lock_release_maybe()))
 		return call_lock(RW_UNLOCK, l);
 	return release_tracked(RW_UNLOCK, l);
+}
+
+typedef int (*init_fn)(void *, const void *);
+typedef int (*getrobust_fn)(const void *, int *);
+
+/* Robust mutexes are registered so acquisitions never try them (lock.h). */
+SW_EXPORT int pthread_mutex_init(void *l, const void *attr)
+{
+	void *p = next_of(MUTEX_INIT);
+	init_fn f;
+	__builtin_memcpy(&f, &p, sizeof(p));
+	int r = f ? f(l, attr) : ERR_INVAL;
+	if (r != 0)
+		return r;
+	int robust = 0;
+	if (attr) {
+		p = next_of(MUTEXATTR_GETROBUST);
+		getrobust_fn g;
+		__builtin_memcpy(&g, &p, sizeof(p));
+		/* Without the query, assume robust: never wrong, only unsampled. */
+		if (!g || g(attr, &robust) != 0)
+			robust = 1;
+	}
+	if (robust)
+		lock_robust_add(l);
+	else if (lock_robust_maybe())
+		lock_robust_remove(l);
+	return 0;
+}
+
+SW_EXPORT int pthread_mutex_destroy(void *l)
+{
+	int r = call_lock(MUTEX_DESTROY, l);
+	if (r == 0 && lock_robust_maybe())
+		lock_robust_remove(l);
+	return r;
 }
 
 /* Resolve before the program's own constructors start threads. */
