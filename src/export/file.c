@@ -1,5 +1,5 @@
 /* The file exporter (air-gapped use): one gzip pprof per kind per period in
- * STOWAWAY_OUTPUT_DIR, written atomically (temp file in the same directory,
+ * STOWAWAY_OUTPUT_DIR, named <service>.<pid>.<kind>.<seq>.<runtime id[0:8]>.pb.gz, written atomically (temp file in the same directory,
  * fsync, rename, fsync of the directory), with a bound on the number of
  * profile files kept (oldest removed first). */
 #include "export/export.h"
@@ -174,8 +174,10 @@ static int file_export(struct sw_exporter *self, const struct sw_export_batch *b
 	int result = 0;
 	for (size_t i = 0; i < b->n_items; i++) {
 		char name[200];
-		rt_snprintf(name, sizeof(name), "%s.%u.%s.%05u%s", fe->service, b->pid,
-			    sw_kind_name(b->items[i].kind), b->seq, FILE_SUFFIX);
+		/* The runtime id's first 8 hex digits tell process starts apart:
+		 * in a container the program is pid 1 after every restart. */
+		rt_snprintf(name, sizeof(name), "%s.%u.%s.%05u.%.8s%s", fe->service, b->pid,
+			    sw_kind_name(b->items[i].kind), b->seq, b->runtime_id, FILE_SUFFIX);
 		long r = write_atomically((int)dirfd, name, b->items[i].gz, b->items[i].len);
 		if (r < 0) {
 			if (!atomic_exchange(&fe->write_failed_logged, 1))

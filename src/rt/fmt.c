@@ -89,6 +89,10 @@ size_t rt_vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap)
 		if (*p == '.' && p[1] == '*') {
 			precision = va_arg(ap, int);
 			p += 2;
+		} else if (*p == '.') {
+			precision = 0;
+			for (p++; *p >= '0' && *p <= '9' && precision < 4096; p++)
+				precision = precision * 10 + (*p - '0');
 		}
 		int lng = 0; /* 0 int, 1 long, 2 long long, 3 size_t */
 		if (*p == 'l') {

@@ -45,7 +45,7 @@ bool rt_parse_i64(const char *s, size_t n, int64_t *out);
 bool rt_parse_hex_u64(const char *s, size_t n, uint64_t *out);
 
 /* ---- formatting [signal-safe] ----
- * Supports %% %c %s %.*s %d %i %u %x %X %p with length modifiers l, ll, z
+ * Supports %% %c %s %.*s %.Ns %d %i %u %x %X %p with length modifiers l, ll, z
  * and flags/width: '-', '0', decimal width.  Output is always terminated when
  * cap > 0; returns the length the full output would have had. */
 size_t rt_vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap);

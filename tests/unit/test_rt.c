@@ -17,6 +17,9 @@ static void fmt_matches_libc(void)
 		 -42, 7, 7, -3, 4000000000u, 0xbeefu, 0xbeefu, 123456789012ul, -9000000000000ll,
 		 (size_t)17, "str", 2, "abc", 'z');
 	CHECK(strcmp(ours, theirs) == 0);
+	rt_snprintf(ours, sizeof(ours), "[%.3s|%.8s|%.0s]", "abcdef", "ab", "x");
+	snprintf(theirs, sizeof(theirs), "[%.3s|%.8s|%.0s]", "abcdef", "ab", "x");
+	CHECK(strcmp(ours, theirs) == 0);
 	rt_snprintf(ours, sizeof(ours), "%p", (void *)0x1234);
 	CHECK(strcmp(ours, "0x1234") == 0);
 	rt_snprintf(ours, sizeof(ours), "%lld", (long long)INT64_MIN);

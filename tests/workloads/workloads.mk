@@ -1,7 +1,8 @@
 # Test programs shared by integration tests, benchmarks and the demo.
 WL := $(BUILD)/workloads
 WL_CFLAGS := -O2 -g -Wall -Wextra -Werror
-TEST_PROGRAMS += $(WL)/hello $(WL)/hello-musl $(WL)/throw $(WL)/forkexec $(WL)/demo $(WL)/demo-nofp
+TEST_PROGRAMS += $(WL)/hello $(WL)/hello-musl $(WL)/throw $(WL)/forkexec $(WL)/demo $(WL)/demo-nofp \
+                 $(WL)/demo-musl
 
 $(WL)/hello: tests/workloads/hello.c
 	@mkdir -p $(WL)
@@ -22,6 +23,10 @@ $(WL)/forkexec: tests/workloads/forkexec.c
 $(WL)/demo: tests/workloads/demo.c
 	@mkdir -p $(WL)
 	$(CC) $(WL_CFLAGS) -fno-omit-frame-pointer $< -o $@ -lpthread
+
+$(WL)/demo-musl: tests/workloads/demo.c
+	@mkdir -p $(WL)
+	$(MUSL_CC) $(WL_CFLAGS) -fno-omit-frame-pointer $< -o $@
 
 $(WL)/demo-nofp: tests/workloads/demo.c
 	@mkdir -p $(WL)
