@@ -63,10 +63,14 @@ static const struct builtin d_builtins[] = {
 	{ 'n', "decltype(nullptr)" }, { 's', "char16_t" }, { 'i', "char32_t" }, { 'u', "char8_t" },
 };
 
-/* Standard abbreviations S<x> (x not 't'). */
+/* Standard abbreviations S<x> (x not 't'), spelled out as c++filt -t does. */
 static const struct builtin std_abbrevs[] = {
-	{ 'a', "std::allocator" }, { 'b', "std::basic_string" }, { 's', "std::string" },
-	{ 'i', "std::istream" },   { 'o', "std::ostream" },	  { 'd', "std::iostream" },
+	{ 'a', "std::allocator" },
+	{ 'b', "std::basic_string" },
+	{ 's', "std::basic_string<char, std::char_traits<char>, std::allocator<char> >" },
+	{ 'i', "std::basic_istream<char, std::char_traits<char> >" },
+	{ 'o', "std::basic_ostream<char, std::char_traits<char> >" },
+	{ 'd', "std::basic_iostream<char, std::char_traits<char> >" },
 };
 
 static const char *lookup(const struct builtin *t, size_t n, char c)

@@ -124,6 +124,8 @@ bool lock_sample_decide(uint64_t wait_ns, uint64_t mean_ns, uint64_t u)
 	if (wait_ns == 0)
 		return false;
 	double w = alloc_weight(wait_ns, mean_ns); /* 1/p >= 1 */
+	if (w <= 1.0)
+		return true;
 	/* u / 2^64 < p */
 	return (double)u * w < 18446744073709551616.0;
 }
