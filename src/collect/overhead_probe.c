@@ -82,14 +82,14 @@ static void scan_own_threads(bool baseline_now)
 	long fd = sys_open("/proc/self/task", O_RDONLY | O_DIRECTORY, 0);
 	if (fd < 0)
 		return;
-	uint8_t buf[4096];
+	uint8_t buf[4096] = { 0 }; /* zeroed: the analyzers cannot see the kernel fill it */
 	for (int pass = 0; pass < 10000; pass++) {
 		long n = sys_getdents64((int)fd, buf, sizeof(buf));
-		if (n <= 0)
+		if (n <= 0 || (size_t)n > sizeof(buf))
 			break;
-		for (long off = 0; off < n;) {
+		for (long off = 0; off + (long)sizeof(struct dirent64_head) < n;) {
 			const struct dirent64_head *d = (const void *)(buf + off);
-			if (d->reclen == 0)
+			if (d->reclen == 0 || off + d->reclen > n)
 				break;
 			off += d->reclen;
 			uint64_t tid;
