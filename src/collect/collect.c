@@ -132,6 +132,7 @@ void collect_after_fork_child(void)
 	wall_after_fork_child();
 	context_after_fork_child();
 	alloc_collector_after_fork_child();
+	lock_collector_after_fork_child();
 	if (!atomic_load(&col.running))
 		return;
 	uint64_t here = (uint64_t)(uintptr_t)&here, lo = 0, hi = 0;

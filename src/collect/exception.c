@@ -255,13 +255,7 @@ int exception_collector_start(const struct sw_config *cfg, struct recorder *rec)
 {
 	if (!(cfg->kinds & SW_KIND_BIT(SW_KIND_EXCEPTION)))
 		return -EINVAL;
-	uint32_t every = EXCEPTION_DEFAULT_SAMPLE_EVERY;
-	const char *v = rt_getenv("STOWAWAY_EXCEPTION_SAMPLE_EVERY");
-	if (v && *v && !config_parse_u32_range(v, 1, 1000000000u, &every)) {
-		rt_warn("STOWAWAY_EXCEPTION_SAMPLE_EVERY=\"%.*s\" is not a whole number in "
-			"1..1000000000; using %u", 64, v, EXCEPTION_DEFAULT_SAMPLE_EVERY);
-		every = EXCEPTION_DEFAULT_SAMPLE_EVERY;
-	}
+	uint32_t every = cfg->exception_sample_every;
 	collect_random_seed();
 	atomic_store(&st.every, every);
 	atomic_store(&exception_hot.threshold, UINT64_MAX / every);

@@ -618,13 +618,7 @@ int lock_collector_start(const struct sw_config *cfg, struct recorder *rec)
 {
 	if (!(cfg->kinds & SW_KIND_BIT(SW_KIND_LOCK)))
 		return -EINVAL;
-	uint32_t mean = LOCK_DEFAULT_SAMPLE_NS;
-	const char *v = rt_getenv("STOWAWAY_LOCK_SAMPLE_NS");
-	if (v && *v && !config_parse_u32_range(v, 1, 4000000000u, &mean)) {
-		rt_warn("STOWAWAY_LOCK_SAMPLE_NS=\"%.*s\" is not a whole number in 1..4000000000; "
-			"using %u", 64, v, LOCK_DEFAULT_SAMPLE_NS);
-		mean = LOCK_DEFAULT_SAMPLE_NS;
-	}
+	uint32_t mean = cfg->lock_sample_ns;
 	if (!atomic_load(&st.held)) {
 		struct held_slot *t = rt_pages_alloc(HELD_SLOTS * sizeof(struct held_slot));
 		if (!t)
@@ -649,3 +643,11 @@ int lock_collector_start(const struct sw_config *cfg, struct recorder *rec)
 }
 
 void lock_collector_stop(void) { atomic_store(&lock_hot.sampling, 0); }
+
+void lock_collector_after_fork_child(void)
+{
+	/* Holds recorded by the parent's threads can never be released here. */
+	struct held_slot *table = atomic_load(&st.held);
+	if (table)
+		rt_memset(table, 0, HELD_SLOTS * sizeof(struct held_slot));
+}

@@ -45,6 +45,8 @@ int lock_collector_start(const struct sw_config *cfg, struct recorder *rec);
 /* New acquisitions are no longer sampled; releases of sampled ones still
  * are (until they are all released). */
 void lock_collector_stop(void);
+/* In a fork child: forgets the holds of the parent's threads. */
+void lock_collector_after_fork_child(void);
 /* The sampling mean in nanoseconds: the pprof period of the lock profile. */
 uint64_t lock_collector_period(void);
 

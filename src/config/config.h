@@ -77,6 +77,8 @@ struct sw_config {
 	uint64_t alloc_sample_bytes; /* STOWAWAY_ALLOC_SAMPLE_BYTES, default 524288 */
 	uint32_t max_stacks;         /* STOWAWAY_MAX_STACKS distinct samples per period, default 65536 */
 	uint32_t max_overhead_pct;   /* STOWAWAY_MAX_OVERHEAD_PCT, default 2 */
+	uint32_t lock_sample_ns;     /* STOWAWAY_LOCK_SAMPLE_NS mean wait per sample, default 10 ms */
+	uint32_t exception_sample_every; /* STOWAWAY_EXCEPTION_SAMPLE_EVERY, default 20 */
 	bool follow_exec;            /* STOWAWAY_FOLLOW_EXEC, default true */
 };
 
