@@ -20,18 +20,18 @@ struct thread_slot {
 	 * is armed, read by its signal handler. */
 	uint64_t stack_lo, stack_hi;
 	bool scan_mark;           /* sampler thread only: seen by the current scan */
-	uint64_t name_read_ns;    /* sampler thread only */
-	char name[THREAD_NAME_MAX]; /* sampler thread only (comm) */
 	/* Wall sampler (wall.h).  wall_seq is odd while the thread is inside an
 	 * interposed blocking call, whose frame wall_pc/sp/fp describe (written
 	 * by the thread before the seq becomes odd).  wall_inflight is 1 while
 	 * a wall signal may be on its way to the thread. */
 	atomic_uint wall_seq;
+	uint64_t name_read_ns;    /* sampler thread only */
+	char name[THREAD_NAME_MAX]; /* sampler thread only (comm) */
 	atomic_int wall_inflight;
 	int wall_depth;             /* the thread itself: nesting of blocking calls */
-	atomic_ullong wall_pc, wall_sp, wall_fp;
 	atomic_int wall_kind;       /* enum wall_state of the blocking call */
 	atomic_int wall_fd;         /* its file descriptor, or -1 */
+	atomic_ullong wall_pc, wall_sp, wall_fp;
 	atomic_ullong wall_tp;      /* thread pointer, for the hooks' slot lookup */
 	atomic_ullong wall_last_ns; /* monotonic time up to which wall time was attributed */
 };

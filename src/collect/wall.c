@@ -11,7 +11,7 @@
 #include <asm/sigcontext.h>
 #include <asm/ucontext.h>
 
-#define RING_RECORDS 512u
+#define RING_RECORDS 128u
 #define RECORD_EMPTY 0
 #define RECORD_WRITING 1
 #define RECORD_READY 2
@@ -25,10 +25,12 @@
 /* Descriptors of /proc/self/task/TID/syscall kept open at most; beyond
  * that the file is opened for each read. */
 #define PROC_FDS_MAX 256
-/* Thread names: re-read every second while a thread is young, then every 10 s. */
-#define NAME_YOUNG_NS (10 * NS_PER_S)
+/* Thread names: re-read after a second (names are often set right after
+ * the thread starts), then every 10 s. */
+#define NAME_YOUNG_NS (2 * NS_PER_S)
 #define NAME_REFRESH_YOUNG_NS NS_PER_S
 #define NAME_REFRESH_OLD_NS (10 * NS_PER_S)
+#define PENDING_FLUSH_NS NS_PER_S
 #define HANDLER_CHECK_NS NS_PER_S
 #define TP_BUCKETS 8192u
 #define SYSCALL_TEXT_MAX 256
@@ -65,19 +67,25 @@ struct timer_siginfo {
 
 /* What the sampler thread alone knows about a slot. */
 struct wall_private {
+	uint64_t request_ns; /* when the running request was armed */
+	uint64_t *stack;     /* cached stack (max_frames + 2), or NULL */
+	uint64_t cache_cpu;
+	uint64_t cache_pc, cache_sp, cache_fp; /* the published frame the cache came from */
+	uint64_t first_seen_ns;
+	uint64_t name_ns;
+	/* Samples of the cached stack not yet in the recorder (aggregated
+	 * here: one recorder_add per second instead of one per tick). */
+	uint64_t pend_ns;
+	uint64_t pend_since;
+	uint32_t pend_count;
 	int tid;       /* the thread this state belongs to, 0: none */
 	int proc_fd;   /* /proc/self/task/TID/syscall, -1: not open */
 	int timer_id;  /* one-shot CPU-clock timer, -1: none */
-	uint64_t request_ns; /* when the running request was armed */
-	uint64_t *stack;     /* cached stack (max_frames + 2), or NULL */
+	int class_fd;  /* descriptor last classified, -1: none */
 	uint32_t depth;
+	uint32_t cache_seq;
 	uint8_t cache;
 	uint8_t cache_state; /* enum wall_state */
-	uint32_t cache_seq;
-	uint64_t cache_cpu;
-	uint64_t first_seen_ns;
-	uint64_t name_ns;
-	int class_fd; /* descriptor last classified, -1: none */
 	uint8_t class_state;
 	char name[THREAD_NAME_MAX];
 };
@@ -95,6 +103,7 @@ static struct {
 	uint8_t *ring;
 	size_t record_size;
 	atomic_uint next_record;
+	atomic_uint ready_records; /* written by handlers, not yet drained */
 	uint64_t *scratch; /* sampler thread: max_frames + 2 */
 	int cursor;
 	int open_fds;
@@ -106,6 +115,11 @@ static struct {
 } wall;
 
 static struct wall_private priv[THREADS_MAX];
+/* Slots the sampler visits: set when a thread is added, cleared by the
+ * sampler once the slot is empty and its private state released.  Lets a
+ * tick skip the empty part of the table without touching it. */
+#define SLOT_WORDS (THREADS_MAX / 64)
+static atomic_ullong slot_bits[SLOT_WORDS];
 static atomic_int tp_map[TP_BUCKETS]; /* slot + 1, 0: none */
 
 /* ---- states ---- */
@@ -254,7 +268,7 @@ static void proc_syscall_path(char *buf, size_t cap, int tid)
  * budget allows.  False if the thread is gone or the text is malformed. */
 static bool read_syscall(struct wall_private *w, struct wall_syscall_info *out)
 {
-	char text[SYSCALL_TEXT_MAX];
+	char text[SYSCALL_TEXT_MAX] = { 0 };
 	char path[64];
 	long n;
 	if (w->proc_fd < 0) {
@@ -293,15 +307,18 @@ static int thread_cpu_clock(int tid) { return (int)((~(unsigned)tid << 3) | 6u);
 
 static bool thread_cpu_ns(int tid, uint64_t *out)
 {
-	struct __kernel_timespec ts;
+	struct __kernel_timespec ts = { 0, 0 };
 	if (sys_clock_gettime(thread_cpu_clock(tid), &ts) != 0)
 		return false;
 	*out = (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
 	return true;
 }
 
+static void flush_pending(struct wall_private *w, uint64_t now);
+
 static void private_release(struct wall_private *w)
 {
+	flush_pending(w, rt_monotonic_ns());
 	if (w->proc_fd >= 0) {
 		(void)sys_close(w->proc_fd);
 		wall.open_fds--;
@@ -340,11 +357,11 @@ static uint64_t take_elapsed(struct thread_slot *t, uint64_t now)
 }
 
 static void record_sample(int tid, const char *name, const uint64_t *pcs, uint32_t depth,
-			  enum wall_state state, uint64_t weight)
+			  enum wall_state state, uint32_t count, uint64_t weight)
 {
 	if (weight == 0)
 		return;
-	struct sw_value values[2] = { { SW_V_WALL_SAMPLES, 1 }, { SW_V_WALL_TIME, (int64_t)weight } };
+	struct sw_value values[2] = { { SW_V_WALL_SAMPLES, count }, { SW_V_WALL_TIME, (int64_t)weight } };
 	struct sw_label labels[3] = {
 		{ .key = SW_LABEL_THREAD_ID, .num = tid },
 		{ .key = SW_LABEL_THREAD_NAME, .str = name },
@@ -354,11 +371,33 @@ static void record_sample(int tid, const char *name, const uint64_t *pcs, uint32
 	(void)recorder_add(wall.rec, &s);
 }
 
+static void flush_pending(struct wall_private *w, uint64_t now)
+{
+	if (w->pend_count == 0)
+		return;
+	record_sample(w->tid, private_name(w, now), w->stack, w->depth, w->cache_state, w->pend_count,
+		      w->pend_ns);
+	w->pend_count = 0;
+	w->pend_ns = 0;
+}
+
+/* One sample of the cached stack. */
+static void account_cached(int slot, struct wall_private *w, uint64_t now)
+{
+	uint64_t weight = take_elapsed(&thread_slots[slot], now);
+	if (weight == 0)
+		return;
+	if (w->pend_count == 0)
+		w->pend_since = now;
+	w->pend_count++;
+	w->pend_ns += weight;
+	if (now - w->pend_since >= PENDING_FLUSH_NS)
+		flush_pending(w, now);
+}
+
 static void emit_cached(int slot, struct wall_private *w, uint64_t now)
 {
-	struct thread_slot *t = &thread_slots[slot];
-	record_sample(w->tid, private_name(w, now), w->stack, w->depth, w->cache_state,
-		      take_elapsed(t, now));
+	account_cached(slot, w, now);
 	atomic_fetch_add(&wall.cached, 1);
 }
 
@@ -374,8 +413,10 @@ static uint32_t unwind_remote(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t *p
 	return depth;
 }
 
-static bool cache_store(struct wall_private *w, const uint64_t *pcs, uint32_t depth)
+/* Replaces the cached stack (its pending samples go to the recorder first). */
+static bool cache_store(struct wall_private *w, const uint64_t *pcs, uint32_t depth, uint64_t now)
 {
+	flush_pending(w, now);
 	if (!w->stack) {
 		w->stack = rt_malloc((wall.max_frames + 2) * sizeof(uint64_t));
 		if (!w->stack)
@@ -410,18 +451,28 @@ static void sample_published(int slot, struct wall_private *w, uint32_t seq, uin
 	uint64_t fp = atomic_load_explicit(&t->wall_fp, memory_order_relaxed);
 	enum wall_state kind = (enum wall_state)atomic_load_explicit(&t->wall_kind, memory_order_relaxed);
 	int fd = atomic_load_explicit(&t->wall_fd, memory_order_relaxed);
+	if (w->cache == CACHE_PUBLISHED && w->cache_pc == pc && w->cache_sp == sp && w->cache_fp == fp &&
+	    w->cache_state == state_of_fd(w, kind, fd) && atomic_load(&t->wall_seq) == seq) {
+		/* A new call from the same frame (a wait in a loop): the frames
+		 * above it are those already cached. */
+		w->cache_seq = seq;
+		emit_cached(slot, w, now);
+		return;
+	}
 	uint32_t depth = unwind_remote(pc, sp, fp, wall.scratch);
 	if (atomic_load(&t->wall_seq) != seq) {
 		atomic_fetch_add(&wall.unstable, 1);
 		return; /* it left the call meanwhile: its time goes to the next sample */
 	}
-	if (cache_store(w, wall.scratch, depth)) {
+	if (cache_store(w, wall.scratch, depth, now)) {
 		w->cache = CACHE_PUBLISHED;
 		w->cache_seq = seq;
+		w->cache_pc = pc;
+		w->cache_sp = sp;
+		w->cache_fp = fp;
 		w->cache_state = (uint8_t)state_of_fd(w, kind, fd);
 		atomic_fetch_add(&wall.published, 1);
-		record_sample(w->tid, private_name(w, now), w->stack, w->depth, w->cache_state,
-			      take_elapsed(t, now));
+		account_cached(slot, w, now);
 	}
 }
 
@@ -446,7 +497,7 @@ static uint32_t unwind_by_scan(uint64_t leaf_pc, uint64_t sp, uint64_t *pcs)
 		return 0;
 	if (hi <= sp || (sp & 7) != 0)
 		return 0;
-	uint64_t words[SCAN_WORDS];
+	uint64_t words[SCAN_WORDS] = { 0 };
 	size_t n = (size_t)RT_MIN((hi - sp) / 8, (uint64_t)SCAN_WORDS);
 	if (n < 2 || !read_remote(sp, words, n * 8))
 		return 0;
@@ -478,7 +529,6 @@ static uint32_t unwind_by_scan(uint64_t leaf_pc, uint64_t sp, uint64_t *pcs)
 static void sample_syscall(int slot, struct wall_private *w, const struct wall_syscall_info *si,
 			   uint64_t cpu, uint64_t now)
 {
-	struct thread_slot *t = &thread_slots[slot];
 	struct unwind_regs regs = { .pc = si->pc, .sp = si->sp, .fp = 0 };
 	enum unwind_end end = UNWIND_END_OUTERMOST;
 	uint32_t depth = unwind_stack(&regs, wall.scratch, wall.max_frames, UNWIND_FLAG_REMOTE, &end);
@@ -504,14 +554,13 @@ static void sample_syscall(int slot, struct wall_private *w, const struct wall_s
 		atomic_fetch_add(&wall.unstable, 1);
 		return;
 	}
-	if (!cache_store(w, wall.scratch, depth))
+	if (!cache_store(w, wall.scratch, depth, now))
 		return;
 	w->cache = CACHE_SYSCALL;
 	w->cache_cpu = cpu;
 	w->cache_state = (uint8_t)wall_state_of_syscall(si->nr, si->arg0);
 	atomic_fetch_add(&wall.syscall_samples, 1);
-	record_sample(w->tid, private_name(w, now), w->stack, w->depth, w->cache_state,
-		      take_elapsed(t, now));
+	account_cached(slot, w, now);
 }
 
 /* Case 4: arms the one-shot timer; false if it could not be armed. */
@@ -540,6 +589,7 @@ static bool request_running_sample(int slot, struct wall_private *w, uint64_t no
 	if (sys_timer_settime(w->timer_id, 0, &its, NULL) != 0)
 		return false;
 	w->request_ns = now;
+	flush_pending(w, now);
 	w->cache = CACHE_NONE;
 	return true;
 }
@@ -677,12 +727,15 @@ static void wall_signal_handler(int sig, void *siv, void *ucv)
 	rec->slot = (int)si->value;
 	rec->weight_ns = weight;
 	atomic_store_explicit(&rec->state, RECORD_READY, memory_order_release);
+	atomic_fetch_add_explicit(&wall.ready_records, 1, memory_order_release);
 }
 
 /* Moves the handler's records into the recorder.  Sampler thread only
  * (thread names are its private state), or after it has ended. */
 static void drain_ring(void)
 {
+	if (atomic_load_explicit(&wall.ready_records, memory_order_acquire) == 0)
+		return;
 	uint64_t now = rt_monotonic_ns();
 	for (uint32_t i = 0; i < RING_RECORDS; i++) {
 		struct wall_record *r = record_at(i);
@@ -692,9 +745,10 @@ static void drain_ring(void)
 		struct wall_private *w = &priv[r->slot];
 		if (w->tid == r->tid)
 			name = private_name(w, now);
-		record_sample(r->tid, name, r->pcs, r->depth, WALL_STATE_RUNNING, r->weight_ns);
+		record_sample(r->tid, name, r->pcs, r->depth, WALL_STATE_RUNNING, 1, r->weight_ns);
 		atomic_fetch_add(&wall.running_samples, 1);
 		atomic_store_explicit(&r->state, RECORD_EMPTY, memory_order_release);
+		atomic_fetch_sub_explicit(&wall.ready_records, 1, memory_order_relaxed);
 	}
 }
 
@@ -720,20 +774,50 @@ static void check_handler(uint64_t now)
 	}
 }
 
+/* Next slot at or after `from` whose bit is set, or -1. */
+static int next_marked_slot(int from)
+{
+	for (int word = from / 64; word < SLOT_WORDS; word++) {
+		uint64_t bits = atomic_load_explicit(&slot_bits[word], memory_order_relaxed);
+		if (word == from / 64)
+			bits &= ~0ull << (from % 64);
+		if (bits)
+			return word * 64 + __builtin_ctzll(bits);
+	}
+	return -1;
+}
+
 static void wall_tick(void)
 {
 	uint32_t budget = wall.cfg->wall_max_threads;
 	int s = wall.cursor;
-	for (int visited = 0; visited < THREADS_MAX && budget > 0; visited++) {
-		int tid = atomic_load_explicit(&thread_slots[s].tid, memory_order_relaxed);
-		if (tid != 0 || priv[s].tid != 0) {
-			sample_slot(s, rt_monotonic_ns());
-			if (tid != 0)
-				budget--;
+	bool wrapped = false;
+	while (budget > 0) {
+		int next = next_marked_slot(s);
+		if (next < 0) {
+			if (wrapped || wall.cursor == 0)
+				break;
+			wrapped = true;
+			s = 0;
+			continue;
 		}
-		s = (s + 1) % THREADS_MAX;
+		if (wrapped && next >= wall.cursor)
+			break; /* every marked slot was visited once */
+		int tid = atomic_load_explicit(&thread_slots[next].tid, memory_order_relaxed);
+		sample_slot(next, rt_monotonic_ns());
+		if (tid != 0)
+			budget--;
+		else if (priv[next].tid == 0)
+			atomic_fetch_and(&slot_bits[next / 64], ~(1ull << (next % 64)));
+		s = next + 1;
+		if (s >= THREADS_MAX) {
+			if (wrapped)
+				break;
+			wrapped = true;
+			s = 0;
+		}
 	}
-	wall.cursor = s;
+	wall.cursor = s % THREADS_MAX;
 	atomic_fetch_add(&wall.ticks, 1);
 }
 
@@ -862,6 +946,7 @@ void wall_thread_added(int slot, int tid, bool self)
 	atomic_store(&t->wall_inflight, 0);
 	atomic_store(&t->wall_tp, 0);
 	atomic_store(&t->wall_last_ns, rt_monotonic_ns());
+	atomic_fetch_or(&slot_bits[slot / 64], 1ull << (slot % 64));
 	if (self)
 		tp_bind(slot, thread_pointer());
 }
@@ -954,8 +1039,10 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 		rt_warn("no free real-time signal: wall profiling samples blocked threads only");
 	uint64_t now = rt_monotonic_ns();
 	for (int s = 0; s < THREADS_MAX; s++)
-		if (atomic_load(&thread_slots[s].tid))
+		if (atomic_load(&thread_slots[s].tid)) {
 			atomic_store(&thread_slots[s].wall_last_ns, now);
+			atomic_fetch_or(&slot_bits[s / 64], 1ull << (s % 64));
+		}
 	atomic_store(&wall.hooks_on, 1);
 	atomic_store(&wall.running, 1);
 	start_thread();
@@ -1000,11 +1087,15 @@ void wall_after_fork_child(void)
 			(void)sys_close(w->proc_fd);
 		w->proc_fd = -1;
 		w->timer_id = -1;
+		w->pend_count = 0; /* the parent's samples */
 		private_release(w);
 	}
 	wall.open_fds = 0;
 	for (uint32_t b = 0; b < TP_BUCKETS; b++)
 		atomic_store(&tp_map[b], 0);
+	for (int word = 0; word < SLOT_WORDS; word++)
+		atomic_store(&slot_bits[word], 0);
+	atomic_store(&wall.ready_records, 0);
 	if (wall.ring)
 		for (uint32_t i = 0; i < RING_RECORDS; i++)
 			atomic_store(&record_at(i)->state, RECORD_EMPTY);

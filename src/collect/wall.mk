@@ -11,3 +11,10 @@ $(WALL_WL)/wall_torture-musl: tests/workloads/wall_torture.c
 	$(MUSL_CC) $(WALL_WL_CFLAGS) $< -o $@
 
 TEST_PROGRAMS += $(WALL_WL)/wall_torture $(WALL_WL)/wall_torture-musl
+
+# Bench driver: N waiting threads, prints the wall sampler thread's CPU time.
+$(WALL_WL)/wall_threads: tests/workloads/wall_threads.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WALL_WL_CFLAGS) $< -o $@ -lpthread
+
+TEST_PROGRAMS += $(WALL_WL)/wall_threads
