@@ -1,0 +1,328 @@
+/* exec interposition: execve, execv, execvp, execvpe, fexecve, posix_spawn
+ * and posix_spawnp.  Exported; only in the .so.
+ *
+ * - Before an exec replaces the image, the calling thread's CPU timer is
+ *   disarmed: a timer signal generated while the kernel is still loading the
+ *   new image would be delivered to it with the default action (death).  A
+ *   signal already pending is delivered to our handler on the way back from
+ *   the disarming call, before the exec starts.  If the exec fails the timer
+ *   is re-armed as it was.
+ * - STOWAWAY_FOLLOW_EXEC=false (profiling enabled): the executed program
+ *   gets a copy of the environment, built in our memory, whose LD_PRELOAD no
+ *   longer names this library (other entries stay; an empty LD_PRELOAD is
+ *   dropped).  The process's own environ is untouched.  Default: the
+ *   environment is passed through as given.
+ *
+ * Not covered: glibc's and musl's execl, execle, execlp, system() and
+ * popen() call execve inside libc, where no interposer sees them.
+ * In a vfork child that execs with FOLLOW_EXEC=false, the environment copy
+ * (in memory shared with the parent) is not freed.
+ */
+#include "collect/collect.h"
+#include "collect/threads.h"
+#include "config/config.h"
+#include "rt/host.h"
+#include "rt/rt.h"
+#include "rt/sys.h"
+#include "symbols/maps.h"
+
+#include <linux/stat.h>
+
+#define SW_EXPORT __attribute__((visibility("default")))
+#define ENV_MAX_ENTRIES (1u << 20)
+#define PRELOAD_ENTRY_MAX 4096
+#define MAPS_CHUNK 4096
+#define MAPS_LINE_MAX 8192
+#define MAPS_READS_MAX 100000
+#define AT_FDCWD_VALUE (-100)
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*execvpe_fn)(const char *, char *const[], char *const[]);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+typedef int (*spawn_fn)(int *, const char *, const void *, const void *, char *const[],
+			char *const[]);
+
+/* The next definition of `name`, resolved once (dlsym's data pointer
+ * converted without a cast between pointer kinds). */
+static void *next_symbol(_Atomic(void *) *cache, const char *name)
+{
+	void *sym = atomic_load(cache);
+	if (sym || !dlsym)
+		return sym;
+	sym = dlsym(HOST_RTLD_NEXT, name);
+	atomic_store(cache, sym);
+	return sym;
+}
+
+#define NEXT(type, var, name)                                                  \
+	static _Atomic(void *) cache_##name;                                   \
+	type var = NULL;                                                       \
+	do {                                                                   \
+		void *sym_ = next_symbol(&cache_##name, #name);                \
+		__builtin_memcpy(&var, &sym_, sizeof(var));                    \
+	} while (0)
+
+/* ---- the calling thread's CPU timer ---- */
+
+struct timer_pause {
+	int timer;
+	struct sys_itimerspec old;
+};
+
+static void timer_pause(struct timer_pause *p)
+{
+	p->timer = -1;
+	if (!collect_threads_active())
+		return;
+	int slot = threads_find((int)sys_gettid());
+	if (slot < 0)
+		return;
+	int timer = atomic_load(&thread_slots[slot].timer_id);
+	if (timer < 0)
+		return;
+	struct sys_itimerspec off;
+	rt_memset(&off, 0, sizeof(off));
+	if (sys_timer_settime(timer, 0, &off, &p->old) == 0)
+		p->timer = timer;
+}
+
+/* After a failed exec: the timer runs again as before (if it is still the
+ * thread's: profiling may have stopped meanwhile). */
+static void timer_resume(const struct timer_pause *p)
+{
+	if (p->timer < 0 || !collect_threads_active())
+		return;
+	int slot = threads_find((int)sys_gettid());
+	if (slot >= 0 && atomic_load(&thread_slots[slot].timer_id) == p->timer)
+		(void)sys_timer_settime(p->timer, 0, &p->old, NULL);
+}
+
+/* ---- which LD_PRELOAD entries are this library ---- */
+
+static struct {
+	atomic_int state; /* 0 unknown, 1 known, -1 not found */
+	uint32_t dev_major, dev_minor;
+	uint64_t inode;
+} self_file;
+
+/* Finds the file mapping that contains our own code in /proc/self/maps,
+ * read in chunks (the file can be large). */
+static void find_self_file(void)
+{
+	if (atomic_load(&self_file.state) != 0)
+		return;
+	uint64_t here = (uint64_t)(uintptr_t)&find_self_file;
+	char *chunk = rt_malloc(MAPS_CHUNK + MAPS_LINE_MAX);
+	if (!chunk)
+		return;
+	char *line = chunk + MAPS_CHUNK;
+	long fd = sys_open("/proc/self/maps", O_RDONLY, 0);
+	int found = -1;
+	size_t line_len = 0;
+	for (int reads = 0; fd >= 0 && found < 0 && reads < MAPS_READS_MAX; reads++) {
+		long n = sys_read((int)fd, chunk, MAPS_CHUNK);
+		if (n <= 0)
+			break;
+		for (long i = 0; i < n && found < 0; i++) {
+			if (chunk[i] != '\n') {
+				if (line_len < MAPS_LINE_MAX)
+					line[line_len++] = chunk[i];
+				continue;
+			}
+			struct maps_entry e;
+			if (maps_parse_line(line, line_len, &e) && here >= e.start && here < e.end &&
+			    e.inode != 0) {
+				self_file.dev_major = e.dev_major;
+				self_file.dev_minor = e.dev_minor;
+				self_file.inode = e.inode;
+				found = 1;
+			}
+			line_len = 0;
+		}
+	}
+	if (fd >= 0)
+		(void)sys_close((int)fd);
+	rt_free(chunk);
+	atomic_store(&self_file.state, found);
+}
+
+/* True if the LD_PRELOAD entry [s, s+len) names the file we were loaded from. */
+static bool entry_is_self(const char *s, size_t len)
+{
+	if (len == 0 || len >= PRELOAD_ENTRY_MAX || atomic_load(&self_file.state) != 1)
+		return false;
+	char path[PRELOAD_ENTRY_MAX];
+	rt_memcpy(path, s, len);
+	path[len] = 0;
+	struct statx st;
+	rt_memset(&st, 0, sizeof(st));
+	if (sys_statx(AT_FDCWD_VALUE, path, 0, STATX_INO, &st) < 0)
+		return false;
+	return st.stx_ino == self_file.inode && st.stx_dev_major == self_file.dev_major &&
+	       st.stx_dev_minor == self_file.dev_minor;
+}
+
+static bool is_separator(char c) { return c == ':' || c == ' ' || c == '\t' || c == '\n'; }
+
+static const char preload_name[] = "LD_PRELOAD=";
+#define PRELOAD_NAME_LEN (sizeof(preload_name) - 1)
+
+/* Writes "LD_PRELOAD=" plus the entries of `value` that are not us, joined
+ * by ':', into out (cap >= strlen(value) + PRELOAD_NAME_LEN + 1).  Returns
+ * false when nothing is left (the variable is then dropped). */
+static bool filter_preload(const char *value, char *out)
+{
+	rt_memcpy(out, preload_name, PRELOAD_NAME_LEN);
+	size_t o = PRELOAD_NAME_LEN;
+	const char *p = value;
+	while (*p) {
+		while (*p && is_separator(*p))
+			p++;
+		const char *start = p;
+		while (*p && !is_separator(*p))
+			p++;
+		size_t len = (size_t)(p - start);
+		if (len == 0 || entry_is_self(start, len))
+			continue;
+		if (o > PRELOAD_NAME_LEN)
+			out[o++] = ':';
+		rt_memcpy(out + o, start, len);
+		o += len;
+	}
+	out[o] = 0;
+	return o > PRELOAD_NAME_LEN;
+}
+
+static bool strip_wanted(void) { return sw_cfg.enabled && !sw_cfg.follow_exec; }
+
+/* The environment to pass on: envp itself, or a filtered copy in one block
+ * the caller frees (*copy) if the exec returns.  envp NULL passes through. */
+static char *const *env_for_exec(char *const envp[], void **copy)
+{
+	*copy = NULL;
+	if (!envp || !strip_wanted())
+		return envp;
+	size_t n = 0, preload_at = ENV_MAX_ENTRIES;
+	for (; n < ENV_MAX_ENTRIES && envp[n]; n++)
+		if (preload_at == ENV_MAX_ENTRIES &&
+		    rt_strncmp(envp[n], preload_name, PRELOAD_NAME_LEN) == 0)
+			preload_at = n;
+	if (preload_at == ENV_MAX_ENTRIES || n == ENV_MAX_ENTRIES)
+		return envp;
+	find_self_file();
+	size_t value_len = rt_strlen(envp[preload_at]);
+	size_t ptr_bytes = (n + 1) * sizeof(char *);
+	char **out = rt_malloc(ptr_bytes + value_len + 1);
+	if (!out)
+		return envp;
+	char *preload = (char *)out + ptr_bytes;
+	bool keep = filter_preload(envp[preload_at] + PRELOAD_NAME_LEN, preload);
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (i != preload_at)
+			out[o++] = envp[i];
+		else if (keep)
+			out[o++] = preload;
+	}
+	out[o] = NULL;
+	*copy = out;
+	return out;
+}
+
+/* The process's environment now (environ is a weak reference). */
+static char *const *current_environ(void) { return &environ != NULL ? environ : NULL; }
+
+/* ---- the interposed functions ---- */
+
+SW_EXPORT int execve(const char *path, char *const argv[], char *const envp[]);
+SW_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	NEXT(execve_fn, next, execve);
+	if (!next)
+		return -1;
+	void *copy;
+	char *const *env = env_for_exec(envp, &copy);
+	struct timer_pause tp;
+	timer_pause(&tp);
+	int r = next(path, argv, env);
+	timer_resume(&tp);
+	rt_free(copy);
+	return r;
+}
+
+SW_EXPORT int execv(const char *path, char *const argv[]);
+SW_EXPORT int execv(const char *path, char *const argv[])
+{
+	return execve(path, argv, current_environ());
+}
+
+SW_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]);
+SW_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	NEXT(execvpe_fn, next, execvpe);
+	if (!next)
+		return -1;
+	void *copy;
+	char *const *env = env_for_exec(envp, &copy);
+	struct timer_pause tp;
+	timer_pause(&tp);
+	int r = next(file, argv, env);
+	timer_resume(&tp);
+	rt_free(copy);
+	return r;
+}
+
+SW_EXPORT int execvp(const char *file, char *const argv[]);
+SW_EXPORT int execvp(const char *file, char *const argv[])
+{
+	return execvpe(file, argv, current_environ());
+}
+
+SW_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]);
+SW_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	NEXT(fexecve_fn, next, fexecve);
+	if (!next)
+		return -1;
+	void *copy;
+	char *const *env = env_for_exec(envp, &copy);
+	struct timer_pause tp;
+	timer_pause(&tp);
+	int r = next(fd, argv, env);
+	timer_resume(&tp);
+	rt_free(copy);
+	return r;
+}
+
+/* posix_spawn: the child is a new process (no timer of ours, no pending
+ * signal); only the environment matters.  The attribute and file-action
+ * objects are passed through untouched. */
+SW_EXPORT int posix_spawn(int *pid, const char *path, const void *actions, const void *attr,
+			  char *const argv[], char *const envp[]);
+SW_EXPORT int posix_spawn(int *pid, const char *path, const void *actions, const void *attr,
+			  char *const argv[], char *const envp[])
+{
+	NEXT(spawn_fn, next, posix_spawn);
+	if (!next)
+		return ENOSYS;
+	void *copy;
+	char *const *env = env_for_exec(envp, &copy);
+	int r = next(pid, path, actions, attr, argv, env);
+	rt_free(copy);
+	return r;
+}
+
+SW_EXPORT int posix_spawnp(int *pid, const char *file, const void *actions, const void *attr,
+			   char *const argv[], char *const envp[]);
+SW_EXPORT int posix_spawnp(int *pid, const char *file, const void *actions, const void *attr,
+			   char *const argv[], char *const envp[])
+{
+	NEXT(spawn_fn, next, posix_spawnp);
+	if (!next)
+		return ENOSYS;
+	void *copy;
+	char *const *env = env_for_exec(envp, &copy);
+	int r = next(pid, file, actions, attr, argv, env);
+	rt_free(copy);
+	return r;
+}
