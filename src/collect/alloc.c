@@ -7,6 +7,7 @@
  */
 #include "collect/alloc.h"
 #include "collect/context.h"
+#include "collect/sample.h"
 #include "rt/sys.h"
 #include "symbols/symbols.h"
 #include "unwind/unwind.h"
@@ -14,7 +15,6 @@
 #define ALLOC_MAX_FRAMES 128u
 /* Frames of our own (hook, alloc_sample, capture) searched for the hook's
  * return address before the caller's stack starts. */
-#define ALLOC_OWN_FRAMES 8u
 #define RECLAIM_EVERY 1024u
 #define LIVE_SCAN_CAP (ALLOC_LIVE_SLOTS)
 
@@ -50,21 +50,6 @@ static struct {
 
 /* ---- sampling math ---- */
 
-double alloc_weight(uint64_t size, uint64_t rate)
-{
-	if (size == 0 || rate == 0)
-		return size == 0 ? 0.0 : 1.0;
-	double x = (double)size / (double)rate;
-	double p; /* probability of being sampled: 1 - exp(-x) */
-	if (x < 1e-4)
-		p = x * (1.0 - x * (0.5 - x / 6.0)); /* series, no cancellation */
-	else if (x > 40.0)
-		return 1.0;
-	else
-		p = 1.0 - rt_exp(-x);
-	return 1.0 / p;
-}
-
 int64_t alloc_draw_countdown(struct rt_rng *rng, uint64_t rate)
 {
 	double d = rt_rng_exponential(rng, (double)rate);
@@ -75,20 +60,6 @@ int64_t alloc_draw_countdown(struct rt_rng *rng, uint64_t rate)
 	if ((double)c < d)
 		c++;
 	return c < 1 ? 1 : c;
-}
-
-int64_t alloc_round_random(struct rt_rng *rng, double x)
-{
-	if (!(x > 0.0))
-		return 0;
-	const double cap = 4e18;
-	if (!(x < cap))
-		return (int64_t)cap;
-	int64_t r = (int64_t)x;
-	double frac = x - (double)r;
-	if (frac > 0.0 && rt_rng_uniform(rng) <= frac)
-		r++;
-	return r;
 }
 
 /* ---- per-thread slots ---- */
@@ -188,40 +159,14 @@ static void stack_bounds(struct alloc_thread *t, uintptr_t sp, struct unwind_reg
 	regs->stack_hi = t->stack_hi;
 }
 
-/* Unwinds from here and keeps the frames from the hook's caller on: the
- * frame whose pc is the hook's return address (adjusted or not).  Returns
- * the offset of that frame in buf and its depth in *depth. */
-__attribute__((noinline)) static uint32_t capture_stack(struct alloc_thread *t, uintptr_t ra,
-							uint64_t *buf, uint32_t cap, uint32_t *depth)
+/* The sampled allocation's stack, from the hook's caller on. */
+static uint32_t capture_stack(struct alloc_thread *t, uintptr_t ra, uint64_t *buf, uint32_t cap,
+			      uint32_t *depth)
 {
-	struct unwind_regs regs;
-	rt_memset(&regs, 0, sizeof(regs));
-	uint64_t pc, sp, fp;
-#if defined(__x86_64__)
-	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
-			 : "=&r"(pc), "=&r"(sp), "=&r"(fp));
-#else
-	__asm__ volatile("adr %0, .\n\tmov %1, sp\n\tmov %2, x29" : "=&r"(pc), "=&r"(sp), "=&r"(fp));
-#endif
-	regs.pc = pc;
-	regs.sp = sp;
-	regs.fp = fp;
-	stack_bounds(t, (uintptr_t)sp, &regs);
-	enum unwind_end end = UNWIND_END_OUTERMOST;
-	uint32_t n = unwind_stack(&regs, buf, cap, 0, &end);
-	uint32_t search = RT_MIN(n, ALLOC_OWN_FRAMES);
-	for (uint32_t i = 0; i < search; i++) {
-		if (buf[i] == (uint64_t)ra - 1 || buf[i] == (uint64_t)ra) {
-			*depth = n - i;
-			if (end == UNWIND_END_TRUNCATED && *depth > 1)
-				buf[n - 1] = SW_PC_TRUNCATED;
-			return i;
-		}
-	}
-	/* The unwinder could not reach our caller: keep the call site alone. */
-	buf[0] = ra ? (uint64_t)ra - 1 : SW_PC_UNKNOWN;
-	*depth = 1;
-	return 0;
+	struct unwind_regs bounds;
+	rt_memset(&bounds, 0, sizeof(bounds));
+	stack_bounds(t, rt_stack_pointer(), &bounds);
+	return sample_capture_caller(ra, bounds.stack_lo, bounds.stack_hi, buf, cap, depth);
 }
 
 /* ---- live table ---- */
@@ -387,21 +332,21 @@ void alloc_sample(struct alloc_thread *t, void *p, size_t size, uintptr_t ra)
 	struct recorder *rec = atomic_load(&st.rec);
 	if (!p || !rec)
 		return;
-	double w = alloc_weight(size, rate);
+	double w = sample_weight(size, rate);
 	int tid = (int)sys_gettid();
 	atomic_store(&t->tid, tid);
 	atomic_fetch_add(&st.samples, 1);
 
-	uint64_t buf[ALLOC_MAX_FRAMES + ALLOC_OWN_FRAMES];
+	uint64_t buf[ALLOC_MAX_FRAMES + SAMPLE_OWN_FRAMES];
 	uint32_t depth = 0;
-	uint32_t cap = RT_MIN(st.max_frames, ALLOC_MAX_FRAMES) + ALLOC_OWN_FRAMES;
+	uint32_t cap = RT_MIN(st.max_frames, ALLOC_MAX_FRAMES) + SAMPLE_OWN_FRAMES;
 	uint32_t first = capture_stack(t, ra, buf, cap, &depth);
 	const uint64_t *pcs = buf + first;
 
 	if (st.record_alloc) {
 		struct sw_value values[2] = {
-			{ SW_V_ALLOC_SAMPLES, alloc_round_random(&t->rng, w) },
-			{ SW_V_ALLOC_SPACE, alloc_round_random(&t->rng, w * (double)size) },
+			{ SW_V_ALLOC_SAMPLES, sample_round_random(&t->rng, w) },
+			{ SW_V_ALLOC_SPACE, sample_round_random(&t->rng, w * (double)size) },
 		};
 		/* The thread's span context, so allocations show up per request. */
 		struct context_labels ctx;
@@ -528,9 +473,9 @@ void alloc_collector_before_export(struct profile *finished)
 		rt_memcpy(pcs, copy.data + off, (size_t)depth * sizeof(uint64_t));
 		off += bytes;
 		struct sw_value values[2] = {
-			{ SW_V_HEAP_LIVE_SAMPLES, alloc_round_random(&st.export_rng, c.weight) },
+			{ SW_V_HEAP_LIVE_SAMPLES, sample_round_random(&st.export_rng, c.weight) },
 			{ SW_V_HEAP_LIVE_SIZE,
-			  alloc_round_random(&st.export_rng, c.weight * (double)c.size) },
+			  sample_round_random(&st.export_rng, c.weight * (double)c.size) },
 		};
 		struct sw_label label = { SW_LABEL_THREAD_ID, NULL, c.tid, NULL };
 		struct sw_sample s = { pcs, depth, values, 2, &label, 1 };

@@ -136,13 +136,8 @@ void alloc_sample(struct alloc_thread *t, void *p, size_t size, uintptr_t ra);
 
 /* ---- sampling math (exposed for tests) ---- */
 
-/* 1/(1-exp(-size/rate)): the inverse of the probability that an allocation
- * of `size` bytes is sampled.  0 when size is 0. */
-double alloc_weight(uint64_t size, uint64_t rate);
 /* A fresh countdown: ceil of an exponential draw of mean `rate`, >= 1. */
 int64_t alloc_draw_countdown(struct rt_rng *rng, uint64_t rate);
-/* x rounded up or down at random, with expectation x (x >= 0). */
-int64_t alloc_round_random(struct rt_rng *rng, double x);
 
 /* ---- live heap ---- */
 

@@ -1,5 +1,6 @@
 /* C++ exception sampling and the type-name demangler (exception.h). */
 #include "collect/exception.h"
+#include "collect/sample.h"
 
 #include "rt/sys.h"
 
@@ -234,7 +235,7 @@ void exception_sample(const void *tinfo, uintptr_t ra)
 	uint64_t buf[EXC_MAX_FRAMES + EXC_OWN_FRAMES];
 	uint32_t depth = 0;
 	uint32_t cap = RT_MIN(st.max_frames, EXC_MAX_FRAMES) + EXC_OWN_FRAMES;
-	uint32_t first = collect_capture_caller(ra, buf, cap, &depth);
+	uint32_t first = sample_capture_caller(ra, 0, 0, buf, cap, &depth);
 	char type[EXC_TYPE_CAP];
 	const char *mangled = exception_type_info_name(tinfo);
 	if (mangled)
@@ -256,7 +257,7 @@ int exception_collector_start(const struct sw_config *cfg, struct recorder *rec)
 	if (!(cfg->kinds & SW_KIND_BIT(SW_KIND_EXCEPTION)))
 		return -EINVAL;
 	uint32_t every = cfg->exception_sample_every;
-	collect_random_seed();
+	sample_random_seed();
 	atomic_store(&st.every, every);
 	atomic_store(&exception_hot.threshold, UINT64_MAX / every);
 	st.max_frames = cfg->max_frames ? cfg->max_frames : 64u;

@@ -13,7 +13,7 @@
 #ifndef STOWAWAY_COLLECT_EXCEPTION_H
 #define STOWAWAY_COLLECT_EXCEPTION_H
 
-#include "collect/lock.h"
+#include "collect/sample.h"
 #include "config/config.h"
 #include "profile/profile.h"
 #include "rt/rt.h"
@@ -39,7 +39,7 @@ static inline bool exception_should_sample(void)
 {
 	if (RT_LIKELY(!atomic_load_explicit(&exception_hot.sampling, memory_order_relaxed)))
 		return false;
-	return collect_random_u64() <= atomic_load_explicit(&exception_hot.threshold, memory_order_relaxed);
+	return sample_random_u64() <= atomic_load_explicit(&exception_hot.threshold, memory_order_relaxed);
 }
 
 /* Records one sampled throw of an object of type `tinfo` (a std::type_info

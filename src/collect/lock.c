@@ -9,8 +9,8 @@
 
 #include <linux/elf.h>
 
-#include "collect/alloc.h"
 #include "collect/exception.h"
+#include "collect/sample.h"
 #include "rt/sys.h"
 #include "symbols/elf.h"
 #include "symbols/maps.h"
@@ -19,7 +19,6 @@
 #define LOCK_MAX_FRAMES 128u
 /* Frames of our own (hook, lock_contended, capture) searched for the hook's
  * return address before the caller's stack starts. */
-#define LOCK_OWN_FRAMES 8u
 #define LOCK_NAME_CAP 96u
 
 /* Held table: sampled acquisitions not yet released. */
@@ -52,7 +51,6 @@ static struct {
 	_Atomic(struct recorder *) rec;
 	atomic_ullong mean_ns;
 	uint32_t max_frames;
-	atomic_ullong random_counter;
 	_Atomic(struct held_slot *) held;
 	_Atomic(const struct lock_symbol_index *) index;
 	atomic_ullong samples;
@@ -60,70 +58,13 @@ static struct {
 	atomic_ullong record_failed;
 } st;
 
-/* ---- shared helpers ---- */
-
-static uint64_t splitmix(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-uint64_t collect_random_u64(void)
-{
-	return splitmix(atomic_fetch_add_explicit(&st.random_counter, 0x9e3779b97f4a7c15ull,
-						  memory_order_relaxed));
-}
-
-void collect_random_seed(void)
-{
-	if (atomic_load(&st.random_counter) != 0)
-		return;
-	uint64_t seed = 0;
-	if (!rt_random_bytes(&seed, sizeof(seed)))
-		seed = rt_monotonic_ns() ^ ((uint64_t)sys_getpid() << 32);
-	uint64_t zero = 0;
-	(void)atomic_compare_exchange_strong(&st.random_counter, &zero, seed | 1u);
-}
-
-__attribute__((noinline)) uint32_t collect_capture_caller(uintptr_t ra, uint64_t *buf, uint32_t cap,
-							  uint32_t *depth)
-{
-	struct unwind_regs regs;
-	rt_memset(&regs, 0, sizeof(regs));
-	uint64_t pc, sp, fp;
-#if defined(__x86_64__)
-	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
-			 : "=&r"(pc), "=&r"(sp), "=&r"(fp));
-#else
-	__asm__ volatile("adr %0, .\n\tmov %1, sp\n\tmov %2, x29" : "=&r"(pc), "=&r"(sp), "=&r"(fp));
-#endif
-	regs.pc = pc;
-	regs.sp = sp;
-	regs.fp = fp;
-	enum unwind_end end = UNWIND_END_OUTERMOST;
-	uint32_t n = unwind_stack(&regs, buf, cap, 0, &end);
-	uint32_t search = RT_MIN(n, LOCK_OWN_FRAMES);
-	for (uint32_t i = 0; i < search; i++) {
-		if (buf[i] == (uint64_t)ra - 1 || buf[i] == (uint64_t)ra) {
-			*depth = n - i;
-			if (end == UNWIND_END_TRUNCATED && *depth > 1)
-				buf[n - 1] = SW_PC_TRUNCATED;
-			return i;
-		}
-	}
-	buf[0] = ra ? (uint64_t)ra - 1 : SW_PC_UNKNOWN;
-	*depth = 1;
-	return 0;
-}
-
 /* ---- sampling ---- */
 
 bool lock_sample_decide(uint64_t wait_ns, uint64_t mean_ns, uint64_t u)
 {
 	if (wait_ns == 0)
 		return false;
-	double w = alloc_weight(wait_ns, mean_ns); /* 1/p >= 1 */
+	double w = sample_weight(wait_ns, mean_ns); /* 1/p >= 1 */
 	if (w <= 1.0)
 		return true;
 	/* u / 2^64 < p */
@@ -559,21 +500,21 @@ static void record(const uint64_t *pcs, uint32_t depth, const struct sw_value *v
 
 static void local_rng(struct rt_rng *r)
 {
-	r->s[0] = collect_random_u64();
-	r->s[1] = collect_random_u64() | 1u;
+	r->s[0] = sample_random_u64();
+	r->s[1] = sample_random_u64() | 1u;
 }
 
 void lock_contended(const void *lock, uint64_t wait_ns, uintptr_t ra)
 {
 	uint64_t mean = lock_collector_period();
-	if (!lock_sample_decide(wait_ns, mean, collect_random_u64()))
+	if (!lock_sample_decide(wait_ns, mean, sample_random_u64()))
 		return;
-	double weight = alloc_weight(wait_ns, mean);
+	double weight = sample_weight(wait_ns, mean);
 	atomic_fetch_add(&st.samples, 1);
-	uint64_t buf[LOCK_MAX_FRAMES + LOCK_OWN_FRAMES];
+	uint64_t buf[LOCK_MAX_FRAMES + SAMPLE_OWN_FRAMES];
 	uint32_t depth = 0;
-	uint32_t cap = RT_MIN(st.max_frames, LOCK_MAX_FRAMES) + LOCK_OWN_FRAMES;
-	uint32_t first = collect_capture_caller(ra, buf, cap, &depth);
+	uint32_t cap = RT_MIN(st.max_frames, LOCK_MAX_FRAMES) + SAMPLE_OWN_FRAMES;
+	uint32_t first = sample_capture_caller(ra, 0, 0, buf, cap, &depth);
 	char name[LOCK_NAME_CAP];
 	lock_name_format(atomic_load_explicit(&st.index, memory_order_acquire), (uintptr_t)lock,
 			 name, sizeof(name));
@@ -581,8 +522,8 @@ void lock_contended(const void *lock, uint64_t wait_ns, uintptr_t ra)
 	struct rt_rng rng;
 	local_rng(&rng);
 	struct sw_value values[2] = {
-		{ SW_V_LOCK_ACQUIRE, alloc_round_random(&rng, weight) },
-		{ SW_V_LOCK_ACQUIRE_WAIT, alloc_round_random(&rng, weight * (double)wait_ns) },
+		{ SW_V_LOCK_ACQUIRE, sample_round_random(&rng, weight) },
+		{ SW_V_LOCK_ACQUIRE_WAIT, sample_round_random(&rng, weight * (double)wait_ns) },
 	};
 	record(buf + first, depth, values, name, tid);
 	held_insert((uintptr_t)lock, weight, tid, name, buf + first, depth);
@@ -606,8 +547,8 @@ void lock_released(const void *lock, uint64_t released_ns)
 	struct rt_rng rng;
 	local_rng(&rng);
 	struct sw_value values[2] = {
-		{ SW_V_LOCK_RELEASE, alloc_round_random(&rng, weight) },
-		{ SW_V_LOCK_RELEASE_HOLD, alloc_round_random(&rng, weight * (double)hold) },
+		{ SW_V_LOCK_RELEASE, sample_round_random(&rng, weight) },
+		{ SW_V_LOCK_RELEASE_HOLD, sample_round_random(&rng, weight * (double)hold) },
 	};
 	record(pcs, depth, values, name, tid);
 }
@@ -625,7 +566,7 @@ int lock_collector_start(const struct sw_config *cfg, struct recorder *rec)
 			return -ENOMEM;
 		atomic_store(&st.held, t);
 	}
-	collect_random_seed();
+	sample_random_seed();
 	/* Built once: a hook may be reading it at any time. */
 	if (!atomic_load(&st.index)) {
 		struct lock_symbol_index *idx = index_build();

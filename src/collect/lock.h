@@ -99,27 +99,13 @@ bool lock_held_by_self(const void *lock);
  * sampled.  Call after forwarding the unlock. */
 void lock_released(const void *lock, uint64_t released_ns);
 
-/* ---- helpers shared with exception.c ----
- * (alloc.c keeps its own capture_stack with a per-thread stack-bounds
- * cache; the two should become one shared helper.) */
-
-/* Unwinds the calling thread from here and keeps the frames from the
- * hook's caller on (the frame whose pc is ra or ra-1).  Returns the index
- * of that frame in buf and its depth in *depth; with no such frame, buf[0]
- * is the call site alone. */
-uint32_t collect_capture_caller(uintptr_t ra, uint64_t *buf, uint32_t cap, uint32_t *depth);
-/* A uniform 64-bit random number, lock-free and signal-safe: a global
- * counter mixed by splitmix64. */
-uint64_t collect_random_u64(void);
-/* Seeds that counter from getrandom once (idempotent; collectors' start). */
-void collect_random_seed(void);
 
 /* ---- pure functions (exposed for tests) ---- */
 
 /* Decision for one acquisition that waited wait_ns, given a uniform draw
  * u in [0, 2^64): true with probability 1 - exp(-wait/mean), the chance
  * that a Poisson process of mean mean_ns places a point in the wait (its
- * inverse is alloc_weight(wait_ns, mean_ns), the sample's weight). */
+ * inverse is sample_weight(wait_ns, mean_ns), the sample's weight). */
 bool lock_sample_decide(uint64_t wait_ns, uint64_t mean_ns, uint64_t u);
 
 /* Data-symbol index: sorted [start, start+size) ranges with names. */

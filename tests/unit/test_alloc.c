@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "collect/alloc.h"
+#include "collect/sample.h"
 #include "unit/check.h"
 
 #define RATE 65536u
@@ -25,14 +26,14 @@ static struct sw_config test_cfg(uint32_t kinds)
 
 static void weight_matches_formula(void)
 {
-	CHECK(alloc_weight(0, RATE) == 0.0);
+	CHECK(sample_weight(0, RATE) == 0.0);
 	const uint64_t sizes[] = { 1, 16, 100, 4096, RATE / 2, RATE, 3 * RATE, 100 * RATE };
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		double want = 1.0 / (-expm1(-(double)sizes[i] / RATE));
-		double got = alloc_weight(sizes[i], RATE);
+		double got = sample_weight(sizes[i], RATE);
 		CHECK(fabs(got - want) <= 1e-9 * want);
 	}
-	CHECK(alloc_weight(1000 * (uint64_t)RATE, RATE) == 1.0);
+	CHECK(sample_weight(1000 * (uint64_t)RATE, RATE) == 1.0);
 }
 
 static void countdown_draws_are_exponential(void)
@@ -62,14 +63,14 @@ static void random_rounding_is_unbiased(void)
 		double sum = 0;
 		const int n = 100000;
 		for (int i = 0; i < n; i++) {
-			int64_t r = alloc_round_random(&rng, xs[k]);
+			int64_t r = sample_round_random(&rng, xs[k]);
 			CHECK(r == (int64_t)floor(xs[k]) || r == (int64_t)ceil(xs[k]));
 			sum += (double)r;
 		}
 		CHECK(fabs(sum / n - xs[k]) < 0.01);
 	}
-	CHECK(alloc_round_random(&rng, 0.0) == 0);
-	CHECK(alloc_round_random(&rng, 7.0) == 7);
+	CHECK(sample_round_random(&rng, 0.0) == 0);
+	CHECK(sample_round_random(&rng, 7.0) == 7);
 }
 
 /* Simulates a thread allocating a mix of size classes through the same
@@ -104,9 +105,9 @@ static void sampling_is_unbiased_per_size_class(void)
 		total += (double)size[c];
 		if (alloc_countdown(&t, size[c], 0)) {
 			t.countdown = alloc_draw_countdown(&t.rng, RATE);
-			double w = alloc_weight(size[c], RATE);
-			est_count[c] += (double)alloc_round_random(&t.rng, w);
-			est_bytes[c] += (double)alloc_round_random(&t.rng, w * (double)size[c]);
+			double w = sample_weight(size[c], RATE);
+			est_count[c] += (double)sample_round_random(&t.rng, w);
+			est_bytes[c] += (double)sample_round_random(&t.rng, w * (double)size[c]);
 		}
 	}
 	for (int c = 0; c < CLASSES; c++) {
@@ -235,7 +236,7 @@ static void samples_and_live_heap(void)
 	double weight_sum = 0;
 	for (int i = 0; i < 300; i++) {
 		sample_from_here(t, (void *)(base + (uintptr_t)i * 4096), 1000);
-		weight_sum += alloc_weight(1000, RATE);
+		weight_sum += sample_weight(1000, RATE);
 		CHECK(t->countdown >= 1);
 	}
 	struct alloc_stats s;

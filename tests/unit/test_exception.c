@@ -5,6 +5,7 @@
 
 #include "check.h"
 #include "collect/alloc.h"
+#include "collect/sample.h"
 #include "collect/exception.h"
 #include "collect/lock.h"
 
@@ -77,7 +78,7 @@ static void test_lock_decision_rate(void)
 			uint64_t u = (i * 0x9e3779b97f4a7c15ull) ^ (i >> 7);
 			if (lock_sample_decide(waits[k], mean, u)) {
 				hits++;
-				est += alloc_weight(waits[k], mean) * (double)waits[k];
+				est += sample_weight(waits[k], mean) * (double)waits[k];
 			}
 		}
 		double truth = (double)n * (double)waits[k];

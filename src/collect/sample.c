@@ -1,0 +1,97 @@
+/* Shared sampling helpers: stack capture for hooks, Poisson weights, and a
+ * lock-free random source. */
+#include "collect/sample.h"
+#include "profile/profile.h"
+#include "rt/sys.h"
+#include "unwind/unwind.h"
+
+static atomic_ullong random_counter;
+
+
+static uint64_t splitmix(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+uint64_t sample_random_u64(void)
+{
+	return splitmix(atomic_fetch_add_explicit(&random_counter, 0x9e3779b97f4a7c15ull,
+						  memory_order_relaxed));
+}
+
+void sample_random_seed(void)
+{
+	if (atomic_load(&random_counter) != 0)
+		return;
+	uint64_t seed = 0;
+	if (!rt_random_bytes(&seed, sizeof(seed)))
+		seed = rt_monotonic_ns() ^ ((uint64_t)sys_getpid() << 32);
+	uint64_t zero = 0;
+	(void)atomic_compare_exchange_strong(&random_counter, &zero, seed | 1u);
+}
+
+__attribute__((noinline)) uint32_t sample_capture_caller(uintptr_t ra, uint64_t stack_lo, uint64_t stack_hi,
+							 uint64_t *buf, uint32_t cap, uint32_t *depth)
+{
+	struct unwind_regs regs;
+	rt_memset(&regs, 0, sizeof(regs));
+	uint64_t pc, sp, fp;
+#if defined(__x86_64__)
+	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
+			 : "=&r"(pc), "=&r"(sp), "=&r"(fp));
+#else
+	__asm__ volatile("adr %0, .\n\tmov %1, sp\n\tmov %2, x29" : "=&r"(pc), "=&r"(sp), "=&r"(fp));
+#endif
+	regs.pc = pc;
+	regs.sp = sp;
+	regs.fp = fp;
+	regs.stack_lo = stack_lo;
+	regs.stack_hi = stack_hi;
+	enum unwind_end end = UNWIND_END_OUTERMOST;
+	uint32_t n = unwind_stack(&regs, buf, cap, 0, &end);
+	uint32_t search = RT_MIN(n, SAMPLE_OWN_FRAMES);
+	for (uint32_t i = 0; i < search; i++) {
+		if (buf[i] == (uint64_t)ra - 1 || buf[i] == (uint64_t)ra) {
+			*depth = n - i;
+			if (end == UNWIND_END_TRUNCATED && *depth > 1)
+				buf[n - 1] = SW_PC_TRUNCATED;
+			return i;
+		}
+	}
+	buf[0] = ra ? (uint64_t)ra - 1 : SW_PC_UNKNOWN;
+	*depth = 1;
+	return 0;
+}
+
+
+double sample_weight(uint64_t amount, uint64_t mean)
+{
+	if (amount == 0 || mean == 0)
+		return amount == 0 ? 0.0 : 1.0;
+	double x = (double)amount / (double)mean;
+	double p; /* probability of being sampled: 1 - exp(-x) */
+	if (x < 1e-4)
+		p = x * (1.0 - x * (0.5 - x / 6.0)); /* series, no cancellation */
+	else if (x > 40.0)
+		return 1.0;
+	else
+		p = 1.0 - rt_exp(-x);
+	return 1.0 / p;
+}
+
+int64_t sample_round_random(struct rt_rng *rng, double x)
+{
+	if (!(x > 0.0))
+		return 0;
+	const double cap = 4e18;
+	if (!(x < cap))
+		return (int64_t)cap;
+	int64_t r = (int64_t)x;
+	double frac = x - (double)r;
+	if (frac > 0.0 && rt_rng_uniform(rng) <= frac)
+		r++;
+	return r;
+}
+

@@ -1,0 +1,35 @@
+/* What the event-driven collectors (allocations, locks, exceptions) share:
+ * capturing the stack of the code that called a hook, Poisson-sampling
+ * weights, and a lock-free random source.  Called from hooks on application
+ * threads, never from a signal handler. */
+#ifndef STOWAWAY_COLLECT_SAMPLE_H
+#define STOWAWAY_COLLECT_SAMPLE_H
+
+#include "rt/rt.h"
+
+/* Frames of ours (hook, collector, capture) above the hook's caller. */
+#define SAMPLE_OWN_FRAMES 8u
+
+/* Unwinds the calling thread from here and keeps the frames from the hook's
+ * caller on: the frame whose pc is `ra` (the hook's return address) or
+ * ra-1.  stack_lo/stack_hi bound the thread's stack (0, 0: the unwinder
+ * finds them).  Returns the index of that frame in buf and its depth in
+ * *depth; with no such frame, buf[0] is the call site alone.  A truncated
+ * stack ends in SW_PC_TRUNCATED. */
+uint32_t sample_capture_caller(uintptr_t ra, uint64_t stack_lo, uint64_t stack_hi, uint64_t *buf,
+			       uint32_t cap, uint32_t *depth);
+
+/* 1/(1-exp(-amount/mean)): the inverse of the probability that an event of
+ * `amount` (bytes, nanoseconds) is picked by exponential sampling with that
+ * mean; 0 when amount is 0. */
+double sample_weight(uint64_t amount, uint64_t mean);
+/* x rounded up or down at random, with expectation x (x >= 0). */
+int64_t sample_round_random(struct rt_rng *rng, double x);
+
+/* A uniform 64-bit random number, lock-free and signal-safe: a global
+ * counter mixed by splitmix64. */
+uint64_t sample_random_u64(void);
+/* Seeds that counter from getrandom once (idempotent; collectors' start). */
+void sample_random_seed(void);
+
+#endif
