@@ -1,6 +1,7 @@
 /* Per-thread span context without libc TLS: a table keyed by the thread
  * pointer, double-buffered values, generation counter for remote readers. */
 #include "collect/context.h"
+#include "collect/threads.h"
 #include "rt/sys.h"
 
 #define CONTEXT_PROBES 16u
@@ -11,10 +12,14 @@ struct context_slot {
 	atomic_int tid;
 	atomic_uint active;    /* index of the copy readers use */
 	atomic_uint generation; /* bumped after every flip */
-	struct context_value copies[2];
 };
 
+/* Keys are compact so a search by tid touches few pages; the values are
+ * only touched for threads that set a context. */
 static struct context_slot slots[CONTEXT_SLOTS];
+static struct context_value values[CONTEXT_SLOTS][2];
+
+static struct context_value *copies_of(const struct context_slot *s) { return values[s - slots]; }
 
 static inline uint32_t slot_hash(uintptr_t tp)
 {
@@ -47,9 +52,13 @@ static struct context_slot *self_slot(bool claim)
 		s = &slots[(h + i) & (CONTEXT_SLOTS - 1u)];
 		uintptr_t expected = 0;
 		if (atomic_compare_exchange_strong(&s->key, &expected, tp)) {
-			rt_memset(s->copies, 0, sizeof(s->copies));
+			rt_memset(copies_of(s), 0, sizeof(values[0]));
 			atomic_store(&s->active, 0);
 			atomic_store(&s->tid, tid);
+			/* Tell samplers on other threads where to look. */
+			int reg = threads_find(tid);
+			if (reg >= 0)
+				atomic_store(&thread_slots[reg].context_slot, (int)(s - slots));
 			return s;
 		}
 		/* A slot left by an exited thread that had the same pointer. */
@@ -66,8 +75,8 @@ static struct context_slot *self_slot(bool claim)
 static struct context_value *edit_begin(struct context_slot *s)
 {
 	unsigned cur = atomic_load_explicit(&s->active, memory_order_relaxed);
-	struct context_value *v = &s->copies[cur ^ 1u];
-	*v = s->copies[cur];
+	struct context_value *v = &copies_of(s)[cur ^ 1u];
+	*v = copies_of(s)[cur];
 	return v;
 }
 
@@ -164,26 +173,36 @@ bool context_read_self(struct context_value *out)
 	if (!s)
 		return false;
 	unsigned cur = atomic_load_explicit(&s->active, memory_order_acquire);
-	*out = s->copies[cur];
+	*out = copies_of(s)[cur];
 	return true;
 }
 
-bool context_read_tid(int tid, struct context_value *out)
+unsigned context_generation(int slot, int tid)
 {
-	for (uint32_t i = 0; i < CONTEXT_SLOTS; i++) {
-		struct context_slot *s = &slots[i];
-		if (!atomic_load_explicit(&s->key, memory_order_relaxed) ||
-		    atomic_load_explicit(&s->tid, memory_order_relaxed) != tid)
-			continue;
-		for (int t = 0; t < REMOTE_READ_TRIES; t++) {
-			unsigned g = atomic_load_explicit(&s->generation, memory_order_acquire);
-			unsigned cur = atomic_load_explicit(&s->active, memory_order_acquire);
-			*out = s->copies[cur];
-			atomic_thread_fence(memory_order_acquire);
-			if (atomic_load_explicit(&s->generation, memory_order_relaxed) == g)
-				return true;
-		}
+	if (slot < 0 || (uint32_t)slot >= CONTEXT_SLOTS)
+		return 0;
+	const struct context_slot *s = &slots[slot];
+	if (!atomic_load_explicit(&s->key, memory_order_acquire) ||
+	    atomic_load_explicit(&s->tid, memory_order_relaxed) != tid)
+		return 0;
+	return atomic_load_explicit(&s->generation, memory_order_acquire);
+}
+
+bool context_read_slot(int slot, int tid, struct context_value *out)
+{
+	if (slot < 0 || (uint32_t)slot >= CONTEXT_SLOTS)
 		return false;
+	struct context_slot *s = &slots[slot];
+	for (int t = 0; t < REMOTE_READ_TRIES; t++) {
+		unsigned g = atomic_load_explicit(&s->generation, memory_order_acquire);
+		if (!atomic_load_explicit(&s->key, memory_order_acquire) ||
+		    atomic_load_explicit(&s->tid, memory_order_relaxed) != tid)
+			return false;
+		unsigned cur = atomic_load_explicit(&s->active, memory_order_acquire);
+		*out = values[slot][cur];
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&s->generation, memory_order_relaxed) == g)
+			return true;
 	}
 	return false;
 }

@@ -60,8 +60,14 @@ bool context_read_self(struct context_value *out);
 void context_thread_started(void);
 void context_thread_exiting(void);
 
-/* ---- another thread, by kernel tid (wall sampler) ---- */
-bool context_read_tid(int tid, struct context_value *out);
+/* ---- another thread (wall sampler) ----
+ * A thread's context slot is in its registry entry (threads.h
+ * context_slot).  Reads a consistent copy; false if the slot does not
+ * belong to tid or was changing too fast. */
+bool context_read_slot(int slot, int tid, struct context_value *out);
+/* Changes whenever the thread's context changes (0: no context), so a
+ * sampler can tell whether what it accumulated still has the same labels. */
+unsigned context_generation(int slot, int tid);
 
 /* Fills `out` with the labels of `v` (span ids as numbers, endpoint and
  * custom labels as strings; nothing for empty fields). */

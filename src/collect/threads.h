@@ -19,6 +19,9 @@ struct thread_slot {
 	 * then finds them in its snapshot).  Written before the thread's timer
 	 * is armed, read by its signal handler. */
 	uint64_t stack_lo, stack_hi;
+	/* The thread's slot in the span-context table (context.h), -1: none;
+	 * set by the thread when it first sets a context. */
+	atomic_int context_slot;
 	bool scan_mark;           /* sampler thread only: seen by the current scan */
 	/* Wall sampler (wall.h).  wall_seq is odd while the thread is inside an
 	 * interposed blocking call, whose frame wall_pc/sp/fp describe (written

@@ -1,5 +1,6 @@
 /* Wall-clock sampling without EINTR (see wall.h for the scheme). */
 #include "collect/wall.h"
+#include "collect/context.h"
 #include "collect/threads.h"
 #include "core/thread.h"
 #include "rt/sys.h"
@@ -46,7 +47,9 @@ struct wall_record {
 	int tid;
 	int slot;
 	uint32_t depth;
+	bool has_context;
 	uint64_t weight_ns;
+	struct context_value context; /* the thread's span context when sampled */
 	uint64_t pcs[];
 };
 
@@ -78,6 +81,11 @@ struct wall_private {
 	uint64_t pend_ns;
 	uint64_t pend_since;
 	uint32_t pend_count;
+	/* The span context the pending samples were taken under (allocated on
+	 * first use; NULL: none), and its generation: a change flushes them. */
+	struct context_value *pend_ctx;
+	bool pend_has_ctx;
+	unsigned pend_gen;
 	int tid;       /* the thread this state belongs to, 0: none */
 	int proc_fd;   /* /proc/self/task/TID/syscall, -1: not open */
 	int timer_id;  /* one-shot CPU-clock timer, -1: none */
@@ -326,6 +334,7 @@ static void private_release(struct wall_private *w)
 	if (w->timer_id >= 0)
 		(void)sys_timer_delete(w->timer_id);
 	rt_free(w->stack);
+	rt_free(w->pend_ctx);
 	rt_memset(w, 0, sizeof(*w));
 	w->proc_fd = -1;
 	w->timer_id = -1;
@@ -356,18 +365,28 @@ static uint64_t take_elapsed(struct thread_slot *t, uint64_t now)
 	return now > last ? now - last : 0;
 }
 
-static void record_sample(int tid, const char *name, const uint64_t *pcs, uint32_t depth,
-			  enum wall_state state, uint32_t count, uint64_t weight)
+/* ctx: the thread's span context when the samples were taken, or NULL. */
+static void record_sample(const struct context_value *ctx_value, int tid, const char *name,
+			  const uint64_t *pcs, uint32_t depth, enum wall_state state, uint32_t count,
+			  uint64_t weight)
 {
 	if (weight == 0)
 		return;
 	struct sw_value values[2] = { { SW_V_WALL_SAMPLES, count }, { SW_V_WALL_TIME, (int64_t)weight } };
-	struct sw_label labels[3] = {
+	struct sw_label labels[3 + CONTEXT_MAX_SAMPLE_LABELS] = {
 		{ .key = SW_LABEL_THREAD_ID, .num = tid },
 		{ .key = SW_LABEL_THREAD_NAME, .str = name },
 		{ .key = SW_LABEL_STATE, .str = wall_state_name(state) },
 	};
-	struct sw_sample s = { pcs, depth, values, 2, labels, 3 };
+	uint32_t n_labels = 3;
+	static struct context_labels ctx; /* wall sampler thread only */
+	if (ctx_value) {
+		ctx.value = *ctx_value;
+		context_to_labels(&ctx);
+		for (uint32_t k = 0; k < ctx.n; k++)
+			labels[n_labels++] = ctx.labels[k];
+	}
+	struct sw_sample s = { pcs, depth, values, 2, labels, n_labels };
 	(void)recorder_add(wall.rec, &s);
 }
 
@@ -375,8 +394,8 @@ static void flush_pending(struct wall_private *w, uint64_t now)
 {
 	if (w->pend_count == 0)
 		return;
-	record_sample(w->tid, private_name(w, now), w->stack, w->depth, w->cache_state, w->pend_count,
-		      w->pend_ns);
+	record_sample(w->pend_has_ctx ? w->pend_ctx : NULL, w->tid, private_name(w, now), w->stack,
+		      w->depth, w->cache_state, w->pend_count, w->pend_ns);
 	w->pend_count = 0;
 	w->pend_ns = 0;
 }
@@ -387,8 +406,18 @@ static void account_cached(int slot, struct wall_private *w, uint64_t now)
 	uint64_t weight = take_elapsed(&thread_slots[slot], now);
 	if (weight == 0)
 		return;
-	if (w->pend_count == 0)
+	/* Samples taken under another span context must not share labels. */
+	int ctx_slot = atomic_load(&thread_slots[slot].context_slot);
+	unsigned gen = context_generation(ctx_slot, w->tid);
+	if (w->pend_count && gen != w->pend_gen)
+		flush_pending(w, now);
+	if (w->pend_count == 0) {
 		w->pend_since = now;
+		w->pend_gen = gen;
+		if (gen && !w->pend_ctx)
+			w->pend_ctx = rt_malloc(sizeof(*w->pend_ctx));
+		w->pend_has_ctx = gen && w->pend_ctx && context_read_slot(ctx_slot, w->tid, w->pend_ctx);
+	}
 	w->pend_count++;
 	w->pend_ns += weight;
 	if (now - w->pend_since >= PENDING_FLUSH_NS)
@@ -723,6 +752,7 @@ static void wall_signal_handler(int sig, void *siv, void *ucv)
 	if (end == UNWIND_END_TRUNCATED)
 		rec->pcs[depth++] = SW_PC_TRUNCATED;
 	rec->depth = depth;
+	rec->has_context = context_read_self(&rec->context);
 	rec->tid = tid;
 	rec->slot = (int)si->value;
 	rec->weight_ns = weight;
@@ -745,7 +775,8 @@ static void drain_ring(void)
 		struct wall_private *w = &priv[r->slot];
 		if (w->tid == r->tid)
 			name = private_name(w, now);
-		record_sample(r->tid, name, r->pcs, r->depth, WALL_STATE_RUNNING, 1, r->weight_ns);
+		record_sample(r->has_context ? &r->context : NULL, r->tid, name, r->pcs, r->depth,
+			      WALL_STATE_RUNNING, 1, r->weight_ns);
 		atomic_fetch_add(&wall.running_samples, 1);
 		atomic_store_explicit(&r->state, RECORD_EMPTY, memory_order_release);
 		atomic_fetch_sub_explicit(&wall.ready_records, 1, memory_order_relaxed);

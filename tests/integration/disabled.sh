@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Disabled means nothing: no thread, no signal handler, no timer, no file;
-# enabled starts exactly our two threads and per-thread CPU timers.
+# Disabled means nothing: no thread, no signal handler, no timer, no file.
+# Enabled starts exactly our threads (scheduler and sampler, plus the wall
+# sampler when wall is on), one handler per signal-based collector, and a
+# CPU timer for the main thread.
 source "$(dirname "$0")/lib.sh"
 
 for libc in glibc musl; do
@@ -14,9 +16,12 @@ for libc in glibc musl; do
 	got=$(env -u DD_PROFILING_ENABLED LD_PRELOAD="$SO" "$prog" 50 2>&1)
 	check "$libc: unset changes nothing" test "$got" = "$base"
 	check "$libc: disabled wrote no file" test ! -e "$TMP/off"
+	got=$(DD_PROFILING_ENABLED=true STOWAWAY_PROFILES=cpu STOWAWAY_OUTPUT_DIR="$TMP/on-$libc" LD_PRELOAD="$SO" "$prog" 300 2>&1)
+	check "$libc: cpu only runs our two threads ($got)" grep -q '^threads=3 ' <<<"$got"
+	check "$libc: cpu only installs one handler" grep -q ' handlers=1 ' <<<"$got"
+	check "$libc: cpu only arms a CPU timer for the main thread" grep -q ' timers=1 ' <<<"$got"
 	got=$(DD_PROFILING_ENABLED=true STOWAWAY_OUTPUT_DIR="$TMP/on-$libc" LD_PRELOAD="$SO" "$prog" 300 2>&1)
-	check "$libc: enabled runs our two threads ($got)" grep -q '^threads=3 ' <<<"$got"
-	check "$libc: enabled installs one handler" grep -q ' handlers=1 ' <<<"$got"
-	check "$libc: enabled arms a CPU timer for the main thread" grep -q ' timers=1 ' <<<"$got"
+	check "$libc: default kinds add the wall sampler thread ($got)" grep -q '^threads=4 ' <<<"$got"
+	check "$libc: default kinds install the CPU and wall handlers" grep -q ' handlers=2 ' <<<"$got"
 done
 finish

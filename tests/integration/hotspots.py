@@ -24,8 +24,9 @@ def check(name, ok, detail=""):
     failed += not ok
 
 
-def parse_raw(path):
-    """Samples as (leaf function, labels dict) from `go tool pprof -raw`."""
+def parse_raw(path, whole_stack=False):
+    """Samples as (leaf function, labels dict) from `go tool pprof -raw`;
+    with whole_stack, (list of functions leaf first, labels)."""
     out = subprocess.run(["go", "tool", "pprof", "-raw", path], capture_output=True, text=True,
                          check=True).stdout
     samples_part = out.split("Samples:", 1)[1].split("Locations", 1)[0]
@@ -39,7 +40,8 @@ def parse_raw(path):
     for line in samples_part.splitlines()[1:]:
         m = re.match(r"\s+\d+\s+\d+: ([\d ]+)$", line)
         if m:
-            samples.append([functions.get(m.group(1).split()[0], "?"), {}])
+            stack = [functions.get(i, "?") for i in m.group(1).split()]
+            samples.append([stack if whole_stack else stack[0], {}])
         elif samples and line.strip():
             for key, value in re.findall(r"([\w ]+?):\[([^\]]*)\]", line):
                 samples[-1][1][key.strip()] = value
@@ -101,7 +103,11 @@ for prog in ["hotspots", "hotspots-musl"]:
                               files[0]], capture_output=True, text=True).stdout
         flat = [line.split()[-1] for line in top.splitlines()
                 if re.match(r"\s+\d", line) and not line.split()[0].startswith("0")]
-        check(f"{prog}: -tagfocus='span id={span}' isolates {kind_fn}", flat == [kind_fn], str(flat))
+        # The request's own function leads; the allocator it calls may appear,
+        # no other request kind's function may.
+        others = [f for f in flat if f in KINDS and f != kind_fn]
+        check(f"{prog}: -tagfocus='span id={span}' isolates {kind_fn}",
+              flat[:1] == [kind_fn] and not others, str(flat))
         alloc_files = glob.glob(os.path.join(out, "hotspots.*.alloc.*.pb.gz"))
         allocs = [(f, l) for f, l in parse_raw(alloc_files[0]) if f in KINDS] if alloc_files else []
         check(f"{prog}: allocation samples in request work", len(allocs) >= 10, str(len(allocs)))
@@ -109,4 +115,11 @@ for prog in ["hotspots", "hotspots-musl"]:
                if "span id" not in l or int(l["span id"]) % 10 != KINDS[f]
                or int(l["span id"]) not in requests]
         check(f"{prog}: allocation samples carry their request's span ids", not bad, str(bad[:3]))
+        wall_files = glob.glob(os.path.join(out, "hotspots.*.wall.*.pb.gz"))
+        waits = [l for s, l in (parse_raw(wall_files[0], True) if wall_files else [])
+                 if "wait_backend" in s]
+        check(f"{prog}: wall samples of the backend wait", len(waits) >= 5, str(len(waits)))
+        bad = [l for l in waits if "span id" not in l or int(l["span id"]) not in requests
+               or l.get("state") != "sleeping"]
+        check(f"{prog}: wall samples of a wait carry their request's span ids", not bad, str(bad[:3]))
 sys.exit(1 if failed else 0)

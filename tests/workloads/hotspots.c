@@ -50,6 +50,14 @@ WORK(work_search, 2)
 WORK(work_login, 3)
 WORK(idle_spin, 4)
 
+/* A request also waits for a "backend": wall-clock samples of the wait
+ * carry the request's context too. */
+__attribute__((noinline)) static void wait_backend(double seconds)
+{
+	struct timespec ts = { 0, (long)(seconds * 1e9) };
+	nanosleep(&ts, NULL);
+}
+
 static const char *const kinds[3] = { "checkout", "search", "login" };
 static const char *const endpoints[3] = { "POST /checkout", "GET /search", "POST /login" };
 static void (*const work[3])(double) = { work_checkout, work_search, work_login };
@@ -70,6 +78,7 @@ static void *server(void *arg)
 			stowaway_set_label("customer", kind == 0 ? "acme" : "globex");
 		}
 		work[kind](seconds_per_request);
+		wait_backend(seconds_per_request / 2);
 		if (stowaway_clear_context)
 			stowaway_clear_context();
 		pthread_mutex_lock(&out_lock);
