@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""dlopen/dlclose churn under 1000 Hz CPU sampling and 1 s exports, glibc and
+musl: two threads each open a library, call into it for about a millisecond,
+and close it, 8000 times; memory and the number of mappings must stay flat."""
+import os
+import hazards_common as hc
+
+LIB = os.path.join(hc.WL, "hazard_dlib.so")
+
+
+def count_maps(pid):
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return sum(1 for _ in f)
+    except OSError:
+        return None
+
+
+dirs = []
+for libc, sfx in hc.LIBCS:
+    name = f"dlopen churn ({libc})"
+    maps = []
+
+    def watch(pid, out, maps=maps):
+        n = count_maps(pid)
+        if n is not None:
+            maps.append(n)
+        return False
+
+    out = hc.tempfile.mkdtemp(prefix="stowaway-hz-")
+    dirs.append(out)
+    args = [hc.prog("dlopen", sfx), LIB, "2", "8000"]
+    plain = hc.run(args, hc.plain_env(), 120)
+    prof = hc.run(args, hc.profiled_env(out), 120, watch=watch)
+    hc.compare_plain(name, plain, prof)
+    files = hc.profiles(out, "cpu", prof.pid)
+    bad = hc.pprof_accepts(files)
+    hc.check(f"{name}: cpu profiles written and accepted by go tool pprof -raw ({len(files)} files)",
+             not bad, str(bad))
+    g = hc.growth_after_warmup(prof.mem)
+    hc.check(f"{name}: memory flat after warm-up (RSS +{g[0] if g else '?'} kB, "
+             f"data +{g[1] if g else '?'} kB; bound 4096 kB)",
+             g is not None and g[0] < 4096 and g[1] < 4096, str(prof.mem[::10]))
+    half = len(maps) // 2
+    hc.check(f"{name}: mappings do not accumulate (max {max(maps) if maps else '?'})",
+             len(maps) > 4 and max(maps[half:]) <= max(maps[:half]) + 8, str(maps[::5]))
+    print(f"  {name}: plain {plain.seconds:.1f}s, profiled {prof.seconds:.1f}s", flush=True)
+hc.cleanup(dirs)
+hc.finish()
