@@ -3,7 +3,7 @@
 # Conventions (see docs/development.md):
 #  - Library sources: src/<concern>/*.c, compiled freestanding into build/libstowaway.so.
 #  - Files that define exported or interposed symbols, or compiler support,
-#    are "so-only" (src/core/*.c, *_hooks.c, src/rt/compiler_support.c); everything
+#    are "so-only" (src/core/lifecycle.c, *_hooks.c, src/rt/compiler_support.c); everything
 #    else also goes into build/libcore.a, which unit tests link against.
 #  - Unit tests: tests/unit/test_*.c, one binary each, built plain and with
 #    ASan+UBSan.  Integration tests: executable tests/integration/*.{sh,py}.
@@ -21,7 +21,7 @@ VERSION   := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 LIB_DIRS  := rt config core profile encode unwind symbols collect export
 LIB_SRC   := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
-SO_ONLY   := $(wildcard src/core/*.c) $(wildcard src/*/*_hooks.c) src/rt/compiler_support.c
+SO_ONLY   := src/core/lifecycle.c $(wildcard src/*/*_hooks.c) src/rt/compiler_support.c
 CORE_SRC  := $(filter-out $(SO_ONLY),$(LIB_SRC))
 LIB_ASM   := $(wildcard src/*/*.S)
 

@@ -14,14 +14,11 @@
 #include "rt/sys.h"
 #include "unwind/unwind.h"
 
-#include <asm/sigcontext.h>
-#include <asm/ucontext.h>
 
 #define RING_RECORDS 512u
 #define RECORD_EMPTY 0
 #define RECORD_WRITING 1
 #define RECORD_READY 2
-#define SI_TIMER_CODE (-2)
 #define SIGNAL_PROBE_TRIES 4
 /* One sample in COST_SAMPLE_EVERY also reads the thread clock on the way
  * out, so the overhead cap knows what a sample costs (one extra system
@@ -41,16 +38,6 @@ struct cpu_record {
 	uint64_t pcs[];
 };
 
-/* The kernel's siginfo for a POSIX timer signal (64-bit layout). */
-struct timer_siginfo {
-	int signo;
-	int err;
-	int code;
-	int pad;
-	int timer_id;
-	int overrun;
-	uint64_t value; /* sigev_value: our slot index */
-};
 
 static struct {
 	atomic_int running;
@@ -78,26 +65,11 @@ static struct cpu_record *record_at(uint32_t i)
 	return (struct cpu_record *)(void *)(cpu.ring + (size_t)i * cpu.record_size);
 }
 
-static void regs_from_ucontext(const void *ucv, struct unwind_regs *r)
-{
-	const struct ucontext *uc = ucv;
-	rt_memset(r, 0, sizeof(*r));
-#if defined(__x86_64__)
-	r->pc = uc->uc_mcontext.rip;
-	r->sp = uc->uc_mcontext.rsp;
-	r->fp = uc->uc_mcontext.rbp;
-#else
-	r->pc = uc->uc_mcontext.pc;
-	r->sp = uc->uc_mcontext.sp;
-	r->fp = uc->uc_mcontext.regs[29];
-#endif
-}
-
 static void cpu_signal_handler(int sig, void *siv, void *ucv)
 {
 	RT_UNUSED(sig);
-	const struct timer_siginfo *si = siv;
-	if (!atomic_load_explicit(&cpu.running, memory_order_acquire) || si->code != SI_TIMER_CODE)
+	const struct sys_timer_siginfo *si = siv;
+	if (!atomic_load_explicit(&cpu.running, memory_order_acquire) || si->code != SYS_SI_TIMER)
 		return;
 	uint64_t slot = si->value;
 	if (slot >= THREADS_MAX)
@@ -126,7 +98,7 @@ static void cpu_signal_handler(int sig, void *siv, void *ucv)
 		return;
 	}
 	struct unwind_regs regs;
-	regs_from_ucontext(ucv, &regs);
+	unwind_regs_from_ucontext(ucv, &regs);
 	regs.stack_lo = t->stack_lo;
 	regs.stack_hi = t->stack_hi;
 	enum unwind_end end = UNWIND_END_OUTERMOST;
@@ -149,9 +121,6 @@ static void cpu_signal_handler(int sig, void *siv, void *ucv)
 	}
 }
 
-/* The per-thread CPU clock of another thread (Linux clockid encoding). */
-static int thread_cpu_clock(int tid) { return (int)((~(unsigned)tid << 3) | 6u); }
-
 /* The current period as a timer setting, first expiry random within it. */
 static void timer_spec(struct sys_itimerspec *its)
 {
@@ -170,7 +139,7 @@ void cpu_thread_added(int slot, int tid, bool self)
 	if (!atomic_load(&cpu.running))
 		return;
 	struct thread_slot *t = &thread_slots[slot];
-	int clk = self ? CLOCK_THREAD_CPUTIME_ID : thread_cpu_clock(tid);
+	int clk = self ? CLOCK_THREAD_CPUTIME_ID : sys_thread_cpu_clock(tid);
 	t->last_cpu_ns = rt_clock_ns(clk);
 	struct sys_sigevent sev;
 	rt_memset(&sev, 0, sizeof(sev));
@@ -241,29 +210,12 @@ void cpu_drain(void)
 	}
 }
 
-/* Restores the signal context on return from our handler. */
-extern void stowaway_sigreturn(void) __attribute__((visibility("hidden")));
-#if defined(__x86_64__)
-__asm__(".text\n.hidden stowaway_sigreturn\n.type stowaway_sigreturn,@function\n"
-	"stowaway_sigreturn:\n mov $15, %rax\n syscall\n"
-	".size stowaway_sigreturn, .-stowaway_sigreturn\n");
-#else
-__asm__(".text\n.hidden stowaway_sigreturn\n.type stowaway_sigreturn,%function\n"
-	"stowaway_sigreturn:\n mov x8, #139\n svc 0\n"
-	".size stowaway_sigreturn, .-stowaway_sigreturn\n");
-#endif
-
 /* SIGPROF unless the program uses it; else a free real-time signal. */
 static int choose_signal(void)
 {
-	struct sys_sigaction old = { 0 };
-	if (sys_rt_sigaction(SIGPROF, NULL, &old) == 0 && old.handler == (void *)0)
+	if (rt_signal_find_free(SIGPROF, SIGPROF) == SIGPROF)
 		return SIGPROF;
-	for (int sig = 64; sig > 64 - SIGNAL_PROBE_TRIES * 4; sig--) {
-		if (sys_rt_sigaction(sig, NULL, &old) == 0 && old.handler == (void *)0)
-			return sig;
-	}
-	return -1;
+	return rt_signal_find_free(64, 64 - SIGNAL_PROBE_TRIES * 4 + 1);
 }
 
 int cpu_start(const struct sw_config *cfg, struct recorder *rec)
@@ -288,12 +240,7 @@ int cpu_start(const struct sw_config *cfg, struct recorder *rec)
 			"in use); CPU profiling is off");
 		return -EBUSY;
 	}
-	struct sys_sigaction sa;
-	rt_memset(&sa, 0, sizeof(sa));
-	sa.handler = (void *)cpu_signal_handler;
-	sa.flags = 4 /* SA_SIGINFO */ | 0x10000000 /* SA_RESTART */ | SA_RESTORER;
-	sa.restorer = (void *)stowaway_sigreturn;
-	long r = sys_rt_sigaction(cpu.signo, &sa, &cpu.previous);
+	long r = rt_signal_install(cpu.signo, cpu_signal_handler, &cpu.previous);
 	if (r < 0)
 		return (int)r;
 	atomic_store_explicit(&cpu.running, 1, memory_order_release);
@@ -317,8 +264,7 @@ void cpu_check_handler(void)
 {
 	if (!atomic_load(&cpu.running))
 		return;
-	struct sys_sigaction now = { 0 };
-	if (sys_rt_sigaction(cpu.signo, NULL, &now) == 0 && now.handler != (void *)cpu_signal_handler) {
+	if (!rt_signal_is_ours(cpu.signo, cpu_signal_handler)) {
 		rt_warn("the program replaced the handler of signal %d; CPU profiling stops",
 			cpu.signo);
 		cpu_stop();
@@ -340,8 +286,7 @@ uint64_t cpu_delivery_cost_ns(void)
 {
 	if (!atomic_load(&cpu.running))
 		return 0;
-	struct sys_sigaction now = { 0 };
-	if (sys_rt_sigaction(cpu.signo, NULL, &now) != 0 || now.handler != (void *)cpu_signal_handler)
+	if (!rt_signal_is_ours(cpu.signo, cpu_signal_handler))
 		return 0;
 	/* Our handler returns at once for a signal that is not a timer's. */
 	uint64_t bit = 1ull << (cpu.signo - 1), old = 0;

@@ -9,16 +9,11 @@
 
 #include <linux/uio.h>
 
-#include <asm/sigcontext.h>
-#include <asm/ucontext.h>
 
 #define RING_RECORDS 128u
 #define RECORD_EMPTY 0
 #define RECORD_WRITING 1
 #define RECORD_READY 2
-#define SI_TIMER_CODE (-2)
-#define SA_SIGINFO_FLAG 4
-#define SA_RESTART_FLAG 0x10000000
 #define NS_PER_S 1000000000ull
 /* A running request that has not fired after this long (the thread did not
  * run through a scheduler tick) is withdrawn. */
@@ -53,16 +48,6 @@ struct wall_record {
 	uint64_t pcs[];
 };
 
-/* The kernel's siginfo for a POSIX timer signal (64-bit layout). */
-struct timer_siginfo {
-	int signo;
-	int err;
-	int code;
-	int pad;
-	int timer_id;
-	int overrun;
-	uint64_t value; /* sigev_value: the slot */
-};
 
 #define CACHE_NONE 0
 #define CACHE_PUBLISHED 1 /* valid while wall_seq == cache_seq */
@@ -311,12 +296,11 @@ static bool read_syscall(struct wall_private *w, struct wall_syscall_info *out)
 
 /* ---- per-slot sampler state ---- */
 
-static int thread_cpu_clock(int tid) { return (int)((~(unsigned)tid << 3) | 6u); }
 
 static bool thread_cpu_ns(int tid, uint64_t *out)
 {
 	struct __kernel_timespec ts = { 0, 0 };
-	if (sys_clock_gettime(thread_cpu_clock(tid), &ts) != 0)
+	if (sys_clock_gettime(sys_thread_cpu_clock(tid), &ts) != 0)
 		return false;
 	*out = (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
 	return true;
@@ -605,7 +589,7 @@ static bool request_running_sample(int slot, struct wall_private *w, uint64_t no
 		sev.notify = SIGEV_THREAD_ID;
 		sev.tid = w->tid;
 		int id = -1;
-		long r = sys_timer_create(thread_cpu_clock(w->tid), &sev, &id);
+		long r = sys_timer_create(sys_thread_cpu_clock(w->tid), &sev, &id);
 		if (r < 0) {
 			if (r != -EINVAL && r != -ESRCH)
 				rt_log_once(RT_LOG_WARN, "cannot create wall timers (error %ld); running "
@@ -697,26 +681,11 @@ static struct wall_record *record_at(uint32_t i)
 	return (struct wall_record *)(void *)(wall.ring + (size_t)i * wall.record_size);
 }
 
-static void regs_from_ucontext(const void *ucv, struct unwind_regs *r)
-{
-	const struct ucontext *uc = ucv;
-	rt_memset(r, 0, sizeof(*r));
-#if defined(__x86_64__)
-	r->pc = uc->uc_mcontext.rip;
-	r->sp = uc->uc_mcontext.rsp;
-	r->fp = uc->uc_mcontext.rbp;
-#else
-	r->pc = uc->uc_mcontext.pc;
-	r->sp = uc->uc_mcontext.sp;
-	r->fp = uc->uc_mcontext.regs[29];
-#endif
-}
-
 static void wall_signal_handler(int sig, void *siv, void *ucv)
 {
 	RT_UNUSED(sig);
-	const struct timer_siginfo *si = siv;
-	if (si->code != SI_TIMER_CODE || si->value >= THREADS_MAX)
+	const struct sys_timer_siginfo *si = siv;
+	if (si->code != SYS_SI_TIMER || si->value >= THREADS_MAX)
 		return;
 	struct thread_slot *t = &thread_slots[si->value];
 	int tid = (int)sys_gettid();
@@ -744,7 +713,7 @@ static void wall_signal_handler(int sig, void *siv, void *ucv)
 		return;
 	}
 	struct unwind_regs regs;
-	regs_from_ucontext(ucv, &regs);
+	unwind_regs_from_ucontext(ucv, &regs);
 	enum unwind_end end = UNWIND_END_OUTERMOST;
 	uint32_t depth = unwind_stack(&regs, rec->pcs, wall.max_frames, 0, &end);
 	if (depth == 0)
@@ -990,29 +959,7 @@ void wall_thread_removed(int slot, int tid)
 
 /* ---- start and stop ---- */
 
-/* Restores the signal context on return from our handler (the unwinder
- * recognizes these bytes as a signal frame). */
-extern void wall_sigreturn(void) __attribute__((visibility("hidden")));
-#if defined(__x86_64__)
-__asm__(".text\n.hidden wall_sigreturn\n.type wall_sigreturn,@function\n"
-	"wall_sigreturn:\n mov $15, %rax\n syscall\n"
-	".size wall_sigreturn, .-wall_sigreturn\n");
-#else
-__asm__(".text\n.hidden wall_sigreturn\n.type wall_sigreturn,%function\n"
-	"wall_sigreturn:\n mov x8, #139\n svc 0\n"
-	".size wall_sigreturn, .-wall_sigreturn\n");
-#endif
-
-/* A real-time signal nobody handles (and not the CPU profiler's). */
-static int choose_signal(void)
-{
-	for (int sig = 63; sig >= 40; sig--) {
-		struct sys_sigaction old = { 0 };
-		if (sys_rt_sigaction(sig, NULL, &old) == 0 && old.handler == (void *)0)
-			return sig;
-	}
-	return -1;
-}
+static int choose_signal(void) { return rt_signal_find_free(63, 40); }
 
 static int descriptor_floor(void)
 {
@@ -1058,12 +1005,7 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 	}
 	wall.signo = choose_signal();
 	if (wall.signo > 0) {
-		struct sys_sigaction sa;
-		rt_memset(&sa, 0, sizeof(sa));
-		sa.handler = (void *)wall_signal_handler;
-		sa.flags = SA_SIGINFO_FLAG | SA_RESTART_FLAG | SA_RESTORER;
-		sa.restorer = (void *)wall_sigreturn;
-		if (sys_rt_sigaction(wall.signo, &sa, &wall.previous) == 0)
+		if (rt_signal_install(wall.signo, wall_signal_handler, &wall.previous) == 0)
 			atomic_store(&wall.signals_on, 1);
 	}
 	if (!atomic_load(&wall.signals_on))

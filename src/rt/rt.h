@@ -135,6 +135,17 @@ static inline uintptr_t rt_stack_pointer(void)
 	return sp;
 }
 
+/* ---- our signal handlers ---- */
+struct sys_sigaction;
+typedef void (*rt_signal_handler)(int sig, void *siginfo, void *ucontext);
+/* Installs handler for sig (SA_SIGINFO | SA_RESTART, our own sigreturn
+ * trampoline); the old action goes to *previous (may be NULL).  -errno. */
+long rt_signal_install(int sig, rt_signal_handler handler, struct sys_sigaction *previous);
+/* True while handler is still the action of sig (the program may replace it). */
+bool rt_signal_is_ours(int sig, rt_signal_handler handler);
+/* The highest signal in [lowest, highest] with the default action, or -1. */
+int rt_signal_find_free(int highest, int lowest);
+
 /* ---- randomness [signal-safe] ---- */
 struct rt_rng {
 	uint64_t s[2];

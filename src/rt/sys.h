@@ -218,6 +218,22 @@ static inline long sys_timer_settime(int id, int flags, const struct sys_itimers
 static inline long sys_timer_delete(int id) { return SYS1(__NR_timer_delete, id); }
 static inline long sys_timer_getoverrun(int id) { return SYS1(__NR_timer_getoverrun, id); }
 
+/* The kernel's siginfo of a POSIX timer signal (64-bit layout). */
+struct sys_timer_siginfo {
+	int signo;
+	int err;
+	int code; /* SYS_SI_TIMER */
+	int pad;
+	int timer_id;
+	int overrun;
+	uint64_t value; /* sigev_value */
+};
+#define SYS_SI_TIMER (-2)
+
+/* The CPU-time clock of thread tid (any thread of this process), in the
+ * kernel's clockid encoding (what pthread_getcpuclockid returns). */
+static inline int sys_thread_cpu_clock(int tid) { return (int)((~(unsigned)tid << 3) | 6u); }
+
 /* Sockets */
 static inline long sys_socket(int domain, int type, int proto)
 {

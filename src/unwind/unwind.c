@@ -6,6 +6,10 @@
 #include "rt/rt.h"
 #include "rt/sys.h"
 
+/* After rt/sys.h: the kernel ucontext needs its signal types. */
+#include <asm/sigcontext.h>
+#include <asm/ucontext.h>
+
 struct snapshot {
 	uint32_t ncode, ndata;
 	const struct unwind_code_range *code;
@@ -518,3 +522,18 @@ bool unwind_stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi)
 void unwind_code_reads_pause(void) { atomic_fetch_add(&code_reads_paused, 1); }
 
 void unwind_code_reads_resume(void) { atomic_fetch_sub(&code_reads_paused, 1); }
+
+void unwind_regs_from_ucontext(const void *ucontext, struct unwind_regs *out)
+{
+	const struct ucontext *uc = ucontext;
+	rt_memset(out, 0, sizeof(*out));
+#if defined(__x86_64__)
+	out->pc = uc->uc_mcontext.rip;
+	out->sp = uc->uc_mcontext.rsp;
+	out->fp = uc->uc_mcontext.rbp;
+#else
+	out->pc = uc->uc_mcontext.pc;
+	out->sp = uc->uc_mcontext.sp;
+	out->fp = uc->uc_mcontext.regs[29];
+#endif
+}

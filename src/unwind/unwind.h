@@ -51,6 +51,10 @@ enum unwind_end {
 	UNWIND_END_BROKEN = 2,    /* no way to find the next frame (bad pointer, no info) */
 };
 
+/* The registers a signal interrupted, from the handler's ucontext.
+ * [signal-safe] */
+void unwind_regs_from_ucontext(const void *ucontext, struct unwind_regs *out);
+
 /* Writes up to `max` pcs, leaf first; returns how many.  pcs[0] is regs->pc.
  * Every later pc is a return address minus 1 (it points into the call
  * instruction, so symbolization and line lookup name the caller), except the

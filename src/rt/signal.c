@@ -1,0 +1,46 @@
+/* Installing our signal handlers with our own rt_sigreturn trampoline
+ * (the host's libc is never involved). */
+#include "rt/rt.h"
+#include "rt/sys.h"
+
+#define SA_SIGINFO_FLAG 4
+#define SA_RESTART_FLAG 0x10000000
+
+/* Returns from our handlers.  The unwinder recognises these exact bytes
+ * (the same as glibc's and musl's __restore_rt) as a signal frame. */
+extern void stowaway_sigreturn(void) __attribute__((visibility("hidden")));
+#if defined(__x86_64__)
+__asm__(".text\n.hidden stowaway_sigreturn\n.type stowaway_sigreturn,@function\n"
+	"stowaway_sigreturn:\n mov $15, %rax\n syscall\n"
+	".size stowaway_sigreturn, .-stowaway_sigreturn\n");
+#else
+__asm__(".text\n.hidden stowaway_sigreturn\n.type stowaway_sigreturn,%function\n"
+	"stowaway_sigreturn:\n mov x8, #139\n svc 0\n"
+	".size stowaway_sigreturn, .-stowaway_sigreturn\n");
+#endif
+
+long rt_signal_install(int sig, rt_signal_handler handler, struct sys_sigaction *previous)
+{
+	struct sys_sigaction sa;
+	rt_memset(&sa, 0, sizeof(sa));
+	sa.handler = (void *)handler;
+	sa.flags = SA_SIGINFO_FLAG | SA_RESTART_FLAG | SA_RESTORER;
+	sa.restorer = (void *)stowaway_sigreturn;
+	return sys_rt_sigaction(sig, &sa, previous);
+}
+
+bool rt_signal_is_ours(int sig, rt_signal_handler handler)
+{
+	struct sys_sigaction now = { 0 };
+	return sys_rt_sigaction(sig, NULL, &now) == 0 && now.handler == (void *)handler;
+}
+
+int rt_signal_find_free(int highest, int lowest)
+{
+	for (int sig = highest; sig >= lowest && sig > 0; sig--) {
+		struct sys_sigaction old = { 0 };
+		if (sys_rt_sigaction(sig, NULL, &old) == 0 && old.handler == (void *)0)
+			return sig;
+	}
+	return -1;
+}
