@@ -50,6 +50,7 @@ static struct {
 	uint32_t max_frames;
 	atomic_ullong period_ns; /* changed by cpu_set_rate */
 	atomic_uint next_record;
+	atomic_uint ready_records; /* records in RECORD_READY: an empty ring is not scanned */
 	atomic_ullong dropped;
 	atomic_ullong taken;
 	atomic_ullong cost_ns;      /* handler CPU time of the measured samples */
@@ -114,6 +115,7 @@ static void cpu_signal_handler(int sig, void *siv, void *ucv)
 	rec->cpu_ns = elapsed;
 	uint64_t nth = atomic_fetch_add(&cpu.taken, 1);
 	atomic_store_explicit(&rec->state, RECORD_READY, memory_order_release);
+	atomic_fetch_add_explicit(&cpu.ready_records, 1, memory_order_release);
 	if (nth % COST_SAMPLE_EVERY == 0) {
 		uint64_t out = rt_thread_cpu_ns();
 		atomic_fetch_add_explicit(&cpu.cost_ns, out > now ? out - now : 0, memory_order_relaxed);
@@ -176,7 +178,7 @@ void cpu_thread_removed(int slot, int tid)
 
 void cpu_drain(void)
 {
-	if (!cpu.ring)
+	if (!cpu.ring || atomic_load_explicit(&cpu.ready_records, memory_order_acquire) == 0)
 		return;
 	uint64_t start_ns = 0; /* read at the first record: an empty ring costs no clock read */
 	for (uint32_t i = 0; i < RING_RECORDS; i++) {
@@ -202,6 +204,7 @@ void cpu_drain(void)
 		struct sw_sample s = { r->pcs, r->depth, values, 2, labels, n_labels };
 		(void)recorder_add(cpu.rec, &s);
 		atomic_store_explicit(&r->state, RECORD_EMPTY, memory_order_release);
+		atomic_fetch_sub_explicit(&cpu.ready_records, 1, memory_order_relaxed);
 	}
 	if (start_ns) {
 		uint64_t end_ns = rt_thread_cpu_ns();
@@ -333,6 +336,7 @@ void cpu_after_fork_child(void)
 		return;
 	for (uint32_t i = 0; i < RING_RECORDS; i++)
 		atomic_store(&record_at(i)->state, RECORD_EMPTY);
+	atomic_store(&cpu.ready_records, 0);
 	rt_mutex_reset(&cpu.rng_lock);
 	rt_rng_seed(&cpu.rng);
 }

@@ -4,6 +4,7 @@
  * the exiting thread within the exit timeout. */
 #include "core/profiler.h"
 #include "collect/collect.h"
+#include "collect/cpu.h"
 #include "collect/exception.h"
 #include "collect/lock.h"
 #include "collect/overhead.h"
@@ -67,8 +68,11 @@ const char *profiler_runtime_id(void)
 static int64_t kind_period(const struct sw_config *cfg, enum sw_kind kind)
 {
 	switch (kind) {
-	case SW_KIND_CPU:
-		return 1000000000ll / cfg->cpu_hz;
+	case SW_KIND_CPU: {
+		/* The rate in effect: the overhead cap may have lowered it. */
+		uint32_t hz = cpu_rate();
+		return 1000000000ll / (hz ? hz : cfg->cpu_hz);
+	}
 	case SW_KIND_WALL:
 		return 1000000000ll / cfg->wall_hz;
 	case SW_KIND_ALLOC:
