@@ -7,16 +7,18 @@
  * sample, cpu_handler_cost, plus the kernel's delivery cost,
  * cpu_delivery_cost_ns, measured once per start).  The handler's part and
  * the time our sampler spends recording CPU samples (cpu_drain_cost_ns)
- * scale with the one rate we control (CPU); the rest of our threads' time
- * counts as fixed cost.  The allocation hooks' and the wall sampler's signal handler's cost
- * are not counted, and their rates not controlled: those collectors do not
- * expose them yet.
+ * scale with the CPU rate; the wall sampler thread's time scales with the
+ * wall rate; the rest of our threads' time counts as fixed cost.  One scale
+ * applies to both rates.  The allocation hooks' cost and the wall sampler's
+ * signal handler (on the host's running threads) are not counted, and the
+ * allocation rate is not controlled: that collector does not expose them.
  *
  * State is the sampler thread's alone; what overhead_describe reads is
  * published in atomics, so the scheduler (or a fork child that never saw a
  * tick) never waits for a lock. */
 #include "collect/overhead.h"
 #include "collect/cpu.h"
+#include "collect/wall.h"
 #include "core/thread.h"
 #include "rt/sys.h"
 
@@ -31,6 +33,8 @@ struct own_thread {
 static struct {
 	int sampler_tid; /* the probe restarts when the sampler thread changes */
 	uint32_t configured_cpu_hz;
+	uint32_t configured_wall_hz;
+	uint64_t tick_wall_ns; /* the wall sampler thread's CPU in this tick */
 	struct overhead_ctl ctl;
 	uint64_t last_process_ns;
 	uint64_t last_samples;
@@ -42,7 +46,7 @@ static struct {
 	uint32_t ticks;
 	bool rescan;
 	/* this window's parts, for the debug log */
-	uint64_t win_threads_ns, win_drain_ns, win_handler_ns, win_samples, win_process_ns;
+	uint64_t win_threads_ns, win_drain_ns, win_handler_ns, win_wall_ns, win_samples, win_process_ns;
 } probe;
 
 /* Published for overhead_describe. */
@@ -51,6 +55,7 @@ static struct {
 	atomic_uint overhead_ppm;
 	atomic_uint judged;
 	atomic_uint cpu_hz, configured_cpu_hz;
+	atomic_uint wall_hz, configured_wall_hz;
 	atomic_uint lowered, raised;
 	atomic_int saturated;
 	atomic_int fixed_over;
@@ -105,9 +110,12 @@ static void scan_own_threads(bool baseline_now)
 	(void)sys_close((int)fd);
 }
 
-/* CPU time our threads used since the previous call; forgets gone threads. */
+/* CPU time our threads used since the previous call (the wall sampler's
+ * share also in probe.tick_wall_ns); forgets gone threads. */
 static uint64_t own_threads_ns(void)
 {
+	int wall_tid = wall_thread_tid();
+	probe.tick_wall_ns = 0;
 	if (probe.rescan || probe.ticks % RESCAN_EVERY_TICKS == 0) {
 		scan_own_threads(false);
 		probe.rescan = false;
@@ -120,8 +128,10 @@ static uint64_t own_threads_ns(void)
 			probe.rescan = true;
 			continue;
 		}
-		if (now > probe.own[i].last_ns)
-			sum += now - probe.own[i].last_ns;
+		uint64_t used = now > probe.own[i].last_ns ? now - probe.own[i].last_ns : 0;
+		sum += used;
+		if (probe.own[i].tid == wall_tid)
+			probe.tick_wall_ns += used;
 		probe.own[i].last_ns = now;
 		i++;
 	}
@@ -150,6 +160,8 @@ static void publish(void)
 	atomic_store(&pub.overhead_ppm, probe.ctl.last_ppm);
 	atomic_store(&pub.cpu_hz, cpu_running() ? cpu_rate() : 0);
 	atomic_store(&pub.configured_cpu_hz, probe.configured_cpu_hz);
+	atomic_store(&pub.wall_hz, wall_running() ? wall_rate() : 0);
+	atomic_store(&pub.configured_wall_hz, probe.configured_wall_hz);
 	atomic_store(&pub.lowered, probe.ctl.lowered);
 	atomic_store(&pub.raised, probe.ctl.raised);
 	atomic_store(&pub.saturated, probe.ctl.saturated);
@@ -162,12 +174,15 @@ static void reset(const struct sw_config *cfg, int tid)
 	rt_memset(&probe, 0, sizeof(probe));
 	probe.sampler_tid = tid;
 	probe.configured_cpu_hz = cfg->cpu_hz;
+	probe.configured_wall_hz = cfg->wall_hz;
 	/* Before the baselines: the calibration's signals are not the host's samples. */
 	probe.delivery_ns = cpu_delivery_cost_ns();
 	overhead_ctl_init(&probe.ctl, cfg->max_overhead_pct);
 	/* A fork child inherits the parent's rates, but starts a new controller. */
 	if (cpu_running())
 		cpu_set_rate(cfg->cpu_hz);
+	if (wall_running())
+		wall_set_rate(cfg->wall_hz);
 	probe.last_process_ns = rt_process_cpu_ns();
 	probe.last_samples = cpu_samples_taken() + cpu_samples_dropped();
 	cpu_handler_cost(&probe.last_cost_ns, &probe.last_cost_samples);
@@ -179,7 +194,7 @@ static void reset(const struct sw_config *cfg, int tid)
 /* Samples per second of application CPU in the window that just closed. */
 static uint32_t delivered_hz(void)
 {
-	uint64_t own = probe.win_threads_ns + probe.win_drain_ns + probe.win_handler_ns;
+	uint64_t own = probe.win_threads_ns + probe.win_drain_ns + probe.win_handler_ns + probe.win_wall_ns;
 	uint64_t app = probe.win_process_ns > own ? probe.win_process_ns - own : 0;
 	if (app < 1000000ull)
 		return 0;
@@ -189,6 +204,11 @@ static uint32_t delivered_hz(void)
 
 static void apply(const struct sw_config *cfg, enum overhead_decision d, uint32_t old_scale)
 {
+	if (wall_running()) {
+		/* The wall sampler ticks on its own clock: its rate is the scale's. */
+		uint64_t whz = (uint64_t)cfg->wall_hz * probe.ctl.scale_ppm / OVERHEAD_SCALE_FULL;
+		wall_set_rate(whz ? (uint32_t)whz : 1);
+	}
 	if (!cpu_running())
 		return;
 	uint32_t hz = overhead_next_hz(cfg->cpu_hz, cpu_rate(), delivered_hz(), old_scale,
@@ -217,23 +237,30 @@ void overhead_tick(const struct sw_config *cfg)
 	uint64_t drain = RT_MIN(drain_total - probe.last_drain_ns, threads);
 	probe.last_drain_ns = drain_total;
 	threads -= drain;
+	/* The wall sampler's time follows the wall rate. */
+	uint64_t wall_ns = RT_MIN(probe.tick_wall_ns, threads);
+	threads -= wall_ns;
+	probe.win_wall_ns += wall_ns;
 	probe.win_threads_ns += threads;
 	probe.win_drain_ns += drain;
 	probe.win_handler_ns += handler;
 	probe.win_process_ns += d_process;
 	uint32_t old_scale = probe.ctl.scale_ppm;
-	enum overhead_decision d = overhead_ctl_tick(&probe.ctl, handler + drain, threads, d_process);
+	enum overhead_decision d =
+		overhead_ctl_tick(&probe.ctl, handler + drain + wall_ns, threads, d_process);
 	if (d != OVERHEAD_HOLD)
 		apply(cfg, d, old_scale);
 	if (probe.ctl.win_ticks == 0) {
-		rt_debug("overhead window: our threads %llu us + recording samples %llu us, handler "
-			 "%llu us (%llu samples, delivery %llu ns each), process %llu us",
+		rt_debug("overhead window: our threads %llu us + wall sampler %llu us + recording "
+			 "samples %llu us, handler %llu us (%llu samples, delivery %llu ns each), "
+			 "process %llu us",
 			 (unsigned long long)(probe.win_threads_ns / 1000),
+			 (unsigned long long)(probe.win_wall_ns / 1000),
 			 (unsigned long long)(probe.win_drain_ns / 1000),
 			 (unsigned long long)(probe.win_handler_ns / 1000),
 			 (unsigned long long)probe.win_samples, (unsigned long long)probe.delivery_ns,
 			 (unsigned long long)(probe.win_process_ns / 1000));
-		probe.win_threads_ns = probe.win_drain_ns = probe.win_handler_ns = 0;
+		probe.win_threads_ns = probe.win_drain_ns = probe.win_handler_ns = probe.win_wall_ns = 0;
 		probe.win_samples = probe.win_process_ns = 0;
 	}
 	if (probe.ctl.saturated)
@@ -241,7 +268,7 @@ void overhead_tick(const struct sw_config *cfg)
 					 "at the lowest sampling rates", cfg->max_overhead_pct);
 	if (probe.ctl.fixed_over)
 		rt_log_once(RT_LOG_WARN, "profiler overhead is above STOWAWAY_MAX_OVERHEAD_PCT=%u from "
-					 "costs the CPU sampling rate does not control (our threads); "
+					 "costs the sampling rates do not control (our threads); "
 					 "rates are kept", cfg->max_overhead_pct);
 	publish();
 }
@@ -251,21 +278,23 @@ size_t overhead_describe(char *buf, size_t cap)
 	uint32_t budget = atomic_load(&pub.budget_ppm), ppm = atomic_load(&pub.overhead_ppm);
 	uint32_t hz = atomic_load(&pub.cpu_hz), configured = atomic_load(&pub.configured_cpu_hz);
 	char measured[96], rates[160];
-	if (budget == 0)
+	if (atomic_load(&pub.judged) == 0)
+		/* Also before the probe's first tick, when nothing is published. */
+		rt_snprintf(measured, sizeof(measured), "overhead not measured yet");
+	else if (budget == 0)
 		rt_snprintf(measured, sizeof(measured), "overhead cap off");
-	else if (atomic_load(&pub.judged) == 0)
-		rt_snprintf(measured, sizeof(measured), "overhead not measured yet (limit %u%%)",
-			    budget / 10000u);
 	else
 		rt_snprintf(measured, sizeof(measured), "overhead %u.%02u%% of application CPU in the last measured window (limit %u%%)%s",
 			    ppm / 10000u, ppm % 10000u / 100u, budget / 10000u,
 			    atomic_load(&pub.saturated)	 ? ", over the limit at the lowest rates"
 			    : atomic_load(&pub.fixed_over) ? ", over the limit from costs no rate controls"
 							   : "");
-	if (hz)
-		rt_snprintf(rates, sizeof(rates), "cpu %u Hz (configured %u Hz)", hz, configured);
-	else
-		rt_snprintf(rates, sizeof(rates), "cpu off");
+	uint32_t whz = atomic_load(&pub.wall_hz), wconf = atomic_load(&pub.configured_wall_hz);
+	size_t n = hz ? rt_snprintf(rates, sizeof(rates), "cpu %u Hz (configured %u Hz)", hz, configured)
+		      : rt_snprintf(rates, sizeof(rates), "cpu off");
+	if (whz && n < sizeof(rates))
+		(void)rt_snprintf(rates + n, sizeof(rates) - n, ", wall %u Hz (configured %u Hz)", whz,
+				  wconf);
 	return rt_snprintf(buf, cap, "stowaway: %s; sampling rates lowered %u times, raised %u "
 				     "times; effective rates: %s",
 			   measured, atomic_load(&pub.lowered), atomic_load(&pub.raised), rates);

@@ -92,7 +92,9 @@ static struct {
 	const struct sw_config *cfg;
 	struct recorder *rec;
 	uint32_t max_frames;
-	uint64_t period_ns;
+	atomic_ullong period_ns; /* changed by wall_set_rate */
+	uint32_t configured_hz;
+	atomic_int thread_tid;  /* the wall sampler thread */
 	uint8_t *ring;
 	size_t record_size;
 	atomic_uint next_record;
@@ -638,7 +640,7 @@ static void sample_slot(int slot, uint64_t now)
 			sample_published(slot, w, seq, now);
 			return;
 		}
-		if (now - w->request_ns < REQUEST_PATIENCE_NS + 2 * wall.period_ns)
+		if (now - w->request_ns < REQUEST_PATIENCE_NS + 2 * atomic_load(&wall.period_ns))
 			return;
 		cancel_request(t, w);
 	}
@@ -825,7 +827,8 @@ static void *wall_main(void *arg)
 {
 	RT_UNUSED(arg);
 	(void)sys_prctl(15 /* PR_SET_NAME */, (long)"stowaway-wall", 0, 0, 0);
-	uint64_t next = rt_monotonic_ns() + wall.period_ns;
+	atomic_store(&wall.thread_tid, (int)sys_gettid());
+	uint64_t next = rt_monotonic_ns() + atomic_load(&wall.period_ns);
 	while (atomic_load(&wall.running)) {
 		struct __kernel_timespec ts = { (long long)(next / NS_PER_S), (long long)(next % NS_PER_S) };
 		(void)sys_clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
@@ -835,9 +838,10 @@ static void *wall_main(void *arg)
 		drain_ring();
 		uint64_t now = rt_monotonic_ns();
 		check_handler(now);
-		next += wall.period_ns;
+		uint64_t period = atomic_load(&wall.period_ns);
+		next += period;
 		if (next < now) /* we overran: skip the missed ticks */
-			next = now + wall.period_ns;
+			next = now + period;
 	}
 	drain_ring();
 	atomic_store(&wall.alive, 0);
@@ -988,7 +992,8 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 	wall.cfg = cfg;
 	wall.rec = rec;
 	wall.max_frames = cfg->max_frames;
-	wall.period_ns = NS_PER_S / (cfg->wall_hz ? cfg->wall_hz : 100);
+	wall.configured_hz = cfg->wall_hz ? cfg->wall_hz : 100;
+	atomic_store(&wall.period_ns, NS_PER_S / wall.configured_hz);
 	wall.fd_floor = descriptor_floor();
 	wall.record_size = (sizeof(struct wall_record) + (cfg->max_frames + 2) * sizeof(uint64_t) + 63) &
 			   ~(size_t)63;
@@ -1088,3 +1093,20 @@ void wall_get_stats(struct wall_stats *out)
 	out->unstable = atomic_load(&wall.unstable);
 	out->dropped = atomic_load(&wall.dropped);
 }
+
+void wall_set_rate(uint32_t hz)
+{
+	if (hz == 0)
+		return;
+	/* Each sample is weighted by the time since the thread's previous one,
+	 * so totals stay true at any rate. */
+	atomic_store(&wall.period_ns, NS_PER_S / hz);
+}
+
+uint32_t wall_rate(void)
+{
+	uint64_t period = atomic_load(&wall.period_ns);
+	return period ? (uint32_t)(NS_PER_S / period) : 0;
+}
+
+int wall_thread_tid(void) { return atomic_load(&wall.running) ? atomic_load(&wall.thread_tid) : 0; }

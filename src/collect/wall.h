@@ -69,6 +69,11 @@ void wall_thread_added(int slot, int tid, bool self);
 void wall_thread_removed(int slot, int tid);
 /* Before a period's profile is encoded: samples still in the ring go in. */
 void wall_drain(void);
+/* Ticks per second (the overhead cap lowers it), and the sampler thread's
+ * tid (0 when not running): its CPU time is what the rate costs. */
+void wall_set_rate(uint32_t hz);
+uint32_t wall_rate(void);
+int wall_thread_tid(void);
 /* In a fork child: forget the parent's descriptors and timers, restart. */
 void wall_after_fork_child(void);
 

@@ -7,7 +7,8 @@ so, the log says so, the profile really holds fewer samples per CPU second
 than the same run with a limit it never reaches, and its cpu-time total still matches
 the CPU the threads used (samples are weighted by elapsed CPU time,
 whatever the rate).  A cheap
-setting (the defaults, shallow stacks) must keep the configured rate.
+setting (the defaults, shallow stacks) must keep the configured rate.  The
+wall sampler's rate is lowered by the same cap.
 Profiles are read with `go tool pprof -raw`, not with our own decoder."""
 import glob
 import os
@@ -56,7 +57,8 @@ def run(name, iterations, depth, extra_env):
     with tempfile.TemporaryDirectory() as out:
         env = dict(os.environ, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out,
                    STOWAWAY_PROFILES="cpu", STOWAWAY_LOG_LEVEL="info", DD_SERVICE="ovcap",
-                   LD_PRELOAD=SO, **extra_env)
+                   LD_PRELOAD=SO)
+        env.update(extra_env)
         proc = subprocess.run([WORK, str(THREADS), str(iterations), str(depth)], env=env,
                               capture_output=True, text=True, timeout=300)
         check(f"{name}: runs", proc.returncode == 0, proc.stderr[-300:])
@@ -124,6 +126,17 @@ def main():
               and m["conf"] == "100", m.group(0))
         check(f"{name}: measured overhead under the 2% limit", float(m["pct"]) < 2.0, m["pct"] + "%")
     check(f"{name}: nothing lowered in the log", "sampling lowered" not in log, log[-300:])
+
+    # The wall sampler's cost follows its rate: at 1000 Hz over a 1% limit
+    # the cap lowers the wall rate too, and the comment says so.
+    name = "wall"
+    _, log, comments, _ = run(name, 300000000, 5, {"STOWAWAY_PROFILES": "cpu,wall",
+                                                   "STOWAWAY_WALL_HZ": "1000",
+                                                   "STOWAWAY_MAX_OVERHEAD_PCT": "1"})
+    wall = [re.search(r"wall (\d+) Hz \(configured 1000 Hz\)", c) for c in comments]
+    wall = [m for m in wall if m]
+    check(f"{name}: wall rate lowered below the configured 1000 Hz",
+          len(wall) == 1 and int(wall[0].group(1)) < 1000, " | ".join(comments)[:300])
     return 1 if failed else 0
 
 
