@@ -141,6 +141,8 @@ void cpu_thread_added(int slot, int tid, bool self)
 	if (!atomic_load(&cpu.running))
 		return;
 	struct thread_slot *t = &thread_slots[slot];
+	if (t->no_signals)
+		return;
 	int clk = self ? CLOCK_THREAD_CPUTIME_ID : sys_thread_cpu_clock(tid);
 	t->last_cpu_ns = rt_clock_ns(clk);
 	struct sys_sigevent sev;

@@ -1,9 +1,27 @@
 /* Thread registry: open table of slots, linear probing on tid. */
 #include "collect/threads.h"
 #include "core/thread.h"
+#include "rt/host.h"
 #include "rt/sys.h"
 
 #define NAME_REFRESH_NS 1000000000ull
+#define AUX_MINSIGSTKSZ 51
+/* Room our handlers need below the kernel's signal frame (the unwinder's
+ * locals, the ring record's bookkeeping), with a margin. */
+#define HANDLER_STACK_BYTES 8192u
+
+/* Whether a thread whose stack starts at stack_lo, now at sp, can take a
+ * signal: the kernel's frame (AT_MINSIGSTKSZ, 2 KiB to 4 KiB) plus our
+ * handler must fit below sp. */
+static bool stack_fits_signals(uint64_t stack_lo, uint64_t sp)
+{
+	if (stack_lo == 0 || sp <= stack_lo)
+		return true; /* unknown: the kernel frame is the usual risk of any signal */
+	uint64_t frame = getauxval ? getauxval(AUX_MINSIGSTKSZ) : 0;
+	if (frame == 0)
+		frame = 4096;
+	return sp - stack_lo >= frame + HANDLER_STACK_BYTES;
+}
 
 struct thread_slot thread_slots[THREADS_MAX];
 static struct thread_hooks hooks;
@@ -59,12 +77,16 @@ int threads_register(int tid, bool self, uint64_t stack_lo, uint64_t stack_hi)
 	if (slot >= 0) {
 		thread_slots[slot].stack_lo = stack_lo;
 		thread_slots[slot].stack_hi = stack_hi;
+		thread_slots[slot].no_signals = self && !stack_fits_signals(stack_lo, rt_stack_pointer());
 	}
 	rt_mutex_unlock(&registry_lock);
 	if (slot < 0) {
 		rt_log_once(RT_LOG_WARN, "more than %d threads: the newest are not profiled", THREADS_MAX);
 		return -1;
 	}
+	if (thread_slots[slot].no_signals)
+		rt_log_once(RT_LOG_INFO, "a thread's stack is too small for a signal frame: it is "
+					 "not CPU-profiled, and wall-profiled only while blocked");
 	/* A reused tid is a new thread: the removed hook releases the old
 	 * thread's resources before the added hook sets up the new one. */
 	if (reused && hooks.removed)

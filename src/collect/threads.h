@@ -22,6 +22,9 @@ struct thread_slot {
 	/* The thread's slot in the span-context table (context.h), -1: none;
 	 * set by the thread when it first sets a context. */
 	atomic_int context_slot;
+	/* Its stack is too small for a signal frame and our handler (musl's
+	 * PTHREAD_STACK_MIN is 2 KiB): no collector ever signals it. */
+	bool no_signals;
 	bool scan_mark;           /* sampler thread only: seen by the current scan */
 	/* Wall sampler (wall.h).  wall_seq is odd while the thread is inside an
 	 * interposed blocking call, whose frame wall_pc/sp/fp describe (written

@@ -581,7 +581,7 @@ static void sample_syscall(int slot, struct wall_private *w, const struct wall_s
 /* Case 4: arms the one-shot timer; false if it could not be armed. */
 static bool request_running_sample(int slot, struct wall_private *w, uint64_t now)
 {
-	if (!atomic_load(&wall.signals_on))
+	if (!atomic_load(&wall.signals_on) || thread_slots[slot].no_signals)
 		return false;
 	if (w->timer_id < 0) {
 		struct sys_sigevent sev;
