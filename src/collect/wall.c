@@ -65,12 +65,11 @@ struct wall_private {
 	 * here: one recorder_add per second instead of one per tick). */
 	uint64_t pend_ns;
 	uint64_t pend_since;
-	uint32_t pend_count;
 	/* The span context the pending samples were taken under (allocated on
 	 * first use; NULL: none), and its generation: a change flushes them. */
 	struct context_value *pend_ctx;
-	bool pend_has_ctx;
 	unsigned pend_gen;
+	uint32_t pend_count;
 	int tid;       /* the thread this state belongs to, 0: none */
 	int proc_fd;   /* /proc/self/task/TID/syscall, -1: not open */
 	int timer_id;  /* one-shot CPU-clock timer, -1: none */
@@ -80,6 +79,7 @@ struct wall_private {
 	uint8_t cache;
 	uint8_t cache_state; /* enum wall_state */
 	uint8_t class_state;
+	bool pend_has_ctx;
 	char name[THREAD_NAME_MAX];
 };
 

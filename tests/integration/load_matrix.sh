@@ -28,7 +28,7 @@ run_case() {
 		pass "$name: enabled: no stowaway warning"
 	fi
 	local n
-	n=$(ls "$out/profiles" | grep -c '\.cpu\.[0-9]*\.pb\.gz$')
+	n=$(ls "$out/profiles" | grep -c '\.cpu\.[0-9]*\.[0-9a-f]*\.pb\.gz$')
 	check "$name: enabled: final flush wrote a CPU profile" test "$n" -ge 1
 }
 
