@@ -103,7 +103,7 @@ $(BUILD)/tests/san/%: tests/unit/%.c $(BUILD)/libcore-san.a $(UNIT_EXTRA_SRC)
 	$(CC) $(HOST_CFLAGS) $(SAN_FLAGS) $< $(UNIT_EXTRA_SRC) $(BUILD)/libcore-san.a $(UNIT_EXTRA_LIBS) -lpthread -lm -o $@
 
 # Everything a test run needs, built before any test starts.
-test-build: all $(UNIT_BIN) $(UNIT_SAN) $(TEST_PROGRAMS)
+test-build: all $(UNIT_BIN) $(UNIT_SAN) $(TEST_PROGRAMS) $(FUZZERS)
 .PHONY: test-build
 
 # `make test`: set up a fresh Debian 12 machine, build, lint, run every test.

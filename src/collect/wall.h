@@ -49,6 +49,8 @@ const char *wall_state_name(enum wall_state s);
  * first argument is `arg0` (a descriptor for read/write-like calls, which
  * is classified through /proc/self/fd). */
 enum wall_state wall_state_of_syscall(long nr, uint64_t arg0);
+/* What waiting on descriptor fd is: network (socket), waiting (pipe), io. */
+enum wall_state wall_state_of_fd(int fd);
 
 /* Parses the text of /proc/PID/task/TID/syscall: "running" (nr = -2),
  * "-1 sp pc" (not in a system call, nr = -1) or "nr a0 .. a5 sp pc".

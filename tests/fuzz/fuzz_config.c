@@ -1,0 +1,61 @@
+/* Fuzzes the parsers of outside input that the environment and /proc feed:
+ * every setting parser, config_load over an environment built from the
+ * input, and the /proc/self/task/TID/syscall line parser. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collect/wall.h"
+#include "config/config.h"
+
+static const char *const names[] = {
+	"DD_PROFILING_ENABLED", "DD_SERVICE", "DD_ENV", "DD_VERSION", "DD_TAGS",
+	"DD_AGENT_HOST", "DD_TRACE_AGENT_PORT", "DD_TRACE_AGENT_URL", "DD_API_KEY", "DD_SITE",
+	"DD_PROFILING_UPLOAD_PERIOD", "DD_PROFILING_AGENTLESS", "STOWAWAY_OUTPUT_DIR",
+	"STOWAWAY_PROFILES", "STOWAWAY_LOG_LEVEL", "STOWAWAY_MAX_FILES", "STOWAWAY_CPU_HZ",
+	"STOWAWAY_WALL_HZ", "STOWAWAY_MAX_FRAMES", "STOWAWAY_ALLOC_SAMPLE_BYTES",
+	"STOWAWAY_PYROSCOPE_URL", "STOWAWAY_INTAKE_URL", "STOWAWAY_EXIT_TIMEOUT_MS",
+	"STOWAWAY_FOLLOW_EXEC", "STOWAWAY_MAX_OVERHEAD_PCT", "STOWAWAY_LOCK_SAMPLE_NS",
+};
+#define N_NAMES (sizeof(names) / sizeof(names[0]))
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	char *text = malloc(size + 1);
+	if (!text)
+		return 0;
+	memcpy(text, data, size);
+	text[size] = 0;
+
+	/* The parsers, one by one, on the whole input. */
+	bool b;
+	uint32_t u, kinds;
+	unsigned dropped;
+	char tags[256];
+	(void)config_parse_bool(text, &b);
+	(void)config_parse_u32_range(text, 1, 3600, &u);
+	(void)config_parse_kinds(text, &kinds);
+	(void)config_normalize_tags(text, tags, sizeof(tags), &dropped);
+	struct wall_syscall_info si;
+	if (wall_parse_syscall(text, size, &si))
+		(void)wall_state_name(wall_state_of_syscall(si.nr, si.arg0));
+
+	/* The whole configuration: input lines are values of the settings, in
+	 * order (a value may be empty); then config_load, quietly. */
+	for (size_t i = 0; i < N_NAMES; i++)
+		unsetenv(names[i]);
+	char *line = text;
+	for (size_t i = 0; i < N_NAMES && line; i++) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = 0;
+		setenv(names[i], line, 1);
+		line = nl ? nl + 1 : NULL;
+	}
+	setenv("STOWAWAY_LOG_LEVEL", "error", 1);
+	static struct sw_config cfg;
+	config_load(&cfg, "fuzz");
+	free(text);
+	return 0;
+}
