@@ -59,9 +59,9 @@ SW_EXPORT void __cxa_throw(void *obj, void *tinfo, void (*dest)(void *))
 	void *p = next_of(CXA_THROW);
 	throw_fn f;
 	__builtin_memcpy(&f, &p, sizeof(p));
-	if (!f)
-		no_runtime();
-	f(obj, tinfo, dest);
+	if (f)
+		f(obj, tinfo, dest);
+	no_runtime();
 }
 
 SW_EXPORT void __cxa_rethrow(void)
@@ -75,7 +75,7 @@ SW_EXPORT void __cxa_rethrow(void)
 	void *p = next_of(CXA_RETHROW);
 	rethrow_fn f;
 	__builtin_memcpy(&f, &p, sizeof(p));
-	if (!f)
-		no_runtime();
-	f();
+	if (f)
+		f();
+	no_runtime();
 }
