@@ -10,15 +10,13 @@
  * never libc: errno is untouched because we make raw system calls only. */
 #include "collect/cpu.h"
 #include "collect/context.h"
+#include "collect/ring.h"
 #include "collect/threads.h"
 #include "rt/sys.h"
 #include "unwind/unwind.h"
 
 
 #define RING_RECORDS 512u
-#define RECORD_EMPTY 0
-#define RECORD_WRITING 1
-#define RECORD_READY 2
 #define SIGNAL_PROBE_TRIES 4
 /* One sample in COST_SAMPLE_EVERY also reads the thread clock on the way
  * out, so the overhead cap knows what a sample costs (one extra system
@@ -28,7 +26,7 @@
 
 /* One sample as the handler leaves it; pcs has cfg->max_frames + 1 slots. */
 struct cpu_record {
-	atomic_int state;
+	struct ring_head head;
 	int tid;
 	int slot;
 	uint32_t depth;
@@ -44,13 +42,9 @@ static struct {
 	int signo;
 	const struct sw_config *cfg;
 	struct recorder *rec;
-	uint8_t *ring;
-	size_t record_size;
-	size_t ring_bytes;
+	struct sample_ring ring;
 	uint32_t max_frames;
 	atomic_ullong period_ns; /* changed by cpu_set_rate */
-	atomic_uint next_record;
-	atomic_uint ready_records; /* records in RECORD_READY: an empty ring is not scanned */
 	atomic_ullong dropped;
 	atomic_ullong taken;
 	atomic_ullong cost_ns;      /* handler CPU time of the measured samples */
@@ -60,11 +54,6 @@ static struct {
 	struct rt_rng rng; /* sampler/registering threads only, under rng_lock */
 	struct rt_mutex rng_lock;
 } cpu;
-
-static struct cpu_record *record_at(uint32_t i)
-{
-	return (struct cpu_record *)(void *)(cpu.ring + (size_t)i * cpu.record_size);
-}
 
 static void cpu_signal_handler(int sig, void *siv, void *ucv)
 {
@@ -85,13 +74,7 @@ static void cpu_signal_handler(int sig, void *siv, void *ucv)
 	if (elapsed == 0)
 		return;
 
-	struct cpu_record *rec = NULL;
-	for (int tries = 0; tries < 4 && !rec; tries++) {
-		uint32_t i = atomic_fetch_add(&cpu.next_record, 1) % RING_RECORDS;
-		int expected = RECORD_EMPTY;
-		if (atomic_compare_exchange_strong(&record_at(i)->state, &expected, RECORD_WRITING))
-			rec = record_at(i);
-	}
+	struct cpu_record *rec = ring_reserve(&cpu.ring);
 	if (!rec) {
 		/* The time is not lost: the next sample of this thread carries it. */
 		t->last_cpu_ns -= elapsed;
@@ -114,8 +97,7 @@ static void cpu_signal_handler(int sig, void *siv, void *ucv)
 	rec->slot = (int)slot;
 	rec->cpu_ns = elapsed;
 	uint64_t nth = atomic_fetch_add(&cpu.taken, 1);
-	atomic_store_explicit(&rec->state, RECORD_READY, memory_order_release);
-	atomic_fetch_add_explicit(&cpu.ready_records, 1, memory_order_release);
+	ring_publish(&cpu.ring, rec);
 	if (nth % COST_SAMPLE_EVERY == 0) {
 		uint64_t out = rt_thread_cpu_ns();
 		atomic_fetch_add_explicit(&cpu.cost_ns, out > now ? out - now : 0, memory_order_relaxed);
@@ -180,13 +162,11 @@ void cpu_thread_removed(int slot, int tid)
 
 void cpu_drain(void)
 {
-	if (!cpu.ring || atomic_load_explicit(&cpu.ready_records, memory_order_acquire) == 0)
+	if (!ring_has_ready(&cpu.ring))
 		return;
 	uint64_t start_ns = 0; /* read at the first record: an empty ring costs no clock read */
-	for (uint32_t i = 0; i < RING_RECORDS; i++) {
-		struct cpu_record *r = record_at(i);
-		if (atomic_load_explicit(&r->state, memory_order_acquire) != RECORD_READY)
-			continue;
+	uint32_t cursor = 0;
+	for (struct cpu_record *r; (r = ring_next_ready(&cpu.ring, &cursor)) != NULL;) {
 		if (start_ns == 0)
 			start_ns = rt_thread_cpu_ns();
 		struct sw_value values[2] = { { SW_V_CPU_SAMPLES, 1 },
@@ -205,8 +185,7 @@ void cpu_drain(void)
 		}
 		struct sw_sample s = { r->pcs, r->depth, values, 2, labels, n_labels };
 		(void)recorder_add(cpu.rec, &s);
-		atomic_store_explicit(&r->state, RECORD_EMPTY, memory_order_release);
-		atomic_fetch_sub_explicit(&cpu.ready_records, 1, memory_order_relaxed);
+		ring_release(&cpu.ring, r);
 	}
 	if (start_ns) {
 		uint64_t end_ns = rt_thread_cpu_ns();
@@ -231,13 +210,9 @@ int cpu_start(const struct sw_config *cfg, struct recorder *rec)
 	cpu.rec = rec;
 	cpu.max_frames = cfg->max_frames;
 	atomic_store(&cpu.period_ns, 1000000000ull / cfg->cpu_hz);
-	cpu.record_size = (sizeof(struct cpu_record) + (cfg->max_frames + 2) * sizeof(uint64_t) + 63) & ~(size_t)63;
-	if (!cpu.ring) {
-		cpu.ring_bytes = cpu.record_size * RING_RECORDS;
-		cpu.ring = rt_pages_alloc(cpu.ring_bytes);
-		if (!cpu.ring)
-			return -ENOMEM;
-	}
+	if (ring_init(&cpu.ring, RING_RECORDS,
+		      sizeof(struct cpu_record) + (cfg->max_frames + 2) * sizeof(uint64_t)) < 0)
+		return -ENOMEM;
 	rt_rng_seed(&cpu.rng);
 	cpu.signo = choose_signal();
 	if (cpu.signo < 0) {
@@ -334,11 +309,7 @@ int cpu_signal(void) { return cpu.signo; }
 
 void cpu_after_fork_child(void)
 {
-	if (!cpu.ring)
-		return;
-	for (uint32_t i = 0; i < RING_RECORDS; i++)
-		atomic_store(&record_at(i)->state, RECORD_EMPTY);
-	atomic_store(&cpu.ready_records, 0);
+	ring_clear(&cpu.ring);
 	rt_mutex_reset(&cpu.rng_lock);
 	rt_rng_seed(&cpu.rng);
 }

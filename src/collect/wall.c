@@ -1,6 +1,7 @@
 /* Wall-clock sampling without EINTR (see wall.h for the scheme). */
 #include "collect/wall.h"
 #include "collect/context.h"
+#include "collect/ring.h"
 #include "collect/threads.h"
 #include "core/thread.h"
 #include "rt/sys.h"
@@ -11,9 +12,6 @@
 
 
 #define RING_RECORDS 128u
-#define RECORD_EMPTY 0
-#define RECORD_WRITING 1
-#define RECORD_READY 2
 #define NS_PER_S 1000000000ull
 /* A running request that has not fired after this long (the thread did not
  * run through a scheduler tick) is withdrawn. */
@@ -38,7 +36,7 @@
 
 /* One running sample as the handler leaves it; pcs has max_frames + 2 slots. */
 struct wall_record {
-	atomic_int state;
+	struct ring_head head;
 	int tid;
 	int slot;
 	uint32_t depth;
@@ -95,10 +93,7 @@ static struct {
 	atomic_ullong period_ns; /* changed by wall_set_rate */
 	uint32_t configured_hz;
 	atomic_int thread_tid;  /* the wall sampler thread */
-	uint8_t *ring;
-	size_t record_size;
-	atomic_uint next_record;
-	atomic_uint ready_records; /* written by handlers, not yet drained */
+	struct sample_ring ring;
 	uint64_t *scratch; /* sampler thread: max_frames + 2 */
 	int cursor;
 	int open_fds;
@@ -541,11 +536,6 @@ static void sample_slot(int slot, uint64_t now)
 
 /* ---- the handler ---- */
 
-static struct wall_record *record_at(uint32_t i)
-{
-	return (struct wall_record *)(void *)(wall.ring + (size_t)i * wall.record_size);
-}
-
 static void wall_signal_handler(int sig, void *siv, void *ucv)
 {
 	RT_UNUSED(sig);
@@ -559,18 +549,12 @@ static void wall_signal_handler(int sig, void *siv, void *ucv)
 	int one = 1;
 	if (!atomic_compare_exchange_strong(&t->wall_inflight, &one, 0))
 		return; /* the request was withdrawn */
-	if (!wall.ring)
+	if (!wall.ring.mem)
 		return;
 	uint64_t weight = take_elapsed(t, rt_monotonic_ns());
 	if (weight == 0)
 		return;
-	struct wall_record *rec = NULL;
-	for (int tries = 0; tries < 4 && !rec; tries++) {
-		uint32_t i = atomic_fetch_add(&wall.next_record, 1) % RING_RECORDS;
-		int expected = RECORD_EMPTY;
-		if (atomic_compare_exchange_strong(&record_at(i)->state, &expected, RECORD_WRITING))
-			rec = record_at(i);
-	}
+	struct wall_record *rec = ring_reserve(&wall.ring);
 	if (!rec) {
 		/* The time is not lost: the thread's next sample carries it. */
 		atomic_fetch_sub(&t->wall_last_ns, weight);
@@ -590,21 +574,18 @@ static void wall_signal_handler(int sig, void *siv, void *ucv)
 	rec->tid = tid;
 	rec->slot = (int)si->value;
 	rec->weight_ns = weight;
-	atomic_store_explicit(&rec->state, RECORD_READY, memory_order_release);
-	atomic_fetch_add_explicit(&wall.ready_records, 1, memory_order_release);
+	ring_publish(&wall.ring, rec);
 }
 
 /* Moves the handler's records into the recorder.  Sampler thread only
  * (thread names are its private state), or after it has ended. */
 static void drain_ring(void)
 {
-	if (atomic_load_explicit(&wall.ready_records, memory_order_acquire) == 0)
+	if (!ring_has_ready(&wall.ring))
 		return;
 	uint64_t now = rt_monotonic_ns();
-	for (uint32_t i = 0; i < RING_RECORDS; i++) {
-		struct wall_record *r = record_at(i);
-		if (atomic_load_explicit(&r->state, memory_order_acquire) != RECORD_READY)
-			continue;
+	uint32_t cursor = 0;
+	for (struct wall_record *r; (r = ring_next_ready(&wall.ring, &cursor)) != NULL;) {
 		const char *name = "";
 		struct wall_private *w = &priv[r->slot];
 		if (w->tid == r->tid)
@@ -612,15 +593,14 @@ static void drain_ring(void)
 		record_sample(r->has_context ? &r->context : NULL, r->tid, name, r->pcs, r->depth,
 			      WALL_STATE_RUNNING, 1, r->weight_ns);
 		atomic_fetch_add(&wall.running_samples, 1);
-		atomic_store_explicit(&r->state, RECORD_EMPTY, memory_order_release);
-		atomic_fetch_sub_explicit(&wall.ready_records, 1, memory_order_relaxed);
+		ring_release(&wall.ring, r);
 	}
 }
 
 void wall_drain(void)
 {
 	/* While the sampler thread lives it drains every tick itself. */
-	if (wall.ring && !atomic_load(&wall.alive))
+	if (wall.ring.mem && !atomic_load(&wall.alive))
 		drain_ring();
 }
 
@@ -713,17 +693,6 @@ static void *wall_main(void *arg)
 
 /* ---- hooks side ---- */
 
-static uint64_t thread_pointer(void)
-{
-	uint64_t tp;
-#if defined(__x86_64__)
-	__asm__ volatile("mov %%fs:0, %0" : "=r"(tp));
-#else
-	__asm__ volatile("mrs %0, tpidr_el0" : "=r"(tp));
-#endif
-	return tp;
-}
-
 static uint32_t tp_bucket(uint64_t tp) { return (uint32_t)((tp >> 4) * 0x9E3779B97F4A7C15ull >> 51) % TP_BUCKETS; }
 
 static void tp_bind(int slot, uint64_t tp)
@@ -735,7 +704,7 @@ static void tp_bind(int slot, uint64_t tp)
 /* The calling thread's slot, or -1 when it is not registered. */
 static int self_slot(void)
 {
-	uint64_t tp = thread_pointer();
+	uint64_t tp = rt_thread_pointer();
 	int s = atomic_load_explicit(&tp_map[tp_bucket(tp)], memory_order_acquire) - 1;
 	if (s >= 0 && atomic_load_explicit(&thread_slots[s].wall_tp, memory_order_acquire) == tp &&
 	    atomic_load_explicit(&thread_slots[s].tid, memory_order_relaxed) != 0)
@@ -815,7 +784,7 @@ void wall_thread_added(int slot, int tid, bool self)
 	atomic_store(&t->wall_last_ns, rt_monotonic_ns());
 	atomic_fetch_or(&slot_bits[slot / 64], 1ull << (slot % 64));
 	if (self)
-		tp_bind(slot, thread_pointer());
+		tp_bind(slot, rt_thread_pointer());
 }
 
 void wall_thread_removed(int slot, int tid)
@@ -858,14 +827,13 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 	wall.configured_hz = cfg->wall_hz ? cfg->wall_hz : 100;
 	atomic_store(&wall.period_ns, NS_PER_S / wall.configured_hz);
 	wall.fd_floor = descriptor_floor();
-	wall.record_size = (sizeof(struct wall_record) + (cfg->max_frames + 2) * sizeof(uint64_t) + 63) &
-			   ~(size_t)63;
-	if (!wall.ring) {
-		wall.ring = rt_pages_alloc(wall.record_size * RING_RECORDS);
+	if (ring_init(&wall.ring, RING_RECORDS,
+		      sizeof(struct wall_record) + (cfg->max_frames + 2) * sizeof(uint64_t)) < 0)
+		return -ENOMEM;
+	if (!wall.scratch)
 		wall.scratch = rt_malloc((cfg->max_frames + 2) * sizeof(uint64_t));
-		if (!wall.ring || !wall.scratch)
-			return -ENOMEM;
-	}
+	if (!wall.scratch)
+		return -ENOMEM;
 	for (int s = 0; s < THREADS_MAX; s++) {
 		priv[s].proc_fd = -1;
 		priv[s].timer_id = -1;
@@ -918,7 +886,7 @@ bool wall_running(void) { return atomic_load(&wall.running) != 0; }
 
 void wall_after_fork_child(void)
 {
-	if (!wall.ring)
+	if (!wall.ring.mem)
 		return; /* never started: priv[] holds no descriptor */
 	/* Descriptors name the parent's threads; timers are not inherited (an id
 	 * may already name a timer of the child's, so none is deleted). */
@@ -936,10 +904,7 @@ void wall_after_fork_child(void)
 		atomic_store(&tp_map[b], 0);
 	for (int word = 0; word < SLOT_WORDS; word++)
 		atomic_store(&slot_bits[word], 0);
-	atomic_store(&wall.ready_records, 0);
-	if (wall.ring)
-		for (uint32_t i = 0; i < RING_RECORDS; i++)
-			atomic_store(&record_at(i)->state, RECORD_EMPTY);
+	ring_clear(&wall.ring);
 	atomic_store(&wall.alive, 0);
 	if (atomic_load(&wall.running))
 		start_thread();
