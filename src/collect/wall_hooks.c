@@ -57,6 +57,22 @@ static const void *mask_with_ours(const void *mask, struct wait_mask *copy)
 	return copy->bytes;
 }
 
+/* The body the waiting wrappers share: forward at once when wall profiling
+ * is off; otherwise publish "blocked here" (this frame) around the call.  A
+ * macro, not a function: WALL_HERE must capture the wrapper's own frame. */
+#define WALL_WRAP(state, fd, call)                                               \
+	do {                                                                     \
+		if (!wall_hooks_active())                                        \
+			return call;                                             \
+		struct wall_frame wrap_frame_;                                   \
+		WALL_HERE(wrap_frame_);                                          \
+		struct wall_call wrap_call_;                                     \
+		wall_call_enter(&wrap_call_, &wrap_frame_, (state), (fd));       \
+		__typeof__(call) wrap_result_ = call;                            \
+		wall_call_leave(&wrap_call_);                                    \
+		return wrap_result_;                                             \
+	} while (0)
+
 typedef int (*nanosleep_fn)(const void *, void *);
 NEXT_FN(nanosleep_fn, nanosleep)
 SW_EXPORT int nanosleep(const void *req, void *rem);
@@ -65,15 +81,7 @@ SW_EXPORT int nanosleep(const void *req, void *rem)
 	nanosleep_fn next = resolve_nanosleep();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(req, rem);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_SLEEPING, -1);
-	int r = next(req, rem);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_SLEEPING, -1, next(req, rem));
 }
 
 typedef int (*clock_nanosleep_fn)(int, int, const void *, void *);
@@ -84,15 +92,7 @@ SW_EXPORT int clock_nanosleep(int clk, int flags, const void *req, void *rem)
 	clock_nanosleep_fn next = resolve_clock_nanosleep();
 	if (!next)
 		return ENOSYS;
-	if (!wall_hooks_active())
-		return next(clk, flags, req, rem);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_SLEEPING, -1);
-	int r = next(clk, flags, req, rem);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_SLEEPING, -1, next(clk, flags, req, rem));
 }
 
 typedef int (*usleep_fn)(unsigned);
@@ -103,15 +103,7 @@ SW_EXPORT int usleep(unsigned usec)
 	usleep_fn next = resolve_usleep();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(usec);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_SLEEPING, -1);
-	int r = next(usec);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_SLEEPING, -1, next(usec));
 }
 
 typedef unsigned (*sleep_fn)(unsigned);
@@ -122,15 +114,7 @@ SW_EXPORT unsigned sleep(unsigned sec)
 	sleep_fn next = resolve_sleep();
 	if (!next)
 		return sec;
-	if (!wall_hooks_active())
-		return next(sec);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_SLEEPING, -1);
-	unsigned r = next(sec);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_SLEEPING, -1, next(sec));
 }
 
 typedef int (*pause_fn)(void);
@@ -141,15 +125,7 @@ SW_EXPORT int pause(void)
 	pause_fn next = resolve_pause();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next();
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_SLEEPING, -1);
-	int r = next();
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_SLEEPING, -1, next());
 }
 
 typedef long (*read_fn)(int, void *, size_t);
@@ -160,15 +136,7 @@ SW_EXPORT long read(int fd, void *buf, size_t n)
 	read_fn next = resolve_read();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(fd, buf, n);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_IO, fd);
-	long r = next(fd, buf, n);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_IO, fd, next(fd, buf, n));
 }
 
 typedef long (*readv_fn)(int, const void *, int);
@@ -179,15 +147,7 @@ SW_EXPORT long readv(int fd, const void *iov, int n)
 	readv_fn next = resolve_readv();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(fd, iov, n);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_IO, fd);
-	long r = next(fd, iov, n);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_IO, fd, next(fd, iov, n));
 }
 
 typedef long (*write_fn)(int, const void *, size_t);
@@ -198,15 +158,7 @@ SW_EXPORT long write(int fd, const void *buf, size_t n)
 	write_fn next = resolve_write();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(fd, buf, n);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_IO, fd);
-	long r = next(fd, buf, n);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_IO, fd, next(fd, buf, n));
 }
 
 typedef long (*writev_fn)(int, const void *, int);
@@ -217,15 +169,7 @@ SW_EXPORT long writev(int fd, const void *iov, int n)
 	writev_fn next = resolve_writev();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(fd, iov, n);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_IO, fd);
-	long r = next(fd, iov, n);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_IO, fd, next(fd, iov, n));
 }
 
 typedef long (*recv_fn)(int, void *, size_t, int);
@@ -236,15 +180,7 @@ SW_EXPORT long recv(int fd, void *buf, size_t n, int flags)
 	recv_fn next = resolve_recv();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(fd, buf, n, flags);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_NETWORK, fd);
-	long r = next(fd, buf, n, flags);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_NETWORK, fd, next(fd, buf, n, flags));
 }
 
 typedef long (*recvfrom_fn)(int, void *, size_t, int, void *, unsigned *);
@@ -255,15 +191,7 @@ SW_EXPORT long recvfrom(int fd, void *buf, size_t n, int flags, void *addr, unsi
 	recvfrom_fn next = resolve_recvfrom();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(fd, buf, n, flags, addr, alen);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_NETWORK, fd);
-	long r = next(fd, buf, n, flags, addr, alen);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_NETWORK, fd, next(fd, buf, n, flags, addr, alen));
 }
 
 typedef long (*recvmsg_fn)(int, void *, int);
@@ -274,15 +202,7 @@ SW_EXPORT long recvmsg(int fd, void *msg, int flags)
 	recvmsg_fn next = resolve_recvmsg();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(fd, msg, flags);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_NETWORK, fd);
-	long r = next(fd, msg, flags);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_NETWORK, fd, next(fd, msg, flags));
 }
 
 typedef long (*send_fn)(int, const void *, size_t, int);
@@ -293,15 +213,7 @@ SW_EXPORT long send(int fd, const void *buf, size_t n, int flags)
 	send_fn next = resolve_send();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(fd, buf, n, flags);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_NETWORK, fd);
-	long r = next(fd, buf, n, flags);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_NETWORK, fd, next(fd, buf, n, flags));
 }
 
 typedef long (*sendto_fn)(int, const void *, size_t, int, const void *, unsigned);
@@ -312,15 +224,7 @@ SW_EXPORT long sendto(int fd, const void *buf, size_t n, int flags, const void *
 	sendto_fn next = resolve_sendto();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(fd, buf, n, flags, addr, alen);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_NETWORK, fd);
-	long r = next(fd, buf, n, flags, addr, alen);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_NETWORK, fd, next(fd, buf, n, flags, addr, alen));
 }
 
 typedef long (*sendmsg_fn)(int, const void *, int);
@@ -331,15 +235,7 @@ SW_EXPORT long sendmsg(int fd, const void *msg, int flags)
 	sendmsg_fn next = resolve_sendmsg();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(fd, msg, flags);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_NETWORK, fd);
-	long r = next(fd, msg, flags);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_NETWORK, fd, next(fd, msg, flags));
 }
 
 typedef int (*accept_fn)(int, void *, unsigned *);
@@ -350,15 +246,7 @@ SW_EXPORT int accept(int fd, void *addr, unsigned *alen)
 	accept_fn next = resolve_accept();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(fd, addr, alen);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_NETWORK, fd);
-	int r = next(fd, addr, alen);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_NETWORK, fd, next(fd, addr, alen));
 }
 
 typedef int (*accept4_fn)(int, void *, unsigned *, int);
@@ -369,15 +257,7 @@ SW_EXPORT int accept4(int fd, void *addr, unsigned *alen, int flags)
 	accept4_fn next = resolve_accept4();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(fd, addr, alen, flags);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_NETWORK, fd);
-	int r = next(fd, addr, alen, flags);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_NETWORK, fd, next(fd, addr, alen, flags));
 }
 
 typedef int (*connect_fn)(int, const void *, unsigned);
@@ -388,15 +268,7 @@ SW_EXPORT int connect(int fd, const void *addr, unsigned alen)
 	connect_fn next = resolve_connect();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(fd, addr, alen);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_NETWORK, fd);
-	int r = next(fd, addr, alen);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_NETWORK, fd, next(fd, addr, alen));
 }
 
 typedef int (*epoll_wait_fn)(int, void *, int, int);
@@ -407,15 +279,7 @@ SW_EXPORT int epoll_wait(int epfd, void *events, int max, int timeout)
 	epoll_wait_fn next = resolve_epoll_wait();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(epfd, events, max, timeout);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_WAITING, -1);
-	int r = next(epfd, events, max, timeout);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_WAITING, -1, next(epfd, events, max, timeout));
 }
 
 typedef int (*epoll_pwait_fn)(int, void *, int, int, const void *);
@@ -446,15 +310,7 @@ SW_EXPORT int poll(void *fds, unsigned long nfds, int timeout)
 	poll_fn next = resolve_poll();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(fds, nfds, timeout);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_WAITING, -1);
-	int r = next(fds, nfds, timeout);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_WAITING, -1, next(fds, nfds, timeout));
 }
 
 typedef int (*ppoll_fn)(void *, unsigned long, const void *, const void *);
@@ -485,15 +341,7 @@ SW_EXPORT int select(int nfds, void *rd, void *wr, void *ex, void *tv)
 	select_fn next = resolve_select();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(nfds, rd, wr, ex, tv);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_WAITING, -1);
-	int r = next(nfds, rd, wr, ex, tv);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_WAITING, -1, next(nfds, rd, wr, ex, tv));
 }
 
 typedef int (*pselect_fn)(int, void *, void *, void *, const void *, const void *);
@@ -544,15 +392,7 @@ SW_EXPORT int sem_wait(void *sem)
 	sem_wait_fn next = resolve_sem_wait();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(sem);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_WAITING, -1);
-	int r = next(sem);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_WAITING, -1, next(sem));
 }
 
 typedef int (*sem_timedwait_fn)(void *, const void *);
@@ -563,15 +403,7 @@ SW_EXPORT int sem_timedwait(void *sem, const void *abstime)
 	sem_timedwait_fn next = resolve_sem_timedwait();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(sem, abstime);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_WAITING, -1);
-	int r = next(sem, abstime);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_WAITING, -1, next(sem, abstime));
 }
 
 typedef int (*pthread_cond_wait_fn)(void *, void *);
@@ -582,15 +414,7 @@ SW_EXPORT int pthread_cond_wait(void *cond, void *mutex)
 	pthread_cond_wait_fn next = resolve_pthread_cond_wait();
 	if (!next)
 		return ENOSYS;
-	if (!wall_hooks_active())
-		return next(cond, mutex);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_WAITING, -1);
-	int r = next(cond, mutex);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_WAITING, -1, next(cond, mutex));
 }
 
 typedef int (*pthread_cond_timedwait_fn)(void *, void *, const void *);
@@ -601,15 +425,7 @@ SW_EXPORT int pthread_cond_timedwait(void *cond, void *mutex, const void *abstim
 	pthread_cond_timedwait_fn next = resolve_pthread_cond_timedwait();
 	if (!next)
 		return ENOSYS;
-	if (!wall_hooks_active())
-		return next(cond, mutex, abstime);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_WAITING, -1);
-	int r = next(cond, mutex, abstime);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_WAITING, -1, next(cond, mutex, abstime));
 }
 
 typedef int (*waitpid_fn)(int, int *, int);
@@ -620,15 +436,7 @@ SW_EXPORT int waitpid(int pid, int *status, int options)
 	waitpid_fn next = resolve_waitpid();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(pid, status, options);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_WAITING, -1);
-	int r = next(pid, status, options);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_WAITING, -1, next(pid, status, options));
 }
 
 typedef int (*wait_fn)(int *);
@@ -639,15 +447,7 @@ SW_EXPORT int wait(int *status)
 	wait_fn next = resolve_wait();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(status);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_WAITING, -1);
-	int r = next(status);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_WAITING, -1, next(status));
 }
 
 typedef int (*wait4_fn)(int, int *, int, void *);
@@ -658,15 +458,7 @@ SW_EXPORT int wait4(int pid, int *status, int options, void *rusage)
 	wait4_fn next = resolve_wait4();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(pid, status, options, rusage);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_WAITING, -1);
-	int r = next(pid, status, options, rusage);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_WAITING, -1, next(pid, status, options, rusage));
 }
 
 typedef int (*waitid_fn)(int, unsigned, void *, int);
@@ -677,13 +469,5 @@ SW_EXPORT int waitid(int idtype, unsigned id, void *info, int options)
 	waitid_fn next = resolve_waitid();
 	if (!next)
 		return -1;
-	if (!wall_hooks_active())
-		return next(idtype, id, info, options);
-	struct wall_frame f;
-	WALL_HERE(f);
-	struct wall_call c;
-	wall_call_enter(&c, &f, WALL_STATE_WAITING, -1);
-	int r = next(idtype, id, info, options);
-	wall_call_leave(&c);
-	return r;
+	WALL_WRAP(WALL_STATE_WAITING, -1, next(idtype, id, info, options));
 }
