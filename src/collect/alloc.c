@@ -43,6 +43,9 @@ static struct {
 	struct rt_rng export_rng; /* under live_lock */
 
 	atomic_ullong samples;
+	atomic_ullong cost_ns;      /* CPU time of the measured samples */
+	atomic_ullong clock_pair_ns; /* what reading the thread clock twice costs (subtracted) */
+	atomic_ullong cost_samples; /* samples measured */
 	atomic_ullong live_dropped;
 	atomic_ullong no_thread_slot;
 	atomic_ullong record_failed;
@@ -89,7 +92,8 @@ static void thread_slot_init(struct alloc_thread *t)
 	t->outer_sp = 0;
 	t->stack_lo = 0;
 	t->stack_hi = 0;
-	t->countdown = alloc_draw_countdown(&t->rng, sample_rate());
+	t->countdown_mean = sample_rate();
+	t->countdown = alloc_draw_countdown(&t->rng, t->countdown_mean);
 	atomic_store(&t->tid, (int)sys_gettid());
 }
 
@@ -325,14 +329,34 @@ static void live_remember(uintptr_t addr, uint64_t size, double weight, int tid,
 
 /* ---- the sampled path ---- */
 
+static void sample_and_record(struct alloc_thread *t, void *p, size_t size, uintptr_t ra);
+
 void alloc_sample(struct alloc_thread *t, void *p, size_t size, uintptr_t ra)
 {
-	uint64_t rate = sample_rate();
-	t->countdown = alloc_draw_countdown(&t->rng, rate);
+	uint64_t n = atomic_load_explicit(&st.samples, memory_order_relaxed);
+	if (n % ALLOC_COST_EVERY != 0) {
+		sample_and_record(t, p, size, ra);
+		return;
+	}
+	uint64_t start = rt_thread_cpu_ns();
+	sample_and_record(t, p, size, ra);
+	uint64_t spent = rt_thread_cpu_ns() - start;
+	uint64_t clock = atomic_load_explicit(&st.clock_pair_ns, memory_order_relaxed);
+	atomic_fetch_add_explicit(&st.cost_ns, spent > clock ? spent - clock : 0, memory_order_relaxed);
+	atomic_fetch_add_explicit(&st.cost_samples, 1, memory_order_relaxed);
+}
+
+static void sample_and_record(struct alloc_thread *t, void *p, size_t size, uintptr_t ra)
+{
+	/* The allocation that ran out the countdown is weighted by the mean that
+	 * countdown was drawn with; the next one uses the mean in effect now. */
+	uint64_t drawn_mean = t->countdown_mean ? t->countdown_mean : sample_rate();
+	t->countdown_mean = sample_rate();
+	t->countdown = alloc_draw_countdown(&t->rng, t->countdown_mean);
 	struct recorder *rec = atomic_load(&st.rec);
 	if (!p || !rec)
 		return;
-	double w = sample_weight(size, rate);
+	double w = sample_weight(size, drawn_mean);
 	int tid = (int)sys_gettid();
 	atomic_store(&t->tid, tid);
 	atomic_fetch_add(&st.samples, 1);
@@ -369,6 +393,19 @@ void alloc_sample(struct alloc_thread *t, void *p, size_t size, uintptr_t ra)
 
 /* ---- the collector ---- */
 
+/* The cheapest of a few back-to-back thread-clock reads: the measuring
+ * overhead inside each timed sample (system calls are slow on some VMs). */
+static uint64_t measure_clock_pair(void)
+{
+	uint64_t best = UINT64_MAX;
+	for (int i = 0; i < 16; i++) {
+		uint64_t a = rt_thread_cpu_ns(), b = rt_thread_cpu_ns();
+		if (b >= a && b - a < best)
+			best = b - a;
+	}
+	return best == UINT64_MAX ? 0 : best;
+}
+
 int alloc_collector_start(const struct sw_config *cfg, struct recorder *rec)
 {
 	bool want_alloc = (cfg->kinds & SW_KIND_BIT(SW_KIND_ALLOC)) != 0;
@@ -401,6 +438,7 @@ int alloc_collector_start(const struct sw_config *cfg, struct recorder *rec)
 		rt_mutex_unlock(&st.live_lock);
 	}
 	atomic_store(&st.rate, cfg->alloc_sample_bytes ? cfg->alloc_sample_bytes : ALLOC_DEFAULT_RATE);
+	atomic_store(&st.clock_pair_ns, measure_clock_pair());
 	st.max_frames = cfg->max_frames ? cfg->max_frames : 64u;
 	st.record_alloc = want_alloc;
 	st.track_live = want_live;
@@ -503,3 +541,19 @@ void alloc_get_stats(struct alloc_stats *out)
 	out->no_thread_slot = atomic_load(&st.no_thread_slot);
 	out->record_failed = atomic_load(&st.record_failed);
 }
+
+void alloc_set_sample_bytes(uint64_t mean)
+{
+	if (mean)
+		atomic_store_explicit(&st.rate, mean, memory_order_release);
+}
+
+uint64_t alloc_sample_bytes(void) { return sample_rate(); }
+
+void alloc_sample_cost(uint64_t *measured_ns, uint64_t *measured_samples)
+{
+	*measured_ns = atomic_load_explicit(&st.cost_ns, memory_order_relaxed);
+	*measured_samples = atomic_load_explicit(&st.cost_samples, memory_order_relaxed);
+}
+
+uint64_t alloc_samples_taken(void) { return atomic_load_explicit(&st.samples, memory_order_relaxed); }

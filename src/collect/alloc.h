@@ -60,6 +60,7 @@ struct alloc_thread {
 	int pad;
 	uintptr_t outer_sp;    /* stack pointer of the outermost hook, 0: none */
 	int64_t countdown;     /* bytes left until the next sample */
+	uint64_t countdown_mean; /* the mean it was drawn with (weights use it) */
 	struct rt_rng rng;
 	/* Bounds of the mapping holding this thread's stack, found on its first
 	 * sample, so the unwinder reads the stack directly (0: unknown). */
@@ -211,5 +212,15 @@ struct alloc_stats {
 	uint64_t record_failed;  /* recorder_add overflowed or failed */
 };
 void alloc_get_stats(struct alloc_stats *out);
+
+/* The overhead cap's handles: the mean bytes between samples in effect
+ * (new countdowns use it; a countdown in flight keeps the mean it was drawn
+ * with, so weights stay unbiased), and the CPU cost of sampled allocations
+ * (measured on one sample in ALLOC_COST_EVERY). */
+#define ALLOC_COST_EVERY 8u
+void alloc_set_sample_bytes(uint64_t mean);
+uint64_t alloc_sample_bytes(void);
+void alloc_sample_cost(uint64_t *measured_ns, uint64_t *measured_samples);
+uint64_t alloc_samples_taken(void);
 
 #endif

@@ -8,15 +8,18 @@
  * cpu_delivery_cost_ns, measured once per start).  The handler's part and
  * the time our sampler spends recording CPU samples (cpu_drain_cost_ns)
  * scale with the CPU rate; the wall sampler thread's time scales with the
- * wall rate; the rest of our threads' time counts as fixed cost.  One scale
- * applies to both rates.  The allocation hooks' cost and the wall sampler's
- * signal handler (on the host's running threads) are not counted, and the
- * allocation rate is not controlled: that collector does not expose them.
+ * wall rate; sampled allocations (alloc_sample_cost, measured on the
+ * allocating threads) scale with the allocation rate; the rest of our
+ * threads' time counts as fixed cost.  One scale applies to all three
+ * rates.  Not counted: the unsampled allocation path (a few ns per call, no
+ * rate controls it) and the wall sampler's signal handler on the host's
+ * running threads.
  *
  * State is the sampler thread's alone; what overhead_describe reads is
  * published in atomics, so the scheduler (or a fork child that never saw a
  * tick) never waits for a lock. */
 #include "collect/overhead.h"
+#include "collect/alloc.h"
 #include "collect/cpu.h"
 #include "collect/wall.h"
 #include "core/thread.h"
@@ -34,6 +37,8 @@ static struct {
 	int sampler_tid; /* the probe restarts when the sampler thread changes */
 	uint32_t configured_cpu_hz;
 	uint32_t configured_wall_hz;
+	uint64_t configured_alloc_bytes;
+	uint64_t last_alloc_samples, last_alloc_cost_ns, last_alloc_cost_samples;
 	uint64_t tick_wall_ns; /* the wall sampler thread's CPU in this tick */
 	struct overhead_ctl ctl;
 	uint64_t last_process_ns;
@@ -56,6 +61,7 @@ static struct {
 	atomic_uint judged;
 	atomic_uint cpu_hz, configured_cpu_hz;
 	atomic_uint wall_hz, configured_wall_hz;
+	atomic_ullong alloc_bytes, configured_alloc_bytes;
 	atomic_uint lowered, raised;
 	atomic_int saturated;
 	atomic_int fixed_over;
@@ -154,6 +160,21 @@ static uint64_t handler_ns(void)
 	return d_samples * (per_sample + probe.delivery_ns);
 }
 
+/* CPU time sampled allocations cost the host's threads since the previous call. */
+static uint64_t alloc_ns(void)
+{
+	uint64_t samples = alloc_samples_taken(), cost_ns = 0, cost_samples = 0;
+	alloc_sample_cost(&cost_ns, &cost_samples);
+	uint64_t d_samples = samples - probe.last_alloc_samples;
+	uint64_t d_ns = cost_ns - probe.last_alloc_cost_ns;
+	uint64_t d_measured = cost_samples - probe.last_alloc_cost_samples;
+	uint64_t per_sample = d_measured ? d_ns / d_measured : cost_samples ? cost_ns / cost_samples : 0;
+	probe.last_alloc_samples = samples;
+	probe.last_alloc_cost_ns = cost_ns;
+	probe.last_alloc_cost_samples = cost_samples;
+	return d_samples * per_sample;
+}
+
 static void publish(void)
 {
 	atomic_store(&pub.budget_ppm, probe.ctl.budget_ppm);
@@ -162,6 +183,8 @@ static void publish(void)
 	atomic_store(&pub.configured_cpu_hz, probe.configured_cpu_hz);
 	atomic_store(&pub.wall_hz, wall_running() ? wall_rate() : 0);
 	atomic_store(&pub.configured_wall_hz, probe.configured_wall_hz);
+	atomic_store(&pub.alloc_bytes, probe.configured_alloc_bytes ? alloc_sample_bytes() : 0);
+	atomic_store(&pub.configured_alloc_bytes, probe.configured_alloc_bytes);
 	atomic_store(&pub.lowered, probe.ctl.lowered);
 	atomic_store(&pub.raised, probe.ctl.raised);
 	atomic_store(&pub.saturated, probe.ctl.saturated);
@@ -175,6 +198,8 @@ static void reset(const struct sw_config *cfg, int tid)
 	probe.sampler_tid = tid;
 	probe.configured_cpu_hz = cfg->cpu_hz;
 	probe.configured_wall_hz = cfg->wall_hz;
+	bool alloc_on = (cfg->kinds & (SW_KIND_BIT(SW_KIND_ALLOC) | SW_KIND_BIT(SW_KIND_HEAP))) != 0;
+	probe.configured_alloc_bytes = alloc_on ? cfg->alloc_sample_bytes : 0;
 	/* Before the baselines: the calibration's signals are not the host's samples. */
 	probe.delivery_ns = cpu_delivery_cost_ns();
 	overhead_ctl_init(&probe.ctl, cfg->max_overhead_pct);
@@ -183,6 +208,11 @@ static void reset(const struct sw_config *cfg, int tid)
 		cpu_set_rate(cfg->cpu_hz);
 	if (wall_running())
 		wall_set_rate(cfg->wall_hz);
+	if (probe.configured_alloc_bytes) {
+		alloc_set_sample_bytes(probe.configured_alloc_bytes);
+		probe.last_alloc_samples = alloc_samples_taken();
+		alloc_sample_cost(&probe.last_alloc_cost_ns, &probe.last_alloc_cost_samples);
+	}
 	probe.last_process_ns = rt_process_cpu_ns();
 	probe.last_samples = cpu_samples_taken() + cpu_samples_dropped();
 	cpu_handler_cost(&probe.last_cost_ns, &probe.last_cost_samples);
@@ -204,6 +234,12 @@ static uint32_t delivered_hz(void)
 
 static void apply(const struct sw_config *cfg, enum overhead_decision d, uint32_t old_scale)
 {
+	if (probe.configured_alloc_bytes) {
+		/* Fewer samples means more bytes between them: the mean grows as the
+		 * scale falls (at most 100x, the scale's floor). */
+		uint64_t mean = probe.configured_alloc_bytes * OVERHEAD_SCALE_FULL / probe.ctl.scale_ppm;
+		alloc_set_sample_bytes(mean);
+	}
 	if (wall_running()) {
 		/* The wall sampler ticks on its own clock: its rate is the scale's. */
 		uint64_t whz = (uint64_t)cfg->wall_hz * probe.ctl.scale_ppm / OVERHEAD_SCALE_FULL;
@@ -231,7 +267,7 @@ void overhead_tick(const struct sw_config *cfg)
 	uint64_t process = rt_process_cpu_ns();
 	uint64_t d_process = process > probe.last_process_ns ? process - probe.last_process_ns : 0;
 	probe.last_process_ns = process;
-	uint64_t threads = own_threads_ns(), handler = handler_ns();
+	uint64_t threads = own_threads_ns(), handler = handler_ns() + alloc_ns();
 	/* Recording samples is part of our threads' time, but grows with the rate. */
 	uint64_t drain_total = cpu_drain_cost_ns();
 	uint64_t drain = RT_MIN(drain_total - probe.last_drain_ns, threads);
@@ -277,7 +313,7 @@ size_t overhead_describe(char *buf, size_t cap)
 {
 	uint32_t budget = atomic_load(&pub.budget_ppm), ppm = atomic_load(&pub.overhead_ppm);
 	uint32_t hz = atomic_load(&pub.cpu_hz), configured = atomic_load(&pub.configured_cpu_hz);
-	char measured[96], rates[160];
+	char measured[96], rates[256];
 	if (atomic_load(&pub.judged) == 0)
 		/* Also before the probe's first tick, when nothing is published. */
 		rt_snprintf(measured, sizeof(measured), "overhead not measured yet");
@@ -293,8 +329,13 @@ size_t overhead_describe(char *buf, size_t cap)
 	size_t n = hz ? rt_snprintf(rates, sizeof(rates), "cpu %u Hz (configured %u Hz)", hz, configured)
 		      : rt_snprintf(rates, sizeof(rates), "cpu off");
 	if (whz && n < sizeof(rates))
-		(void)rt_snprintf(rates + n, sizeof(rates) - n, ", wall %u Hz (configured %u Hz)", whz,
-				  wconf);
+		n += rt_snprintf(rates + n, sizeof(rates) - n, ", wall %u Hz (configured %u Hz)", whz,
+				 wconf);
+	uint64_t abytes = atomic_load(&pub.alloc_bytes), aconf = atomic_load(&pub.configured_alloc_bytes);
+	if (abytes && n < sizeof(rates))
+		(void)rt_snprintf(rates + n, sizeof(rates) - n,
+				  ", alloc one sample per %llu bytes (configured %llu)",
+				  (unsigned long long)abytes, (unsigned long long)aconf);
 	return rt_snprintf(buf, cap, "stowaway: %s; sampling rates lowered %u times, raised %u "
 				     "times; effective rates: %s",
 			   measured, atomic_load(&pub.lowered), atomic_load(&pub.raised), rates);

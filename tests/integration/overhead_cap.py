@@ -8,7 +8,8 @@ than the same run with a limit it never reaches, and its cpu-time total still ma
 the CPU the threads used (samples are weighted by elapsed CPU time,
 whatever the rate).  A cheap
 setting (the defaults, shallow stacks) must keep the configured rate.  The
-wall sampler's rate is lowered by the same cap.
+wall sampler's rate is lowered by the same cap, and the bytes between
+allocation samples are raised.
 Profiles are read with `go tool pprof -raw`, not with our own decoder."""
 import glob
 import os
@@ -130,13 +131,31 @@ def main():
     # The wall sampler's cost follows its rate: at 1000 Hz over a 1% limit
     # the cap lowers the wall rate too, and the comment says so.
     name = "wall"
-    _, log, comments, _ = run(name, 300000000, 5, {"STOWAWAY_PROFILES": "cpu,wall",
+    _, log, comments, _ = run(name, 900000000, 5, {"STOWAWAY_PROFILES": "cpu,wall",
                                                    "STOWAWAY_WALL_HZ": "1000",
                                                    "STOWAWAY_MAX_OVERHEAD_PCT": "1"})
     wall = [re.search(r"wall (\d+) Hz \(configured 1000 Hz\)", c) for c in comments]
     wall = [m for m in wall if m]
     check(f"{name}: wall rate lowered below the configured 1000 Hz",
           len(wall) == 1 and int(wall[0].group(1)) < 1000, " | ".join(comments)[:300])
+
+    # Sampled allocations cost CPU on the allocating threads: one sample per
+    # 4 KiB over a 1% limit makes the cap raise the mean bytes per sample.
+    name = "alloc"
+    bench = os.path.join(ROOT, "build", "workloads", "alloc_bench")
+    with tempfile.TemporaryDirectory() as out:
+        env = dict(os.environ, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out,
+                   STOWAWAY_PROFILES="cpu,alloc", STOWAWAY_ALLOC_SAMPLE_BYTES="4096",
+                   STOWAWAY_MAX_OVERHEAD_PCT="1", DD_SERVICE="ovcap", LD_PRELOAD=SO)
+        proc = subprocess.run([bench, "2", "20000000", "mixed"], env=env, capture_output=True,
+                              text=True, timeout=300)
+        check(f"{name}: runs", proc.returncode == 0, proc.stderr[-300:])
+        files = glob.glob(os.path.join(out, "ovcap.*.alloc.*.pb.gz"))
+        comments = raw_profile(files[0])[0] if files else []
+        means = [re.search(r"alloc one sample per (\d+) bytes \(configured 4096\)", c) for c in comments]
+        means = [m for m in means if m]
+        check(f"{name}: bytes per allocation sample raised above the configured 4096",
+              len(means) == 1 and int(means[0].group(1)) > 4096, " | ".join(comments)[:300])
     return 1 if failed else 0
 
 
