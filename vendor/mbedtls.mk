@@ -50,5 +50,5 @@ $(MBEDTLS_OBJ): $(MBEDTLS_LIB_OBJ) $(BUILD)/obj/export/tls.o
 	ld -r --gc-sections $$roots -o $@ $(MBEDTLS_LIB_OBJ)
 
 # The glue includes mbedTLS headers.
-$(BUILD)/obj/export/tls.o $(BUILD)/san/export/tls.o: $(MBEDTLS_STAMP) vendor/stowaway_mbedtls_config.h
-$(BUILD)/obj/export/tls.o $(BUILD)/san/export/tls.o: LIB_CFLAGS += $(MBEDTLS_INC)
+$(BUILD)/obj/export/tls.o $(BUILD)/san/export/tls.o $(BUILD)/ubsan/export/tls.o: $(MBEDTLS_STAMP) vendor/stowaway_mbedtls_config.h
+$(BUILD)/obj/export/tls.o $(BUILD)/san/export/tls.o $(BUILD)/ubsan/export/tls.o: LIB_CFLAGS += $(MBEDTLS_INC)
