@@ -6,7 +6,9 @@ TEST_PROGRAMS += $(BUILD)/ubsan/libstowaway.so
 
 $(BUILD)/ubsan/%.o: src/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(LIB_CFLAGS) -fsanitize=undefined -fsanitize-undefined-trap-on-error -c $< -o $@
+	$(CC) $(LIB_CFLAGS) -fsanitize=undefined -fsanitize-undefined-trap-on-error -MMD -MP -c $< -o $@
 
 $(BUILD)/ubsan/libstowaway.so: $(UBSAN_OBJ) $(LIB_EXTRA_OBJ) src/core/exports.map
 	$(CC) $(LIB_LDFLAGS) -o $@ $(UBSAN_OBJ) $(LIB_EXTRA_OBJ) -lgcc
+
+-include $(UBSAN_OBJ:.o=.d)
