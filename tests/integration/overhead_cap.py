@@ -131,7 +131,8 @@ def main():
     # The wall sampler's cost follows its rate: at 1000 Hz over a 1% limit
     # the cap lowers the wall rate too, and the comment says so.
     name = "wall"
-    _, log, comments, _ = run(name, 900000000, 5, {"STOWAWAY_PROFILES": "cpu,wall",
+    # Long enough (~9 s) that windows are judged after the first 4 s.
+    _, log, comments, _ = run(name, 1800000000, 5, {"STOWAWAY_PROFILES": "cpu,wall",
                                                    "STOWAWAY_WALL_HZ": "1000",
                                                    "STOWAWAY_MAX_OVERHEAD_PCT": "1"})
     wall = [re.search(r"wall (\d+) Hz \(configured 1000 Hz\)", c) for c in comments]
