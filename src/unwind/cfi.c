@@ -432,6 +432,18 @@ static bool advance(struct program_ctx *p, const struct frame_state *s, uint64_t
 	return true;
 }
 
+/* off * data_align for a rule or CFA offset; a product that does not fit
+ * (only corrupt CFI gets there) stops the reader instead of overflowing. */
+static int64_t scaled(struct reader *r, int64_t off, int64_t data_align)
+{
+	int64_t v;
+	if (__builtin_mul_overflow(off, data_align, &v)) {
+		r->ok = false;
+		return 0;
+	}
+	return v;
+}
+
 /* Runs instructions in [r->pos, r->end).  Unknown opcodes end the program
  * with the CFA marked unsupported from that location on. */
 static void run_program(struct program_ctx *p, struct reader *r, struct frame_state *s)
@@ -448,7 +460,7 @@ static void run_program(struct program_ctx *p, struct reader *r, struct frame_st
 			continue;
 		case 0x80: /* DW_CFA_offset */
 			off = rd_uleb(r);
-			set_rule(s, low, RULE_OFFSET, (int64_t)off * da);
+			set_rule(s, low, RULE_OFFSET, scaled(r, (int64_t)off, da));
 			continue;
 		case 0xc0: { /* DW_CFA_restore */
 			struct rule *rl = rule_for(s, low);
@@ -485,7 +497,7 @@ static void run_program(struct program_ctx *p, struct reader *r, struct frame_st
 		case 0x05: /* offset_extended */
 			reg = rd_uleb(r);
 			off = rd_uleb(r);
-			set_rule(s, reg, RULE_OFFSET, (int64_t)off * da);
+			set_rule(s, reg, RULE_OFFSET, scaled(r, (int64_t)off, da));
 			break;
 		case 0x06: { /* restore_extended */
 			reg = rd_uleb(r);
@@ -555,15 +567,15 @@ static void run_program(struct program_ctx *p, struct reader *r, struct frame_st
 		}
 		case 0x11: /* offset_extended_sf */
 			reg = rd_uleb(r);
-			set_rule(s, reg, RULE_OFFSET, rd_sleb(r) * da);
+			set_rule(s, reg, RULE_OFFSET, scaled(r, rd_sleb(r), da));
 			break;
 		case 0x12: /* def_cfa_sf */
 			s->cfa_reg = rd_uleb(r);
-			s->cfa_offset = rd_sleb(r) * da;
+			s->cfa_offset = scaled(r, rd_sleb(r), da);
 			s->cfa_type = CFA_REG;
 			break;
 		case 0x13: /* def_cfa_offset_sf */
-			s->cfa_offset = rd_sleb(r) * da;
+			s->cfa_offset = scaled(r, rd_sleb(r), da);
 			break;
 		case 0x14: /* val_offset */
 			reg = rd_uleb(r);
@@ -581,7 +593,12 @@ static void run_program(struct program_ctx *p, struct reader *r, struct frame_st
 		case 0x2f: /* GNU_negative_offset_extended */
 			reg = rd_uleb(r);
 			off = rd_uleb(r);
-			set_rule(s, reg, RULE_OFFSET, -(int64_t)off * da);
+			{
+				int64_t v = scaled(r, (int64_t)off, da);
+				if (v == INT64_MIN) /* its negation does not fit */
+					r->ok = false;
+				set_rule(s, reg, RULE_OFFSET, r->ok ? -v : 0);
+			}
 			break;
 		default:
 			s->cfa_type = CFA_UNSUPPORTED;
