@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Runs every fuzz target for a bounded time: `short` (make test, 10 s each)
+# Runs every fuzz target for a bounded time: `short` (make test, 6 s each)
 # or `long` (make fuzz, 10 min each).  Seeds: tests/fuzz/corpus/<target>/
 # (crashes found earlier live there as regression inputs).
 set -u
 cd "$(dirname "$0")/../.."
 mode="${1:-short}"
-secs=10
+secs=6
 [ "$mode" = long ] && secs=600
 shopt -s nullglob
 targets=(build/fuzz/fuzz_*)

@@ -229,7 +229,7 @@ __attribute__((noinline)) static int run_chain(void)
 
 __attribute__((noinline)) static void mode_chain(int libc_cfi)
 {
-	start_sampling(600);
+	start_sampling(300);
 	run_chain();
 	stop_sampling();
 	const char *expect[8] = {name_of_fn(chain_fns[0]), name_of_fn(chain_fns[1]),
@@ -251,7 +251,7 @@ __attribute__((noinline)) static void *thread_entry(void *arg)
 __attribute__((noinline)) static void mode_thread(int libc_cfi)
 {
 	pthread_t t;
-	start_sampling(600);
+	start_sampling(300);
 	if (pthread_create(&t, NULL, thread_entry, NULL) != 0) {
 		check(0, "thread-create", "");
 		return;
@@ -268,7 +268,7 @@ __attribute__((noinline)) static void mode_thread(int libc_cfi)
 __attribute__((noinline)) static void mode_recursion(void)
 {
 	max_frames = RECURSION_MAX_FRAMES;
-	start_sampling(300);
+	start_sampling(150);
 	chain_recurse(2000, keep_going);
 	stop_sampling();
 	int n = samples_taken();
@@ -325,7 +325,7 @@ __attribute__((noinline)) static void mode_signal(int libc_cfi)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = alarm_handler;
 	sigaction(SIGALRM, &sa, NULL);
-	start_sampling(600);
+	start_sampling(300);
 	struct itimerval it = {{0, 0}, {0, 20000}};
 	setitimer(ITIMER_REAL, &it, NULL);
 	run_signal_chain();
@@ -404,7 +404,7 @@ static uint64_t own_plt(void)
 
 __attribute__((noinline)) static void mode_plt(int libc_cfi)
 {
-	start_sampling(600);
+	start_sampling(300);
 	run_plt();
 	stop_sampling();
 	const char *expect[5] = {name_of_fn(shlib_leaf_function()), "shlib_spin",
@@ -457,7 +457,7 @@ __attribute__((noinline)) static void *vdso_thread(void *arg)
 __attribute__((noinline)) static void mode_vdso(int libc_cfi)
 {
 	pthread_t t;
-	start_sampling(800);
+	start_sampling(400);
 	if (pthread_create(&t, NULL, vdso_thread, NULL) != 0) {
 		check(0, "vdso-thread-create", "");
 		return;
