@@ -21,6 +21,8 @@ $(ALLOC_WL)/alloc_bench: tests/workloads/alloc_bench.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLOC_WL_CFLAGS) $< -o $@ -lpthread
 BENCHES += $(ALLOC_WL)/alloc_bench
+# Also a test program: the overhead-cap test drives the allocation rate with it.
+TEST_PROGRAMS += $(ALLOC_WL)/alloc_bench
 
 $(ALLOC_WL)/alloc_churn: tests/workloads/alloc_churn.c
 	@mkdir -p $(dir $@)

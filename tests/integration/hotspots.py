@@ -119,7 +119,11 @@ for prog in ["hotspots", "hotspots-musl"]:
         waits = [l for s, l in (parse_raw(wall_files[0], True) if wall_files else [])
                  if "wait_backend" in s]
         check(f"{prog}: wall samples of the backend wait", len(waits) >= 5, str(len(waits)))
-        bad = [l for l in waits if "span id" not in l or int(l["span id"]) not in requests
-               or l.get("state") != "sleeping"]
+        bad = [l for l in waits if "span id" not in l or int(l["span id"]) not in requests]
         check(f"{prog}: wall samples of a wait carry their request's span ids", not bad, str(bad[:3]))
+        # Most are taken blocked in nanosleep; a few catch the thread running
+        # inside wait_backend just before or after the system call.
+        sleeping = sum(1 for l in waits if l.get("state") == "sleeping")
+        check(f"{prog}: the wait is seen as sleeping", waits and sleeping >= 0.8 * len(waits),
+              f"{sleeping} of {len(waits)}")
 sys.exit(1 if failed else 0)

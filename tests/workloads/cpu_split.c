@@ -1,7 +1,8 @@
 /* CPU known-answer workload.  Three threads burn CPU in distinct functions;
  * the truth is known by construction and measured without disturbing it:
  *   worker-ab:  alpha_leaf via alpha_mid and beta_leaf, the same code run for
- *               1 and 2 parts of the iterations: 1/3 and 2/3 of its CPU
+ *               1 and 2 parts of the iterations (random chunk sizes, always
+ *               in that ratio): 1/3 and 2/3 of its CPU
  *   worker-g:   gamma_leaf, all of its CPU
  *   main:       delta_leaf, all of its CPU
  * Each thread reads its own CPU clock once, when it ends (no system call
@@ -66,9 +67,15 @@ static uint64_t spent_alpha, spent_beta, spent_gamma, spent_delta;
 static void *worker_ab(void *arg)
 {
 	(void)arg;
+	/* Chunk sizes vary per iteration (beta always twice alpha): a loop of
+	 * constant length could alias with the kernel tick that CPU timers
+	 * fire on, and put every sample at the same phase of the loop. */
+	uint64_t lcg = 88172645463325252ull;
 	while (running) {
-		sink += alpha_mid(CHUNK);
-		sink += beta_leaf(2 * CHUNK);
+		lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+		uint64_t chunk = CHUNK / 2 + (lcg >> 33) % CHUNK;
+		sink += alpha_mid(chunk);
+		sink += beta_leaf(2 * chunk);
 	}
 	uint64_t spent = thread_cpu_ns();
 	spent_alpha = spent / 3;
