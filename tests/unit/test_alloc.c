@@ -184,6 +184,10 @@ static void thread_table_claims_and_collisions(void)
 	pthread_t th;
 	CHECK(pthread_create(&th, NULL, exit_at_once, &dead_tid) == 0);
 	pthread_join(th, NULL);
+	/* join returns when the tid is cleared; the kernel may still show the
+	 * exiting task to tgkill for a moment: wait (bounded) until it is gone. */
+	for (int i = 0; i < 1000 && syscall(SYS_tgkill, getpid(), dead_tid, 0) == 0; i++)
+		usleep(1000);
 	atomic_store(&slots[3]->tid, dead_tid);
 	struct alloc_thread *got = NULL;
 	for (int i = 0; i < 2048 && !got; i++)
