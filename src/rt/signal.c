@@ -26,6 +26,13 @@ long rt_signal_install(int sig, rt_signal_handler handler, struct sys_sigaction 
 	sa.handler = (void *)handler;
 	sa.flags = SA_SIGINFO_FLAG | SA_RESTART_FLAG | SA_RESTORER;
 	sa.restorer = (void *)stowaway_sigreturn;
+	/* Our sampling signals (SIGPROF and the real-time range) wait while one
+	 * of our handlers runs: CPU and wall timers expire on the same kernel
+	 * tick, and a nested signal would sample our handler instead of the
+	 * program.  Deferred, it is delivered where the program was. */
+	sa.mask = 1ull << (SIGPROF - 1);
+	for (int rt = 32; rt <= 64; rt++)
+		sa.mask |= 1ull << (rt - 1);
 	return sys_rt_sigaction(sig, &sa, previous);
 }
 

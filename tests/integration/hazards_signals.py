@@ -27,8 +27,11 @@ for libc, sfx in hc.LIBCS:
     prof, out = hc.hazard(name, sfx, ["blockall", "2"], ["blockall", "0.2"])
     dirs.append(out)
     counts = [hc.cpu_sample_count(f) for f in hc.profiles(out, "cpu", prof.pid)]
-    hc.check(f"{name}: no CPU samples from a program that blocks all signals ({counts})",
-             counts and all(c == 0 for c in counts), str(counts))
+    # Once main has blocked every signal no CPU sample can be taken; the
+    # first one-second period may hold a sample or two of start-up code that
+    # ran before main did so (at 1000 Hz).
+    hc.check(f"{name}: no CPU samples once the program blocks all signals ({counts})",
+             len(counts) >= 2 and counts[0] <= 2 and all(c == 0 for c in counts[1:]), str(counts))
 
     for mode in ("prof-after", "prof-before"):
         name = f"signals {mode} ({libc})"
