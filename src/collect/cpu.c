@@ -11,9 +11,9 @@
 #include "collect/cpu.h"
 #include "collect/context.h"
 #include "collect/ring.h"
+#include "collect/sample.h"
 #include "collect/threads.h"
 #include "rt/sys.h"
-#include "unwind/unwind.h"
 
 
 #define RING_RECORDS 512u
@@ -81,17 +81,7 @@ static void cpu_signal_handler(int sig, void *siv, void *ucv)
 		atomic_fetch_add(&cpu.dropped, 1);
 		return;
 	}
-	struct unwind_regs regs;
-	unwind_regs_from_ucontext(ucv, &regs);
-	regs.stack_lo = t->stack_lo;
-	regs.stack_hi = t->stack_hi;
-	enum unwind_end end = UNWIND_END_OUTERMOST;
-	uint32_t depth = unwind_stack(&regs, rec->pcs, cpu.max_frames, 0, &end);
-	if (depth == 0)
-		rec->pcs[depth++] = SW_PC_UNKNOWN;
-	if (end == UNWIND_END_TRUNCATED)
-		rec->pcs[depth++] = SW_PC_TRUNCATED;
-	rec->depth = depth;
+	rec->depth = sample_unwind_interrupted(ucv, t->stack_lo, t->stack_hi, rec->pcs, cpu.max_frames);
 	rec->has_context = context_read_self(&rec->context);
 	rec->tid = tid;
 	rec->slot = (int)slot;

@@ -67,16 +67,6 @@ static struct {
 	atomic_int fixed_over;
 } pub;
 
-/* The CPU clock of another thread of this process (Linux clockid encoding). */
-static int thread_clock(int tid) { return (int)((~(unsigned)tid << 3) | 6u); }
-
-struct dirent64_head {
-	uint64_t ino;
-	int64_t off;
-	unsigned short reclen;
-	unsigned char type;
-	char name[];
-};
 
 static bool own_known(int tid)
 {
@@ -98,8 +88,8 @@ static void scan_own_threads(bool baseline_now)
 		long n = sys_getdents64((int)fd, buf, sizeof(buf));
 		if (n <= 0 || (size_t)n > sizeof(buf))
 			break;
-		for (long off = 0; off + (long)sizeof(struct dirent64_head) < n;) {
-			const struct dirent64_head *d = (const void *)(buf + off);
+		for (long off = 0; off + (long)sizeof(struct sys_dirent64) < n;) {
+			const struct sys_dirent64 *d = (const void *)(buf + off);
 			if (d->reclen == 0 || off + d->reclen > n)
 				break;
 			off += d->reclen;
@@ -109,7 +99,7 @@ static void scan_own_threads(bool baseline_now)
 			    probe.n_own >= OWN_THREADS_MAX)
 				continue;
 			probe.own[probe.n_own].tid = (int)tid;
-			probe.own[probe.n_own].last_ns = baseline_now ? rt_clock_ns(thread_clock((int)tid)) : 0;
+			probe.own[probe.n_own].last_ns = baseline_now ? rt_clock_ns(sys_thread_cpu_clock((int)tid)) : 0;
 			probe.n_own++;
 		}
 	}
@@ -128,7 +118,7 @@ static uint64_t own_threads_ns(void)
 	}
 	uint64_t sum = 0;
 	for (int i = 0; i < probe.n_own;) {
-		uint64_t now = rt_clock_ns(thread_clock(probe.own[i].tid));
+		uint64_t now = rt_clock_ns(sys_thread_cpu_clock(probe.own[i].tid));
 		if (now == 0) { /* exited: its slot goes to the last entry */
 			probe.own[i] = probe.own[--probe.n_own];
 			probe.rescan = true;

@@ -95,3 +95,19 @@ int64_t sample_round_random(struct rt_rng *rng, double x)
 	return r;
 }
 
+
+uint32_t sample_unwind_interrupted(const void *ucontext, uint64_t stack_lo, uint64_t stack_hi,
+				   uint64_t *pcs, uint32_t max)
+{
+	struct unwind_regs regs;
+	unwind_regs_from_ucontext(ucontext, &regs);
+	regs.stack_lo = stack_lo;
+	regs.stack_hi = stack_hi;
+	enum unwind_end end = UNWIND_END_OUTERMOST;
+	uint32_t depth = unwind_stack(&regs, pcs, max, 0, &end);
+	if (depth == 0)
+		pcs[depth++] = SW_PC_UNKNOWN;
+	if (end == UNWIND_END_TRUNCATED)
+		pcs[depth++] = SW_PC_TRUNCATED;
+	return depth;
+}

@@ -1,11 +1,18 @@
-/* What the event-driven collectors (allocations, locks, exceptions) share:
- * capturing the stack of the code that called a hook, Poisson-sampling
- * weights, and a lock-free random source.  Called from hooks on application
- * threads, never from a signal handler. */
+/* What the sampling collectors share: the stack a signal interrupted (CPU
+ * and wall handlers), the stack of the code that called a hook (allocations,
+ * locks, exceptions), Poisson-sampling weights, and a lock-free random
+ * source.  Only functions marked [signal-safe] run in signal handlers. */
 #ifndef STOWAWAY_COLLECT_SAMPLE_H
 #define STOWAWAY_COLLECT_SAMPLE_H
 
 #include "rt/rt.h"
+
+/* The stack the signal with this ucontext interrupted, leaf first, into pcs
+ * (room for max + 1): "[unknown]" when nothing unwinds, "[truncated]" after
+ * max frames.  stack_lo/stack_hi as for sample_capture_caller.  Returns the
+ * depth.  [signal-safe] */
+uint32_t sample_unwind_interrupted(const void *ucontext, uint64_t stack_lo, uint64_t stack_hi,
+				   uint64_t *pcs, uint32_t max);
 
 /* Frames of ours (hook, collector, capture) above the hook's caller. */
 #define SAMPLE_OWN_FRAMES 8u

@@ -111,13 +111,6 @@ void threads_unregister(int slot, int tid)
 	rt_mutex_unlock(&registry_lock);
 }
 
-struct linux_dirent64_head {
-	uint64_t ino;
-	int64_t off;
-	unsigned short reclen;
-	unsigned char type;
-	char name[];
-};
 
 int threads_scan(void)
 {
@@ -133,7 +126,7 @@ int threads_scan(void)
 		if (n <= 0)
 			break;
 		for (long off = 0; off < n;) {
-			const struct linux_dirent64_head *d = (const void *)(buf + off);
+			const struct sys_dirent64 *d = (const void *)(buf + off);
 			if (d->reclen == 0)
 				break;
 			off += d->reclen;

@@ -2,6 +2,7 @@
 #include "collect/wall.h"
 #include "collect/context.h"
 #include "collect/ring.h"
+#include "collect/sample.h"
 #include "collect/threads.h"
 #include "core/thread.h"
 #include "rt/sys.h"
@@ -561,15 +562,7 @@ static void wall_signal_handler(int sig, void *siv, void *ucv)
 		atomic_fetch_add(&wall.dropped, 1);
 		return;
 	}
-	struct unwind_regs regs;
-	unwind_regs_from_ucontext(ucv, &regs);
-	enum unwind_end end = UNWIND_END_OUTERMOST;
-	uint32_t depth = unwind_stack(&regs, rec->pcs, wall.max_frames, 0, &end);
-	if (depth == 0)
-		rec->pcs[depth++] = SW_PC_UNKNOWN;
-	if (end == UNWIND_END_TRUNCATED)
-		rec->pcs[depth++] = SW_PC_TRUNCATED;
-	rec->depth = depth;
+	rec->depth = sample_unwind_interrupted(ucv, 0, 0, rec->pcs, wall.max_frames);
 	rec->has_context = context_read_self(&rec->context);
 	rec->tid = tid;
 	rec->slot = (int)si->value;

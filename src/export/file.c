@@ -121,13 +121,7 @@ static void enforce_retention(struct file_exporter *fe, int dirfd)
 		if (n <= 0)
 			break;
 		for (long off = 0; off < n;) {
-			const struct {
-				uint64_t ino;
-				int64_t off;
-				unsigned short reclen;
-				unsigned char type;
-				char name[];
-			} *d = (const void *)(buf + off);
+			const struct sys_dirent64 *d = (const void *)(buf + off);
 			if (d->reclen == 0)
 				break;
 			off += d->reclen;

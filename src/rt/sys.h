@@ -107,6 +107,14 @@ static inline long sys_getdents64(int fd, void *buf, size_t n)
 {
 	return SYS3(__NR_getdents64, fd, buf, n);
 }
+/* One record of getdents64's output (the kernel's linux_dirent64). */
+struct sys_dirent64 {
+	uint64_t ino;
+	int64_t off;
+	unsigned short reclen;
+	unsigned char type;
+	char name[];
+};
 static inline long sys_fchmod(int fd, int mode) { return SYS2(__NR_fchmod, fd, mode); }
 static inline long sys_faccessat(int dirfd, const char *path, int mode)
 {
