@@ -23,5 +23,10 @@ void collect_after_fork_child(void);
 /* Called on the finished profile of a period before it is encoded, e.g. to
  * add the live-heap snapshot, and to describe effective rates in comments. */
 void collect_before_export(struct profile *finished);
+/* With profiling on and STOWAWAY_FOLLOW_EXEC=false: removes this library
+ * from the process's own LD_PRELOAD (in place, at start), so
+ * no program it executes, by any path, inherits it.  Defined with the exec
+ * interposers (library only). */
+void exec_strip_own_preload(void);
 
 #endif

@@ -7,16 +7,19 @@
  *   signal already pending is delivered to our handler on the way back from
  *   the disarming call, before the exec starts.  If the exec fails the timer
  *   is re-armed as it was.
- * - STOWAWAY_FOLLOW_EXEC=false (profiling enabled): the executed program
- *   gets a copy of the environment, built in our memory, whose LD_PRELOAD no
- *   longer names this library (other entries stay; an empty LD_PRELOAD is
- *   dropped).  The process's own environ is untouched.  Default: the
- *   environment is passed through as given.
+ * - STOWAWAY_FOLLOW_EXEC=false (profiling enabled): at start the process's
+ *   own LD_PRELOAD loses the entry naming this library, in place (other
+ *   entries stay; a variable left empty is removed from environ), so every
+ *   exec that passes environ on drops us, including the ones libc makes
+ *   internally (execl, execle, execlp, system, popen), which no interposer
+ *   sees.  An environment the program builds itself gets the same filtering
+ *   in the interposed calls below: the executed program receives a copy,
+ *   built in our memory, without us.  Default: the environment is passed
+ *   through as given.
  *
- * Not covered: glibc's and musl's execl, execle, execlp, system() and
- * popen() call execve inside libc, where no interposer sees them.
- * In a vfork child that execs with FOLLOW_EXEC=false, the environment copy
- * (in memory shared with the parent) is not freed.
+ * In a vfork child that execs with FOLLOW_EXEC=false and an environment of
+ * its own naming us, the environment copy (in memory shared with the
+ * parent) is not freed.
  */
 #include "collect/collect.h"
 #include "collect/threads.h"
@@ -168,12 +171,15 @@ static const char preload_name[] = "LD_PRELOAD=";
 #define PRELOAD_NAME_LEN (sizeof(preload_name) - 1)
 
 /* Writes "LD_PRELOAD=" plus the entries of `value` that are not us, joined
- * by ':', into out (cap >= strlen(value) + PRELOAD_NAME_LEN + 1).  Returns
- * false when nothing is left (the variable is then dropped). */
-static bool filter_preload(const char *value, char *out)
+ * by ':', into out (cap >= strlen(value) + PRELOAD_NAME_LEN + 1; the result
+ * is never longer than the input).  Returns the number of entries that
+ * named us; *left tells whether any entry is left (else the variable is to
+ * be dropped). */
+static unsigned filter_preload(const char *value, char *out, bool *left)
 {
 	rt_memcpy(out, preload_name, PRELOAD_NAME_LEN);
 	size_t o = PRELOAD_NAME_LEN;
+	unsigned dropped = 0;
 	const char *p = value;
 	while (*p) {
 		while (*p && is_separator(*p))
@@ -182,32 +188,75 @@ static bool filter_preload(const char *value, char *out)
 		while (*p && !is_separator(*p))
 			p++;
 		size_t len = (size_t)(p - start);
-		if (len == 0 || entry_is_self(start, len))
+		if (len == 0)
 			continue;
+		if (entry_is_self(start, len)) {
+			dropped++;
+			continue;
+		}
 		if (o > PRELOAD_NAME_LEN)
 			out[o++] = ':';
 		rt_memcpy(out + o, start, len);
 		o += len;
 	}
 	out[o] = 0;
-	return o > PRELOAD_NAME_LEN;
+	*left = o > PRELOAD_NAME_LEN;
+	return dropped;
 }
 
+/* The process's environment now (environ is a weak reference). */
+static char *const *current_environ(void) { return &environ != NULL ? environ : NULL; }
+
 static bool strip_wanted(void) { return sw_cfg.enabled && !sw_cfg.follow_exec; }
+
+/* Index of the first LD_PRELOAD entry of env, and its length in *n;
+ * ENV_MAX_ENTRIES when there is none (or env is unreasonably long). */
+static size_t find_preload(char *const env[], size_t *n)
+{
+	size_t i = 0, at = ENV_MAX_ENTRIES;
+	for (; i < ENV_MAX_ENTRIES && env[i]; i++)
+		if (at == ENV_MAX_ENTRIES && rt_strncmp(env[i], preload_name, PRELOAD_NAME_LEN) == 0)
+			at = i;
+	*n = i;
+	return i == ENV_MAX_ENTRIES ? ENV_MAX_ENTRIES : at;
+}
+
+void exec_strip_own_preload(void)
+{
+	char **env = (char **)current_environ();
+	size_t n = 0;
+	size_t at = env && strip_wanted() ? find_preload(env, &n) : ENV_MAX_ENTRIES;
+	if (at == ENV_MAX_ENTRIES)
+		return;
+	find_self_file();
+	size_t len = rt_strlen(env[at]);
+	char *filtered = rt_malloc(len + 1);
+	if (!filtered) {
+		rt_error("STOWAWAY_FOLLOW_EXEC=false: no memory to edit LD_PRELOAD; "
+			 "programs executed through libc-internal calls may be profiled");
+		return;
+	}
+	bool left;
+	if (filter_preload(env[at] + PRELOAD_NAME_LEN, filtered, &left) > 0) {
+		if (left) {
+			rt_memcpy(env[at], filtered, rt_strlen(filtered) + 1);
+		} else {
+			/* As unsetenv does: the later entries move down one place. */
+			for (size_t i = at; i < n; i++)
+				env[i] = env[i + 1];
+		}
+	}
+	rt_free(filtered);
+}
 
 /* The environment to pass on: envp itself, or a filtered copy in one block
  * the caller frees (*copy) if the exec returns.  envp NULL passes through. */
 static char *const *env_for_exec(char *const envp[], void **copy)
 {
 	*copy = NULL;
-	if (!envp || !strip_wanted())
-		return envp;
-	size_t n = 0, preload_at = ENV_MAX_ENTRIES;
-	for (; n < ENV_MAX_ENTRIES && envp[n]; n++)
-		if (preload_at == ENV_MAX_ENTRIES &&
-		    rt_strncmp(envp[n], preload_name, PRELOAD_NAME_LEN) == 0)
-			preload_at = n;
-	if (preload_at == ENV_MAX_ENTRIES || n == ENV_MAX_ENTRIES)
+	size_t n = 0;
+	size_t preload_at = envp && strip_wanted() ? find_preload(envp, &n) : ENV_MAX_ENTRIES;
+	if (preload_at == ENV_MAX_ENTRIES)
 		return envp;
 	find_self_file();
 	size_t value_len = rt_strlen(envp[preload_at]);
@@ -216,7 +265,12 @@ static char *const *env_for_exec(char *const envp[], void **copy)
 	if (!out)
 		return envp;
 	char *preload = (char *)out + ptr_bytes;
-	bool keep = filter_preload(envp[preload_at] + PRELOAD_NAME_LEN, preload);
+	bool keep;
+	if (filter_preload(envp[preload_at] + PRELOAD_NAME_LEN, preload, &keep) == 0) {
+		/* Nothing of ours in it (the usual case once our own was stripped). */
+		rt_free(out);
+		return envp;
+	}
 	size_t o = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (i != preload_at)
@@ -228,9 +282,6 @@ static char *const *env_for_exec(char *const envp[], void **copy)
 	*copy = out;
 	return out;
 }
-
-/* The process's environment now (environ is a weak reference). */
-static char *const *current_environ(void) { return &environ != NULL ? environ : NULL; }
 
 /* ---- the interposed functions ---- */
 

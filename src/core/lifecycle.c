@@ -1,6 +1,7 @@
 /* Entry points: the constructor that starts profiling from the environment,
  * the destructor that flushes at exit, and the public API. */
 #include "core/profiler.h"
+#include "collect/collect.h"
 #include "collect/context.h"
 #include "config/config.h"
 #include "rt/host.h"
@@ -48,6 +49,7 @@ __attribute__((constructor)) static void stowaway_init(void)
 	config_loaded = true;
 	if (!sw_cfg.enabled)
 		return;
+	exec_strip_own_preload();
 	int r = profiler_start(&sw_cfg);
 	if (r < 0)
 		rt_error("profiling could not start (error %d); the program runs unprofiled", -r);

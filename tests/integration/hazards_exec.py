@@ -5,9 +5,13 @@
 - default (STOWAWAY_FOLLOW_EXEC unset): the exec'd shell is profiled too
   (profile files of its own service name under the same pid);
 - STOWAWAY_FOLLOW_EXEC=false, through execve, execv, execvp, execvpe,
-  fork+execve, posix_spawn and posix_spawnp: the exec'd program's
+  fork+execve, posix_spawn, posix_spawnp and the calls that exec inside
+  libc (execl, execle, execlp, system, popen): the exec'd program's
   LD_PRELOAD keeps the other entries but not our library, nothing of it is
-  profiled, and the program's own environment is unchanged."""
+  profiled, and the program's own LD_PRELOAD is edited the same way
+  (that is what carries the choice through libc-internal execs);
+- STOWAWAY_FOLLOW_EXEC=false with only our library preloaded: the variable
+  is gone from the program's environment and the child's."""
 import os
 import re
 import hazards_common as hc
@@ -55,18 +59,34 @@ for libc, sfx in hc.LIBCS:
     bad = hc.pprof_accepts(mine + theirs)
     hc.check(f"{name}: profiles accepted by go tool pprof -raw", not bad, str(bad))
 
-    for how in ("execve", "execv", "execvp", "execvpe", "fork-execve", "spawn", "spawnp"):
+    for how in ("execve", "execv", "execvp", "execvpe", "fork-execve", "spawn", "spawnp",
+                "execl", "execle", "execlp", "system", "popen"):
         out = hc.tempfile.mkdtemp(prefix="stowaway-hz-")
         dirs.append(out)
         name = f"exec no-follow {how} ({libc})"
         env = hc.profiled_env(out, STOWAWAY_FOLLOW_EXEC="false", LD_PRELOAD=hc.SO + " " + OTHER)
         r = run_exec(sfx, how, env)[0]
         hc.check(f"{name}: exit 0", r.rc == 0 and "burned" in r.out, f"{r.rc} {r.err[-300:]}")
-        hc.check(f"{name}: the program's own LD_PRELOAD is unchanged",
-                 f"own LD_PRELOAD=[{hc.SO} {OTHER}]" in r.out, r.out)
+        hc.check(f"{name}: the program's own LD_PRELOAD keeps only the other entry",
+                 f"own LD_PRELOAD=[{OTHER}]" in r.out, r.out)
         hc.check(f"{name}: the exec'd program gets LD_PRELOAD without us",
                  child_preload(r.out) == OTHER, r.out)
         others = [f for f in os.listdir(out) if not f.startswith("hazard_exec")]
         hc.check(f"{name}: the exec'd program is not profiled", not others, str(others))
+        if how in ("spawn", "system", "popen"):
+            # The program itself is still profiled: stripping the variable
+            # happens after the library is loaded.
+            mine = hc.profiles(out, "cpu", r.pid)
+            hc.check(f"{name}: the program itself wrote CPU profiles", mine, str(os.listdir(out)))
+
+    out = hc.tempfile.mkdtemp(prefix="stowaway-hz-")
+    dirs.append(out)
+    name = f"exec no-follow, only us preloaded ({libc})"
+    r = run_exec(sfx, "system", hc.profiled_env(out, STOWAWAY_FOLLOW_EXEC="false"))[0]
+    hc.check(f"{name}: exit 0", r.rc == 0 and "burned" in r.out, f"{r.rc} {r.err[-300:]}")
+    hc.check(f"{name}: LD_PRELOAD is gone from the program and the child",
+             "own LD_PRELOAD=[]" in r.out and child_preload(r.out) == "", r.out)
+    others = [f for f in os.listdir(out) if not f.startswith("hazard_exec")]
+    hc.check(f"{name}: the child is not profiled", not others, str(others))
 hc.cleanup(dirs)
 hc.finish()

@@ -7,9 +7,13 @@
  *   spawn spawnp                    posix_spawn / posix_spawnp, wait
  *   execve-clean                    execve with LD_PRELOAD removed from the
  *                                   environment by the program itself
+ *   execl execle execlp             the variadic forms (libc execs inside;
+ *                                   PROGRAM with exactly 2 arguments)
+ *   system popen                    libc runs "sh -c CMD" for PROGRAM given
+ *                                   as: /bin/sh -c CMD (popen copies the
+ *                                   command's output to stdout)
  * For the non-replacing ways, prints "child status N" and exits with N.
- * Before running PROGRAM it prints its own LD_PRELOAD (what the program
- * itself sees must never change). */
+ * Before running PROGRAM it prints its own LD_PRELOAD. */
 #define _GNU_SOURCE
 #include "hazard_common.h"
 #include <pthread.h>
@@ -65,7 +69,36 @@ int main(int argc, char **argv)
 		execvp(prog[0], prog);
 	else if (strcmp(how, "execvpe") == 0)
 		execvpe(prog[0], prog, environ);
-	else if (strcmp(how, "execve-clean") == 0) {
+	else if (strcmp(how, "execl") == 0 || strcmp(how, "execle") == 0 ||
+		 strcmp(how, "execlp") == 0) {
+		if (argc != 7)
+			return 2;
+		if (how[5] == 'e')
+			execle(prog[0], prog[0], prog[1], prog[2], (char *)NULL, environ);
+		else if (how[5] == 'p')
+			execlp(prog[0], prog[0], prog[1], prog[2], (char *)NULL);
+		else
+			execl(prog[0], prog[0], prog[1], prog[2], (char *)NULL);
+	} else if (strcmp(how, "system") == 0 || strcmp(how, "popen") == 0) {
+		if (argc != 7 || strcmp(prog[1], "-c") != 0)
+			return 2;
+		if (how[0] == 's') {
+			int st = system(prog[2]);
+			int code = st == -1 ? 125 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+			printf("child status %d\n", code);
+			return code;
+		}
+		FILE *f = popen(prog[2], "r");
+		if (!f)
+			return 124;
+		char line[512];
+		while (fgets(line, sizeof(line), f))
+			fputs(line, stdout);
+		int st = pclose(f);
+		int code = st == -1 ? 125 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		printf("child status %d\n", code);
+		return code;
+	} else if (strcmp(how, "execve-clean") == 0) {
 		size_t n = 0;
 		while (environ[n])
 			n++;
