@@ -13,10 +13,10 @@
 #define PPM 1000000ull
 #define MAX_CUT 8u
 
-void overhead_ctl_init(struct overhead_ctl *c, uint32_t budget_pct)
+void overhead_ctl_init(struct overhead_ctl *c, uint32_t budget_ppm)
 {
 	rt_memset(c, 0, sizeof(*c));
-	c->budget_ppm = (uint32_t)RT_MIN((uint64_t)budget_pct * 10000ull, PPM);
+	c->budget_ppm = (uint32_t)RT_MIN((uint64_t)budget_ppm, PPM);
 	c->scale_ppm = OVERHEAD_SCALE_FULL;
 }
 

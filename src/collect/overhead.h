@@ -43,8 +43,9 @@ struct overhead_ctl {
 	uint32_t calm_windows;
 };
 
-/* budget_pct: STOWAWAY_MAX_OVERHEAD_PCT; 0 disables the cap (scale stays full). */
-void overhead_ctl_init(struct overhead_ctl *c, uint32_t budget_pct);
+/* budget_ppm: STOWAWAY_MAX_OVERHEAD_PCT in parts per million of application
+ * CPU (2% = 20000); 0 disables the cap (scale stays full). */
+void overhead_ctl_init(struct overhead_ctl *c, uint32_t budget_ppm);
 /* One tick's measurement since the previous tick: our CPU time that is
  * proportional to the rates we control (scalable_ns: the sampling
  * handler), our other CPU time (fixed_ns: our threads), and the whole

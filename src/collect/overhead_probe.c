@@ -192,7 +192,7 @@ static void reset(const struct sw_config *cfg, int tid)
 	probe.configured_alloc_bytes = alloc_on ? cfg->alloc_sample_bytes : 0;
 	/* Before the baselines: the calibration's signals are not the host's samples. */
 	probe.delivery_ns = cpu_delivery_cost_ns();
-	overhead_ctl_init(&probe.ctl, cfg->max_overhead_pct);
+	overhead_ctl_init(&probe.ctl, cfg->max_overhead_ppm);
 	/* A fork child inherits the parent's rates, but starts a new controller. */
 	if (cpu_running())
 		cpu_set_rate(cfg->cpu_hz);
@@ -222,6 +222,19 @@ static uint32_t delivered_hz(void)
 	return hz > UINT32_MAX ? UINT32_MAX : (uint32_t)hz;
 }
 
+/* A limit in parts per million as a percentage without trailing zeros
+ * ("2", "0.5", "0.0125"). */
+#define PCT_TEXT_CAP 16
+static void pct_text(uint32_t ppm, char out[PCT_TEXT_CAP])
+{
+	size_t n = rt_snprintf(out, PCT_TEXT_CAP, "%u.%04u", ppm / 10000u, ppm % 10000u);
+	n = RT_MIN(n, (size_t)PCT_TEXT_CAP - 1u);
+	while (n > 0 && out[n - 1] == '0')
+		out[--n] = 0;
+	if (n > 0 && out[n - 1] == '.')
+		out[--n] = 0;
+}
+
 static void apply(const struct sw_config *cfg, enum overhead_decision d, uint32_t old_scale)
 {
 	if (probe.configured_alloc_bytes) {
@@ -240,9 +253,11 @@ static void apply(const struct sw_config *cfg, enum overhead_decision d, uint32_
 	uint32_t hz = overhead_next_hz(cfg->cpu_hz, cpu_rate(), delivered_hz(), old_scale,
 				       probe.ctl.scale_ppm);
 	cpu_set_rate(hz);
-	rt_info("profiler overhead %u.%02u%% of the application's CPU (limit %u%%): CPU sampling %s "
+	char limit[PCT_TEXT_CAP];
+	pct_text(cfg->max_overhead_ppm, limit);
+	rt_info("profiler overhead %u.%02u%% of the application's CPU (limit %s%%): CPU sampling %s "
 		"to %u Hz (configured %u Hz)",
-		probe.ctl.last_ppm / 10000u, probe.ctl.last_ppm % 10000u / 100u, cfg->max_overhead_pct,
+		probe.ctl.last_ppm / 10000u, probe.ctl.last_ppm % 10000u / 100u, limit,
 		d == OVERHEAD_LOWER ? "lowered" : "raised", hz, cfg->cpu_hz);
 }
 
@@ -289,13 +304,15 @@ void overhead_tick(const struct sw_config *cfg)
 		probe.win_threads_ns = probe.win_drain_ns = probe.win_handler_ns = probe.win_wall_ns = 0;
 		probe.win_samples = probe.win_process_ns = 0;
 	}
+	char limit[PCT_TEXT_CAP];
+	pct_text(cfg->max_overhead_ppm, limit);
 	if (probe.ctl.saturated)
-		rt_log_once(RT_LOG_WARN, "profiler overhead is above STOWAWAY_MAX_OVERHEAD_PCT=%u even "
-					 "at the lowest sampling rates", cfg->max_overhead_pct);
+		rt_log_once(RT_LOG_WARN, "profiler overhead is above STOWAWAY_MAX_OVERHEAD_PCT=%s even "
+					 "at the lowest sampling rates", limit);
 	if (probe.ctl.fixed_over)
-		rt_log_once(RT_LOG_WARN, "profiler overhead is above STOWAWAY_MAX_OVERHEAD_PCT=%u from "
+		rt_log_once(RT_LOG_WARN, "profiler overhead is above STOWAWAY_MAX_OVERHEAD_PCT=%s from "
 					 "costs the sampling rates do not control (our threads); "
-					 "rates are kept", cfg->max_overhead_pct);
+					 "rates are kept", limit);
 	publish();
 }
 
@@ -303,15 +320,16 @@ size_t overhead_describe(char *buf, size_t cap)
 {
 	uint32_t budget = atomic_load(&pub.budget_ppm), ppm = atomic_load(&pub.overhead_ppm);
 	uint32_t hz = atomic_load(&pub.cpu_hz), configured = atomic_load(&pub.configured_cpu_hz);
-	char measured[96], rates[256];
+	char measured[192], rates[256], limit[PCT_TEXT_CAP];
+	pct_text(budget, limit);
 	if (atomic_load(&pub.judged) == 0)
 		/* Also before the probe's first tick, when nothing is published. */
 		rt_snprintf(measured, sizeof(measured), "overhead not measured yet");
 	else if (budget == 0)
 		rt_snprintf(measured, sizeof(measured), "overhead cap off");
 	else
-		rt_snprintf(measured, sizeof(measured), "overhead %u.%02u%% of application CPU in the last measured window (limit %u%%)%s",
-			    ppm / 10000u, ppm % 10000u / 100u, budget / 10000u,
+		rt_snprintf(measured, sizeof(measured), "overhead %u.%02u%% of application CPU in the last measured window (limit %s%%)%s",
+			    ppm / 10000u, ppm % 10000u / 100u, limit,
 			    atomic_load(&pub.saturated)	 ? ", over the limit at the lowest rates"
 			    : atomic_load(&pub.fixed_over) ? ", over the limit from costs no rate controls"
 							   : "");

@@ -38,6 +38,34 @@ bool config_parse_u32_range(const char *s, uint32_t lo, uint32_t hi, uint32_t *o
 	return true;
 }
 
+bool config_parse_pct_ppm(const char *s, uint32_t lo_ppm, uint32_t hi_ppm, uint32_t *out)
+{
+	/* "D", "D." or "D.dddd": whole percent, then at most 4 decimals. */
+	size_t n = rt_strnlen(s, 32), i = 0;
+	uint64_t ppm = 0;
+	for (; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
+		ppm = ppm * 10u + (uint64_t)(s[i] - '0');
+		if (ppm > 100u)
+			return false;
+	}
+	if (i == 0)
+		return false;
+	ppm *= 10000u;
+	if (i < n && s[i] == '.') {
+		uint64_t unit = 1000u;
+		for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++) {
+			if (unit == 0)
+				return false;
+			ppm += (uint64_t)(s[i] - '0') * unit;
+			unit /= 10u;
+		}
+	}
+	if (i != n || ppm < lo_ppm || ppm > hi_ppm)
+		return false;
+	*out = (uint32_t)ppm;
+	return true;
+}
+
 bool config_parse_kinds(const char *s, uint32_t *out)
 {
 	uint32_t bits = 0;
@@ -111,6 +139,37 @@ bool config_normalize_tags(const char *s, char *out, size_t cap, unsigned *dropp
 	return fits;
 }
 
+static bool is_preload_separator(char c) { return c == ':' || c == ' ' || c == '\t' || c == '\n'; }
+
+unsigned config_filter_preload(const char *value, char *out,
+			       bool (*is_self)(const char *entry, size_t len), bool *left)
+{
+	size_t o = 0;
+	unsigned dropped = 0;
+	const char *p = value;
+	while (*p) {
+		while (*p && is_preload_separator(*p))
+			p++;
+		const char *start = p;
+		while (*p && !is_preload_separator(*p))
+			p++;
+		size_t len = (size_t)(p - start);
+		if (len == 0)
+			continue;
+		if (is_self(start, len)) {
+			dropped++;
+			continue;
+		}
+		if (o > 0)
+			out[o++] = ':';
+		rt_memcpy(out + o, start, len);
+		o += len;
+	}
+	out[o] = 0;
+	*left = o > 0;
+	return dropped;
+}
+
 /* Copies an environment string into a fixed field, warning when it does not fit. */
 static void copy_setting(const char *name, const char *value, char *field, size_t cap)
 {
@@ -132,6 +191,21 @@ static void load_u32(const char *name, uint32_t lo, uint32_t hi, uint32_t dflt, 
 		rt_warn("%s=\"%.*s\" is not a whole number in %u..%u; using %u", name, 64, v, lo, hi,
 			dflt);
 		*field = dflt;
+	}
+}
+
+#define OVERHEAD_PPM_MIN 100u      /* 0.01% */
+#define OVERHEAD_PPM_MAX 1000000u  /* 100% */
+#define OVERHEAD_PPM_DEFAULT 20000u /* 2% */
+
+static void load_overhead_limit(struct sw_config *cfg)
+{
+	const char *v = env_nonempty("STOWAWAY_MAX_OVERHEAD_PCT");
+	cfg->max_overhead_ppm = OVERHEAD_PPM_DEFAULT;
+	if (v && !config_parse_pct_ppm(v, OVERHEAD_PPM_MIN, OVERHEAD_PPM_MAX, &cfg->max_overhead_ppm)) {
+		rt_warn("STOWAWAY_MAX_OVERHEAD_PCT=\"%.*s\" is not a percentage in 0.01..100 (at most "
+			"4 decimals); using 2", 64, v);
+		cfg->max_overhead_ppm = OVERHEAD_PPM_DEFAULT;
 	}
 }
 
@@ -304,7 +378,7 @@ void config_load(struct sw_config *cfg, const char *program)
 	load_u32("STOWAWAY_ALLOC_SAMPLE_BYTES", 1, 1u << 30, 512 * 1024, &sample_bytes);
 	cfg->alloc_sample_bytes = sample_bytes;
 	load_u32("STOWAWAY_MAX_STACKS", 16, 1u << 22, 65536, &cfg->max_stacks);
-	load_u32("STOWAWAY_MAX_OVERHEAD_PCT", 1, 100, 2, &cfg->max_overhead_pct);
+	load_overhead_limit(cfg);
 	load_u32("STOWAWAY_LOCK_SAMPLE_NS", 1, 4000000000u, 10000000u, &cfg->lock_sample_ns);
 	load_u32("STOWAWAY_EXCEPTION_SAMPLE_EVERY", 1, 1000000000u, 20, &cfg->exception_sample_every);
 	load_bool("STOWAWAY_FOLLOW_EXEC", true, &cfg->follow_exec);

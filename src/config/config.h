@@ -76,7 +76,7 @@ struct sw_config {
 	uint32_t max_frames;         /* STOWAWAY_MAX_FRAMES, default 128, 8..1024 */
 	uint64_t alloc_sample_bytes; /* STOWAWAY_ALLOC_SAMPLE_BYTES, default 524288 */
 	uint32_t max_stacks;         /* STOWAWAY_MAX_STACKS distinct samples per period, default 65536 */
-	uint32_t max_overhead_pct;   /* STOWAWAY_MAX_OVERHEAD_PCT, default 2 */
+	uint32_t max_overhead_ppm;   /* STOWAWAY_MAX_OVERHEAD_PCT in parts per million of application CPU, default 20000 (2%) */
 	uint32_t lock_sample_ns;     /* STOWAWAY_LOCK_SAMPLE_NS mean wait per sample, default 10 ms */
 	uint32_t exception_sample_every; /* STOWAWAY_EXCEPTION_SAMPLE_EVERY, default 20 */
 	bool follow_exec;            /* STOWAWAY_FOLLOW_EXEC, default true */
@@ -94,11 +94,20 @@ void config_load(struct sw_config *cfg, const char *program);
  * Each returns false, and leaves *out untouched, on malformed input. */
 bool config_parse_bool(const char *s, bool *out);
 bool config_parse_u32_range(const char *s, uint32_t lo, uint32_t hi, uint32_t *out);
+/* A percentage with at most 4 decimals ("2", "0.5", "0.0125") -> parts per
+ * million (2% = 20000), within [lo_ppm, hi_ppm]; false otherwise. */
+bool config_parse_pct_ppm(const char *s, uint32_t lo_ppm, uint32_t hi_ppm, uint32_t *out);
 /* "cpu,wall" -> bit set; false on any unknown or empty entry. */
 bool config_parse_kinds(const char *s, uint32_t *out);
 /* DD_TAGS ("k:v,k:v" or space separated) -> normalised into out (cap bytes).
  * Drops malformed entries (logged by the caller via *dropped); false if the
  * result would not fit, in which case out holds the entries that fit. */
 bool config_normalize_tags(const char *s, char *out, size_t cap, unsigned *dropped);
+/* An LD_PRELOAD value (entries separated by ':' or white space) without the
+ * entries `is_self` accepts, joined by ':' into out, which needs
+ * strlen(value) + 1 bytes: the result is never longer than the value.
+ * Returns how many entries were left out; *left tells whether any remain. */
+unsigned config_filter_preload(const char *value, char *out,
+			       bool (*is_self)(const char *entry, size_t len), bool *left);
 
 #endif

@@ -23,6 +23,7 @@ expect_warning "unknown profile kind" '^stowaway: warning: STOWAWAY_PROFILES="cp
 expect_warning "10 KB of DD_TAGS" '^stowaway: warning: DD_TAGS is longer' "DD_TAGS=$(head -c 10240 /dev/zero | tr '\0' 'a' | sed 's/a\{20\}/&,/g')"
 expect_warning "bad log level" '^stowaway: warning: STOWAWAY_LOG_LEVEL' STOWAWAY_LOG_LEVEL=loud
 expect_warning "bad agent port" '^stowaway: warning: DD_TRACE_AGENT_PORT' DD_TRACE_AGENT_PORT=99999 DD_AGENT_HOST=127.0.0.1
+expect_warning "overhead limit with 5 decimals" '^stowaway: warning: STOWAWAY_MAX_OVERHEAD_PCT="0.00001"' STOWAWAY_MAX_OVERHEAD_PCT=0.00001
 expect_warning "bad enabled value" '^stowaway: warning: DD_PROFILING_ENABLED' DD_PROFILING_ENABLED=maybe
 
 # An unwritable output directory: one line, profiling goes on, nothing written.

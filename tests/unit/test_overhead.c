@@ -3,6 +3,7 @@
  * proportional to the sampling rate. */
 #include "check.h"
 #include "collect/overhead.h"
+#include "config/config.h"
 
 #define MS 1000000ull
 #define APP_PER_TICK (1000 * MS) /* one busy core */
@@ -32,7 +33,7 @@ static enum overhead_decision window(struct overhead_ctl *c, uint64_t app_ns, ui
 static void test_under_budget_holds(void)
 {
 	struct overhead_ctl c;
-	overhead_ctl_init(&c, 2);
+	overhead_ctl_init(&c, 20000);
 	CHECK_EQ_U64(c.budget_ppm, 20000);
 	for (int w = 0; w < 10; w++)
 		CHECK(window(&c, APP_PER_TICK, 15000) == OVERHEAD_HOLD);
@@ -46,7 +47,7 @@ static void test_under_budget_holds(void)
 static void test_over_budget_lowers_to_target(void)
 {
 	struct overhead_ctl c;
-	overhead_ctl_init(&c, 2);
+	overhead_ctl_init(&c, 20000);
 	CHECK(window(&c, APP_PER_TICK, 50000) == OVERHEAD_LOWER);
 	/* aim at 3/4 of the budget: 1e6 * 15000 / 50000 */
 	CHECK(c.scale_ppm >= 299990 && c.scale_ppm <= 300000);
@@ -59,7 +60,7 @@ static void test_over_budget_lowers_to_target(void)
 static void test_cut_is_bounded(void)
 {
 	struct overhead_ctl c;
-	overhead_ctl_init(&c, 1);
+	overhead_ctl_init(&c, 10000);
 	CHECK(window(&c, APP_PER_TICK, 1000000) == OVERHEAD_LOWER); /* 100% */
 	CHECK_EQ_U64(c.scale_ppm, OVERHEAD_SCALE_FULL / 8);
 }
@@ -67,7 +68,7 @@ static void test_cut_is_bounded(void)
 static void test_idle_process_not_judged(void)
 {
 	struct overhead_ctl c;
-	overhead_ctl_init(&c, 2);
+	overhead_ctl_init(&c, 20000);
 	/* 10 ms of application CPU per second, we use as much: 100%, but idle */
 	for (int w = 0; w < 5; w++)
 		CHECK(window(&c, 10 * MS, 1000000) == OVERHEAD_HOLD);
@@ -91,7 +92,7 @@ static void test_cap_off(void)
 static void test_raise_waits_and_at_most_doubles(void)
 {
 	struct overhead_ctl c;
-	overhead_ctl_init(&c, 2);
+	overhead_ctl_init(&c, 20000);
 	CHECK(window(&c, APP_PER_TICK, 200000) == OVERHEAD_LOWER);
 	uint32_t low = c.scale_ppm;
 	CHECK_EQ_U64(low, OVERHEAD_SCALE_FULL / 8);
@@ -114,7 +115,7 @@ static void test_raise_waits_and_at_most_doubles(void)
 static void test_saturates_at_minimum(void)
 {
 	struct overhead_ctl c;
-	overhead_ctl_init(&c, 1);
+	overhead_ctl_init(&c, 10000);
 	/* a handler cost that does not fall with the rate (say, the program's
 	 * threads multiply as fast as we slow down) */
 	for (int w = 0; w < 20; w++)
@@ -131,7 +132,7 @@ static void test_saturates_at_minimum(void)
 static void test_fixed_cost_is_not_scaled(void)
 {
 	struct overhead_ctl c;
-	overhead_ctl_init(&c, 2);
+	overhead_ctl_init(&c, 20000);
 	/* our threads alone cost 3%: lowering the sampling rate cannot help */
 	for (int w = 0; w < 5; w++)
 		CHECK(window2(&c, APP_PER_TICK, 5000, 30000) == OVERHEAD_HOLD);
@@ -144,7 +145,7 @@ static void test_fixed_cost_is_not_scaled(void)
 	CHECK(!c.fixed_over);
 	CHECK(c.scale_ppm >= 166600 && c.scale_ppm <= 166667);
 	/* fixed between the target and the budget: what is left of the budget */
-	overhead_ctl_init(&c, 2);
+	overhead_ctl_init(&c, 20000);
 	CHECK(window2(&c, APP_PER_TICK, 20000, 16000) == OVERHEAD_LOWER);
 	CHECK(c.scale_ppm >= 199990 && c.scale_ppm <= 200000);
 }
@@ -159,7 +160,7 @@ static uint64_t plant_ppm(const struct overhead_ctl *c, uint64_t full_ppm)
 static void test_simulated_process_converges_and_recovers(void)
 {
 	struct overhead_ctl c;
-	overhead_ctl_init(&c, 2);
+	overhead_ctl_init(&c, 20000);
 	/* expensive settings: 12% at full rates */
 	int changes_late = 0;
 	for (int w = 0; w < 40; w++) {
@@ -194,8 +195,33 @@ static void test_next_hz(void)
 	CHECK_EQ_U64(overhead_next_hz(1000, 50, 50, 500000, OVERHEAD_SCALE_FULL), 1000);
 }
 
+/* STOWAWAY_MAX_OVERHEAD_PCT: whole or decimal percent, to ppm. */
+static void test_limit_parses_decimals(void)
+{
+	static const struct {
+		const char *text;
+		bool ok;
+		uint32_t ppm;
+	} cases[] = {
+		{ "2", true, 20000 },     { "0.5", true, 5000 },  { "0.25", true, 2500 },
+		{ "0.0125", true, 125 },  { "100", true, 1000000 }, { "1.", true, 10000 },
+		{ "0.01", true, 100 },    { "0.001", false, 0 },  { "100.5", false, 0 },
+		{ "101", false, 0 },      { "0.00001", false, 0 }, { "", false, 0 },
+		{ ".5", false, 0 },       { "-1", false, 0 },     { "1.5%", false, 0 },
+		{ "1e2", false, 0 },      { "99999999999999999999", false, 0 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint32_t ppm = 0;
+		bool ok = config_parse_pct_ppm(cases[i].text, 100, 1000000, &ppm);
+		CHECK(ok == cases[i].ok);
+		if (ok && cases[i].ok)
+			CHECK_EQ_U64(ppm, cases[i].ppm);
+	}
+}
+
 int main(void)
 {
+	RUN(test_limit_parses_decimals);
 	RUN(test_under_budget_holds);
 	RUN(test_over_budget_lowers_to_target);
 	RUN(test_cut_is_bounded);
