@@ -165,43 +165,17 @@ static bool entry_is_self(const char *s, size_t len)
 	       st.stx_dev_minor == self_file.dev_minor;
 }
 
-static bool is_separator(char c) { return c == ':' || c == ' ' || c == '\t' || c == '\n'; }
-
 static const char preload_name[] = "LD_PRELOAD=";
 #define PRELOAD_NAME_LEN (sizeof(preload_name) - 1)
 
-/* Writes "LD_PRELOAD=" plus the entries of `value` that are not us, joined
- * by ':', into out (cap >= strlen(value) + PRELOAD_NAME_LEN + 1; the result
- * is never longer than the input).  Returns the number of entries that
- * named us; *left tells whether any entry is left (else the variable is to
- * be dropped). */
+/* Writes "LD_PRELOAD=" plus the entries of `value` that are not us into out
+ * (cap >= strlen(value) + PRELOAD_NAME_LEN + 1).  Returns the number of
+ * entries that named us; *left tells whether any entry is left (else the
+ * variable is to be dropped). */
 static unsigned filter_preload(const char *value, char *out, bool *left)
 {
 	rt_memcpy(out, preload_name, PRELOAD_NAME_LEN);
-	size_t o = PRELOAD_NAME_LEN;
-	unsigned dropped = 0;
-	const char *p = value;
-	while (*p) {
-		while (*p && is_separator(*p))
-			p++;
-		const char *start = p;
-		while (*p && !is_separator(*p))
-			p++;
-		size_t len = (size_t)(p - start);
-		if (len == 0)
-			continue;
-		if (entry_is_self(start, len)) {
-			dropped++;
-			continue;
-		}
-		if (o > PRELOAD_NAME_LEN)
-			out[o++] = ':';
-		rt_memcpy(out + o, start, len);
-		o += len;
-	}
-	out[o] = 0;
-	*left = o > PRELOAD_NAME_LEN;
-	return dropped;
+	return config_filter_preload(value, out + PRELOAD_NAME_LEN, entry_is_self, left);
 }
 
 /* The process's environment now (environ is a weak reference). */
