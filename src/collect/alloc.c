@@ -104,6 +104,22 @@ static bool thread_slot_dead(struct alloc_thread *t, long pid)
 	return tid > 0 && t->outer_sp == 0 && sys_tgkill((int)pid, tid, 0) == -ESRCH;
 }
 
+void alloc_thread_started(int tid)
+{
+	uintptr_t tp = rt_thread_pointer();
+	uint32_t h = alloc_thread_hash(tp);
+	for (uint32_t i = 0; tp != 0 && i < ALLOC_THREAD_PROBES; i++) {
+		struct alloc_thread *t = &alloc_threads[(h + i) & (ALLOC_THREAD_SLOTS - 1u)];
+		uintptr_t k = atomic_load(&t->key);
+		if (k == tp) {
+			atomic_store(&t->tid, tid);
+			return;
+		}
+		if (k == 0)
+			return;
+	}
+}
+
 struct alloc_thread *alloc_thread_claim(uintptr_t tp)
 {
 	if (tp == 0)
@@ -357,8 +373,7 @@ static void sample_and_record(struct alloc_thread *t, void *p, size_t size, uint
 	if (!p || !rec)
 		return;
 	double w = sample_weight(size, drawn_mean);
-	int tid = (int)sys_gettid();
-	atomic_store(&t->tid, tid);
+	int tid = atomic_load(&t->tid);
 	atomic_fetch_add(&st.samples, 1);
 
 	uint64_t buf[ALLOC_MAX_FRAMES + SAMPLE_OWN_FRAMES];

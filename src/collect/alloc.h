@@ -56,7 +56,7 @@ void alloc_collector_after_fork_child(void);
 
 struct alloc_thread {
 	_Atomic uintptr_t key; /* thread pointer, 0: free */
-	atomic_int tid;        /* kernel tid when claimed (refreshed on samples) */
+	atomic_int tid;        /* kernel tid: set when claimed, and by a new thread that reuses the key */
 	int pad;
 	uintptr_t outer_sp;    /* stack pointer of the outermost hook, 0: none */
 	int64_t countdown;     /* bytes left until the next sample */
@@ -83,6 +83,11 @@ static inline uint32_t alloc_thread_hash(uintptr_t tp)
 /* Claims a slot for thread pointer tp (first use, or a full probe window).
  * NULL when the table has no room. */
 struct alloc_thread *alloc_thread_claim(uintptr_t tp);
+
+/* A new thread whose thread pointer may be a dead thread's (libc reuses
+ * stacks): the slot keyed by it, if any, takes the new thread id (samples
+ * read it from the slot instead of asking the kernel each time). */
+void alloc_thread_started(int tid);
 
 /* The calling thread's slot, or NULL. */
 static inline struct alloc_thread *alloc_thread_self(void)
@@ -217,7 +222,7 @@ void alloc_get_stats(struct alloc_stats *out);
  * (new countdowns use it; a countdown in flight keeps the mean it was drawn
  * with, so weights stay unbiased), and the CPU cost of sampled allocations
  * (measured on one sample in ALLOC_COST_EVERY). */
-#define ALLOC_COST_EVERY 8u
+#define ALLOC_COST_EVERY 32u
 void alloc_set_sample_bytes(uint64_t mean);
 uint64_t alloc_sample_bytes(void);
 void alloc_sample_cost(uint64_t *measured_ns, uint64_t *measured_samples);

@@ -1,6 +1,7 @@
 /* pthread_create interposition: a new thread registers itself (and gets its
  * CPU timer) before the user's start routine runs, so short threads are
  * profiled from their first instruction.  Exported; only in the .so. */
+#include "collect/alloc.h"
 #include "collect/collect.h"
 #include "collect/context.h"
 #include "collect/threads.h"
@@ -21,6 +22,7 @@ static void *thread_start_trampoline(void *p)
 	rt_free(p);
 	int tid = (int)sys_gettid();
 	context_thread_started();
+	alloc_thread_started(tid);
 	/* The unwinder reads this thread's stack directly once it knows its bounds. */
 	uint64_t here = (uint64_t)(uintptr_t)&start, lo = 0, hi = 0;
 	if (!symbols_stack_bounds_of(here, &lo, &hi))

@@ -81,12 +81,17 @@ double rt_ln(double x)
 		m *= 0.5;
 		e++;
 	}
-	/* ln(m) = 2 atanh(s), s = (m-1)/(m+1), |s| < 0.172 */
-	double s = (m - 1.0) / (m + 1.0), s2 = s * s, term = s, sum = 0.0;
-	for (int k = 0; k < 14; k++) {
-		sum += term / (double)(2 * k + 1);
-		term *= s2;
-	}
+	/* ln(m) = 2 atanh(s) = 2 (s + s^3/3 + s^5/5 + ...), s = (m-1)/(m+1),
+	 * |s| < 0.172: 14 terms reach double precision.  Horner form with the
+	 * reciprocals precomputed: no division per term. */
+	static const double inv_odd[14] = {
+		1.0,       1.0 / 3,  1.0 / 5,  1.0 / 7,  1.0 / 9,  1.0 / 11, 1.0 / 13,
+		1.0 / 15,  1.0 / 17, 1.0 / 19, 1.0 / 21, 1.0 / 23, 1.0 / 25, 1.0 / 27,
+	};
+	double s = (m - 1.0) / (m + 1.0), s2 = s * s, sum = inv_odd[13];
+	for (int k = 12; k >= 0; k--)
+		sum = sum * s2 + inv_odd[k];
+	sum *= s;
 	return 2.0 * sum + (double)e * LN2;
 }
 
@@ -101,11 +106,31 @@ double rt_exp(double x)
 	double kf = x / LN2;
 	int k = (int)(kf + (kf >= 0 ? 0.5 : -0.5));
 	double rem = x - (double)k * LN2;
-	double term = 1.0, sum = 1.0;
-	for (int i = 1; i < 24; i++) {
-		term *= rem / (double)i;
-		sum += term;
-	}
+	/* e^rem for |rem| <= ln2/2: Taylor series to rem^17/17! (next term
+	 * < 1e-20), Horner form with the reciprocal factorials precomputed. */
+	static const double inv_fact[18] = {
+		1.0,
+		1.0,
+		1.0 / 2,
+		1.0 / 6,
+		1.0 / 24,
+		1.0 / 120,
+		1.0 / 720,
+		1.0 / 5040,
+		1.0 / 40320,
+		1.0 / 362880,
+		1.0 / 3628800,
+		1.0 / 39916800,
+		1.0 / 479001600,
+		1.0 / 6227020800.0,
+		1.0 / 87178291200.0,
+		1.0 / 1307674368000.0,
+		1.0 / 20922789888000.0,
+		1.0 / 355687428096000.0,
+	};
+	double sum = inv_fact[17];
+	for (int i = 16; i >= 0; i--)
+		sum = sum * rem + inv_fact[i];
 	/* Multiply by 2^k in two steps so neither factor overflows. */
 	int k1 = k / 2, k2 = k - k1;
 	uint64_t b1 = (uint64_t)(k1 + 1023) << 52, b2 = (uint64_t)(k2 + 1023) << 52;

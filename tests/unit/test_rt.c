@@ -81,6 +81,17 @@ static void math_matches_libm(void)
 		double want = exp(es[k]), got = rt_exp(es[k]);
 		CHECK(fabs(got - want) <= 1e-12 * want);
 	}
+	/* A sweep over the ranges the samplers use: uniform draws in (0, 1]
+	 * for ln, -amount/mean in [-40, 0] for exp. */
+	double worst_ln = 0, worst_exp = 0;
+	for (int k = 1; k <= 100000; k++) {
+		double u = (double)k / 100000.0;
+		worst_ln = fmax(worst_ln, fabs(rt_ln(u) - log(u)) / fmax(1e-300, fabs(log(u))));
+		double x = -40.0 * u;
+		worst_exp = fmax(worst_exp, fabs(rt_exp(x) - exp(x)) / exp(x));
+	}
+	CHECK(worst_ln <= 1e-14);
+	CHECK(worst_exp <= 1e-14);
 }
 
 static void exponential_has_the_right_mean(void)
