@@ -149,6 +149,9 @@ def main():
         check(f"{name}: rates kept", int(m["lowered"]) == 0 and m["hz"] == "100"
               and m["conf"] == "100", m.group(0))
         check(f"{name}: measured overhead under the 2% limit", float(m["pct"]) < 2.0, m["pct"] + "%")
+        delivered = re.search(r"delivering (\d+) samples per CPU second", m.string)
+        check(f"{name}: the comment gives the rate delivered, about the 100 Hz configured",
+              delivered is not None and 80 <= int(delivered.group(1)) <= 105, m.string[-200:])
     check(f"{name}: nothing lowered in the log", "sampling lowered" not in log, log[-300:])
 
     # Sampled allocations cost CPU on the allocating threads: one sample per
