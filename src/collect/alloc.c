@@ -32,10 +32,12 @@ static struct {
 	atomic_ullong seed;
 	atomic_uint reclaim_tick;
 
-	/* Live table: slots[] keyed by address, linear probing, deletions by
-	 * backward shift (no tombstones).  Guarded by live_lock. */
+	/* Live table: slots[nslots] keyed by address, linear probing,
+	 * deletions by backward shift (no tombstones), doubled when half full.
+	 * Guarded by live_lock. */
 	struct rt_mutex live_lock;
 	struct alloc_live_entry *slots;
+	uint32_t nslots; /* power of two, ALLOC_LIVE_MIN_SLOTS..ALLOC_LIVE_SLOTS */
 	uint32_t live;
 	/* Live entries per filter bit (at most ALLOC_LIVE_MAX < 2^16). */
 	uint16_t filter_count[1u << ALLOC_FILTER_BITS];
@@ -223,30 +225,59 @@ static void filter_remove(uintptr_t addr)
 /* Caller holds live_lock.  Index of addr's slot, or ALLOC_LIVE_SLOTS. */
 static uint32_t live_find(uintptr_t addr)
 {
-	uint32_t i = alloc_live_home(addr);
-	for (uint32_t n = 0; n < ALLOC_LIVE_SLOTS; n++) {
+	const uint32_t mask = st.nslots - 1u;
+	uint32_t i = alloc_live_home(addr) & mask;
+	for (uint32_t n = 0; n < st.nslots; n++) {
 		uintptr_t a = st.slots[i].addr;
 		if (a == addr)
 			return i;
 		if (a == 0)
 			return ALLOC_LIVE_SLOTS;
-		i = (i + 1) & (ALLOC_LIVE_SLOTS - 1u);
+		i = (i + 1) & mask;
 	}
 	return ALLOC_LIVE_SLOTS;
+}
+
+/* Caller holds live_lock: the first empty slot of addr's probe run. */
+static uint32_t live_free_slot(uintptr_t addr)
+{
+	const uint32_t mask = st.nslots - 1u;
+	uint32_t i = alloc_live_home(addr) & mask;
+	for (uint32_t n = 0; n < st.nslots && st.slots[i].addr != 0; n++)
+		i = (i + 1) & mask;
+	return i;
+}
+
+/* Caller holds live_lock: a table twice the size, the entries moved over.
+ * False (the table stays) when there is no memory for it. */
+static bool live_grow(void)
+{
+	uint32_t old_n = st.nslots, new_n = old_n * 2u;
+	struct alloc_live_entry *old = st.slots;
+	struct alloc_live_entry *bigger = rt_pages_alloc(new_n * sizeof(*bigger));
+	if (!bigger)
+		return false;
+	st.slots = bigger;
+	st.nslots = new_n;
+	for (uint32_t i = 0; i < old_n; i++)
+		if (old[i].addr)
+			st.slots[live_free_slot(old[i].addr)] = old[i];
+	rt_pages_free(old, old_n * sizeof(*old));
+	return true;
 }
 
 /* Caller holds live_lock: empties slot i, shifting later members of its
  * probe run back so every entry stays reachable from its home slot. */
 static void live_delete_at(uint32_t i)
 {
-	const uint32_t mask = ALLOC_LIVE_SLOTS - 1u;
+	const uint32_t mask = st.nslots - 1u;
 	uint32_t hole = i;
 	uint32_t j = i;
-	for (uint32_t n = 0; n < ALLOC_LIVE_SLOTS; n++) {
+	for (uint32_t n = 0; n < st.nslots; n++) {
 		j = (j + 1) & mask;
 		if (st.slots[j].addr == 0)
 			break;
-		uint32_t home = alloc_live_home(st.slots[j].addr);
+		uint32_t home = alloc_live_home(st.slots[j].addr) & mask;
 		/* Move j into the hole unless its home lies cyclically in (hole, j]. */
 		bool home_after_hole = ((j - home) & mask) < ((j - hole) & mask);
 		if (!home_after_hole) {
@@ -271,11 +302,9 @@ static bool live_insert(const struct alloc_live_entry *e)
 		old = st.slots[i];
 		st.slots[i] = *e;
 		ok = true;
-	} else if (st.live < ALLOC_LIVE_MAX) {
-		i = alloc_live_home(e->addr);
-		while (st.slots[i].addr != 0)
-			i = (i + 1) & (ALLOC_LIVE_SLOTS - 1u);
-		st.slots[i] = *e;
+	} else if (st.live < ALLOC_LIVE_MAX &&
+		   (st.live < st.nslots / 2u || (st.nslots < ALLOC_LIVE_SLOTS && live_grow()))) {
+		st.slots[live_free_slot(e->addr)] = *e;
 		st.live++;
 		filter_add(e->addr);
 		ok = true;
@@ -428,9 +457,10 @@ int alloc_collector_start(const struct sw_config *cfg, struct recorder *rec)
 	if (!want_alloc && !want_live)
 		return -EINVAL;
 	if (want_live && !st.slots) {
-		st.slots = rt_pages_alloc(ALLOC_LIVE_SLOTS * sizeof(struct alloc_live_entry));
+		st.slots = rt_pages_alloc(ALLOC_LIVE_MIN_SLOTS * sizeof(struct alloc_live_entry));
 		if (!st.slots)
 			return -ENOMEM;
+		st.nslots = ALLOC_LIVE_MIN_SLOTS;
 	}
 	if (atomic_load(&st.seed) == 0) {
 		uint64_t seed = 0;
@@ -442,7 +472,7 @@ int alloc_collector_start(const struct sw_config *cfg, struct recorder *rec)
 	/* Entries left from a previous run may have been freed unseen. */
 	if (st.slots && !atomic_load(&alloc_hot.retiring)) {
 		rt_mutex_lock(&st.live_lock);
-		for (uint32_t i = 0; i < ALLOC_LIVE_SLOTS && st.live; i++) {
+		for (uint32_t i = 0; i < st.nslots && st.live; i++) {
 			if (st.slots[i].addr) {
 				filter_remove(st.slots[i].addr);
 				rt_free(st.slots[i].pcs);
@@ -484,7 +514,7 @@ void alloc_collector_before_export(struct profile *finished)
 	 * threads wait only for the copy. */
 	struct rt_buf copy = { 0 };
 	rt_mutex_lock(&st.live_lock);
-	for (uint32_t i = 0, seen = 0; i < ALLOC_LIVE_SLOTS && seen < st.live; i++) {
+	for (uint32_t i = 0, seen = 0; i < st.nslots && seen < st.live; i++) {
 		const struct alloc_live_entry *e = &st.slots[i];
 		if (!e->addr)
 			continue;
@@ -497,7 +527,7 @@ void alloc_collector_before_export(struct profile *finished)
 	if (stopped) {
 		/* Nothing is sampled any more: forget the table, stop retiring. */
 		atomic_store(&alloc_hot.retiring, 0);
-		for (uint32_t i = 0; i < ALLOC_LIVE_SLOTS && st.live; i++) {
+		for (uint32_t i = 0; i < st.nslots && st.live; i++) {
 			if (st.slots[i].addr) {
 				filter_remove(st.slots[i].addr);
 				rt_free(st.slots[i].pcs);

@@ -149,6 +149,10 @@ int64_t alloc_draw_countdown(struct rt_rng *rng, uint64_t rate);
 
 #define ALLOC_LIVE_SLOTS (1u << 16)     /* power of two; half of it usable */
 #define ALLOC_LIVE_MAX (ALLOC_LIVE_SLOTS / 2u)
+/* The table starts this small and doubles when half full, so a small live
+ * set stays in a few cache-resident pages (a 3 MiB table cost a cache and
+ * TLB miss, often a page fault, per sample). */
+#define ALLOC_LIVE_MIN_SLOTS (1u << 10)
 /* The filter, two levels of one bit per bucket of address hashes, set while
  * a live entry hashes there: 2^12 bits (512 bytes, always in cache) checked
  * first, then 2^17 bits (16 KiB) once the live set is large. */
@@ -171,7 +175,8 @@ static inline bool alloc_filter_test(const _Atomic uint64_t *bits, uint32_t h)
 	return (w >> (h & 63u)) & 1u;
 }
 
-/* Home slot of an address in the live table (other hash bits than the filter). */
+/* Home slot of an address in a live table of ALLOC_LIVE_SLOTS (other hash
+ * bits than the filter); a smaller table takes its low bits. */
 static inline uint32_t alloc_live_home(uintptr_t p)
 {
 	return (uint32_t)(((uint64_t)p * 0x9e3779b97f4a7c15ull) >> 48) & (ALLOC_LIVE_SLOTS - 1u);

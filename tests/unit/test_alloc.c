@@ -347,6 +347,50 @@ static void live_table_collisions(void)
 	recorder_destroy(rec);
 }
 
+/* The live table grows from ALLOC_LIVE_MIN_SLOTS as entries arrive: every
+ * entry stays findable across the doublings, the snapshot holds them all,
+ * and the bound of ALLOC_LIVE_MAX entries still holds at full size. */
+static void live_table_grows(void)
+{
+	struct recorder *rec = recorder_create(NULL);
+	CHECK(rec != NULL);
+	if (!rec)
+		return;
+	struct sw_config cfg = test_cfg(SW_KIND_BIT(SW_KIND_HEAP));
+	CHECK(alloc_collector_start(&cfg, rec) == 0);
+	struct alloc_thread *t = alloc_thread_self();
+	if (!t)
+		return;
+	const uintptr_t base = 0x600000000000ull;
+	const uint32_t n = ALLOC_LIVE_MAX + 100u;
+	for (uint32_t i = 0; i < n; i++)
+		sample_from_here(t, (void *)(base + (uintptr_t)i * 64), 64);
+	struct alloc_stats s;
+	alloc_get_stats(&s);
+	CHECK(s.live == ALLOC_LIVE_MAX);
+	CHECK(s.live_dropped >= 100);
+	struct profile *p = recorder_swap(rec);
+	CHECK(p != NULL);
+	if (p) {
+		alloc_collector_before_export(p);
+		CHECK_EQ_U64(profile_sample_count(p) > 0, 1);
+		profile_release(p);
+	}
+	uint32_t retired = 0;
+	for (uint32_t i = 0; i < ALLOC_LIVE_MAX; i++)
+		retired += alloc_live_retire((void *)(base + (uintptr_t)i * 64), NULL);
+	CHECK_EQ_U64(retired, ALLOC_LIVE_MAX);
+	alloc_get_stats(&s);
+	CHECK_EQ_U64(s.live, 0);
+	alloc_collector_stop();
+	p = recorder_swap(rec);
+	if (p) {
+		alloc_collector_before_export(p);
+		profile_release(p);
+	}
+	recorder_destroy(rec);
+}
+
 int main(void)
 {
 	RUN(weight_matches_formula);
@@ -357,5 +401,6 @@ int main(void)
 	RUN(thread_table_claims_and_collisions);
 	RUN(samples_and_live_heap);
 	RUN(live_table_collisions);
+	RUN(live_table_grows);
 	return CHECK_DONE();
 }
