@@ -454,8 +454,8 @@ static void held_evict_stale(struct held_slot *table, uint32_t home, uint64_t no
 	}
 }
 
-static void held_insert(uintptr_t lock, double weight, int tid, const char *name,
-			const uint64_t *pcs, uint32_t depth)
+static void held_insert(uintptr_t lock, uint64_t since_ns, double weight, int tid,
+			const char *name, const uint64_t *pcs, uint32_t depth)
 {
 	struct held_slot *table = atomic_load_explicit(&st.held, memory_order_acquire);
 	if (!table)
@@ -475,7 +475,7 @@ static void held_insert(uintptr_t lock, double weight, int tid, const char *name
 			if (depth > HELD_FRAMES)
 				s->pcs[HELD_FRAMES - 1u] = SW_PC_TRUNCATED;
 			rt_strlcpy(s->name, name, sizeof(s->name));
-			s->since_ns = rt_monotonic_ns();
+			s->since_ns = since_ns;
 			struct alloc_thread *self = alloc_thread_self();
 			if (self)
 				self->lock_held++;
@@ -606,7 +606,8 @@ static void local_rng(struct rt_rng *r)
 	r->s[1] = sample_random_u64() | 1u;
 }
 
-void lock_contended(const void *lock, uint64_t wait_ns, uint32_t every, uintptr_t ra)
+void lock_contended(const void *lock, uint64_t acquired_ns, uint64_t wait_ns, uint32_t every,
+		    uintptr_t ra)
 {
 	uint64_t mean = lock_wait_mean(lock_collector_period(), every);
 	if (!lock_sample_decide(wait_ns, mean, sample_random_u64()))
@@ -629,7 +630,10 @@ void lock_contended(const void *lock, uint64_t wait_ns, uint32_t every, uintptr_
 		{ SW_V_LOCK_ACQUIRE_WAIT, sample_round_random(&rng, weight * (double)wait_ns) },
 	};
 	record(buf + first, depth, values, name, tid);
-	held_insert((uintptr_t)lock, weight, tid, name, buf + first, depth);
+	/* The hold started at the acquisition, not now: the unwinding and
+	 * naming above ran while the lock was held (tens of microseconds,
+	 * more when the thread is preempted meanwhile). */
+	held_insert((uintptr_t)lock, acquired_ns, weight, tid, name, buf + first, depth);
 }
 
 void lock_released(const void *lock, uint64_t released_ns)

@@ -162,10 +162,12 @@ void lock_robust_add(const void *mutex);
 void lock_robust_remove(const void *mutex);
 
 /* A checked contended acquisition of `lock` that waited wait_ns and
- * succeeded; `every`: its K (lock_check_begin).  `ra`: the hook's return
- * address (where the kept stack starts).  May record lock-acquire and
- * remember the lock as held. */
-void lock_contended(const void *lock, uint64_t wait_ns, uint32_t every, uintptr_t ra);
+ * succeeded at acquired_ns (monotonic; where its hold starts); `every`:
+ * its weight from lock_check_begin.  `ra`: the hook's return address
+ * (where the kept stack starts).  May record lock-acquire and remember
+ * the lock as held. */
+void lock_contended(const void *lock, uint64_t acquired_ns, uint64_t wait_ns, uint32_t every,
+		    uintptr_t ra);
 /* True when the calling thread holds `lock` from a sampled acquisition
  * (lock-free; the unlock hook reads the clock only then). */
 bool lock_held_by_self(const void *lock);

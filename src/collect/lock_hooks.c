@@ -210,7 +210,7 @@ __attribute__((noinline)) static int acquire_checked(const struct acquire *a, vo
 	uint64_t t1 = rt_monotonic_ns();
 	lock_check_end(t1);
 	if ((r == 0 || r == ERR_OWNERDEAD) && t1 > t0)
-		lock_contended(l, t1 - t0, every, ra);
+		lock_contended(l, t1, t1 - t0, every, ra);
 	return r;
 }
 
