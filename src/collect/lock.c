@@ -21,10 +21,9 @@
  * return address before the caller's stack starts. */
 #define LOCK_NAME_CAP 96u
 
-/* Held table: sampled acquisitions not yet released. */
-#define HELD_SLOTS 256u /* power of two */
+/* Held table: checked acquisitions not yet released. */
+#define HELD_SLOTS 1024u /* power of two */
 #define HELD_PROBES 8u
-#define HELD_FRAMES 64u
 /* An entry older than this is taken for a lock released where we cannot
  * see it (by another thread) and may be evicted to make room. */
 #define HELD_STALE_NS (60ull * 1000000000ull)
@@ -40,11 +39,8 @@ struct held_slot {
 	_Atomic uintptr_t lock;  /* 0: free; claimed by the inserting thread */
 	_Atomic uintptr_t owner; /* thread pointer once filled; 0 while claimed */
 	uint64_t since_ns;
-	double weight;
-	int tid;
-	uint32_t depth;
-	char name[LOCK_NAME_CAP];
-	uint64_t pcs[HELD_FRAMES];
+	uint32_t weight; /* inverse of the acquisition's chance of being checked */
+	uint32_t pad;
 };
 
 static struct {
@@ -145,13 +141,13 @@ uint32_t lock_next_every(uint32_t every, uint64_t gap_ns, uint32_t max)
 	return k;
 }
 
-void lock_check_end(uint64_t now_ns)
+uint64_t lock_check_end(uint64_t now_ns)
 {
-	struct alloc_thread *t = alloc_thread_self();
-	if (!t)
-		return;
 	if (now_ns == 0)
 		now_ns = rt_monotonic_ns();
+	struct alloc_thread *t = alloc_thread_self();
+	if (!t)
+		return now_ns;
 	/* A first check (no previous time) or a clock that went back: no
 	 * change. */
 	uint64_t gap = t->lock_last_ns && now_ns > t->lock_last_ns ? now_ns - t->lock_last_ns
@@ -161,6 +157,7 @@ void lock_check_end(uint64_t now_ns)
 				     atomic_load_explicit(&st.check_every_max, memory_order_relaxed));
 	t->lock_every = k;
 	t->lock_countdown = lock_draw_countdown(k, k > 1u ? rt_rng_uniform(&t->rng) : 1.0);
+	return now_ns;
 }
 
 uint64_t lock_collector_period(void)
@@ -454,8 +451,7 @@ static void held_evict_stale(struct held_slot *table, uint32_t home, uint64_t no
 	}
 }
 
-static void held_insert(uintptr_t lock, uint64_t since_ns, double weight, int tid,
-			const char *name, const uint64_t *pcs, uint32_t depth)
+static void held_insert(uintptr_t lock, uint64_t since_ns, uint32_t weight)
 {
 	struct held_slot *table = atomic_load_explicit(&st.held, memory_order_acquire);
 	if (!table)
@@ -469,12 +465,6 @@ static void held_insert(uintptr_t lock, uint64_t since_ns, double weight, int ti
 			if (!atomic_compare_exchange_strong(&s->lock, &expect, lock))
 				continue;
 			s->weight = weight;
-			s->tid = tid;
-			s->depth = RT_MIN(depth, HELD_FRAMES);
-			rt_memcpy(s->pcs, pcs, (size_t)s->depth * sizeof(uint64_t));
-			if (depth > HELD_FRAMES)
-				s->pcs[HELD_FRAMES - 1u] = SW_PC_TRUNCATED;
-			rt_strlcpy(s->name, name, sizeof(s->name));
 			s->since_ns = since_ns;
 			struct alloc_thread *self = alloc_thread_self();
 			if (self)
@@ -606,8 +596,18 @@ static void local_rng(struct rt_rng *r)
 	r->s[1] = sample_random_u64() | 1u;
 }
 
-void lock_contended(const void *lock, uint64_t acquired_ns, uint64_t wait_ns, uint32_t every,
-		    uintptr_t ra)
+/* The caller's stack from ra on, and the lock's name. */
+static uint32_t capture(const void *lock, uintptr_t ra, uint64_t *buf, uint32_t *depth,
+			char *name, size_t name_cap)
+{
+	uint32_t cap = RT_MIN(st.max_frames, LOCK_MAX_FRAMES) + SAMPLE_OWN_FRAMES;
+	uint32_t first = sample_capture_caller(ra, 0, 0, buf, cap, depth);
+	lock_name_format(atomic_load_explicit(&st.index, memory_order_acquire), (uintptr_t)lock,
+			 name, name_cap);
+	return first;
+}
+
+void lock_contended(const void *lock, uint64_t wait_ns, uint32_t every, uintptr_t ra)
 {
 	uint64_t mean = lock_wait_mean(lock_collector_period(), every);
 	if (!lock_sample_decide(wait_ns, mean, sample_random_u64()))
@@ -617,26 +617,23 @@ void lock_contended(const void *lock, uint64_t acquired_ns, uint64_t wait_ns, ui
 	atomic_fetch_add(&st.samples, 1);
 	uint64_t buf[LOCK_MAX_FRAMES + SAMPLE_OWN_FRAMES];
 	uint32_t depth = 0;
-	uint32_t cap = RT_MIN(st.max_frames, LOCK_MAX_FRAMES) + SAMPLE_OWN_FRAMES;
-	uint32_t first = sample_capture_caller(ra, 0, 0, buf, cap, &depth);
 	char name[LOCK_NAME_CAP];
-	lock_name_format(atomic_load_explicit(&st.index, memory_order_acquire), (uintptr_t)lock,
-			 name, sizeof(name));
-	int tid = (int)sys_gettid();
+	uint32_t first = capture(lock, ra, buf, &depth, name, sizeof(name));
 	struct rt_rng rng;
 	local_rng(&rng);
 	struct sw_value values[2] = {
 		{ SW_V_LOCK_ACQUIRE, sample_round_random(&rng, weight) },
 		{ SW_V_LOCK_ACQUIRE_WAIT, sample_round_random(&rng, weight * (double)wait_ns) },
 	};
-	record(buf + first, depth, values, name, tid);
-	/* The hold started at the acquisition, not now: the unwinding and
-	 * naming above ran while the lock was held (tens of microseconds,
-	 * more when the thread is preempted meanwhile). */
-	held_insert((uintptr_t)lock, acquired_ns, weight, tid, name, buf + first, depth);
+	record(buf + first, depth, values, name, (int)sys_gettid());
 }
 
-void lock_released(const void *lock, uint64_t released_ns)
+void lock_acquired(const void *lock, uint64_t acquired_ns, uint32_t every)
+{
+	held_insert((uintptr_t)lock, acquired_ns, every ? every : 1u);
+}
+
+void lock_released(const void *lock, uint64_t released_ns, uintptr_t ra)
 {
 	uintptr_t tp = rt_thread_pointer();
 	struct held_slot *s = held_find((uintptr_t)lock, tp);
@@ -646,21 +643,23 @@ void lock_released(const void *lock, uint64_t released_ns)
 	if (self && self->lock_held > 0)
 		self->lock_held--;
 	uint64_t hold = released_ns > s->since_ns ? released_ns - s->since_ns : 0;
-	double weight = s->weight;
-	int tid = s->tid;
-	uint32_t depth = s->depth;
-	uint64_t pcs[HELD_FRAMES];
-	char name[LOCK_NAME_CAP];
-	rt_memcpy(pcs, s->pcs, (size_t)depth * sizeof(uint64_t));
-	rt_strlcpy(name, s->name, sizeof(name));
+	uint32_t every = s->weight;
 	held_clear(s);
+	uint64_t mean = lock_wait_mean(lock_collector_period(), every);
+	if (!lock_sample_decide(hold, mean, sample_random_u64()))
+		return;
+	double weight = (double)every * sample_weight(hold, mean);
+	uint64_t buf[LOCK_MAX_FRAMES + SAMPLE_OWN_FRAMES];
+	uint32_t depth = 0;
+	char name[LOCK_NAME_CAP];
+	uint32_t first = capture(lock, ra, buf, &depth, name, sizeof(name));
 	struct rt_rng rng;
 	local_rng(&rng);
 	struct sw_value values[2] = {
 		{ SW_V_LOCK_RELEASE, sample_round_random(&rng, weight) },
 		{ SW_V_LOCK_RELEASE_HOLD, sample_round_random(&rng, weight * (double)hold) },
 	};
-	record(pcs, depth, values, name, tid);
+	record(buf + first, depth, values, name, (int)sys_gettid());
 }
 
 /* ---- the collector ---- */

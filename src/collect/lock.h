@@ -51,15 +51,24 @@
  * checked, and at most one in K acquisitions.  The uniform draws come from
  * one global counter through a mixing function.
  *
- * Hold time: a sampled acquisition is remembered in a small lock-free table
- * keyed by (lock address, thread pointer) with its stack.  The matching
- * unlock records lock-release += K/p and lock-release-hold += hold*K/p on
- * the stack that acquired (and so held) the lock.  Hold times of
- * unsampled acquisitions are not measured.  An unlock reads one global
- * count of outstanding sampled holds, and only when it is not zero the
- * calling thread's own count (lock_held) before searching the table.
- * A mutex released inside pthread_cond_wait stays "held" until the
- * interposed unlock: its hold time includes the condition wait.
+ * Hold time: every checked acquisition (contended or not: a sample of all
+ * acquisitions, each with a known chance 1/weight) is remembered in a
+ * small lock-free table keyed by (lock address, thread pointer) with its
+ * time and weight; no stack is taken then.  At the matching unlock its
+ * hold h is sampled the same way as waits, with probability
+ * q = 1 - exp(-h*weight/R), and when sampled recorded with the stack of
+ * the unlock (the stack holding the lock at that moment: for the usual
+ * lock ... unlock in one function, the function that held it):
+ * lock-release += weight/q and lock-release-hold += h*weight/q, unbiased
+ * estimates of all releases and all held time.  (Tracking only the holds
+ * of sampled contended acquisitions, as before, estimated the holds of
+ * contended acquisitions only: how many acquisitions find their lock free
+ * changes with scheduling, by several points of the hold shares.)  An
+ * unlock reads one global count of outstanding checked holds, and only
+ * when it is not zero the calling thread's own count (lock_held) before
+ * searching the table.  A mutex released inside pthread_cond_wait stays
+ * "held" until the interposed unlock: its hold time includes the
+ * condition wait.
  *
  * Label "lock name": the writable data symbol (.symtab, else .dynsym, of
  * the modules mapped when the collector started) that contains the lock's
@@ -137,8 +146,9 @@ static inline bool lock_skip_check(uint32_t epoch)
  * after a tick, else K.  A checked acquisition ends with lock_check_end. */
 uint32_t lock_check_begin(uint32_t epoch);
 /* The checked acquisition is over (now_ns: the monotonic time, 0: read
- * it): adapts the calling thread's K and draws its next countdown. */
-void lock_check_end(uint64_t now_ns);
+ * it): adapts the calling thread's K and draws its next countdown.
+ * Returns the time used. */
+uint64_t lock_check_end(uint64_t now_ns);
 
 /* False when no sampled acquisition is outstanding: unlock just forwards. */
 static inline bool lock_release_maybe(void)
@@ -162,19 +172,20 @@ void lock_robust_add(const void *mutex);
 void lock_robust_remove(const void *mutex);
 
 /* A checked contended acquisition of `lock` that waited wait_ns and
- * succeeded at acquired_ns (monotonic; where its hold starts); `every`:
- * its weight from lock_check_begin.  `ra`: the hook's return address
- * (where the kept stack starts).  May record lock-acquire and remember
- * the lock as held. */
-void lock_contended(const void *lock, uint64_t acquired_ns, uint64_t wait_ns, uint32_t every,
-		    uintptr_t ra);
-/* True when the calling thread holds `lock` from a sampled acquisition
+ * succeeded; `every`: its weight from lock_check_begin.  `ra`: the hook's
+ * return address (where the kept stack starts).  May record lock-acquire. */
+void lock_contended(const void *lock, uint64_t wait_ns, uint32_t every, uintptr_t ra);
+/* Any checked acquisition of `lock` that succeeded at acquired_ns
+ * (monotonic): its hold is tracked until the calling thread releases it. */
+void lock_acquired(const void *lock, uint64_t acquired_ns, uint32_t every);
+/* True when the calling thread holds `lock` from a checked acquisition
  * (lock-free; the unlock hook reads the clock only then). */
 bool lock_held_by_self(const void *lock);
 /* The calling thread releases `lock` at released_ns (taken before the
- * next unlock was called); records the hold if the acquisition was
- * sampled.  Call after forwarding the unlock. */
-void lock_released(const void *lock, uint64_t released_ns);
+ * next unlock was called); may record the hold, with the stack from `ra`
+ * (the unlock hook's return address) on.  Call after forwarding the
+ * unlock. */
+void lock_released(const void *lock, uint64_t released_ns, uintptr_t ra);
 
 
 /* ---- pure functions (exposed for tests) ---- */

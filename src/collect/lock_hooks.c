@@ -195,22 +195,28 @@ __attribute__((noinline)) static int acquire_checked(const struct acquire *a, vo
 	uint32_t every = lock_check_begin(epoch);
 	if (every == 0)
 		return block(a, l, clk, abstime);
-	/* Some robust mutex is known: this one may be it. */
+	int r;
+	uint64_t t;
 	if (a->try_id == MUTEX_TRYLOCK && lock_robust_maybe() && lock_robust_is(l)) {
-		lock_check_end(0);
-		return block(a, l, clk, abstime);
+		/* Some robust mutex is known: this one may be it. */
+		r = block(a, l, clk, abstime);
+		t = lock_check_end(0);
+	} else {
+		r = call_lock(a->try_id, l);
+		if (r == ERR_BUSY) {
+			uint64_t t0 = rt_monotonic_ns();
+			r = block(a, l, clk, abstime);
+			t = lock_check_end(0);
+			if ((r == 0 || r == ERR_OWNERDEAD) && t > t0)
+				lock_contended(l, t - t0, every, ra);
+		} else {
+			t = lock_check_end(0);
+			if (r != 0 && r != ERR_OWNERDEAD)
+				r = block(a, l, clk, abstime);
+		}
 	}
-	int r = call_lock(a->try_id, l);
-	if (r != ERR_BUSY) {
-		lock_check_end(0);
-		return r == 0 || r == ERR_OWNERDEAD ? r : block(a, l, clk, abstime);
-	}
-	uint64_t t0 = rt_monotonic_ns();
-	r = block(a, l, clk, abstime);
-	uint64_t t1 = rt_monotonic_ns();
-	lock_check_end(t1);
-	if ((r == 0 || r == ERR_OWNERDEAD) && t1 > t0)
-		lock_contended(l, t1, t1 - t0, every, ra);
+	if (r == 0 || r == ERR_OWNERDEAD)
+		lock_acquired(l, t, every);
 	return r;
 }
 
@@ -236,14 +242,16 @@ static const struct acquire rw_wrlock = { RW_TRYWRLOCK, RW_WRLOCK };
 static const struct acquire rw_timedwrlock = { RW_TRYWRLOCK, RW_TIMEDWRLOCK };
 static const struct acquire rw_clockwrlock = { RW_TRYWRLOCK, RW_CLOCKWRLOCK };
 
-__attribute__((noinline)) static int release_tracked(enum next_id id, void *l)
+/* Reached by a tail call from the entry point: our caller's return
+ * address is ra. */
+__attribute__((noinline)) static int release_tracked(enum next_id id, void *l, uintptr_t ra)
 {
 	if (!lock_held_by_self(l))
 		return call_lock(id, l);
 	uint64_t t = rt_monotonic_ns();
 	int r = call_lock(id, l);
 	if (r == 0)
-		lock_released(l, t);
+		lock_released(l, t, ra);
 	return r;
 }
 
@@ -277,7 +285,7 @@ SW_EXPORT int pthread_mutex_unlock(void *l)
 {
 	if (RT_LIKELY(!lock_release_maybe()))
 		return call_lock(MUTEX_UNLOCK, l);
-	return release_tracked(MUTEX_UNLOCK, l);
+	return release_tracked(MUTEX_UNLOCK, l, CALLER_RA());
 }
 
 SW_EXPORT int pthread_rwlock_rdlock(void *l) { ACQUIRE(rw_rdlock, 0, NULL); }
@@ -308,7 +316,7 @@ SW_EXPORT int pthread_rwlock_unlock(void *l)
 {
 	if (RT_LIKELY(!lock_release_maybe()))
 		return call_lock(RW_UNLOCK, l);
-	return release_tracked(RW_UNLOCK, l);
+	return release_tracked(RW_UNLOCK, l, CALLER_RA());
 }
 
 typedef int (*init_fn)(void *, const void *);
