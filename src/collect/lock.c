@@ -25,8 +25,12 @@
 #define HELD_SLOTS 1024u /* power of two */
 #define HELD_PROBES 8u
 /* An entry older than this is taken for a lock released where we cannot
- * see it (by another thread) and may be evicted to make room. */
+ * see it (by another thread, or never: its thread exited) and is evicted:
+ * to make room, and by the sampler tick, which sweeps HELD_SWEEP slots
+ * (the whole table every 0.64 s) so that such an entry does not keep every
+ * unlock of the process off its fast path. */
 #define HELD_STALE_NS (60ull * 1000000000ull)
+#define HELD_SWEEP 16u
 
 #define MAPS_MAX_BYTES (64u << 20)
 #define ELF_MAX_BYTES (4ull << 30)
@@ -53,6 +57,7 @@ static struct {
 	atomic_ullong samples;
 	atomic_ullong held_dropped;
 	atomic_ullong record_failed;
+	uint32_t sweep_pos; /* the sampler thread's */
 } st;
 
 /* ---- sampling ---- */
@@ -441,12 +446,13 @@ static bool held_take(struct held_slot *s, uintptr_t owner)
 
 static void held_clear(struct held_slot *s) { atomic_store_explicit(&s->lock, 0, memory_order_release); }
 
-static void held_evict_stale(struct held_slot *table, uint32_t home, uint64_t now)
+static void held_evict_stale(struct held_slot *table, uint32_t first, uint32_t n, uint64_t now)
 {
-	for (uint32_t i = 0; i < HELD_PROBES; i++) {
-		struct held_slot *s = &table[(home + i) & (HELD_SLOTS - 1u)];
+	for (uint32_t i = 0; i < n; i++) {
+		struct held_slot *s = &table[(first + i) & (HELD_SLOTS - 1u)];
 		uintptr_t o = atomic_load_explicit(&s->owner, memory_order_acquire);
-		if (o != 0 && now - s->since_ns > HELD_STALE_NS && held_take(s, o))
+		if (o != 0 && now > s->since_ns && now - s->since_ns > HELD_STALE_NS &&
+		    held_take(s, o))
 			held_clear(s);
 	}
 }
@@ -474,7 +480,7 @@ static void held_insert(uintptr_t lock, uint64_t since_ns, uint32_t weight)
 			return;
 		}
 		if (round == 0)
-			held_evict_stale(table, home, rt_monotonic_ns());
+			held_evict_stale(table, home, HELD_PROBES, rt_monotonic_ns());
 	}
 	atomic_fetch_add(&st.held_dropped, 1);
 }
@@ -708,6 +714,11 @@ void lock_collector_tick(void)
 	/* Never 0 (off), and never turns sampling back on after a stop. */
 	if (e != 0)
 		(void)atomic_compare_exchange_strong(&lock_hot.epoch, &e, e + 1u ? e + 1u : 1u);
+	struct held_slot *table = atomic_load_explicit(&st.held, memory_order_acquire);
+	if (!table || atomic_load_explicit(&lock_hot.held, memory_order_relaxed) == 0)
+		return;
+	held_evict_stale(table, st.sweep_pos, HELD_SWEEP, rt_monotonic_ns());
+	st.sweep_pos = (st.sweep_pos + HELD_SWEEP) & (HELD_SLOTS - 1u);
 }
 
 void lock_collector_after_fork_child(void)

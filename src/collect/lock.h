@@ -94,7 +94,7 @@ int lock_collector_start(const struct sw_config *cfg, struct recorder *rec);
  * are (until they are all released). */
 void lock_collector_stop(void);
 /* The sampler thread's tick (every 10 ms): each thread checks its next
- * acquisition. */
+ * acquisition; a slice of the held table is swept of stale entries. */
 void lock_collector_tick(void);
 /* In a fork child: forgets the holds of the parent's threads. */
 void lock_collector_after_fork_child(void);
