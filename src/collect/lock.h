@@ -41,15 +41,16 @@
  * (E[checked * weight] = 1 for each acquisition).  A thread without a
  * slot checks every acquisition (weight 1).
  *
- * Sampling a checked contended acquisition: a Poisson process over the
- * waited time of mean R/K nanoseconds (R = STOWAWAY_LOCK_SAMPLE_NS, default
- * 10 ms; at least 1).  A wait of w ns is sampled with probability
- * p = 1 - exp(-wK/R) and recorded with weight K/p: lock-acquire += K/p and
- * lock-acquire-wait += wK/p, unbiased per acquisition.  Overall an
- * acquisition waiting w is sampled with probability p/K, about w/R while
- * w << R/K: about one sample per R of waiting, as if every acquisition were
- * checked, and at most one in K acquisitions.  The uniform draws come from
- * one global counter through a mixing function.
+ * Sampling a checked contended acquisition of weight W (K, or 1 after a
+ * tick): a Poisson process over the waited time of mean R/W nanoseconds
+ * (R = STOWAWAY_LOCK_SAMPLE_NS, default 10 ms; at least 1).  A wait of w
+ * ns is sampled with probability p = 1 - exp(-wW/R) and recorded with
+ * weight W/p: lock-acquire += W/p and lock-acquire-wait += wW/p, unbiased
+ * per acquisition.  Overall an acquisition waiting w is sampled with
+ * probability p/W, about w/R while w << R/W: about one sample per R of
+ * waiting, as if every acquisition were checked, and at most one in W
+ * acquisitions.  The uniform draws come from one global counter through a
+ * mixing function.
  *
  * Hold time: every checked acquisition (contended or not: a sample of all
  * acquisitions, each with a known chance 1/weight) is remembered in a
