@@ -70,7 +70,7 @@ struct alloc_thread {
 	 * sample, so the unwinder reads the stack directly (0: unknown). */
 	uintptr_t stack_lo, stack_hi;
 	uint32_t lock_every; /* the mean lock_countdown was drawn with (0: 1) */
-	uint32_t lock_held;  /* sampled lock holds of this thread not yet released */
+	uint32_t lock_held;  /* its checked lock holds not yet released (lock.h) */
 	uint64_t lock_last_ns; /* monotonic time of the thread's last checked acquisition */
 };
 
