@@ -96,6 +96,11 @@ static void thread_slot_init(struct alloc_thread *t)
 	t->stack_hi = 0;
 	t->countdown_mean = sample_rate();
 	t->countdown = alloc_draw_countdown(&t->rng, t->countdown_mean);
+	t->lock_countdown = 0; /* the thread's first acquisition is checked */
+	t->lock_epoch = 0;
+	t->lock_every = 1;
+	t->lock_held = 0;
+	t->lock_last_ns = 0;
 	atomic_store(&t->tid, (int)sys_gettid());
 }
 

@@ -12,7 +12,8 @@
  *
  * Per-thread state without libc TLS: a fixed open-addressed table keyed by
  * the thread pointer (%fs:0 / tpidr_el0).  A thread that finds no slot is
- * simply not sampled (counted, logged once).
+ * simply not sampled (counted, logged once).  The lock profiler keeps its
+ * per-thread countdown in the same slots (the lock_* fields, lock.h).
  *
  * Nesting: allocators call back into the interposed entry points (musl's
  * calloc calls malloc, libstdc++'s operator new calls malloc, glibc's dlsym
@@ -55,9 +56,12 @@ void alloc_collector_after_fork_child(void);
 #define ALLOC_THREAD_PROBES 16u
 
 struct alloc_thread {
-	_Atomic uintptr_t key; /* thread pointer, 0: free */
+	/* 16-byte aligned slots: key, lock_countdown and lock_epoch, read
+	 * together by the lock hooks, never straddle two cache lines. */
+	_Alignas(16) _Atomic uintptr_t key; /* thread pointer, 0: free */
+	int32_t lock_countdown; /* lock profile: acquisitions until the next checked one */
+	uint32_t lock_epoch;    /* lock profile: the sampler tick of the last checked one */
 	atomic_int tid;        /* kernel tid: set when claimed, and by a new thread that reuses the key */
-	int pad;
 	uintptr_t outer_sp;    /* stack pointer of the outermost hook, 0: none */
 	int64_t countdown;     /* bytes left until the next sample */
 	uint64_t countdown_mean; /* the mean it was drawn with (weights use it) */
@@ -65,6 +69,9 @@ struct alloc_thread {
 	/* Bounds of the mapping holding this thread's stack, found on its first
 	 * sample, so the unwinder reads the stack directly (0: unknown). */
 	uintptr_t stack_lo, stack_hi;
+	uint32_t lock_every; /* the mean lock_countdown was drawn with (0: 1) */
+	uint32_t lock_held;  /* its checked lock holds not yet released (lock.h) */
+	uint64_t lock_last_ns; /* monotonic time of the thread's last checked acquisition */
 };
 
 /* Hot flags, read on every call. */

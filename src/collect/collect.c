@@ -1,7 +1,7 @@
 /* The collector group and the sampler thread.
  *
  * The sampler thread ticks every 10 ms: it drains the CPU ring into the
- * recorder; about once a second it reconciles the thread registry with
+ * recorder and advances the lock profiler's epoch; about once a second it reconciles the thread registry with
  * /proc/self/task and checks that our signal handler is still ours; every
  * few seconds it refreshes the module registry. */
 #include "collect/collect.h"
@@ -50,6 +50,7 @@ static void *sampler_main(void *arg)
 	while (atomic_load(&col.running)) {
 		(void)rt_sleep_ns(SAMPLER_TICK_NS);
 		cpu_drain();
+		lock_collector_tick();
 		if (++tick % SCAN_EVERY_TICKS == 0) {
 			(void)threads_scan();
 			cpu_check_handler();

@@ -21,13 +21,16 @@
  * return address before the caller's stack starts. */
 #define LOCK_NAME_CAP 96u
 
-/* Held table: sampled acquisitions not yet released. */
-#define HELD_SLOTS 256u /* power of two */
+/* Held table: checked acquisitions not yet released. */
+#define HELD_SLOTS 1024u /* power of two */
 #define HELD_PROBES 8u
-#define HELD_FRAMES 64u
 /* An entry older than this is taken for a lock released where we cannot
- * see it (by another thread) and may be evicted to make room. */
+ * see it (by another thread, or never: its thread exited) and is evicted:
+ * to make room, and by the sampler tick, which sweeps HELD_SWEEP slots
+ * (the whole table every 0.64 s) so that such an entry does not keep every
+ * unlock of the process off its fast path. */
 #define HELD_STALE_NS (60ull * 1000000000ull)
+#define HELD_SWEEP 16u
 
 #define MAPS_MAX_BYTES (64u << 20)
 #define ELF_MAX_BYTES (4ull << 30)
@@ -40,22 +43,21 @@ struct held_slot {
 	_Atomic uintptr_t lock;  /* 0: free; claimed by the inserting thread */
 	_Atomic uintptr_t owner; /* thread pointer once filled; 0 while claimed */
 	uint64_t since_ns;
-	double weight;
-	int tid;
-	uint32_t depth;
-	char name[LOCK_NAME_CAP];
-	uint64_t pcs[HELD_FRAMES];
+	uint32_t weight; /* inverse of the acquisition's chance of being checked */
+	uint32_t pad;
 };
 
 static struct {
 	_Atomic(struct recorder *) rec;
 	atomic_ullong mean_ns;
+	atomic_uint check_every_max; /* STOWAWAY_LOCK_CHECK_EVERY, a power of two */
 	uint32_t max_frames;
 	_Atomic(struct held_slot *) held;
 	_Atomic(const struct lock_symbol_index *) index;
 	atomic_ullong samples;
 	atomic_ullong held_dropped;
 	atomic_ullong record_failed;
+	uint32_t sweep_pos; /* the sampler thread's */
 } st;
 
 /* ---- sampling ---- */
@@ -69,6 +71,98 @@ bool lock_sample_decide(uint64_t wait_ns, uint64_t mean_ns, uint64_t u)
 		return true;
 	/* u / 2^64 < p */
 	return (double)u * w < 18446744073709551616.0;
+}
+
+uint64_t lock_wait_mean(uint64_t sample_ns, uint32_t every)
+{
+	uint64_t m = sample_ns / (every ? every : 1u);
+	return m ? m : 1u;
+}
+
+/* 1/ln(1 - 2^-j) for K = 2^j, j >= 1: one logarithm per countdown drawn
+ * instead of two (filled by lock_collector_start; 0: compute). */
+#define GEO_SCALES 21u /* K up to LOCK_MAX_CHECK_EVERY = 2^20 */
+static double geo_scale[GEO_SCALES];
+
+static uint32_t log2_u32(uint32_t x) { return 31u - (uint32_t)__builtin_clz(x | 1u); }
+
+static double geo_scale_of(uint32_t j)
+{
+	return 1.0 / rt_ln(1.0 - 1.0 / (double)(1ull << j));
+}
+
+int32_t lock_draw_countdown(uint32_t every, double u)
+{
+	if (every <= 1u)
+		return 1;
+	uint32_t j = RT_MIN(log2_u32(every), GEO_SCALES - 1u);
+	double scale = geo_scale[j];
+	if (scale == 0.0)
+		scale = geo_scale_of(j);
+	/* P(countdown > n) = P(u <= (1 - 1/K)^n) = (1 - 1/K)^n */
+	double x = rt_ln(u) * scale; /* both logarithms <= 0 */
+	if (!(x < 2e9))
+		return INT32_MAX;
+	return (int32_t)x + 1;
+}
+
+/* ---- which acquisitions are checked (lock.h) ---- */
+
+uint32_t lock_check_begin(uint32_t epoch)
+{
+	uintptr_t tp = rt_thread_pointer();
+	struct alloc_thread *home = &alloc_threads[alloc_thread_hash(tp)];
+	struct alloc_thread *t = alloc_thread_self();
+	if (!t)
+		return 1; /* no slot: every acquisition is checked */
+	if (t->lock_epoch != epoch) {
+		/* First acquisition since a tick: checked for certain. */
+		t->lock_epoch = epoch;
+		return 1;
+	}
+	/* lock_skip_check() already counted this acquisition down in a slot
+	 * at its home position (and only there). */
+	if (t != home && --t->lock_countdown > 0)
+		return 0;
+	return t->lock_every ? t->lock_every : 1u;
+}
+
+uint32_t lock_next_every(uint32_t every, uint64_t gap_ns, uint32_t max)
+{
+	uint32_t k = every ? every : 1u;
+	if (gap_ns < LOCK_CHECK_INTERVAL_NS / 2u) {
+		if (k < max)
+			k *= 2u;
+	} else {
+		/* Scaled down by the ratio, so one long gap (a thread that
+		 * started blocking) brings K down at once. */
+		for (uint32_t i = 0; i < 32u && k > 1u && gap_ns > 2u * LOCK_CHECK_INTERVAL_NS; i++) {
+			k /= 2u;
+			gap_ns /= 2u;
+		}
+	}
+	if (k > max)
+		k = max ? max : 1u;
+	return k;
+}
+
+uint64_t lock_check_end(uint64_t now_ns)
+{
+	if (now_ns == 0)
+		now_ns = rt_monotonic_ns();
+	struct alloc_thread *t = alloc_thread_self();
+	if (!t)
+		return now_ns;
+	/* A first check (no previous time) or a clock that went back: no
+	 * change. */
+	uint64_t gap = t->lock_last_ns && now_ns > t->lock_last_ns ? now_ns - t->lock_last_ns
+								     : LOCK_CHECK_INTERVAL_NS;
+	t->lock_last_ns = now_ns;
+	uint32_t k = lock_next_every(t->lock_every, gap,
+				     atomic_load_explicit(&st.check_every_max, memory_order_relaxed));
+	t->lock_every = k;
+	t->lock_countdown = lock_draw_countdown(k, k > 1u ? rt_rng_uniform(&t->rng) : 1.0);
+	return now_ns;
 }
 
 uint64_t lock_collector_period(void)
@@ -352,18 +446,18 @@ static bool held_take(struct held_slot *s, uintptr_t owner)
 
 static void held_clear(struct held_slot *s) { atomic_store_explicit(&s->lock, 0, memory_order_release); }
 
-static void held_evict_stale(struct held_slot *table, uint32_t home, uint64_t now)
+static void held_evict_stale(struct held_slot *table, uint32_t first, uint32_t n, uint64_t now)
 {
-	for (uint32_t i = 0; i < HELD_PROBES; i++) {
-		struct held_slot *s = &table[(home + i) & (HELD_SLOTS - 1u)];
+	for (uint32_t i = 0; i < n; i++) {
+		struct held_slot *s = &table[(first + i) & (HELD_SLOTS - 1u)];
 		uintptr_t o = atomic_load_explicit(&s->owner, memory_order_acquire);
-		if (o != 0 && now - s->since_ns > HELD_STALE_NS && held_take(s, o))
+		if (o != 0 && now > s->since_ns && now - s->since_ns > HELD_STALE_NS &&
+		    held_take(s, o))
 			held_clear(s);
 	}
 }
 
-static void held_insert(uintptr_t lock, double weight, int tid, const char *name,
-			const uint64_t *pcs, uint32_t depth)
+static void held_insert(uintptr_t lock, uint64_t since_ns, uint32_t weight)
 {
 	struct held_slot *table = atomic_load_explicit(&st.held, memory_order_acquire);
 	if (!table)
@@ -377,19 +471,16 @@ static void held_insert(uintptr_t lock, double weight, int tid, const char *name
 			if (!atomic_compare_exchange_strong(&s->lock, &expect, lock))
 				continue;
 			s->weight = weight;
-			s->tid = tid;
-			s->depth = RT_MIN(depth, HELD_FRAMES);
-			rt_memcpy(s->pcs, pcs, (size_t)s->depth * sizeof(uint64_t));
-			if (depth > HELD_FRAMES)
-				s->pcs[HELD_FRAMES - 1u] = SW_PC_TRUNCATED;
-			rt_strlcpy(s->name, name, sizeof(s->name));
-			s->since_ns = rt_monotonic_ns();
+			s->since_ns = since_ns;
+			struct alloc_thread *self = alloc_thread_self();
+			if (self)
+				self->lock_held++;
 			atomic_fetch_add(&lock_hot.held, 1);
 			atomic_store_explicit(&s->owner, tp, memory_order_release);
 			return;
 		}
 		if (round == 0)
-			held_evict_stale(table, home, rt_monotonic_ns());
+			held_evict_stale(table, home, HELD_PROBES, rt_monotonic_ns());
 	}
 	atomic_fetch_add(&st.held_dropped, 1);
 }
@@ -412,7 +503,14 @@ static struct held_slot *held_find(uintptr_t lock, uintptr_t tp)
 
 bool lock_held_by_self(const void *lock)
 {
-	return held_find((uintptr_t)lock, rt_thread_pointer()) != NULL;
+	uintptr_t tp = rt_thread_pointer();
+	/* The thread's own count first: other threads' sampled holds are what
+	 * usually made the global count non-zero.  (A hold evicted as stale
+	 * stays counted: that thread searches the table from then on.) */
+	const struct alloc_thread *t = &alloc_threads[alloc_thread_hash(tp)];
+	if (atomic_load_explicit(&t->key, memory_order_relaxed) == tp && t->lock_held == 0)
+		return false;
+	return held_find((uintptr_t)lock, tp) != NULL;
 }
 
 /* ---- robust mutexes ---- */
@@ -504,53 +602,70 @@ static void local_rng(struct rt_rng *r)
 	r->s[1] = sample_random_u64() | 1u;
 }
 
-void lock_contended(const void *lock, uint64_t wait_ns, uintptr_t ra)
+/* The caller's stack from ra on, and the lock's name. */
+static uint32_t capture(const void *lock, uintptr_t ra, uint64_t *buf, uint32_t *depth,
+			char *name, size_t name_cap)
 {
-	uint64_t mean = lock_collector_period();
+	uint32_t cap = RT_MIN(st.max_frames, LOCK_MAX_FRAMES) + SAMPLE_OWN_FRAMES;
+	uint32_t first = sample_capture_caller(ra, 0, 0, buf, cap, depth);
+	lock_name_format(atomic_load_explicit(&st.index, memory_order_acquire), (uintptr_t)lock,
+			 name, name_cap);
+	return first;
+}
+
+void lock_contended(const void *lock, uint64_t wait_ns, uint32_t every, uintptr_t ra)
+{
+	uint64_t mean = lock_wait_mean(lock_collector_period(), every);
 	if (!lock_sample_decide(wait_ns, mean, sample_random_u64()))
 		return;
-	double weight = sample_weight(wait_ns, mean);
+	/* Checked with probability 1/every, then sampled with 1/w. */
+	double weight = (double)(every ? every : 1u) * sample_weight(wait_ns, mean);
 	atomic_fetch_add(&st.samples, 1);
 	uint64_t buf[LOCK_MAX_FRAMES + SAMPLE_OWN_FRAMES];
 	uint32_t depth = 0;
-	uint32_t cap = RT_MIN(st.max_frames, LOCK_MAX_FRAMES) + SAMPLE_OWN_FRAMES;
-	uint32_t first = sample_capture_caller(ra, 0, 0, buf, cap, &depth);
 	char name[LOCK_NAME_CAP];
-	lock_name_format(atomic_load_explicit(&st.index, memory_order_acquire), (uintptr_t)lock,
-			 name, sizeof(name));
-	int tid = (int)sys_gettid();
+	uint32_t first = capture(lock, ra, buf, &depth, name, sizeof(name));
 	struct rt_rng rng;
 	local_rng(&rng);
 	struct sw_value values[2] = {
 		{ SW_V_LOCK_ACQUIRE, sample_round_random(&rng, weight) },
 		{ SW_V_LOCK_ACQUIRE_WAIT, sample_round_random(&rng, weight * (double)wait_ns) },
 	};
-	record(buf + first, depth, values, name, tid);
-	held_insert((uintptr_t)lock, weight, tid, name, buf + first, depth);
+	record(buf + first, depth, values, name, (int)sys_gettid());
 }
 
-void lock_released(const void *lock, uint64_t released_ns)
+void lock_acquired(const void *lock, uint64_t acquired_ns, uint32_t every)
+{
+	held_insert((uintptr_t)lock, acquired_ns, every ? every : 1u);
+}
+
+void lock_released(const void *lock, uint64_t released_ns, uintptr_t ra)
 {
 	uintptr_t tp = rt_thread_pointer();
 	struct held_slot *s = held_find((uintptr_t)lock, tp);
 	if (!s || !held_take(s, tp))
 		return;
+	struct alloc_thread *self = alloc_thread_self();
+	if (self && self->lock_held > 0)
+		self->lock_held--;
 	uint64_t hold = released_ns > s->since_ns ? released_ns - s->since_ns : 0;
-	double weight = s->weight;
-	int tid = s->tid;
-	uint32_t depth = s->depth;
-	uint64_t pcs[HELD_FRAMES];
-	char name[LOCK_NAME_CAP];
-	rt_memcpy(pcs, s->pcs, (size_t)depth * sizeof(uint64_t));
-	rt_strlcpy(name, s->name, sizeof(name));
+	uint32_t every = s->weight;
 	held_clear(s);
+	uint64_t mean = lock_wait_mean(lock_collector_period(), every);
+	if (!lock_sample_decide(hold, mean, sample_random_u64()))
+		return;
+	double weight = (double)every * sample_weight(hold, mean);
+	uint64_t buf[LOCK_MAX_FRAMES + SAMPLE_OWN_FRAMES];
+	uint32_t depth = 0;
+	char name[LOCK_NAME_CAP];
+	uint32_t first = capture(lock, ra, buf, &depth, name, sizeof(name));
 	struct rt_rng rng;
 	local_rng(&rng);
 	struct sw_value values[2] = {
 		{ SW_V_LOCK_RELEASE, sample_round_random(&rng, weight) },
 		{ SW_V_LOCK_RELEASE_HOLD, sample_round_random(&rng, weight * (double)hold) },
 	};
-	record(pcs, depth, values, name, tid);
+	record(buf + first, depth, values, name, (int)sys_gettid());
 }
 
 /* ---- the collector ---- */
@@ -560,6 +675,11 @@ int lock_collector_start(const struct sw_config *cfg, struct recorder *rec)
 	if (!(cfg->kinds & SW_KIND_BIT(SW_KIND_LOCK)))
 		return -EINVAL;
 	uint32_t mean = cfg->lock_sample_ns;
+	uint32_t every = RT_MAX(1u, RT_MIN(cfg->lock_check_every, LOCK_MAX_CHECK_EVERY));
+	every = 1u << log2_u32(every); /* a power of two, rounded down */
+	for (uint32_t j = 1; j < GEO_SCALES; j++)
+		if (geo_scale[j] == 0.0)
+			geo_scale[j] = geo_scale_of(j);
 	if (!atomic_load(&st.held)) {
 		struct held_slot *t = rt_pages_alloc(HELD_SLOTS * sizeof(struct held_slot));
 		if (!t)
@@ -574,16 +694,32 @@ int lock_collector_start(const struct sw_config *cfg, struct recorder *rec)
 			atomic_store_explicit(&st.index, idx, memory_order_release);
 	}
 	atomic_store(&st.mean_ns, mean);
+	atomic_store(&st.check_every_max, every);
 	st.max_frames = cfg->max_frames ? cfg->max_frames : 64u;
 	atomic_store(&st.rec, rec);
-	atomic_store(&lock_hot.sampling, 1);
+	uint32_t zero = 0;
+	(void)atomic_compare_exchange_strong(&lock_hot.epoch, &zero, 1u);
 	const struct lock_symbol_index *idx = atomic_load(&st.index);
-	rt_info("lock profiler on: one sample per %u ns of contended waiting on average "
-		"(%u data symbols for lock names)", mean, idx ? idx->n : 0u);
+	rt_info("lock profiler on: one sample per %u ns of contended waiting on average, "
+		"at most one acquisition in %u checked per thread (%u data symbols for lock "
+		"names)", mean, every, idx ? idx->n : 0u);
 	return 0;
 }
 
-void lock_collector_stop(void) { atomic_store(&lock_hot.sampling, 0); }
+void lock_collector_stop(void) { atomic_store(&lock_hot.epoch, 0); }
+
+void lock_collector_tick(void)
+{
+	uint32_t e = atomic_load(&lock_hot.epoch);
+	/* Never 0 (off), and never turns sampling back on after a stop. */
+	if (e != 0)
+		(void)atomic_compare_exchange_strong(&lock_hot.epoch, &e, e + 1u ? e + 1u : 1u);
+	struct held_slot *table = atomic_load_explicit(&st.held, memory_order_acquire);
+	if (!table || atomic_load_explicit(&lock_hot.held, memory_order_relaxed) == 0)
+		return;
+	held_evict_stale(table, st.sweep_pos, HELD_SWEEP, rt_monotonic_ns());
+	st.sweep_pos = (st.sweep_pos + HELD_SWEEP) & (HELD_SLOTS - 1u);
+}
 
 void lock_collector_after_fork_child(void)
 {

@@ -34,4 +34,9 @@ $(LOCK_WL)/exception_bench: tests/workloads/exception_bench.cpp
 	@mkdir -p $(dir $@)
 	g++ -std=c++17 $(LOCK_WL_CFLAGS) $< -o $@
 
-BENCHES += $(LOCK_WL)/lock_bench $(LOCK_WL)/exception_bench
+# The floor of any interposer (bench_lock.sh): forwards lock/unlock, nothing else.
+$(LOCK_WL)/lock_forward.so: tests/workloads/lock_forward.c
+	@mkdir -p $(dir $@)
+	$(CC) $(LOCK_WL_CFLAGS) -fPIC -shared $< -o $@ -ldl
+
+BENCHES += $(LOCK_WL)/lock_bench $(LOCK_WL)/exception_bench $(LOCK_WL)/lock_forward.so

@@ -6,15 +6,22 @@
  * passed through untouched and never read (layouts differ between glibc
  * and musl), and every return code is the next library's.
  *
- * While the lock collector runs, an acquisition first calls the next
- * library's trylock.  0 (and EOWNERDEAD, which acquires a robust mutex)
- * returns at once: the uncontended path.  EBUSY means contended: the
- * blocking call is timed and offered to the sampler.  Any other result
- * (EAGAIN, EINVAL, ENOTRECOVERABLE...) changed nothing, so the blocking
- * call is made untimed and its result returned: the caller sees exactly
- * what it would have seen (EDEADLK of an error-checking mutex, ETIMEDOUT,
- * a recursive count, ...).  A trylock that succeeds where the blocking call
- * would also have succeeded at once is indistinguishable to the caller.
+ * While the lock collector runs, most acquisitions are forwarded just the
+ * same; one in K per thread on average is "checked" (lock.h says which).
+ * A checked acquisition first calls the next library's trylock.  0 (and
+ * EOWNERDEAD, which acquires a robust mutex) returns at once: the
+ * uncontended path.  EBUSY means contended: the blocking call is timed and
+ * offered to the sampler.  Any other result (EAGAIN, EINVAL,
+ * ENOTRECOVERABLE...) changed nothing, so the blocking call is made untimed
+ * and its result returned: the caller sees exactly what it would have seen
+ * (EDEADLK of an error-checking mutex, ETIMEDOUT, a recursive count, ...).
+ * A trylock that succeeds where the blocking call would also have succeeded
+ * at once is indistinguishable to the caller.
+ *
+ * Entry points that only forward keep no stack frame: a load of the
+ * epoch (0 while the collector is off; while on, also the thread's slot
+ * and countdown), then a jump to the next definition; everything else is
+ * out of line and reached by tail calls.
  */
 #include "collect/lock.h"
 #include "rt/host.h"
@@ -94,30 +101,66 @@ static inline void *next_of(enum next_id id)
 	return RT_LIKELY(f != NULL) ? f : resolve(id);
 }
 
-/* dlsym returns a data pointer; POSIX specifies its conversion to a
- * function pointer, done without a cast between the two kinds. */
-static inline int call_lock(enum next_id id, void *l)
+/* Calls through a pointer not resolved yet (before the constructor below,
+ * or a function the C library lacks).  Out of line, and reached by a tail
+ * call, so the entry points below keep no stack frame: forwarding is a
+ * flag test and one indirect jump. */
+__attribute__((noinline)) static int call_lock_unresolved(enum next_id id, void *l)
 {
-	void *p = next_of(id);
+	void *p = resolve(id);
 	lock_fn f;
 	__builtin_memcpy(&f, &p, sizeof(p));
 	return f ? f(l) : ERR_INVAL;
 }
 
-static inline int call_timed(enum next_id id, void *l, const void *abstime)
+__attribute__((noinline)) static int call_timed_unresolved(enum next_id id, void *l,
+							   const void *abstime)
 {
-	void *p = next_of(id);
+	void *p = resolve(id);
 	timed_fn f;
 	__builtin_memcpy(&f, &p, sizeof(p));
 	return f ? f(l, abstime) : ERR_INVAL;
 }
 
-static inline int call_clock(enum next_id id, void *l, int clk, const void *abstime)
+__attribute__((noinline)) static int call_clock_unresolved(enum next_id id, void *l, int clk,
+							   const void *abstime)
 {
-	void *p = next_of(id);
+	void *p = resolve(id);
 	clock_fn f;
 	__builtin_memcpy(&f, &p, sizeof(p));
 	return f ? f(l, clk, abstime) : ERR_INVAL;
+}
+
+/* dlsym returns a data pointer; POSIX specifies its conversion to a
+ * function pointer, done without a cast between the two kinds. */
+static inline int call_lock(enum next_id id, void *l)
+{
+	void *p = atomic_load_explicit(&next_fn[id], memory_order_relaxed);
+	if (RT_UNLIKELY(p == NULL))
+		return call_lock_unresolved(id, l);
+	lock_fn f;
+	__builtin_memcpy(&f, &p, sizeof(p));
+	return f(l);
+}
+
+static inline int call_timed(enum next_id id, void *l, const void *abstime)
+{
+	void *p = atomic_load_explicit(&next_fn[id], memory_order_relaxed);
+	if (RT_UNLIKELY(p == NULL))
+		return call_timed_unresolved(id, l, abstime);
+	timed_fn f;
+	__builtin_memcpy(&f, &p, sizeof(p));
+	return f(l, abstime);
+}
+
+static inline int call_clock(enum next_id id, void *l, int clk, const void *abstime)
+{
+	void *p = atomic_load_explicit(&next_fn[id], memory_order_relaxed);
+	if (RT_UNLIKELY(p == NULL))
+		return call_clock_unresolved(id, l, clk, abstime);
+	clock_fn f;
+	__builtin_memcpy(&f, &p, sizeof(p));
+	return f(l, clk, abstime);
 }
 
 /* One acquisition: which try and which blocking call, with the blocking
@@ -142,48 +185,51 @@ static inline int block(const struct acquire *a, void *l, int clk, const void *a
 	}
 }
 
-/* The try failed with r. */
-__attribute__((noinline)) static int after_try(const struct acquire *a, void *l, int clk,
-					       const void *abstime, int r, uintptr_t ra)
+/* A checked acquisition (lock.h): try first; if the try finds the lock
+ * taken, time the blocking call and offer it to the sampler.  Reached by a
+ * tail call from the entry point, so our caller's return address is ra. */
+__attribute__((noinline)) static int acquire_checked(const struct acquire *a, void *l, int clk,
+						     const void *abstime, uint32_t epoch,
+						     uintptr_t ra)
 {
-	if (r == ERR_OWNERDEAD)
-		return r;
-	if (r != ERR_BUSY)
+	uint32_t every = lock_check_begin(epoch);
+	if (every == 0)
 		return block(a, l, clk, abstime);
-	uint64_t t0 = rt_monotonic_ns();
-	r = block(a, l, clk, abstime);
-	if (r == 0 || r == ERR_OWNERDEAD) {
-		uint64_t t1 = rt_monotonic_ns();
-		if (t1 > t0)
-			lock_contended(l, t1 - t0, ra);
+	int r;
+	uint64_t t;
+	if (a->try_id == MUTEX_TRYLOCK && lock_robust_maybe() && lock_robust_is(l)) {
+		/* Some robust mutex is known: this one may be it. */
+		r = block(a, l, clk, abstime);
+		t = lock_check_end(0);
+	} else {
+		r = call_lock(a->try_id, l);
+		if (r == ERR_BUSY) {
+			uint64_t t0 = rt_monotonic_ns();
+			r = block(a, l, clk, abstime);
+			t = lock_check_end(0);
+			if ((r == 0 || r == ERR_OWNERDEAD) && t > t0)
+				lock_contended(l, t - t0, every, ra);
+		} else {
+			t = lock_check_end(0);
+			if (r != 0 && r != ERR_OWNERDEAD)
+				r = block(a, l, clk, abstime);
+		}
 	}
+	if (r == 0 || r == ERR_OWNERDEAD)
+		lock_acquired(l, t, every);
 	return r;
 }
 
-/* Some robust mutex is known: this one may be it. */
-__attribute__((noinline)) static int acquire_checked(const struct acquire *a, void *l, int clk,
-						     const void *abstime, uintptr_t ra)
-{
-	if (a->try_id == MUTEX_TRYLOCK && lock_robust_is(l))
-		return block(a, l, clk, abstime);
-	int r = call_lock(a->try_id, l);
-	return r == 0 ? 0 : after_try(a, l, clk, abstime, r, ra);
-}
-
-/* The whole hot path, inlined into each entry point with constant ids:
- * a flag test and the next lock; or, while sampling, two flag tests, the
- * next trylock and a test of its result. */
-#define ACQUIRE(acq, clk, abstime)                                             \
-	do {                                                                   \
-		if (RT_LIKELY(!lock_sampling()))                               \
-			return block(&(acq), l, (clk), (abstime));             \
-		if (RT_LIKELY(!lock_robust_maybe())) {                         \
-			int r_ = call_lock((acq).try_id, l);                   \
-			if (RT_LIKELY(r_ == 0))                                \
-				return 0;                                      \
-			return after_try(&(acq), l, (clk), (abstime), r_, CALLER_RA()); \
-		}                                                              \
-		return acquire_checked(&(acq), l, (clk), (abstime), CALLER_RA()); \
+/* The whole hot path, inlined into each entry point with constant ids: a
+ * load of the epoch and a jump to the next lock; while sampling, also the
+ * calling thread's slot and countdown.  Only tail calls, so no stack
+ * frame. */
+#define ACQUIRE(acq, clk, abstime)                                              \
+	do {                                                                    \
+		uint32_t epoch_ = lock_epoch();                                 \
+		if (RT_LIKELY(epoch_ == 0) || RT_LIKELY(lock_skip_check(epoch_))) \
+			return block(&(acq), l, (clk), (abstime));              \
+		return acquire_checked(&(acq), l, (clk), (abstime), epoch_, CALLER_RA()); \
 	} while (0)
 
 static const struct acquire mutex_lock = { MUTEX_TRYLOCK, MUTEX_LOCK };
@@ -196,14 +242,16 @@ static const struct acquire rw_wrlock = { RW_TRYWRLOCK, RW_WRLOCK };
 static const struct acquire rw_timedwrlock = { RW_TRYWRLOCK, RW_TIMEDWRLOCK };
 static const struct acquire rw_clockwrlock = { RW_TRYWRLOCK, RW_CLOCKWRLOCK };
 
-__attribute__((noinline)) static int release_tracked(enum next_id id, void *l)
+/* Reached by a tail call from the entry point: our caller's return
+ * address is ra. */
+__attribute__((noinline)) static int release_tracked(enum next_id id, void *l, uintptr_t ra)
 {
 	if (!lock_held_by_self(l))
 		return call_lock(id, l);
 	uint64_t t = rt_monotonic_ns();
 	int r = call_lock(id, l);
 	if (r == 0)
-		lock_released(l, t);
+		lock_released(l, t, ra);
 	return r;
 }
 
@@ -237,7 +285,7 @@ SW_EXPORT int pthread_mutex_unlock(void *l)
 {
 	if (RT_LIKELY(!lock_release_maybe()))
 		return call_lock(MUTEX_UNLOCK, l);
-	return release_tracked(MUTEX_UNLOCK, l);
+	return release_tracked(MUTEX_UNLOCK, l, CALLER_RA());
 }
 
 SW_EXPORT int pthread_rwlock_rdlock(void *l) { ACQUIRE(rw_rdlock, 0, NULL); }
@@ -268,7 +316,7 @@ SW_EXPORT int pthread_rwlock_unlock(void *l)
 {
 	if (RT_LIKELY(!lock_release_maybe()))
 		return call_lock(RW_UNLOCK, l);
-	return release_tracked(RW_UNLOCK, l);
+	return release_tracked(RW_UNLOCK, l, CALLER_RA());
 }
 
 typedef int (*init_fn)(void *, const void *);

@@ -7,7 +7,9 @@
     wait within 10%, and `-top` with the label as root names the hot lock;
   - lock_semantics (glibc, musl): return codes of error-checking, recursive
     and robust mutexes, timeouts and rwlocks unchanged under the library
-    with every contended acquisition sampled;
+    with every contended acquisition sampled, by default (most acquisitions
+    forwarded untouched, some tried first) and with every acquisition tried
+    first;
   - exception_known (C++): three exception types at known rates (one also
     rethrown); exception-samples shares per "exception type" within 3
     points, total within 10%, the rethrow site in the stacks."""
@@ -118,12 +120,16 @@ def lock_semantics(exe):
         plain = subprocess.run([exe], capture_output=True, text=True, timeout=120)
         env = profile_env(out, "lock", STOWAWAY_LOCK_SAMPLE_NS="1")
         hooked = subprocess.run([exe], env=env, capture_output=True, text=True, timeout=120)
+        env = profile_env(out, "lock", STOWAWAY_LOCK_SAMPLE_NS="1", STOWAWAY_LOCK_CHECK_EVERY="1")
+        checked = subprocess.run([exe], env=env, capture_output=True, text=True, timeout=120)
         off = subprocess.run([exe], env=dict(os.environ, LD_PRELOAD=SO), capture_output=True,
                              text=True, timeout=120)
     n = plain.stdout.count("PASS ")
     check(f"{name}: passes without the library", plain.returncode == 0 and n > 20, plain.stdout[-300:])
     check(f"{name}: same results with every contention sampled",
           hooked.returncode == 0 and hooked.stdout == plain.stdout, hooked.stdout[-400:])
+    check(f"{name}: same results with every acquisition tried first (STOWAWAY_LOCK_CHECK_EVERY=1)",
+          checked.returncode == 0 and checked.stdout == plain.stdout, checked.stdout[-400:])
     check(f"{name}: same results with the library loaded, profile off",
           off.returncode == 0 and off.stdout == plain.stdout, off.stdout[-400:])
 
