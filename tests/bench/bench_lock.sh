@@ -22,7 +22,7 @@ lock=build/workloads/lock_bench
 floor="$PWD/build/workloads/lock_forward.so"
 exc=build/workloads/exception_bench
 for f in "$so" "$lock" "$floor" "$exc"; do
-	[ -e "$f" ] || make --no-print-directory -s "$f" >&2
+	[ -e "$f" ] || make --no-print-directory -s "${f#"$PWD"/}" >&2
 done
 reps="${LOCK_BENCH_REPS:-7}"
 pairs="${LOCK_BENCH_PAIRS:-3000000}"
