@@ -155,6 +155,23 @@ static bool read_syscall(struct wall_private *w, struct wall_syscall_info *out)
 	return false;
 }
 
+/* Closes the thread's kept descriptor, unless the program closed it and
+ * the number now names a file of its own: then it is only forgotten. */
+static void give_back_fd(struct wall_private *w)
+{
+	char link[48], target[64], expected[64];
+	rt_snprintf(link, sizeof(link), "/proc/self/fd/%d", w->proc_fd);
+	rt_snprintf(expected, sizeof(expected), "/proc/%d/task/%d/syscall", (int)sys_getpid(), w->tid);
+	long n = sys_readlinkat(AT_FDCWD, link, target, sizeof(target) - 1);
+	if (n > 0) {
+		target[n] = 0;
+		if (rt_streq(target, expected))
+			(void)sys_close(w->proc_fd);
+	}
+	w->proc_fd = -1;
+	wall.open_fds--;
+}
+
 /* ---- per-slot sampler state ---- */
 
 
@@ -533,6 +550,11 @@ static void sample_slot(int slot, uint64_t now)
 	if (w->cache == CACHE_SYSCALL && w->cache_cpu == cpu) {
 		atomic_store(&t->wall_inflight, 0);
 		emit_cached(slot, w, now);
+		/* Blocked all along, it did not need its descriptor: with none
+		 * left, it goes to a thread that moves (which would otherwise
+		 * open and close its file at every visit). */
+		if (w->proc_fd >= 0 && wall.open_fds >= PROC_FDS_MAX)
+			give_back_fd(w);
 		return;
 	}
 	struct wall_syscall_info si;
