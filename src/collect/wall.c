@@ -316,11 +316,18 @@ static uint32_t unwind_remote(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t *p
  * recorder first, unless the new stack and state are those already cached
  * (a thread waking and waiting again at the same place): then they keep
  * accumulating, one recorder_add per second instead of one per sample. */
+static bool same_pcs(const uint64_t *a, const uint64_t *b, uint32_t depth)
+{
+	for (uint32_t i = 0; i < depth; i++)
+		if (a[i] != b[i])
+			return false;
+	return true;
+}
+
 static bool cache_store(struct wall_private *w, const uint64_t *pcs, uint32_t depth, enum wall_state state,
 			uint64_t now)
 {
-	if (w->stack && w->depth == depth && w->cache_state == (uint8_t)state &&
-	    rt_memcmp(w->stack, pcs, depth * sizeof(uint64_t)) == 0)
+	if (w->stack && w->depth == depth && w->cache_state == (uint8_t)state && same_pcs(w->stack, pcs, depth))
 		return true;
 	flush_pending(w, now);
 	if (!w->stack) {
