@@ -155,6 +155,23 @@ static bool read_syscall(struct wall_private *w, struct wall_syscall_info *out)
 	return false;
 }
 
+/* Closes the thread's kept descriptor, unless the program closed it and
+ * the number now names a file of its own: then it is only forgotten. */
+static void give_back_fd(struct wall_private *w)
+{
+	char link[48], target[64], expected[64];
+	rt_snprintf(link, sizeof(link), "/proc/self/fd/%d", w->proc_fd);
+	rt_snprintf(expected, sizeof(expected), "/proc/%d/task/%d/syscall", (int)sys_getpid(), w->tid);
+	long n = sys_readlinkat(AT_FDCWD, link, target, sizeof(target) - 1);
+	if (n > 0) {
+		target[n] = 0;
+		if (rt_streq(target, expected))
+			(void)sys_close(w->proc_fd);
+	}
+	w->proc_fd = -1;
+	wall.open_fds--;
+}
+
 /* ---- per-slot sampler state ---- */
 
 
@@ -204,10 +221,18 @@ static const char *private_name(struct wall_private *w, uint64_t now)
 	return w->name;
 }
 
+/* The wall time since the thread's previous sample, up to now; 0 if a
+ * later instant was already taken (the thread's own handler, which reads
+ * the clock after the sampler may have): the mark never moves back, so no
+ * interval is counted twice.  Two parties at most race here, so a few
+ * attempts suffice; a lost race leaves the time to the next sample. */
 static uint64_t take_elapsed(struct thread_slot *t, uint64_t now)
 {
-	uint64_t last = atomic_exchange(&t->wall_last_ns, now);
-	return now > last ? now - last : 0;
+	uint64_t last = atomic_load(&t->wall_last_ns);
+	for (int attempt = 0; attempt < 4 && now > last; attempt++)
+		if (atomic_compare_exchange_weak(&t->wall_last_ns, &last, now))
+			return now - last;
+	return 0;
 }
 
 /* ctx: the thread's span context when the samples were taken, or NULL. */
@@ -287,9 +312,23 @@ static uint32_t unwind_remote(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t *p
 	return depth;
 }
 
-/* Replaces the cached stack (its pending samples go to the recorder first). */
-static bool cache_store(struct wall_private *w, const uint64_t *pcs, uint32_t depth, uint64_t now)
+/* Replaces the cached stack and its state.  Pending samples go to the
+ * recorder first, unless the new stack and state are those already cached
+ * (a thread waking and waiting again at the same place): then they keep
+ * accumulating, one recorder_add per second instead of one per sample. */
+static bool same_pcs(const uint64_t *a, const uint64_t *b, uint32_t depth)
 {
+	for (uint32_t i = 0; i < depth; i++)
+		if (a[i] != b[i])
+			return false;
+	return true;
+}
+
+static bool cache_store(struct wall_private *w, const uint64_t *pcs, uint32_t depth, enum wall_state state,
+			uint64_t now)
+{
+	if (w->stack && w->depth == depth && w->cache_state == (uint8_t)state && same_pcs(w->stack, pcs, depth))
+		return true;
 	flush_pending(w, now);
 	if (!w->stack) {
 		w->stack = rt_malloc((wall.max_frames + 2) * sizeof(uint64_t));
@@ -298,6 +337,7 @@ static bool cache_store(struct wall_private *w, const uint64_t *pcs, uint32_t de
 	}
 	rt_memcpy(w->stack, pcs, depth * sizeof(uint64_t));
 	w->depth = depth;
+	w->cache_state = (uint8_t)state;
 	return true;
 }
 
@@ -338,13 +378,12 @@ static void sample_published(int slot, struct wall_private *w, uint32_t seq, uin
 		atomic_fetch_add(&wall.unstable, 1);
 		return; /* it left the call meanwhile: its time goes to the next sample */
 	}
-	if (cache_store(w, wall.scratch, depth, now)) {
+	if (cache_store(w, wall.scratch, depth, state_of_fd(w, kind, fd), now)) {
 		w->cache = CACHE_PUBLISHED;
 		w->cache_seq = seq;
 		w->cache_pc = pc;
 		w->cache_sp = sp;
 		w->cache_fp = fp;
-		w->cache_state = (uint8_t)state_of_fd(w, kind, fd);
 		atomic_fetch_add(&wall.published, 1);
 		account_cached(slot, w, now);
 	}
@@ -428,11 +467,10 @@ static void sample_syscall(int slot, struct wall_private *w, const struct wall_s
 		atomic_fetch_add(&wall.unstable, 1);
 		return;
 	}
-	if (!cache_store(w, wall.scratch, depth, now))
+	if (!cache_store(w, wall.scratch, depth, wall_state_of_syscall(si->nr, si->arg0), now))
 		return;
 	w->cache = CACHE_SYSCALL;
 	w->cache_cpu = cpu;
-	w->cache_state = (uint8_t)wall_state_of_syscall(si->nr, si->arg0);
 	atomic_fetch_add(&wall.syscall_samples, 1);
 	account_cached(slot, w, now);
 }
@@ -519,6 +557,11 @@ static void sample_slot(int slot, uint64_t now)
 	if (w->cache == CACHE_SYSCALL && w->cache_cpu == cpu) {
 		atomic_store(&t->wall_inflight, 0);
 		emit_cached(slot, w, now);
+		/* Blocked all along, it did not need its descriptor: with none
+		 * left, it goes to a thread that moves (which would otherwise
+		 * open and close its file at every visit). */
+		if (w->proc_fd >= 0 && wall.open_fds >= PROC_FDS_MAX)
+			give_back_fd(w);
 		return;
 	}
 	struct wall_syscall_info si;
@@ -628,6 +671,10 @@ static int next_marked_slot(int from)
 static void wall_tick(void)
 {
 	uint32_t budget = wall.cfg->wall_max_threads;
+	/* One instant for the whole tick: every sample of it ends there (the
+	 * visits take microseconds; a clock read per visit cost more than the
+	 * cheap visits themselves). */
+	uint64_t now = rt_monotonic_ns();
 	int s = wall.cursor;
 	bool wrapped = false;
 	while (budget > 0) {
@@ -642,7 +689,7 @@ static void wall_tick(void)
 		if (wrapped && next >= wall.cursor)
 			break; /* every marked slot was visited once */
 		int tid = atomic_load_explicit(&thread_slots[next].tid, memory_order_relaxed);
-		sample_slot(next, rt_monotonic_ns());
+		sample_slot(next, now);
 		if (tid != 0)
 			budget--;
 		else if (priv[next].tid == 0)

@@ -12,9 +12,12 @@
  *     is reused as long as wall_seq stays the same.
  *  2. Otherwise, if the thread's CPU clock has not moved since a stack was
  *     taken from its frozen system call, it has not run: that stack again.
- *  3. Otherwise /proc/self/task/TID/syscall (descriptor kept open): in a
- *     system call, its sp/pc are unwound remotely with the CFI tables, and
- *     accepted if the CPU clock did not move meanwhile.
+ *  3. Otherwise /proc/self/task/TID/syscall (descriptor kept open, up to a
+ *     budget that goes to the threads that move): in a system call, its
+ *     sp/pc are unwound remotely with the CFI tables, and accepted if the
+ *     CPU clock did not move meanwhile.  Never reused from sp/pc alone
+ *     (different callers reach the same ones), but a stack equal to the
+ *     cached one keeps aggregating with it.
  *  4. Running: a one-shot POSIX timer on the thread's CPU clock, delivered
  *     to that thread, makes it unwind itself in our signal handler.  Such a
  *     timer fires only while the thread runs, and on kernels that expire

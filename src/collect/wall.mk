@@ -18,3 +18,14 @@ $(WALL_WL)/wall_threads: tests/workloads/wall_threads.c
 	$(CC) $(WALL_WL_CFLAGS) $< -o $@ -lpthread
 
 TEST_PROGRAMS += $(WALL_WL)/wall_threads
+
+# Stack reuse for raw (not interposed) waits: glibc and musl.
+$(WALL_WL)/wall_reuse: tests/workloads/wall_reuse.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WALL_WL_CFLAGS) $< -o $@ -lpthread
+
+$(WALL_WL)/wall_reuse-musl: tests/workloads/wall_reuse.c
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) $(WALL_WL_CFLAGS) $< -o $@
+
+TEST_PROGRAMS += $(WALL_WL)/wall_reuse $(WALL_WL)/wall_reuse-musl
