@@ -156,16 +156,19 @@ static bool read_syscall(struct wall_private *w, struct wall_syscall_info *out)
 }
 
 /* Closes the thread's kept descriptor, unless the program closed it and
- * the number now names a file of its own: then it is only forgotten. */
+ * the number now names a file of its own: then it is only forgotten.  (The
+ * file of a thread that has exited reads back with " (deleted)".) */
 static void give_back_fd(struct wall_private *w)
 {
-	char link[48], target[64], expected[64];
+	char link[48], target[80], expected[64];
 	rt_snprintf(link, sizeof(link), "/proc/self/fd/%d", w->proc_fd);
-	rt_snprintf(expected, sizeof(expected), "/proc/%d/task/%d/syscall", (int)sys_getpid(), w->tid);
+	size_t len = rt_snprintf(expected, sizeof(expected), "/proc/%d/task/%d/syscall",
+				 (int)sys_getpid(), w->tid);
 	long n = sys_readlinkat(AT_FDCWD, link, target, sizeof(target) - 1);
-	if (n > 0) {
+	if (n > 0 && len < sizeof(expected)) {
 		target[n] = 0;
-		if (rt_streq(target, expected))
+		if (rt_strncmp(target, expected, len) == 0 &&
+		    (target[len] == 0 || rt_streq(target + len, " (deleted)")))
 			(void)sys_close(w->proc_fd);
 	}
 	w->proc_fd = -1;
@@ -189,10 +192,8 @@ static void flush_pending(struct wall_private *w, uint64_t now);
 static void private_release(struct wall_private *w)
 {
 	flush_pending(w, rt_monotonic_ns());
-	if (w->proc_fd >= 0) {
-		(void)sys_close(w->proc_fd);
-		wall.open_fds--;
-	}
+	if (w->proc_fd >= 0)
+		give_back_fd(w);
 	if (w->timer_id >= 0)
 		(void)sys_timer_delete(w->timer_id);
 	rt_free(w->stack);
