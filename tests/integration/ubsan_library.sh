@@ -13,7 +13,7 @@ if [ ! -f "$SO" ]; then
 	exit 1
 fi
 status=0
-for suite in load_matrix.sh hotspots.py fork.py wall_torture.py alloc_known.py export_e2e.py; do
+for suite in load_matrix.sh hotspots.py fork.py wall_torture.py alloc_known.py lock_known.py export_e2e.py; do
 	STOWAWAY_SO="$SO" "$ROOT/tests/integration/$suite" 2>&1 |
 		sed -n -e "s/^PASS /PASS ubsan $suite: /p" -e "s/^FAIL /FAIL ubsan $suite: /p"
 	[ "${PIPESTATUS[0]}" -eq 0 ] || status=1

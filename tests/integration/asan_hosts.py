@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""The library preloaded into host programs built with ASan+UBSan, every
+profile on at high rates: allocations of every kind (malloc family, aligned,
+realloc growth, C++ new/delete and throws), thread churn with forks, every
+kind of wait under the wall sampler, and the pthread lock semantics.  ASan
+checks the host's own memory accesses, so a hook of ours that forwards a
+wrong size, frees a block twice or through the wrong allocator, or corrupts
+a pthread object is caught where the host touches it.  Each program must
+exit as it does without the library, with no sanitizer report, and leave
+profiles (so the library really ran in it)."""
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
+HOSTS = os.path.join(ROOT, "build", "asan-hosts")
+# ASan wants its runtime first in the library list; ours comes first on
+# purpose (it forwards every allocation to the next definition: ASan's).
+ASAN = "verify_asan_link_order=0:detect_leaks=0:abort_on_error=0:halt_on_error=1"
+RUNS = [
+    ("alloc_known", ["0.02"]),
+    ("alloc_churn", ["3"]),
+    ("wall_torture", ["2"]),
+    ("lock_semantics", []),
+    ("hazard_threads", ["churn", "300", "2"]),
+    ("exception_known", ["20000"]),
+]
+failed = 0
+
+
+def check(name, ok, detail=""):
+    global failed
+    print(("PASS " if ok else "FAIL ") + name + (": " + detail if detail else ""))
+    if not ok:
+        failed += 1
+
+
+def run(prog, args, env):
+    p = subprocess.run([prog] + args, env=env, capture_output=True, text=True, timeout=300)
+    return p.returncode, p.stdout, p.stderr
+
+
+def sanitizer_report(err):
+    return [l for l in err.splitlines()
+            if "AddressSanitizer" in l or "runtime error:" in l or "LeakSanitizer" in l][:3]
+
+
+for name, args in RUNS:
+    prog = os.path.join(HOSTS, name)
+    if not os.path.exists(prog):
+        check(f"{name}: built", False, f"missing {prog} (make test-build)")
+        continue
+    plain = dict(os.environ, ASAN_OPTIONS=ASAN)
+    plain.pop("LD_PRELOAD", None)
+    rc0, _, err0 = run(prog, args, plain)
+    with tempfile.TemporaryDirectory() as out:
+        env = dict(plain, LD_PRELOAD=SO, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out,
+                   STOWAWAY_PROFILES="cpu,wall,alloc,heap,lock,exception", STOWAWAY_CPU_HZ="1000",
+                   STOWAWAY_WALL_HZ="1000", STOWAWAY_ALLOC_SAMPLE_BYTES="65536",
+                   STOWAWAY_MAX_OVERHEAD_PCT="100", DD_SERVICE="asanhost")
+        rc, _, err = run(prog, args, env)
+        files = glob.glob(os.path.join(out, "asanhost.*.pb.gz"))
+    check(f"{name}: clean without the library (the reference)", not sanitizer_report(err0),
+          " | ".join(sanitizer_report(err0)))
+    check(f"{name}: no sanitizer report with the library", not sanitizer_report(err),
+          " | ".join(sanitizer_report(err)) or err[-300:])
+    check(f"{name}: exit status unchanged ({rc0})", rc == rc0,
+          "" if rc == rc0 else f"{rc} with the library: {err[-300:]}")
+    check(f"{name}: profiles written ({len(files)} files)", len(files) >= 4, "" if files else err[-300:])
+sys.exit(1 if failed else 0)
