@@ -111,7 +111,7 @@ static bool thread_slot_dead(struct alloc_thread *t, long pid)
 	return tid > 0 && t->outer_sp == 0 && sys_tgkill((int)pid, tid, 0) == -ESRCH;
 }
 
-void alloc_thread_started(int tid)
+struct alloc_thread *alloc_thread_started(int tid)
 {
 	uintptr_t tp = rt_thread_pointer();
 	uint32_t h = alloc_thread_hash(tp);
@@ -120,11 +120,12 @@ void alloc_thread_started(int tid)
 		uintptr_t k = atomic_load(&t->key);
 		if (k == tp) {
 			atomic_store(&t->tid, tid);
-			return;
+			return t;
 		}
 		if (k == 0)
-			return;
+			return NULL;
 	}
+	return NULL;
 }
 
 struct alloc_thread *alloc_thread_claim(uintptr_t tp)

@@ -93,8 +93,9 @@ struct alloc_thread *alloc_thread_claim(uintptr_t tp);
 
 /* A new thread whose thread pointer may be a dead thread's (libc reuses
  * stacks): the slot keyed by it, if any, takes the new thread id (samples
- * read it from the slot instead of asking the kernel each time). */
-void alloc_thread_started(int tid);
+ * read it from the slot instead of asking the kernel each time) and is
+ * returned (NULL: none), for lock_thread_started. */
+struct alloc_thread *alloc_thread_started(int tid);
 
 /* The calling thread's slot, or NULL. */
 static inline struct alloc_thread *alloc_thread_self(void)

@@ -501,6 +501,22 @@ static struct held_slot *held_find(uintptr_t lock, uintptr_t tp)
 	return NULL;
 }
 
+void lock_thread_started(struct alloc_thread *slot)
+{
+	if (!slot || slot->lock_held == 0)
+		return;
+	/* A dead thread with the same thread pointer left checked holds (it
+	 * exited holding a lock, or another thread released it): they are not
+	 * this thread's, and must not match its unlocks. */
+	uintptr_t tp = atomic_load(&slot->key);
+	struct held_slot *table = atomic_load_explicit(&st.held, memory_order_acquire);
+	for (uint32_t i = 0; table && i < HELD_SLOTS; i++)
+		if (atomic_load_explicit(&table[i].owner, memory_order_acquire) == tp &&
+		    held_take(&table[i], tp))
+			held_clear(&table[i]);
+	slot->lock_held = 0;
+}
+
 bool lock_held_by_self(const void *lock)
 {
 	uintptr_t tp = rt_thread_pointer();

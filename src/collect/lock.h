@@ -179,6 +179,9 @@ void lock_contended(const void *lock, uint64_t wait_ns, uint32_t every, uintptr_
 /* Any checked acquisition of `lock` that succeeded at acquired_ns
  * (monotonic): its hold is tracked until the calling thread releases it. */
 void lock_acquired(const void *lock, uint64_t acquired_ns, uint32_t every);
+/* A new thread starts: holds left in the table under its thread pointer by
+ * a dead thread (`slot`: from alloc_thread_started) are forgotten. */
+void lock_thread_started(struct alloc_thread *slot);
 /* True when the calling thread holds `lock` from a checked acquisition
  * (lock-free; the unlock hook reads the clock only then). */
 bool lock_held_by_self(const void *lock);

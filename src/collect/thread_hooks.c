@@ -4,6 +4,7 @@
 #include "collect/alloc.h"
 #include "collect/collect.h"
 #include "collect/context.h"
+#include "collect/lock.h"
 #include "collect/threads.h"
 #include "core/thread.h"
 #include "rt/sys.h"
@@ -22,7 +23,7 @@ static void *thread_start_trampoline(void *p)
 	rt_free(p);
 	int tid = (int)sys_gettid();
 	context_thread_started();
-	alloc_thread_started(tid);
+	lock_thread_started(alloc_thread_started(tid));
 	/* The unwinder reads this thread's stack directly once it knows its bounds. */
 	uint64_t here = (uint64_t)(uintptr_t)&start, lo = 0, hi = 0;
 	if (!symbols_stack_bounds_of(here, &lo, &hi))

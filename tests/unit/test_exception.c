@@ -3,6 +3,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "collect/alloc.h"
@@ -210,6 +212,36 @@ static void test_lock_names(void)
 	CHECK(strcmp(out, "0x1234") == 0);
 }
 
+/* A thread that starts with the thread pointer of one that died holding a
+ * checked lock does not inherit the hold (its unlock of that lock must not
+ * be recorded as the dead thread's release). */
+static void test_lock_holds_of_a_dead_thread_forgotten(void)
+{
+	struct recorder *rec = recorder_create(NULL);
+	CHECK(rec != NULL);
+	if (!rec)
+		return;
+	struct sw_config cfg;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.kinds = SW_KIND_BIT(SW_KIND_LOCK);
+	cfg.max_frames = 64;
+	CHECK(lock_collector_start(&cfg, rec) == 0);
+	static int mutex_stand_in;
+	lock_acquired(&mutex_stand_in, rt_monotonic_ns(), 1);
+	CHECK(lock_held_by_self(&mutex_stand_in));
+	/* This thread's slot, as a new thread with the same pointer finds it. */
+	struct alloc_thread *slot = alloc_thread_started((int)syscall(SYS_gettid));
+	CHECK(slot != NULL && slot->lock_held == 1);
+	lock_thread_started(slot);
+	CHECK(!lock_held_by_self(&mutex_stand_in));
+	CHECK(slot == NULL || slot->lock_held == 0);
+	lock_collector_stop();
+	struct profile *p = recorder_swap(rec);
+	if (p)
+		profile_release(p);
+	recorder_destroy(rec);
+}
+
 int main(void)
 {
 	RUN(test_demangle_matches_cxxfilt);
@@ -220,5 +252,6 @@ int main(void)
 	RUN(test_lock_check_rate);
 	RUN(test_lock_check_unbiased);
 	RUN(test_lock_names);
+	RUN(test_lock_holds_of_a_dead_thread_forgotten);
 	return CHECK_DONE();
 }
