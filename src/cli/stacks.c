@@ -76,13 +76,15 @@ void stacks_add(struct stack_set *s, const uint32_t *frames, size_t depth, int64
 	while (s->slots[h]) {
 		struct stack *st = &s->stacks[s->slots[h] - 1];
 		if (st->depth == depth &&
-		    memcmp(s->frames + st->offset, frames, depth * sizeof(*frames)) == 0) {
+		    (depth == 0 || memcmp(s->frames + st->offset, frames, depth * sizeof(*frames)) == 0)) {
 			st->value += value;
 			return;
 		}
 		h = (h + 1) & (s->n_slots - 1);
 	}
-	s->frames = xgrow(s->frames, &s->frames_cap, s->n_frames + depth, sizeof(*s->frames));
+	/* One spare slot: the array exists once any stack does, even if every
+	 * stack so far is empty (frames + offset on NULL is undefined). */
+	s->frames = xgrow(s->frames, &s->frames_cap, s->n_frames + depth + 1, sizeof(*s->frames));
 	if (depth)
 		memcpy(s->frames + s->n_frames, frames, depth * sizeof(*frames));
 	s->stacks = xgrow(s->stacks, &s->stacks_cap, s->n_stacks + 1, sizeof(*s->stacks));
