@@ -181,6 +181,36 @@ def growth_after_warmup(mem, warm_fraction=0.3):
             max(m[2] for m in late) - max(m[2] for m in early))
 
 
+def growth_at_end(mem):
+    """(RSS, VmData) growth in kB of the last quarter's maxima over the third
+    quarter's: what a leak still adds when the run ends."""
+    if len(mem) < 8:
+        return None
+    end_t = mem[-1][0]
+    third = [m for m in mem if end_t * 0.5 <= m[0] < end_t * 0.75]
+    last = [m for m in mem if m[0] >= end_t * 0.75]
+    if not third or not last:
+        return None
+    return (max(m[1] for m in last) - max(m[1] for m in third),
+            max(m[2] for m in last) - max(m[2] for m in third))
+
+
+def check_memory_flat(name, mem, every=10):
+    """Memory after warm-up grows less than 4 MiB; or it took one step and
+    stayed there: nothing grows in the last quarter and the step is under
+    16 MiB.  (Our recorder and symbol tables keep their high-water capacity,
+    so a period with more distinct stacks than any before raises it once, at
+    any time; a leak grows until the end.)"""
+    g, end = growth_after_warmup(mem), growth_at_end(mem)
+    small = g is not None and g[0] < 4096 and g[1] < 4096
+    plateau = (g is not None and end is not None and end[0] < 512 and end[1] < 512
+               and g[0] < 16384 and g[1] < 16384)
+    check(f"{name}: memory flat after warm-up (RSS +{g[0] if g else '?'} kB, "
+          f"data +{g[1] if g else '?'} kB, in the last quarter +{end[0] if end else '?'} / "
+          f"+{end[1] if end else '?'} kB; bound 4096 kB, or a step < 16 MiB then flat)",
+          small or plateau, str(mem[::every]))
+
+
 def compare_plain(name, plain, prof):
     """Exit code and output of the profiled run equal the plain run's."""
     check(f"{name}: no hang (profiled run finished)", prof.rc is not None,

@@ -37,10 +37,7 @@ for libc, sfx in hc.LIBCS:
     bad = hc.pprof_accepts(files)
     hc.check(f"{name}: cpu profiles written and accepted by go tool pprof -raw ({len(files)} files)",
              not bad, str(bad))
-    g = hc.growth_after_warmup(prof.mem)
-    hc.check(f"{name}: memory flat after warm-up (RSS +{g[0] if g else '?'} kB, "
-             f"data +{g[1] if g else '?'} kB; bound 4096 kB)",
-             g is not None and g[0] < 4096 and g[1] < 4096, str(prof.mem[::10]))
+    hc.check_memory_flat(name, prof.mem)
     half = len(maps) // 2
     hc.check(f"{name}: mappings do not accumulate (max {max(maps) if maps else '?'})",
              len(maps) > 4 and max(maps[half:]) <= max(maps[:half]) + 8, str(maps[::5]))

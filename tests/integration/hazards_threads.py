@@ -12,10 +12,7 @@ for libc, sfx in hc.LIBCS:
     name = f"threads churn ({libc})"
     prof, out = hc.hazard(name, sfx, ["churn", "10000", "12"], ["churn", "10000", "0"])
     dirs.append(out)
-    g = hc.growth_after_warmup(prof.mem)
-    hc.check(f"{name}: memory flat after warm-up (RSS +{g[0] if g else '?'} kB, "
-             f"data +{g[1] if g else '?'} kB; bound 4096 kB)",
-             g is not None and g[0] < 4096 and g[1] < 4096, str(prof.mem[::20]))
+    hc.check_memory_flat(name, prof.mem, every=20)
     hc.check(f"{name}: POSIX timers bounded by live threads (max {prof.timers})",
              0 < prof.timers <= 32, str(prof.timers))
 
