@@ -24,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 
+from wall_common import traces
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 WL = os.path.join(ROOT, "build", "workloads")
@@ -37,44 +39,6 @@ def check(name, ok, detail=""):
     sys.stdout.flush()
     if not ok:
         failed += 1
-
-
-def to_ns(text):
-    units = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9, "min": 60e9, "hrs": 3600e9}
-    for unit in sorted(units, key=len, reverse=True):
-        if text.endswith(unit):
-            return float(text[: -len(unit)]) * units[unit]
-    return float(text)
-
-
-def traces(path, env):
-    """[(labels dict, [function names leaf first], wall ns)] from pprof -traces."""
-    out = subprocess.run(["go", "tool", "pprof", "-traces", "-sample_index=wall-time", path],
-                         capture_output=True, text=True, check=True, env=env).stdout
-    result = []
-    labels, stack, value = {}, [], None
-    for line in out.splitlines():
-        if line.startswith("-----------"):
-            if stack:
-                result.append((labels, stack, value))
-            labels, stack, value = {}, [], None
-            continue
-        stripped = line.strip()
-        if not stripped:
-            continue
-        if value is None and ":" in stripped and not stripped[0].isdigit():
-            key, _, val = stripped.partition(":")
-            labels[key.strip()] = val.strip()
-            continue
-        parts = stripped.split()
-        if value is None and parts[0][0].isdigit():
-            value = to_ns(parts[0])
-            stack.append(parts[1] if len(parts) > 1 else "")
-        elif value is not None:
-            stack.append(parts[0])
-    if stack:
-        result.append((labels, stack, value))
-    return result
 
 
 TOLERANCE = {"reuse-alt": 0.05, "reuse-phases": 0.03}

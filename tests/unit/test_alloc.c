@@ -292,17 +292,25 @@ static void samples_and_live_heap(void)
 	recorder_destroy(rec);
 }
 
+/* A recorder and the live-heap collector started on it; the calling
+ * thread's slot, or NULL (then *rec may still need destroying). */
+static struct alloc_thread *start_live_heap(struct recorder **rec)
+{
+	*rec = recorder_create(NULL);
+	CHECK(*rec != NULL);
+	if (!*rec)
+		return NULL;
+	struct sw_config cfg = test_cfg(SW_KIND_BIT(SW_KIND_HEAP));
+	CHECK(alloc_collector_start(&cfg, *rec) == 0);
+	return alloc_thread_self();
+}
+
 /* Many addresses in one probe run; deleting from the middle (backward
  * shift) must keep every other entry reachable. */
 static void live_table_collisions(void)
 {
-	struct recorder *rec = recorder_create(NULL);
-	CHECK(rec != NULL);
-	if (!rec)
-		return;
-	struct sw_config cfg = test_cfg(SW_KIND_BIT(SW_KIND_HEAP));
-	CHECK(alloc_collector_start(&cfg, rec) == 0);
-	struct alloc_thread *t = alloc_thread_self();
+	struct recorder *rec;
+	struct alloc_thread *t = start_live_heap(&rec);
 	if (!t)
 		return;
 	enum { N = 40 };
@@ -352,13 +360,8 @@ static void live_table_collisions(void)
  * and the bound of ALLOC_LIVE_MAX entries still holds at full size. */
 static void live_table_grows(void)
 {
-	struct recorder *rec = recorder_create(NULL);
-	CHECK(rec != NULL);
-	if (!rec)
-		return;
-	struct sw_config cfg = test_cfg(SW_KIND_BIT(SW_KIND_HEAP));
-	CHECK(alloc_collector_start(&cfg, rec) == 0);
-	struct alloc_thread *t = alloc_thread_self();
+	struct recorder *rec;
+	struct alloc_thread *t = start_live_heap(&rec);
 	if (!t)
 		return;
 	const uintptr_t base = 0x600000000000ull;
