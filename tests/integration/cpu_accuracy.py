@@ -12,6 +12,8 @@ import subprocess
 import sys
 import tempfile
 
+from pprof_traces import to_ns
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 WL = os.path.join(ROOT, "build", "workloads")
@@ -53,14 +55,6 @@ def traces(path):
     if stack:
         result.append((stack, value))
     return result
-
-
-def to_ns(text):
-    units = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9, "min": 60e9, "hrs": 3600e9}
-    for unit in sorted(units, key=len, reverse=True):
-        if text.endswith(unit):
-            return float(text[: -len(unit)]) * units[unit]
-    return float(text)
 
 
 def run_variant(name, seconds=6.0):

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 
-from wall_common import traces
+from pprof_traces import traces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))

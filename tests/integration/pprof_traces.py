@@ -1,5 +1,6 @@
-"""Shared by tests/integration/wall_*.py: the wall-time stacks of a profile
-as go tool pprof -traces prints them (an independent decoder)."""
+"""Shared by the integration suites: pprof's printed durations in ns, and
+the wall-time stacks of a profile as go tool pprof -traces prints them (an
+independent decoder)."""
 import subprocess
 
 
