@@ -308,15 +308,17 @@ void overhead_tick(const struct sw_config *cfg)
 		probe.win_threads_ns = probe.win_drain_ns = probe.win_handler_ns = probe.win_wall_ns = 0;
 		probe.win_samples = probe.win_process_ns = 0;
 	}
-	char limit[PCT_TEXT_CAP];
-	pct_text(cfg->max_overhead_ppm, limit);
-	if (probe.ctl.saturated)
-		rt_log_once(RT_LOG_WARN, "profiler overhead is above STOWAWAY_MAX_OVERHEAD_PCT=%s even "
-					 "at the lowest sampling rates", limit);
-	if (probe.ctl.fixed_over)
-		rt_log_once(RT_LOG_WARN, "profiler overhead is above STOWAWAY_MAX_OVERHEAD_PCT=%s from "
-					 "costs the sampling rates do not control (our threads); "
-					 "rates are kept", limit);
+	if (probe.ctl.saturated || probe.ctl.fixed_over) {
+		char limit[PCT_TEXT_CAP];
+		pct_text(cfg->max_overhead_ppm, limit);
+		if (probe.ctl.saturated)
+			rt_log_once(RT_LOG_WARN, "profiler overhead is above STOWAWAY_MAX_OVERHEAD_PCT=%s "
+						 "even at the lowest sampling rates", limit);
+		if (probe.ctl.fixed_over)
+			rt_log_once(RT_LOG_WARN, "profiler overhead is above STOWAWAY_MAX_OVERHEAD_PCT=%s "
+						 "from costs the sampling rates do not control (our "
+						 "threads); rates are kept", limit);
+	}
 	publish();
 }
 
