@@ -170,9 +170,13 @@ static void publish(void)
 {
 	atomic_store(&pub.budget_ppm, probe.ctl.budget_ppm);
 	atomic_store(&pub.overhead_ppm, probe.ctl.last_ppm);
-	atomic_store(&pub.cpu_hz, cpu_running() ? cpu_rate() : 0);
+	/* A sampler stopped for the exit flush keeps its last rate: the profile
+	 * being finished was taken at that rate, not with CPU sampling off. */
+	if (cpu_running())
+		atomic_store(&pub.cpu_hz, cpu_rate());
 	atomic_store(&pub.configured_cpu_hz, probe.configured_cpu_hz);
-	atomic_store(&pub.wall_hz, wall_running() ? wall_rate() : 0);
+	if (wall_running())
+		atomic_store(&pub.wall_hz, wall_rate());
 	atomic_store(&pub.configured_wall_hz, probe.configured_wall_hz);
 	atomic_store(&pub.alloc_bytes, probe.configured_alloc_bytes ? alloc_sample_bytes() : 0);
 	atomic_store(&pub.configured_alloc_bytes, probe.configured_alloc_bytes);
@@ -209,6 +213,10 @@ static void reset(const struct sw_config *cfg, int tid)
 	cpu_handler_cost(&probe.last_cost_ns, &probe.last_cost_samples);
 	probe.last_drain_ns = cpu_drain_cost_ns();
 	scan_own_threads(true);
+	/* Rates published by a parent before fork are not this process's. */
+	atomic_store(&pub.cpu_hz, 0);
+	atomic_store(&pub.wall_hz, 0);
+	atomic_store(&pub.delivered_cpu_hz, 0);
 	publish();
 }
 
@@ -295,7 +303,8 @@ void overhead_tick(const struct sw_config *cfg)
 	if (probe.ctl.win_ticks == 0) {
 		/* Kernels expire CPU timers on their tick: 1000 Hz configured may
 		 * be 250 delivered.  Said in the comments, so nobody is misled. */
-		atomic_store(&pub.delivered_cpu_hz, cpu_running() ? delivered_hz() : 0);
+		if (cpu_running())
+			atomic_store(&pub.delivered_cpu_hz, delivered_hz());
 		rt_debug("overhead window: our threads %llu us + wall sampler %llu us + recording "
 			 "samples %llu us, handler %llu us (%llu samples, delivery %llu ns each), "
 			 "process %llu us",
