@@ -13,6 +13,8 @@
 #include "unwind/unwind.h"
 
 #define ALLOC_MAX_FRAMES 128u
+/* A measured sample longer than this was preempted or interrupted. */
+#define ALLOC_COST_PREEMPTED_NS 1000000u
 /* Frames of our own (hook, alloc_sample, capture) searched for the hook's
  * return address before the caller's stack starts. */
 #define RECLAIM_EVERY 1024u
@@ -39,14 +41,13 @@ static struct {
 	struct alloc_live_entry *slots;
 	uint32_t nslots; /* power of two, ALLOC_LIVE_MIN_SLOTS..ALLOC_LIVE_SLOTS */
 	uint32_t live;
-	/* Live entries per filter bit (at most ALLOC_LIVE_MAX < 2^16). */
-	uint16_t filter_count[1u << ALLOC_FILTER_BITS];
+	/* Live entries per small-filter bit (at most ALLOC_LIVE_MAX < 2^16). */
 	uint16_t filter_small_count[1u << ALLOC_FILTER_SMALL_BITS];
 	struct rt_rng export_rng; /* under live_lock */
 
 	atomic_ullong samples;
 	atomic_ullong cost_ns;      /* CPU time of the measured samples */
-	atomic_ullong clock_pair_ns; /* what reading the thread clock twice costs (subtracted) */
+	atomic_ullong clock_pair_ns; /* what reading the clock twice costs (subtracted) */
 	atomic_ullong cost_samples; /* samples measured */
 	atomic_ullong live_dropped;
 	atomic_ullong no_thread_slot;
@@ -199,33 +200,76 @@ static uint32_t capture_stack(struct alloc_thread *t, uintptr_t ra, uint64_t *bu
 
 /* ---- live table ---- */
 
-/* Caller holds live_lock (the counts are ours; only the bits are shared). */
-static void filter_count_up(uint16_t *counts, _Atomic uint64_t *bits, uint32_t h)
+/* Caller holds live_lock (writers of the bits hold it; only readers do not). */
+static void filter_bit_set(_Atomic uint64_t *bits, uint32_t h)
 {
-	if (counts[h]++ == 0)
-		atomic_fetch_or(&bits[h >> 6], 1ull << (h & 63u));
+	uint64_t m = 1ull << (h & 63u);
+	/* Read first: the line stays shared with the cores reading it in free. */
+	if (!(atomic_load_explicit(&bits[h >> 6], memory_order_relaxed) & m))
+		atomic_fetch_or(&bits[h >> 6], m);
 }
 
-static void filter_count_down(uint16_t *counts, _Atomic uint64_t *bits, uint32_t h)
+static void filter_bit_clear(_Atomic uint64_t *bits, uint32_t h)
 {
-	if (counts[h] != 0 && --counts[h] == 0)
-		atomic_fetch_and(&bits[h >> 6], ~(1ull << (h & 63u)));
+	atomic_fetch_and(&bits[h >> 6], ~(1ull << (h & 63u)));
 }
+
+static uint32_t filter_small_bit(uint32_t h) { return h >> (ALLOC_FILTER_BITS - ALLOC_FILTER_SMALL_BITS); }
 
 static void filter_add(uintptr_t addr)
 {
-	uint32_t h = alloc_addr_hash(addr);
-	filter_count_up(st.filter_count, alloc_live_filter, h);
-	filter_count_up(st.filter_small_count, alloc_live_filter_small,
-			h >> (ALLOC_FILTER_BITS - ALLOC_FILTER_SMALL_BITS));
+	uint32_t h = alloc_addr_hash(addr), s = filter_small_bit(h);
+	filter_bit_set(alloc_live_filter, h);
+	if (st.filter_small_count[s]++ == 0)
+		filter_bit_set(alloc_live_filter_small, s);
 }
 
+/* The big filter's bit and an entry's home slot are top bits of one hash,
+ * so every entry sharing a bit shares a home and sits in the probe run from
+ * it: after a deletion, that run says whether the bit is still needed (no
+ * count array to miss in the cache on every sample and free). */
+_Static_assert(ALLOC_LIVE_HOME_BITS <= ALLOC_FILTER_BITS, "the home must be a prefix of the filter hash");
+
+/* Caller holds live_lock: whether an entry other than `addr`'s hashes to big-filter bit h. */
+static bool live_run_has_hash(uintptr_t addr, uint32_t h)
+{
+	const uint32_t mask = st.nslots - 1u;
+	uint32_t i = alloc_live_home(addr) & mask;
+	for (uint32_t n = 0; n < st.nslots; n++, i = (i + 1u) & mask) {
+		uintptr_t a = st.slots[i].addr;
+		if (a == 0)
+			return false;
+		if (a != addr && alloc_addr_hash(a) == h)
+			return true;
+	}
+	return false;
+}
+
+/* Caller holds live_lock; addr's entry has just been deleted. */
 static void filter_remove(uintptr_t addr)
 {
-	uint32_t h = alloc_addr_hash(addr);
-	filter_count_down(st.filter_count, alloc_live_filter, h);
-	filter_count_down(st.filter_small_count, alloc_live_filter_small,
-			  h >> (ALLOC_FILTER_BITS - ALLOC_FILTER_SMALL_BITS));
+	uint32_t h = alloc_addr_hash(addr), s = filter_small_bit(h);
+	if (!live_run_has_hash(addr, h))
+		filter_bit_clear(alloc_live_filter, h);
+	if (st.filter_small_count[s] != 0 && --st.filter_small_count[s] == 0)
+		filter_bit_clear(alloc_live_filter_small, s);
+}
+
+/* Caller holds live_lock: drops every entry, clears both filters. */
+static void live_forget_all(void)
+{
+	for (uint32_t i = 0; i < st.nslots && st.live; i++) {
+		if (st.slots[i].addr) {
+			rt_free(st.slots[i].pcs);
+			rt_memset(&st.slots[i], 0, sizeof(st.slots[i]));
+			st.live--;
+		}
+	}
+	for (uint32_t w = 0; w < RT_ARRAY_LEN(alloc_live_filter); w++)
+		atomic_store_explicit(&alloc_live_filter[w], 0, memory_order_relaxed);
+	for (uint32_t w = 0; w < RT_ARRAY_LEN(alloc_live_filter_small); w++)
+		atomic_store_explicit(&alloc_live_filter_small[w], 0, memory_order_relaxed);
+	rt_memset(st.filter_small_count, 0, sizeof(st.filter_small_count));
 }
 
 /* Caller holds live_lock.  Index of addr's slot, or ALLOC_LIVE_SLOTS. */
@@ -389,9 +433,14 @@ void alloc_sample(struct alloc_thread *t, void *p, size_t size, uintptr_t ra)
 		sample_and_record(t, p, size, ra);
 		return;
 	}
-	uint64_t start = rt_thread_cpu_ns();
+	/* The monotonic clock (the vDSO's: no system call whose entry and exit
+	 * would cool the caches and make the sample look dearer than it is); a
+	 * sample that long was preempted, and is not counted. */
+	uint64_t start = rt_monotonic_ns();
 	sample_and_record(t, p, size, ra);
-	uint64_t spent = rt_thread_cpu_ns() - start;
+	uint64_t spent = rt_monotonic_ns() - start;
+	if (spent > ALLOC_COST_PREEMPTED_NS)
+		return;
 	uint64_t clock = atomic_load_explicit(&st.clock_pair_ns, memory_order_relaxed);
 	atomic_fetch_add_explicit(&st.cost_ns, spent > clock ? spent - clock : 0, memory_order_relaxed);
 	atomic_fetch_add_explicit(&st.cost_samples, 1, memory_order_relaxed);
@@ -443,13 +492,13 @@ static void sample_and_record(struct alloc_thread *t, void *p, size_t size, uint
 
 /* ---- the collector ---- */
 
-/* The cheapest of a few back-to-back thread-clock reads: the measuring
- * overhead inside each timed sample (system calls are slow on some VMs). */
+/* The cheapest of a few back-to-back clock reads: the measuring overhead
+ * inside each timed sample (a system call where there is no vDSO). */
 static uint64_t measure_clock_pair(void)
 {
 	uint64_t best = UINT64_MAX;
 	for (int i = 0; i < 16; i++) {
-		uint64_t a = rt_thread_cpu_ns(), b = rt_thread_cpu_ns();
+		uint64_t a = rt_monotonic_ns(), b = rt_monotonic_ns();
 		if (b >= a && b - a < best)
 			best = b - a;
 	}
@@ -478,14 +527,7 @@ int alloc_collector_start(const struct sw_config *cfg, struct recorder *rec)
 	/* Entries left from a previous run may have been freed unseen. */
 	if (st.slots && !atomic_load(&alloc_hot.retiring)) {
 		rt_mutex_lock(&st.live_lock);
-		for (uint32_t i = 0; i < st.nslots && st.live; i++) {
-			if (st.slots[i].addr) {
-				filter_remove(st.slots[i].addr);
-				rt_free(st.slots[i].pcs);
-				rt_memset(&st.slots[i], 0, sizeof(st.slots[i]));
-				st.live--;
-			}
-		}
+		live_forget_all();
 		rt_mutex_unlock(&st.live_lock);
 	}
 	atomic_store(&st.rate, cfg->alloc_sample_bytes ? cfg->alloc_sample_bytes : ALLOC_DEFAULT_RATE);
@@ -533,14 +575,7 @@ void alloc_collector_before_export(struct profile *finished)
 	if (stopped) {
 		/* Nothing is sampled any more: forget the table, stop retiring. */
 		atomic_store(&alloc_hot.retiring, 0);
-		for (uint32_t i = 0; i < st.nslots && st.live; i++) {
-			if (st.slots[i].addr) {
-				filter_remove(st.slots[i].addr);
-				rt_free(st.slots[i].pcs);
-				rt_memset(&st.slots[i], 0, sizeof(st.slots[i]));
-				st.live--;
-			}
-		}
+		live_forget_all();
 	}
 	rt_mutex_unlock(&st.live_lock);
 	if (copy.failed) {

@@ -23,8 +23,9 @@
  * itself at the next call made from a shallower frame.
  *
  * Live heap: sampled allocations are kept in a bounded table keyed by
- * address, retired by free/realloc/delete.  A counting filter indexed by a
- * hash of the address lets free dismiss an unsampled pointer with one load.
+ * address, retired by free/realloc/delete.  A two-level bit filter indexed
+ * by a hash of the address lets free dismiss an unsampled pointer with one
+ * load; a bit is cleared when the last live entry hashing to it goes.
  */
 #ifndef STOWAWAY_COLLECT_ALLOC_H
 #define STOWAWAY_COLLECT_ALLOC_H
@@ -155,7 +156,8 @@ int64_t alloc_draw_countdown(struct rt_rng *rng, uint64_t rate);
 
 /* ---- live heap ---- */
 
-#define ALLOC_LIVE_SLOTS (1u << 16)     /* power of two; half of it usable */
+#define ALLOC_LIVE_HOME_BITS 16u
+#define ALLOC_LIVE_SLOTS (1u << ALLOC_LIVE_HOME_BITS) /* half of it usable */
 #define ALLOC_LIVE_MAX (ALLOC_LIVE_SLOTS / 2u)
 /* The table starts this small and doubles when half full, so a small live
  * set stays in a few cache-resident pages (a 3 MiB table cost a cache and
@@ -183,11 +185,12 @@ static inline bool alloc_filter_test(const _Atomic uint64_t *bits, uint32_t h)
 	return (w >> (h & 63u)) & 1u;
 }
 
-/* Home slot of an address in a live table of ALLOC_LIVE_SLOTS (other hash
- * bits than the filter); a smaller table takes its low bits. */
+/* Home slot of an address in a live table of ALLOC_LIVE_SLOTS: the top bits
+ * of the filter's hash (so entries sharing a filter bit share a home); a
+ * smaller table takes its low bits. */
 static inline uint32_t alloc_live_home(uintptr_t p)
 {
-	return (uint32_t)(((uint64_t)p * 0x9e3779b97f4a7c15ull) >> 48) & (ALLOC_LIVE_SLOTS - 1u);
+	return (uint32_t)(((uint64_t)p * 0x9e3779b97f4a7c15ull) >> (64u - ALLOC_LIVE_HOME_BITS));
 }
 
 /* False when p is certainly not a live sampled allocation (the common case:
@@ -233,8 +236,8 @@ void alloc_get_stats(struct alloc_stats *out);
 
 /* The overhead cap's handles: the mean bytes between samples in effect
  * (new countdowns use it; a countdown in flight keeps the mean it was drawn
- * with, so weights stay unbiased), and the CPU cost of sampled allocations
- * (measured on one sample in ALLOC_COST_EVERY). */
+ * with, so weights stay unbiased), and the cost of sampled allocations
+ * (timed on one sample in ALLOC_COST_EVERY; preempted ones left out). */
 #define ALLOC_COST_EVERY 32u
 void alloc_set_sample_bytes(uint64_t mean);
 uint64_t alloc_sample_bytes(void);

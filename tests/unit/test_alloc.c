@@ -355,6 +355,88 @@ static void live_table_collisions(void)
 	recorder_destroy(rec);
 }
 
+/* A filter bit stays set while any live entry hashes to it and is cleared
+ * with the last one, for entries sharing the big filter's bit, sharing only
+ * its home slot, and sharing only the small filter's bit; and, across a
+ * random churn in a narrow address range, no live entry is ever dismissed. */
+static void filter_bits_follow_live_set(void)
+{
+	struct recorder *rec;
+	struct alloc_thread *t = start_live_heap(&rec);
+	if (!t)
+		return;
+	const uintptr_t base = 0x700000000000ull;
+	uint32_t h = alloc_addr_hash(base);
+	uintptr_t same_bit[3] = { base, 0, 0 }, same_home = 0, same_small = 0;
+	uint32_t n_same = 1;
+	for (uintptr_t a = base + 16; n_same < 3 || !same_home || !same_small; a += 16) {
+		uint32_t g = alloc_addr_hash(a);
+		if (g == h && n_same < 3)
+			same_bit[n_same++] = a;
+		else if (g == (h ^ 1u) && !same_home)
+			same_home = a; /* the other half of the home slot */
+		else if (g >> (ALLOC_FILTER_BITS - ALLOC_FILTER_SMALL_BITS) ==
+				 h >> (ALLOC_FILTER_BITS - ALLOC_FILTER_SMALL_BITS) &&
+			 (g >> 1) != (h >> 1) && !same_small)
+			same_small = a;
+	}
+	CHECK(alloc_live_home(same_home) == alloc_live_home(base));
+	uint32_t small = h >> (ALLOC_FILTER_BITS - ALLOC_FILTER_SMALL_BITS);
+	for (uint32_t i = 0; i < 3; i++)
+		sample_from_here(t, (void *)same_bit[i], 64);
+	sample_from_here(t, (void *)same_home, 64);
+	sample_from_here(t, (void *)same_small, 64);
+	for (uint32_t i = 0; i < 3; i++) {
+		CHECK(alloc_filter_test(alloc_live_filter, h));
+		CHECK(alloc_live_retire((void *)same_bit[i], NULL));
+	}
+	CHECK(!alloc_filter_test(alloc_live_filter, h));
+	CHECK(alloc_filter_test(alloc_live_filter, h ^ 1u));
+	CHECK(alloc_filter_test(alloc_live_filter_small, small));
+	CHECK(alloc_live_retire((void *)same_home, NULL));
+	CHECK(!alloc_filter_test(alloc_live_filter, h ^ 1u));
+	CHECK(alloc_filter_test(alloc_live_filter_small, small));
+	CHECK(alloc_live_retire((void *)same_small, NULL));
+	CHECK(!alloc_filter_test(alloc_live_filter_small, small));
+
+	/* Churn: 4096 addresses in 64 KiB, so homes and bits collide often. */
+	enum { SPAN = 4096, OPS = 20000 };
+	static bool live[SPAN];
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	bool ok = true;
+	for (uint32_t op = 0; op < OPS && ok; op++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		uint32_t k = (uint32_t)(x >> 40) % SPAN;
+		void *p = (void *)(base + (uintptr_t)k * 16u);
+		if (live[k])
+			ok = alloc_live_retire(p, NULL);
+		else
+			sample_from_here(t, p, 64);
+		live[k] = !live[k];
+		for (uint32_t j = 0; j < SPAN && ok; j += 97)
+			ok = !live[j] || alloc_live_maybe((void *)(base + (uintptr_t)j * 16u));
+	}
+	CHECK(ok);
+	for (uint32_t k = 0; k < SPAN; k++)
+		if (live[k])
+			CHECK(alloc_live_retire((void *)(base + (uintptr_t)k * 16u), NULL));
+	uint64_t any = 0;
+	for (uint32_t w = 0; w < RT_ARRAY_LEN(alloc_live_filter); w++)
+		any |= atomic_load(&alloc_live_filter[w]);
+	for (uint32_t w = 0; w < RT_ARRAY_LEN(alloc_live_filter_small); w++)
+		any |= atomic_load(&alloc_live_filter_small[w]);
+	CHECK_EQ_U64(any, 0);
+	alloc_collector_stop();
+	struct profile *p = recorder_swap(rec);
+	if (p) {
+		alloc_collector_before_export(p);
+		profile_release(p);
+	}
+	recorder_destroy(rec);
+}
+
 /* The live table grows from ALLOC_LIVE_MIN_SLOTS as entries arrive: every
  * entry stays findable across the doublings, the snapshot holds them all,
  * and the bound of ALLOC_LIVE_MAX entries still holds at full size. */
@@ -405,5 +487,6 @@ int main(void)
 	RUN(samples_and_live_heap);
 	RUN(live_table_collisions);
 	RUN(live_table_grows);
+	RUN(filter_bits_follow_live_set);
 	return CHECK_DONE();
 }
