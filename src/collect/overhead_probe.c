@@ -52,6 +52,7 @@ static struct {
 	bool rescan;
 	/* this window's parts, for the debug log */
 	uint64_t win_threads_ns, win_drain_ns, win_handler_ns, win_wall_ns, win_samples, win_process_ns;
+	uint64_t win_alloc_samples, alloc_sample_ns;
 } probe;
 
 /* Published for overhead_describe. */
@@ -163,6 +164,8 @@ static uint64_t alloc_ns(void)
 	probe.last_alloc_samples = samples;
 	probe.last_alloc_cost_ns = cost_ns;
 	probe.last_alloc_cost_samples = cost_samples;
+	probe.win_alloc_samples += d_samples;
+	probe.alloc_sample_ns = per_sample;
 	return d_samples * per_sample;
 }
 
@@ -306,16 +309,18 @@ void overhead_tick(const struct sw_config *cfg)
 		if (cpu_running())
 			atomic_store(&pub.delivered_cpu_hz, delivered_hz());
 		rt_debug("overhead window: our threads %llu us + wall sampler %llu us + recording "
-			 "samples %llu us, handler %llu us (%llu samples, delivery %llu ns each), "
-			 "process %llu us",
+			 "samples %llu us, handlers %llu us (%llu CPU samples, delivery %llu ns each; "
+			 "%llu allocation samples, %llu ns each), process %llu us",
 			 (unsigned long long)(probe.win_threads_ns / 1000),
 			 (unsigned long long)(probe.win_wall_ns / 1000),
 			 (unsigned long long)(probe.win_drain_ns / 1000),
 			 (unsigned long long)(probe.win_handler_ns / 1000),
 			 (unsigned long long)probe.win_samples, (unsigned long long)probe.delivery_ns,
+			 (unsigned long long)probe.win_alloc_samples,
+			 (unsigned long long)probe.alloc_sample_ns,
 			 (unsigned long long)(probe.win_process_ns / 1000));
 		probe.win_threads_ns = probe.win_drain_ns = probe.win_handler_ns = probe.win_wall_ns = 0;
-		probe.win_samples = probe.win_process_ns = 0;
+		probe.win_samples = probe.win_process_ns = probe.win_alloc_samples = 0;
 	}
 	if (probe.ctl.saturated || probe.ctl.fixed_over) {
 		char limit[PCT_TEXT_CAP];

@@ -307,8 +307,10 @@ int profiler_start(const struct sw_config *cfg)
 	if (r < 0)
 		rt_warn("could not start the scheduler thread (error %d); profiles are exported "
 			"only at exit", -r);
-	rt_info("profiling %s (pid %ld, %d collectors, upload period %us, runtime id %s)",
-		cfg->service, sys_getpid(), collectors, cfg->upload_period_s, prof.runtime_id);
+	rt_info("profiling %s (pid %ld, %d collectors, upload period %us, runtime id %s, clocks "
+		"read through %s)",
+		cfg->service, sys_getpid(), collectors, cfg->upload_period_s, prof.runtime_id,
+		rt_clock_source());
 	return 0;
 }
 

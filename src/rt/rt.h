@@ -106,6 +106,13 @@ uint64_t rt_monotonic_ns(void);
 uint64_t rt_realtime_ns(void);
 uint64_t rt_thread_cpu_ns(void);  /* calling thread */
 uint64_t rt_process_cpu_ns(void);
+/* From now on, monotonic and realtime reads call `fn`, the vDSO's
+ * clock_gettime (found by the symbol registry), if a test read agrees with
+ * the kernel's clock; false (and system calls stay) otherwise.  Not
+ * signal-safe; any thread. */
+bool rt_clock_use_vdso(uintptr_t fn);
+/* "the vDSO" or "system calls": how monotonic and realtime are read. */
+const char *rt_clock_source(void);
 /* Sleep up to ns; returns early (false) if interrupted. */
 bool rt_sleep_ns(uint64_t ns);
 

@@ -9,6 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/time_types.h>
+
+#include "rt/rt.h"
 #include "symbols/elf.h"
 #include "symbols/maps.h"
 #include "symbols/symbols.h"
@@ -238,8 +241,46 @@ static void test_no_wrong_name_past_symbol_end(void)
 	free(buf);
 }
 
+static int wrong_clock(int clockid, struct __kernel_timespec *ts)
+{
+	(void)clockid;
+	ts->tv_sec = 1;
+	ts->tv_nsec = 0;
+	return 0;
+}
+
+/* The registry hands the vDSO's clock_gettime to rt; a function that
+ * disagrees with the kernel is refused. */
+static void test_vdso_clock(void)
+{
+	CHECK(!rt_clock_use_vdso((uintptr_t)wrong_clock));
+	CHECK(strcmp(rt_clock_source(), "system calls") == 0);
+	CHECK(symbols_refresh());
+	if (getauxval(AT_SYSINFO_EHDR) == 0) {
+		printf("SKIP test_vdso_clock: no vDSO in this process\n");
+		return;
+	}
+	CHECK(strcmp(rt_clock_source(), "the vDSO") == 0);
+	bool ordered = true;
+	for (int i = 0; i < 1000 && ordered; i++) {
+		struct timespec a, c;
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		uint64_t b = rt_monotonic_ns();
+		clock_gettime(CLOCK_MONOTONIC, &c);
+		uint64_t lo = (uint64_t)a.tv_sec * 1000000000ull + (uint64_t)a.tv_nsec;
+		uint64_t hi = (uint64_t)c.tv_sec * 1000000000ull + (uint64_t)c.tv_nsec;
+		ordered = lo <= b && b <= hi;
+	}
+	CHECK(ordered);
+	struct timespec r;
+	clock_gettime(CLOCK_REALTIME, &r);
+	uint64_t ours = rt_realtime_ns(), libc = (uint64_t)r.tv_sec * 1000000000ull + (uint64_t)r.tv_nsec;
+	CHECK(ours >= libc && ours - libc < 1000000000ull);
+}
+
 int main(void)
 {
+	RUN(test_vdso_clock);
 	RUN(test_own_executable);
 	RUN(test_vdso_in_memory);
 	RUN(test_corrupted_images);
