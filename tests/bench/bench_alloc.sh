@@ -4,9 +4,11 @@
 # off, with profiling on at the default rate (alloc+heap), with sampling so
 # rare that only the unsampled path runs, and under heaptrack (same program,
 # fewer pairs: it is much slower).  Process CPU time per malloc/free pair,
-# the minimum of interleaved runs (the least disturbed by other load).  Each
-# run lasts ALLOC_BENCH_SECONDS (default 1) so one-time costs (the first
-# sample loads the unwinder's tables) do not pass for per-pair costs.  Prints "BENCH alloc: <metric> = <value> (...)".
+# as the median of ratios to a baseline run interleaved with each.  Each run
+# lasts ALLOC_BENCH_SECONDS (default 1) so one-time costs (the first sample
+# loads the unwinder's tables) do not pass for per-pair costs; the
+# default-settings runs are measured after ALLOC_BENCH_STEADY_WARMUP (6 s),
+# once the overhead cap has measured and acted.  Prints "BENCH alloc: <metric> = <value> (...)".
 set -eu
 cd "$(dirname "$0")/../.."
 bin=build/workloads/alloc_bench
@@ -21,36 +23,46 @@ pairs=${ALLOC_BENCH_PAIRS:-2000000}
 seconds=${ALLOC_BENCH_SECONDS:-1}
 reps=${ALLOC_BENCH_REPS:-7}
 
-# run NAME MIX ENV... : appends "cpu_ns wall_ns" per pair of one run to $tmp/NAME.MIX
+# run NAME MIX SECONDS ENV... : appends "cpu_ns wall_ns" per pair of one run
+# to $tmp/NAME.MIX (after WARMUP seconds, when set)
 run() {
-	local name=$1 mix=$2
-	shift 2
-	env "$@" "$bin" "$threads" 1 "$mix" "$seconds" >"$tmp/out" 2>>"$tmp/err"
+	local name=$1 mix=$2 secs=$3 warm=${WARMUP:-0}
+	shift 3
+	env "$@" "$bin" "$threads" 1 "$mix" "$secs" $warm >"$tmp/out" 2>>"$tmp/err"
 	awk '{print $6 / $2, $4 / $2}' "$tmp/out" >>"$tmp/$name.$mix"
 }
-# least ns per pair of column COL (1 cpu, 2 wall) over the runs in file NAME
-per_pair() {
-	sort -g -k"$2" "$tmp/$1" | awk -v c="$2" 'NR == 1 {printf "%.2f", $c}'
+# Median over rounds of NAME's CPU per pair divided by the same round's
+# baseline: runs are interleaved, so a machine that drifts (other tenants,
+# cache and page state; +-5% here between runs of the same program) moves
+# both sides of each ratio together.
+ratio() {
+	paste "$tmp/$1" "$tmp/$2" | awk '{print $1 / $3}' | sort -g |
+		awk '{r[NR] = $1} END {m = (NR % 2) ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2; printf "%+.1f%%", (m - 1) * 100}'
+}
+# median ns per pair (CPU) of the runs in file NAME
+median_ns() {
+	sort -g -k1 "$tmp/$1" | awk '{r[NR] = $1} END {printf "%.2f", r[int((NR + 1) / 2)]}'
 }
 on=(DD_PROFILING_ENABLED=true STOWAWAY_OUTPUT_DIR="$tmp" STOWAWAY_PROFILES=alloc,heap LD_PRELOAD="$PWD/$so")
+steady=${ALLOC_BENCH_STEADY_SECONDS:-12}
+steady_warmup=${ALLOC_BENCH_STEADY_WARMUP:-6} # the cap's first two 3 s windows
+steady_reps=${ALLOC_BENCH_STEADY_REPS:-3}
 for mix in mixed small; do
 	for _ in $(seq "$reps"); do
-		run base "$mix"
-		run off "$mix" LD_PRELOAD="$PWD/$so"
-		run unsampled "$mix" "${on[@]}" STOWAWAY_ALLOC_SAMPLE_BYTES=1073741824
-		run default "$mix" "${on[@]}"
+		run base "$mix" "$seconds"
+		run off "$mix" "$seconds" LD_PRELOAD="$PWD/$so"
+		run unsampled "$mix" "$seconds" "${on[@]}" STOWAWAY_ALLOC_SAMPLE_BYTES=1073741824
+		run uncapped "$mix" "$seconds" "${on[@]}" STOWAWAY_MAX_OVERHEAD_PCT=100
 	done
-	base=$(per_pair "base.$mix" 1)
-	for name in off unsampled default; do
-		v=$(per_pair "$name.$mix" 1)
-		eval "ns_$name=$v"
+	for _ in $(seq "$steady_reps"); do
+		WARMUP=$steady_warmup run steadybase "$mix" "$steady"
+		WARMUP=$steady_warmup run steady "$mix" "$steady" "${on[@]}"
 	done
-	pct() { awk -v a="$1" -v b="$base" 'BEGIN{printf "%+.1f%%", (a/b-1)*100}'; }
-	add() { awk -v a="$1" -v b="$base" 'BEGIN{printf "%+.2f", a-b}'; }
-	echo "BENCH alloc: ${mix}_base_ns_per_pair = $base (no library; $threads threads making malloc/free pairs for $seconds s, process CPU time, least of $reps)"
-	echo "BENCH alloc: ${mix}_off_added_ns_per_pair = $(add "$ns_off") (library preloaded, profiling off: $(pct "$ns_off"))"
-	echo "BENCH alloc: ${mix}_unsampled_added_ns_per_pair = $(add "$ns_unsampled") (profiling on, 1 GiB sample interval so only the unsampled path runs: $(pct "$ns_unsampled"))"
-	echo "BENCH alloc: ${mix}_default_slowdown = $(pct "$ns_default") (profiling on at the default 512 KiB rate, alloc+heap: $ns_default ns per pair, $(add "$ns_default") ns; target <= +5%)"
+	echo "BENCH alloc: ${mix}_base_ns_per_pair = $(median_ns "base.$mix") (no library; $threads threads making malloc/free pairs for $seconds s, process CPU time, median of $reps)"
+	echo "BENCH alloc: ${mix}_off_slowdown = $(ratio "off.$mix" "base.$mix") (library preloaded, profiling off: the cost of interposing malloc and free at all; median of $reps paired ratios)"
+	echo "BENCH alloc: ${mix}_unsampled_slowdown = $(ratio "unsampled.$mix" "base.$mix") (profiling on, 1 GiB sample interval so only the unsampled paths run)"
+	echo "BENCH alloc: ${mix}_default_rate_slowdown = $(ratio "uncapped.$mix" "base.$mix") (profiling on at the default 512 KiB rate, alloc+heap, overhead cap off: $(median_ns "uncapped.$mix") ns per pair; target <= +5%)"
+	echo "BENCH alloc: ${mix}_default_settings_slowdown = $(ratio "steady.$mix" "steadybase.$mix") (alloc+heap with every default, the 2% overhead cap included, the $((steady - steady_warmup)) s after a $steady_warmup s warm-up, median of $steady_reps paired ratios)"
 done
 
 if command -v heaptrack >/dev/null 2>&1; then
@@ -60,7 +72,7 @@ if command -v heaptrack >/dev/null 2>&1; then
 	# Wall time: heaptrack also works in a second process.
 	ht=$(awk '$1 == "pairs" {printf "%.2f", $4 / $2}' "$tmp/ht.out")
 	if [ -n "$ht" ]; then
-		ours=$(per_pair default.mixed 2)
+		ours=$(sort -g -k2 "$tmp/uncapped.mixed" | awk 'NR == 1 {printf "%.2f", $2}')
 		echo "BENCH alloc: heaptrack_wall_ns_per_pair = $ht (heaptrack on the same program, $threads x $hpairs pairs: $(awk -v a="$ht" -v b="$ours" 'BEGIN{printf "%.1fx", a/b}') the wall time per pair of stowaway at the default rate, $ours ns)"
 	else
 		echo "BENCH alloc: heaptrack_wall_ns_per_pair = n/a (heaptrack failed: $(tail -1 "$tmp/ht.out"))"

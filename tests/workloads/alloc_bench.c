@@ -4,10 +4,13 @@
  * each thread goes on past PAIRS_PER_THREAD until that much wall time has
  * passed (tests that need a run longer than the profiler's measurement
  * windows, whatever the machine's speed).  Prints "pairs N wall_ns W
- * cpu_ns C" (N: the pairs really made).
- * Usage: alloc_bench THREADS PAIRS_PER_THREAD [mixed|small] [SECONDS] */
+ * cpu_ns C" (N: the pairs really made).  With WARMUP seconds (less than
+ * SECONDS), the numbers cover only what follows the warm-up (a profiler's
+ * overhead cap has acted by then).
+ * Usage: alloc_bench THREADS PAIRS_PER_THREAD [mixed|small] [SECONDS [WARMUP]] */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +21,7 @@
 static long pairs_per_thread;
 static int small_only;
 static unsigned long long deadline_ns; /* CLOCK_MONOTONIC; 0: none */
+static atomic_llong progress[256];     /* pairs per thread, updated every 65536 */
 
 static unsigned long long now_ns(clockid_t clock)
 {
@@ -31,7 +35,10 @@ static void *worker(void *arg)
 	unsigned long long x = 0x9e3779b97f4a7c15ull ^ (unsigned long long)(size_t)arg;
 	void *ring[RING] = { 0 };
 	long i = 0;
+	atomic_llong *done = &progress[(size_t)arg - 1];
 	for (;; i++) {
+		if ((i & 65535) == 0)
+			atomic_store_explicit(done, i, memory_order_relaxed);
 		if (i >= pairs_per_thread &&
 		    (!deadline_ns || ((i & 65535) == 0 && now_ns(CLOCK_MONOTONIC) >= deadline_ns)))
 			break;
@@ -65,7 +72,9 @@ int main(int argc, char **argv)
 	pairs_per_thread = argc > 2 ? atol(argv[2]) : 2000000;
 	small_only = argc > 3 && strcmp(argv[3], "small") == 0;
 	double seconds = argc > 4 ? atof(argv[4]) : 0;
-	if (threads < 1 || threads > 256 || pairs_per_thread < 1 || seconds < 0 || seconds > 3600)
+	double warmup = argc > 5 ? atof(argv[5]) : 0;
+	if (threads < 1 || threads > 256 || pairs_per_thread < 1 || seconds < 0 || seconds > 3600 ||
+	    warmup < 0 || (warmup > 0 && warmup >= seconds))
 		return 2;
 	pthread_t th[256];
 	unsigned long long w0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
@@ -75,6 +84,14 @@ int main(int argc, char **argv)
 		if (pthread_create(&th[i], NULL, worker, (void *)(size_t)(i + 1)) != 0)
 			return 1;
 	long long pairs = 0;
+	if (warmup > 0) {
+		struct timespec nap = { (time_t)warmup, (long)((warmup - (double)(time_t)warmup) * 1e9) };
+		nanosleep(&nap, NULL);
+		w0 = now_ns(CLOCK_MONOTONIC);
+		c0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+		for (int i = 0; i < threads; i++)
+			pairs -= atomic_load(&progress[i]);
+	}
 	for (int i = 0; i < threads; i++) {
 		void *done = NULL;
 		pthread_join(th[i], &done);
