@@ -305,6 +305,19 @@ static struct alloc_thread *start_live_heap(struct recorder **rec)
 	return alloc_thread_self();
 }
 
+/* Stops the collector, takes its last snapshot (which empties the live
+ * table) and destroys the recorder. */
+static void stop_live_heap(struct recorder *rec)
+{
+	alloc_collector_stop();
+	struct profile *p = recorder_swap(rec);
+	if (p) {
+		alloc_collector_before_export(p);
+		profile_release(p);
+	}
+	recorder_destroy(rec);
+}
+
 /* Many addresses in one probe run; deleting from the middle (backward
  * shift) must keep every other entry reachable. */
 static void live_table_collisions(void)
@@ -346,13 +359,7 @@ static void live_table_collisions(void)
 		positives += alloc_live_maybe((void *)a);
 	CHECK(positives < 100);
 	CHECK(alloc_live_retire((void *)0x400000000000ull, NULL));
-	alloc_collector_stop();
-	struct profile *p = recorder_swap(rec);
-	if (p) {
-		alloc_collector_before_export(p);
-		profile_release(p);
-	}
-	recorder_destroy(rec);
+	stop_live_heap(rec);
 }
 
 /* A filter bit stays set while any live entry hashes to it and is cleared
@@ -428,13 +435,7 @@ static void filter_bits_follow_live_set(void)
 	for (uint32_t w = 0; w < RT_ARRAY_LEN(alloc_live_filter_small); w++)
 		any |= atomic_load(&alloc_live_filter_small[w]);
 	CHECK_EQ_U64(any, 0);
-	alloc_collector_stop();
-	struct profile *p = recorder_swap(rec);
-	if (p) {
-		alloc_collector_before_export(p);
-		profile_release(p);
-	}
-	recorder_destroy(rec);
+	stop_live_heap(rec);
 }
 
 /* The live table grows from ALLOC_LIVE_MIN_SLOTS as entries arrive: every
@@ -467,13 +468,7 @@ static void live_table_grows(void)
 	CHECK_EQ_U64(retired, ALLOC_LIVE_MAX);
 	alloc_get_stats(&s);
 	CHECK_EQ_U64(s.live, 0);
-	alloc_collector_stop();
-	p = recorder_swap(rec);
-	if (p) {
-		alloc_collector_before_export(p);
-		profile_release(p);
-	}
-	recorder_destroy(rec);
+	stop_live_heap(rec);
 }
 
 int main(void)
