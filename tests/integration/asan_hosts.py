@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The library preloaded into host programs built with ASan+UBSan, every
 profile on at high rates: allocations of every kind (malloc family, aligned,
-realloc growth, C++ new/delete and throws), thread churn with forks, every
+realloc growth, C++ new/delete and throws), thread churn, every
 kind of wait under the wall sampler, and the pthread lock semantics.  ASan
 checks the host's own memory accesses, so a hook of ours that forwards a
 wrong size, frees a block twice or through the wrong allocator, or corrupts
@@ -22,7 +22,10 @@ HOSTS = os.path.join(ROOT, "build", "asan-hosts")
 ASAN = "verify_asan_link_order=0:detect_leaks=0:abort_on_error=0:halt_on_error=1"
 RUNS = [
     ("alloc_known", ["0.02"]),
-    ("alloc_churn", ["3"]),
+    # No forks here: a fork while other threads allocate can deadlock the
+    # child inside ASan's own allocator, with or without us (seen once in 300 s
+    # of the reference run).  fork.py and alloc tests cover forks unsanitized.
+    ("alloc_churn", ["3", "0"]),
     ("wall_torture", ["2"]),
     ("lock_semantics", []),
     ("hazard_threads", ["churn", "300", "2"]),
@@ -39,7 +42,11 @@ def check(name, ok, detail=""):
 
 
 def run(prog, args, env):
-    p = subprocess.run([prog] + args, env=env, capture_output=True, text=True, timeout=300)
+    """(exit status, stdout, stderr); status None if it hung (then stderr says so)."""
+    try:
+        p = subprocess.run([prog] + args, env=env, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return None, "", "hung: killed after 120 s"
     return p.returncode, p.stdout, p.stderr
 
 
@@ -63,11 +70,11 @@ for name, args in RUNS:
                    STOWAWAY_MAX_OVERHEAD_PCT="100", DD_SERVICE="asanhost")
         rc, _, err = run(prog, args, env)
         files = glob.glob(os.path.join(out, "asanhost.*.pb.gz"))
-    check(f"{name}: clean without the library (the reference)", not sanitizer_report(err0),
-          " | ".join(sanitizer_report(err0)))
+    check(f"{name}: clean without the library (the reference)",
+          rc0 is not None and not sanitizer_report(err0), " | ".join(sanitizer_report(err0)) or err0[-300:])
     check(f"{name}: no sanitizer report with the library", not sanitizer_report(err),
           " | ".join(sanitizer_report(err)) or err[-300:])
-    check(f"{name}: exit status unchanged ({rc0})", rc == rc0,
+    check(f"{name}: exit status unchanged ({rc0})", rc is not None and rc == rc0,
           "" if rc == rc0 else f"{rc} with the library: {err[-300:]}")
     check(f"{name}: profiles written ({len(files)} files)", len(files) >= 4, "" if files else err[-300:])
 sys.exit(1 if failed else 0)

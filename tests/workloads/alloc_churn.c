@@ -2,9 +2,9 @@
  * threads allocate blocks; half are freed by the main thread (a free on
  * another thread than the malloc), half stay live to the end.  Meanwhile
  * the process forks twice while threads allocate; each child allocates on
- * a few threads and exits.  Prints "truth live <bytes>" and
- * "child <pid>" for each child.
- * Usage: alloc_churn [rounds] */
+ * a few threads and exits (FORKS times, 0 to 2, default 2).  Prints
+ * "truth live <bytes>" and "child <pid>" for each child.
+ * Usage: alloc_churn [rounds [forks]] */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +66,9 @@ static pid_t fork_child(void)
 int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 250;
+	int forks = argc > 2 ? atoi(argv[2]) : 2;
+	if (forks < 0 || forks > 2)
+		return 2;
 	unsigned long long live = 0;
 	pid_t children[2];
 	int n_children = 0;
@@ -78,7 +81,7 @@ int main(int argc, char **argv)
 			if (pthread_create(&th[t], NULL, churn_worker, &jobs[t]) != 0)
 				abort();
 		/* Fork while the round's threads allocate. */
-		if ((r == rounds / 3 || r == 2 * rounds / 3) && n_children < 2)
+		if ((r == rounds / 3 || r == 2 * rounds / 3) && n_children < forks)
 			children[n_children++] = fork_child();
 		for (int t = 0; t < THREADS_PER_ROUND; t++)
 			pthread_join(th[t], NULL);
