@@ -32,6 +32,38 @@ void sample_random_seed(void)
 	(void)atomic_compare_exchange_strong(&random_counter, &zero, seed | 1u);
 }
 
+#if defined(__x86_64__)
+/* Our frames between here and the hook are at most this far up the stack. */
+#define OWN_FRAMES_SPAN (64u * 1024u)
+
+/* The registers of the hook's caller as the hook returns, found by following
+ * the frame-pointer chain of our own frames (the library keeps frame
+ * pointers) to the frame whose return address is ra: the unwind can start
+ * there instead of unwinding our frames through CFI.  False when the chain
+ * does not lead there (then the caller unwinds everything). */
+static bool hook_caller_regs(uintptr_t ra, uint64_t sp, uint64_t fp, uint64_t stack_hi,
+			     struct unwind_regs *regs)
+{
+	uint64_t hi = sp + OWN_FRAMES_SPAN;
+	if (stack_hi > sp && stack_hi < hi)
+		hi = stack_hi;
+	for (uint32_t i = 0; i < SAMPLE_OWN_FRAMES; i++) {
+		if (fp < sp || fp > hi - 16u || (fp & 7u) != 0)
+			return false;
+		const uint64_t *frame = (const uint64_t *)(uintptr_t)fp;
+		if (frame[1] == (uint64_t)ra) {
+			regs->pc = ra;
+			regs->sp = fp + 16u;
+			regs->fp = frame[0];
+			return true;
+		}
+		sp = fp + 16u;
+		fp = frame[0];
+	}
+	return false;
+}
+#endif
+
 __attribute__((noinline)) uint32_t sample_capture_caller(uintptr_t ra, uint64_t stack_lo, uint64_t stack_hi,
 							 uint64_t *buf, uint32_t cap, uint32_t *depth)
 {
@@ -44,12 +76,21 @@ __attribute__((noinline)) uint32_t sample_capture_caller(uintptr_t ra, uint64_t 
 #else
 	__asm__ volatile("adr %0, .\n\tmov %1, sp\n\tmov %2, x29" : "=&r"(pc), "=&r"(sp), "=&r"(fp));
 #endif
-	regs.pc = pc;
-	regs.sp = sp;
-	regs.fp = fp;
 	regs.stack_lo = stack_lo;
 	regs.stack_hi = stack_hi;
 	enum unwind_end end = UNWIND_END_OUTERMOST;
+#if defined(__x86_64__)
+	if (ra != 0 && cap > SAMPLE_OWN_FRAMES && hook_caller_regs(ra, sp, fp, stack_hi, &regs)) {
+		uint32_t n = unwind_stack(&regs, buf, cap - SAMPLE_OWN_FRAMES, UNWIND_FLAG_CALLER, &end);
+		*depth = n;
+		if (end == UNWIND_END_TRUNCATED && n > 1)
+			buf[n - 1] = SW_PC_TRUNCATED;
+		return 0;
+	}
+#endif
+	regs.pc = pc;
+	regs.sp = sp;
+	regs.fp = fp;
 	uint32_t n = unwind_stack(&regs, buf, cap, 0, &end);
 	uint32_t search = RT_MIN(n, SAMPLE_OWN_FRAMES);
 	for (uint32_t i = 0; i < search; i++) {
@@ -64,7 +105,6 @@ __attribute__((noinline)) uint32_t sample_capture_caller(uintptr_t ra, uint64_t 
 	*depth = 1;
 	return 0;
 }
-
 
 double sample_weight(uint64_t amount, uint64_t mean)
 {

@@ -17,12 +17,14 @@ uint32_t sample_unwind_interrupted(const void *ucontext, uint64_t stack_lo, uint
 /* Frames of ours (hook, collector, capture) above the hook's caller. */
 #define SAMPLE_OWN_FRAMES 8u
 
-/* Unwinds the calling thread from here and keeps the frames from the hook's
- * caller on: the frame whose pc is `ra` (the hook's return address) or
- * ra-1.  stack_lo/stack_hi bound the thread's stack (0, 0: the unwinder
- * finds them).  Returns the index of that frame in buf and its depth in
- * *depth; with no such frame, buf[0] is the call site alone.  A truncated
- * stack ends in SW_PC_TRUNCATED. */
+/* The stack of the hook's caller, from the call site (ra - 1, `ra` being
+ * the hook's return address) outwards.  On x86_64 the unwind starts in the
+ * caller when our frames' frame-pointer chain leads to ra; otherwise it
+ * starts here and skips our frames up to ra.  stack_lo/stack_hi bound the
+ * thread's stack (0, 0: the unwinder finds them).  Returns the index of the
+ * call site in buf and the depth in *depth (at most cap - SAMPLE_OWN_FRAMES
+ * when the unwind starts in the caller); with no such frame, buf[0] is the
+ * call site alone.  A truncated stack ends in SW_PC_TRUNCATED. */
 uint32_t sample_capture_caller(uintptr_t ra, uint64_t stack_lo, uint64_t stack_hi, uint64_t *buf,
 			       uint32_t cap, uint32_t *depth);
 

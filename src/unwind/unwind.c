@@ -396,8 +396,8 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 	f.sp = regs->sp;
 	f.fp = regs->fp;
 	f.fp_known = true;
-	f.exact = true;
-	pcs[n++] = f.pc;
+	f.exact = (flags & UNWIND_FLAG_CALLER) == 0;
+	pcs[n++] = f.exact ? f.pc : f.pc - 1;
 	const struct cfi_row *row = row_for(s, &f, flags);
 	bool trampoline = at_signal_trampoline(s, &f, row);
 	/* Invariant n == i + 1: each iteration writes one pc or stops. */

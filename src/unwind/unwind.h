@@ -44,6 +44,9 @@ struct unwind_regs {
 #define UNWIND_FLAG_REMOTE 1u
 /* Ignore CFI tables and follow frame pointers only (tests, measurements). */
 #define UNWIND_FLAG_FP_ONLY 2u
+/* regs->pc is a return address (the registers are a caller's as its callee
+ * returns): looked up and recorded minus 1, like every later frame. */
+#define UNWIND_FLAG_CALLER 4u
 
 enum unwind_end {
 	UNWIND_END_OUTERMOST = 0, /* reached the thread's first frame (RA undefined, fp 0, ra 0) */
@@ -55,7 +58,8 @@ enum unwind_end {
  * [signal-safe] */
 void unwind_regs_from_ucontext(const void *ucontext, struct unwind_regs *out);
 
-/* Writes up to `max` pcs, leaf first; returns how many.  pcs[0] is regs->pc.
+/* Writes up to `max` pcs, leaf first; returns how many.  pcs[0] is regs->pc
+ * (minus 1 with UNWIND_FLAG_CALLER).
  * Every later pc is a return address minus 1 (it points into the call
  * instruction, so symbolization and line lookup name the caller), except the
  * frames entered by a signal: the trampoline's own address and the pc the

@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collect/sample.h"
+#include "profile/profile.h"
 #include "symbols/elf.h"
 #include "symbols/symbols.h"
 #include "unit/check.h"
@@ -236,6 +238,61 @@ static void test_warm_cost(void)
 	CHECK(w.depth >= 4);
 }
 
+/* A hook as the collectors' are built (frame pointer kept), and two callers:
+ * the capture keeps the stack from the hook's caller on, whichever way it
+ * reaches it (our frame-pointer chain, or unwinding our own frames). */
+struct captured {
+	uint64_t buf[64];
+	uint32_t first, depth;
+};
+
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) static void
+fake_hook(struct captured *c, uint32_t cap)
+{
+	c->first = sample_capture_caller((uintptr_t)__builtin_return_address(0), 0, 0, c->buf, cap,
+					 &c->depth);
+	__asm__ volatile("" ::: "memory"); /* not a tail call */
+}
+
+__attribute__((noinline)) static void hook_caller(struct captured *c, uint32_t cap)
+{
+	fake_hook(c, cap);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void hook_grand_caller(struct captured *c, uint32_t cap)
+{
+	hook_caller(c, cap);
+	__asm__ volatile("" ::: "memory");
+}
+
+static const char *frame_name(uint64_t pc)
+{
+	struct sw_frame_info fi;
+	memset(&fi, 0, sizeof(fi));
+	return symbols_resolve(NULL, pc, &fi) && fi.function ? fi.function : "?";
+}
+
+static void test_capture_starts_at_hook_caller(void)
+{
+	struct captured c;
+	memset(&c, 0, sizeof(c));
+	hook_grand_caller(&c, 64);
+	CHECK(c.depth >= 3);
+	if (c.depth < 3)
+		return;
+	const uint64_t *pcs = c.buf + c.first;
+	CHECK(strcmp(frame_name(pcs[0]), "hook_caller") == 0);
+	CHECK(strcmp(frame_name(pcs[1]), "hook_grand_caller") == 0);
+	CHECK(strcmp(frame_name(pcs[2]), "test_capture_starts_at_hook_caller") == 0);
+	/* The cap keeps SAMPLE_OWN_FRAMES for our frames; a short one truncates. */
+	memset(&c, 0, sizeof(c));
+	hook_grand_caller(&c, SAMPLE_OWN_FRAMES + 2u);
+	CHECK(c.depth >= 1 && c.depth <= SAMPLE_OWN_FRAMES + 2u);
+	CHECK(c.depth >= 1 && strcmp(frame_name(c.buf[c.first]), "hook_caller") == 0);
+	CHECK(c.depth >= 1 && c.buf[c.first + c.depth - 1] == SW_PC_TRUNCATED);
+}
+
 int main(void)
 {
 	if (!symbols_refresh()) {
@@ -247,5 +304,6 @@ int main(void)
 	RUN(test_fp_chain_on_fake_stack);
 	RUN(test_remote_reads_match_local);
 	RUN(test_warm_cost);
+	RUN(test_capture_starts_at_hook_caller);
 	return CHECK_DONE();
 }
