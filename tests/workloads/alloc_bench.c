@@ -1,13 +1,15 @@
 /* malloc/free-heavy benchmark workload: each thread keeps a ring of 256
  * blocks and replaces a random one per step (mostly small sizes, some
- * medium, a few large; or only small sizes with "small").  With SECONDS,
+ * medium, a few large; or only small sizes with "small"; or the mixed sizes
+ * with every new block written in full with "touched", as a program
+ * initializes what it allocates).  With SECONDS,
  * each thread goes on past PAIRS_PER_THREAD until that much wall time has
  * passed (tests that need a run longer than the profiler's measurement
  * windows, whatever the machine's speed).  Prints "pairs N wall_ns W
  * cpu_ns C" (N: the pairs really made).  With WARMUP seconds (less than
  * SECONDS), the numbers cover only what follows the warm-up (a profiler's
  * overhead cap has acted by then).
- * Usage: alloc_bench THREADS PAIRS_PER_THREAD [mixed|small] [SECONDS [WARMUP]] */
+ * Usage: alloc_bench THREADS PAIRS_PER_THREAD [mixed|small|touched] [SECONDS [WARMUP]] */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
@@ -20,6 +22,7 @@
 
 static long pairs_per_thread;
 static int small_only;
+static int touch_all;
 static unsigned long long deadline_ns; /* CLOCK_MONOTONIC; 0: none */
 static atomic_llong progress[256];     /* pairs per thread, updated every 65536 */
 
@@ -58,7 +61,10 @@ static void *worker(void *arg)
 		char *p = malloc(size);
 		if (!p)
 			abort();
-		p[0] = (char)i;
+		if (touch_all)
+			memset(p, (int)i, size);
+		else
+			p[0] = (char)i;
 		ring[slot] = p;
 	}
 	for (int k = 0; k < RING; k++)
@@ -71,6 +77,7 @@ int main(int argc, char **argv)
 	int threads = argc > 1 ? atoi(argv[1]) : 4;
 	pairs_per_thread = argc > 2 ? atol(argv[2]) : 2000000;
 	small_only = argc > 3 && strcmp(argv[3], "small") == 0;
+	touch_all = argc > 3 && strcmp(argv[3], "touched") == 0;
 	double seconds = argc > 4 ? atof(argv[4]) : 0;
 	double warmup = argc > 5 ? atof(argv[5]) : 0;
 	if (threads < 1 || threads > 256 || pairs_per_thread < 1 || seconds < 0 || seconds > 3600 ||
