@@ -15,8 +15,8 @@
 #define ALLOC_MAX_FRAMES 128u
 /* A measured sample longer than this was preempted or interrupted. */
 #define ALLOC_COST_PREEMPTED_NS 1000000u
-/* Frames of our own (hook, alloc_sample, capture) searched for the hook's
- * return address before the caller's stack starts. */
+/* A thread finding its slots taken looks for an exited thread's slot once
+ * in this many tries (each look is a system call per slot). */
 #define RECLAIM_EVERY 1024u
 #define LIVE_SCAN_CAP (ALLOC_LIVE_SLOTS)
 
@@ -46,7 +46,7 @@ static struct {
 	struct rt_rng export_rng; /* under live_lock */
 
 	atomic_ullong samples;
-	atomic_ullong cost_ns;      /* CPU time of the measured samples */
+	atomic_ullong cost_ns;      /* time spent in the measured samples */
 	atomic_ullong clock_pair_ns; /* what reading the clock twice costs (subtracted) */
 	atomic_ullong cost_samples; /* samples measured */
 	atomic_ullong live_dropped;
