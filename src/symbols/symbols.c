@@ -243,16 +243,20 @@ static void load_from_image(struct sym_module *m, const struct elf_image *img,
 #define VDSO_CLOCK_GETTIME "__kernel_clock_gettime"
 #endif
 
-/* Hands the vDSO's clock_gettime to rt (cheap clock reads everywhere). */
-static void vdso_clock_install(const struct elf_image *img, uint64_t bias)
+/* Hands the vDSO's clock_gettime to rt (cheap clock reads everywhere), if
+ * its address lies inside the vDSO mapping `e`. */
+static void vdso_clock_install(const struct elf_image *img, const struct maps_entry *e)
 {
 	struct elf_symbol_iter it;
 	struct elf_symbol sym;
-	if (!elf_symbols_begin(img, SHT_DYNSYM, &it))
+	uint64_t bias;
+	if (!elf_load_bias(img, e->start, e->offset, &bias) || !elf_symbols_begin(img, SHT_DYNSYM, &it))
 		return;
 	while (elf_symbols_next(&it, &sym)) {
 		if (rt_streq(sym.name, VDSO_CLOCK_GETTIME)) {
-			(void)rt_clock_use_vdso((uintptr_t)(sym.value + bias));
+			uint64_t at = sym.value + bias;
+			if (at >= e->start && at < e->end)
+				(void)rt_clock_use_vdso((uintptr_t)at);
 			return;
 		}
 	}
@@ -316,7 +320,7 @@ static struct sym_module *module_create(const struct maps_entry *e)
 		struct elf_image img;
 		if (elf_open(&img, (const void *)(uintptr_t)e->start, (size_t)(e->end - e->start))) {
 			load_from_image(m, &img, e);
-			vdso_clock_install(&img, m->bias);
+			vdso_clock_install(&img, e);
 		}
 	}
 	return m;
