@@ -14,19 +14,12 @@ import re
 import subprocess
 import sys
 import tempfile
+from checks import check, status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 WL = os.path.join(ROOT, "build", "workloads")
 ROUNDS = 250
-failed = 0
-
-
-def check(name, ok, detail=""):
-    global failed
-    print(("PASS " if ok else "FAIL ") + name + (": " + detail if detail else ""))
-    if not ok:
-        failed += 1
 
 
 def live_bytes(path):
@@ -79,7 +72,7 @@ def main():
             check(f"{name}: built", False)
             continue
         run(name)
-    return 1 if failed else 0
+    return status()
 
 
 if __name__ == "__main__":

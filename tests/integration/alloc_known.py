@@ -15,18 +15,11 @@ import re
 import subprocess
 import sys
 import tempfile
+from checks import check, status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 WL = os.path.join(ROOT, "build", "workloads")
-failed = 0
-
-
-def check(name, ok, detail=""):
-    global failed
-    print(("PASS " if ok else "FAIL ") + name + (": " + detail if detail else ""))
-    if not ok:
-        failed += 1
 
 
 def pprof(args, path):
@@ -124,7 +117,7 @@ def main():
     # The default rate (512 KiB) on a larger run; its live set (about 200
     # sample points) is too small for a 10% check at this rate.
     run("alloc_known", 524288, scale="2", check_live=False)
-    return 1 if failed else 0
+    return status()
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from checks import check, status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
@@ -31,14 +32,6 @@ RUNS = [
     ("hazard_threads", ["churn", "300", "2"]),
     ("exception_known", ["20000"]),
 ]
-failed = 0
-
-
-def check(name, ok, detail=""):
-    global failed
-    print(("PASS " if ok else "FAIL ") + name + (": " + detail if detail else ""))
-    if not ok:
-        failed += 1
 
 
 def run(prog, args, env):
@@ -77,4 +70,4 @@ for name, args in RUNS:
     check(f"{name}: exit status unchanged ({rc0})", rc is not None and rc == rc0,
           "" if rc == rc0 else f"{rc} with the library: {err[-300:]}")
     check(f"{name}: profiles written ({len(files)} files)", len(files) >= 4, "" if files else err[-300:])
-sys.exit(1 if failed else 0)
+sys.exit(status())

@@ -13,20 +13,17 @@ import sys
 import tempfile
 import xml.dom.minidom
 import zlib
+from checks import check_terse, status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLI = os.path.join(ROOT, "build", "stowaway")
 TESTDATA = os.path.join(ROOT, "src", "cli", "testdata")
-failed = 0
 WIDTH = 1200
 FLAME_WIDTH = WIDTH - 20  # the page's side margins
 
 
 def check(name, ok, detail=""):
-    global failed
-    print(("PASS " if ok else "FAIL ") + name + ("" if ok or not detail else ": " + str(detail)[:600]))
-    if not ok:
-        failed += 1
+    return check_terse(name, ok, str(detail)[:600])
 
 
 def chromium(tmp, *args):
@@ -130,7 +127,7 @@ def main():
         body(tmp)
     finally:
         shutil.rmtree(tmp)
-    sys.exit(1 if failed else 0)
+    sys.exit(status())
 
 
 def body(tmp):

@@ -12,19 +12,12 @@ import subprocess
 import sys
 import tempfile
 import zlib
+from checks import check_terse as check, status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLI = os.path.join(ROOT, "build", "stowaway")
 TESTDATA = os.path.join(ROOT, "src", "cli", "testdata")
 GEN = os.path.join(ROOT, "build", "tests", "gen_pprof")
-failed = 0
-
-
-def check(name, ok, detail=""):
-    global failed
-    print(("PASS " if ok else "FAIL ") + name + ("" if ok or not detail else ": " + detail))
-    if not ok:
-        failed += 1
 
 
 def run(*args, env=None):
@@ -88,7 +81,7 @@ def main():
         body(tmp)
     finally:
         shutil.rmtree(tmp)
-    sys.exit(1 if failed else 0)
+    sys.exit(status())
 
 
 def body(tmp):

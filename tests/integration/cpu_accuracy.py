@@ -13,6 +13,7 @@ import sys
 import tempfile
 
 from pprof_traces import to_ns
+from checks import check, status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
@@ -23,14 +24,6 @@ LEAVES = ["alpha_leaf", "beta_leaf", "gamma_leaf", "delta_leaf"]
 # Each leaf's thread entry, which every one of its stacks must reach.
 ENTRY = {"alpha_leaf": "worker_ab", "beta_leaf": "worker_ab", "gamma_leaf": "worker_g",
          "delta_leaf": "main"}
-failed = 0
-
-
-def check(name, ok, detail=""):
-    global failed
-    print(("PASS " if ok else "FAIL ") + name + (": " + detail if detail else ""))
-    if not ok:
-        failed += 1
 
 
 def traces(path):
@@ -103,4 +96,4 @@ def run_variant(name, seconds=6.0):
 
 for v in VARIANTS:
     run_variant(v)
-sys.exit(1 if failed else 0)
+sys.exit(status())

@@ -13,27 +13,12 @@ import ssl
 import subprocess
 import threading
 import time
+from checks import check_terse as check, finish  # noqa: F401 (used as ec.check, ec.finish)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DRIVER = os.path.join(ROOT, "build", "tests", "export_driver")
 VERSION = open(os.path.join(ROOT, "VERSION")).read().strip() if os.path.exists(
     os.path.join(ROOT, "VERSION")) else "0.0.0"
-
-failures = 0
-
-
-def check(name, ok, detail=""):
-    global failures
-    if ok:
-        print("PASS " + name, flush=True)
-    else:
-        failures += 1
-        print("FAIL " + name + ((": " + detail) if detail else ""), flush=True)
-    return ok
-
-
-def finish():
-    raise SystemExit(1 if failures else 0)
 
 
 def sample_profile(size=4000):

@@ -9,16 +9,10 @@ import os
 import subprocess
 import sys
 import tempfile
+from checks import check, status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
-failed = 0
-
-
-def check(name, ok, detail=""):
-    global failed
-    print(("PASS " if ok else "FAIL ") + name + (": " + detail if detail else ""), flush=True)
-    failed += not ok
 
 
 def flat_shares(path):
@@ -52,4 +46,4 @@ for prog in ["prefork", "prefork-musl"]:
             check(f"{prog}: {fn} dominates its own profile", mine >= 90.0, f"{mine:.1f}% {shares}")
             check(f"{prog}: {fn}'s profile has no other process's function", not others,
                   str(others))
-sys.exit(1 if failed else 0)
+sys.exit(status())

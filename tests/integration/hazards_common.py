@@ -9,23 +9,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from checks import check_terse as check, finish  # noqa: F401 (used as hc.check, hc.finish)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 WL = os.path.join(ROOT, "build", "workloads")
 LIBCS = [("glibc", ""), ("musl", "-musl")]
-failed = 0
-
-
-def check(name, ok, detail=""):
-    global failed
-    print(("PASS " if ok else "FAIL ") + name + ("" if ok or not detail else ": " + detail), flush=True)
-    failed += not ok
-    return ok
-
-
-def finish():
-    sys.exit(1 if failed else 0)
 
 
 def prog(name, suffix):

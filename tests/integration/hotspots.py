@@ -9,19 +9,13 @@ import re
 import subprocess
 import sys
 import tempfile
+from checks import check, status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 WL = os.path.join(ROOT, "build", "workloads")
 KINDS = {"work_checkout": 0, "work_search": 1, "work_login": 2}
 ENDPOINTS = {0: "POST /checkout", 1: "GET /search", 2: "POST /login"}
-failed = 0
-
-
-def check(name, ok, detail=""):
-    global failed
-    print(("PASS " if ok else "FAIL ") + name + (": " + detail if detail else ""), flush=True)
-    failed += not ok
 
 
 def parse_raw(path, whole_stack=False):
@@ -126,4 +120,4 @@ for prog in ["hotspots", "hotspots-musl"]:
         sleeping = sum(1 for l in waits if l.get("state") == "sleeping")
         check(f"{prog}: the wait is seen as sleeping", waits and sleeping >= 0.8 * len(waits),
               f"{sleeping} of {len(waits)}")
-sys.exit(1 if failed else 0)
+sys.exit(status())

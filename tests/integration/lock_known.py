@@ -19,19 +19,15 @@ import re
 import subprocess
 import sys
 import tempfile
+from checks import check_terse, status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 WL = os.path.join(ROOT, "build", "workloads")
-failed = 0
 
 
 def check(name, ok, detail=""):
-    global failed
-    detail = " ".join(detail.split())[-600:]
-    print(("PASS " if ok else "FAIL ") + name + (": " + detail if detail and not ok else ""))
-    if not ok:
-        failed += 1
+    return check_terse(name, ok, " ".join(detail.split())[-600:])
 
 
 def pprof(args, path):
@@ -174,7 +170,7 @@ def main():
     lock_semantics(os.path.join(WL, "lock_semantics"))
     lock_semantics(os.path.join(WL, "lock_semantics-musl"))
     exception_known(os.path.join(WL, "exception_known"))
-    return 1 if failed else 0
+    return status()
 
 
 if __name__ == "__main__":

@@ -22,22 +22,15 @@ import re
 import subprocess
 import sys
 import tempfile
+from checks import check, status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 WORK = os.path.join(ROOT, "build", "workloads", "bench_cpu_work-nofp")
 THREADS = 4
-failed = 0
 
 COMMENT = re.compile(r"overhead (?P<pct>[0-9.]+)% of application CPU.*sampling rates lowered "
                      r"(?P<lowered>\d+) times.*cpu (?P<hz>\d+) Hz \(configured (?P<conf>\d+) Hz\)")
-
-
-def check(name, ok, detail=""):
-    global failed
-    print(("PASS " if ok else "FAIL ") + name + (": " + detail if detail else ""))
-    if not ok:
-        failed += 1
 
 
 def raw_profile(path):
@@ -176,7 +169,7 @@ def main():
         wall = [m for m in (re.search(r"wall (\d+) Hz \(configured 1000 Hz\)", c) for c in comments) if m]
         check(f"{name}: the wall rate is lowered with the same scale",
               len(wall) == 1 and int(wall[0].group(1)) < 1000, " | ".join(comments)[:300])
-    return 1 if failed else 0
+    return status()
 
 
 if __name__ == "__main__":

@@ -25,20 +25,12 @@ import sys
 import tempfile
 
 from pprof_traces import traces
+from checks import check, status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 WL = os.path.join(ROOT, "build", "workloads")
 SECONDS = float(os.environ.get("WALL_REUSE_SECONDS", "4"))
-failed = 0
-
-
-def check(name, ok, detail=""):
-    global failed
-    print(("PASS " if ok else "FAIL ") + name + (": " + detail if detail else ""))
-    sys.stdout.flush()
-    if not ok:
-        failed += 1
 
 
 TOLERANCE = {"reuse-alt": 0.05, "reuse-phases": 0.03}
@@ -88,4 +80,4 @@ def run_variant(exe_name, hz):
 for variant in ["wall_reuse", "wall_reuse-musl"]:
     for rate in (1000, 100):
         run_variant(variant, rate)
-sys.exit(1 if failed else 0)
+sys.exit(status())

@@ -21,20 +21,12 @@ import sys
 import tempfile
 
 from pprof_traces import traces
+from checks import check, status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 WL = os.path.join(ROOT, "build", "workloads")
 SECONDS = float(os.environ.get("WALL_TORTURE_SECONDS", "6"))
-failed = 0
-
-
-def check(name, ok, detail=""):
-    global failed
-    print(("PASS " if ok else "FAIL ") + name + (": " + detail if detail else ""))
-    sys.stdout.flush()
-    if not ok:
-        failed += 1
 
 
 def run_variant(exe_name):
@@ -115,4 +107,4 @@ def negative_control(exe_name):
 for variant in ["wall_torture", "wall_torture-musl"]:
     negative_control(variant)
     run_variant(variant)
-sys.exit(1 if failed else 0)
+sys.exit(status())

@@ -1,0 +1,31 @@
+"""The integration suites' PASS/FAIL lines, which tests/run.sh counts, and
+their exit status: one copy for every suite."""
+import sys
+
+failed = 0
+
+
+def _line(name, ok, detail):
+    global failed
+    print(("PASS " if ok else "FAIL ") + name + (": " + detail if detail else ""), flush=True)
+    failed += not ok
+    return ok
+
+
+def check(name, ok, detail=""):
+    """One PASS or FAIL line with its detail either way; returns ok."""
+    return _line(name, ok, str(detail))
+
+
+def check_terse(name, ok, detail=""):
+    """One PASS or FAIL line, with the detail only after a failure; returns ok."""
+    return _line(name, ok, "" if ok else str(detail))
+
+
+def status():
+    """The suite's exit status: 1 if any check failed."""
+    return 1 if failed else 0
+
+
+def finish():
+    sys.exit(status())
