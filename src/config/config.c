@@ -253,12 +253,23 @@ static void load_agent(struct sw_config *cfg)
 		rt_warn("DD_PROFILING_AGENTLESS is set but DD_API_KEY is not; using the agent");
 		agentless = false;
 	}
-	if (key && (agentless || !agent_given))
-		agentless = true;
-	if (!key)
-		cfg->api_key[0] = 0;
-	else if (!agentless)
-		cfg->api_key[0] = 0; /* the agent adds the key itself: never send ours */
+	/* As in dd-trace-go and dd-trace-rb: the key alone never selects the
+	 * intake; the agent adds its own key. */
+	cfg->api_key_ignored_for_agent = key && !agentless && !agent_given;
+	if (!agentless)
+		cfg->api_key[0] = 0; /* never send ours to an agent */
+	const char *sock = env_nonempty("STOWAWAY_AGENT_SOCKET");
+	copy_setting("STOWAWAY_AGENT_SOCKET", sock ? sock : "/var/run/datadog/apm.socket",
+		     cfg->agent_socket, sizeof(cfg->agent_socket));
+	const char *xenv = env_nonempty("DD_EXTERNAL_ENV");
+	if (xenv)
+		copy_setting("DD_EXTERNAL_ENV", xenv, cfg->external_env, sizeof(cfg->external_env));
+	const char *cgf = env_nonempty("STOWAWAY_CGROUP_FILE");
+	if (cgf)
+		copy_setting("STOWAWAY_CGROUP_FILE", cgf, cfg->cgroup_file, sizeof(cfg->cgroup_file));
+	const char *cgm = env_nonempty("STOWAWAY_CGROUP_MOUNT");
+	if (cgm)
+		copy_setting("STOWAWAY_CGROUP_MOUNT", cgm, cfg->cgroup_mount, sizeof(cfg->cgroup_mount));
 
 	if (url && !url_scheme_ok(url)) {
 		rt_warn("DD_TRACE_AGENT_URL=\"%.*s\" is not http://, https:// or unix://; ignored",
@@ -267,6 +278,9 @@ static void load_agent(struct sw_config *cfg)
 	}
 	if (url) {
 		copy_setting("DD_TRACE_AGENT_URL", url, cfg->agent_url, sizeof(cfg->agent_url));
+	} else if (!host && !port_s && sys_faccessat(AT_FDCWD, cfg->agent_socket, 0 /* F_OK */) == 0) {
+		/* dd-trace libraries prefer the agent's socket when it exists. */
+		rt_snprintf(cfg->agent_url, sizeof(cfg->agent_url), "unix://%s", cfg->agent_socket);
 	} else {
 		uint32_t port = 8126;
 		if (port_s && !config_parse_u32_range(port_s, 1, 65535, &port)) {
@@ -367,6 +381,10 @@ void config_load(struct sw_config *cfg, const char *program)
 		copy_setting("STOWAWAY_PYROSCOPE_TENANT_ID", v, cfg->pyroscope_tenant,
 			     sizeof(cfg->pyroscope_tenant));
 
+	load_u32("STOWAWAY_PYROSCOPE_MAX_SAMPLES", 2, 1u << 22, 16000, &cfg->pyroscope_max_samples);
+	load_u32("STOWAWAY_PYROSCOPE_MAX_BYTES", 4096, 1u << 30, 4u * 1024 * 1024,
+		 &cfg->pyroscope_max_bytes);
+	load_bool("STOWAWAY_PYROSCOPE_THREAD_ID", false, &cfg->pyroscope_thread_ids);
 	load_agent(cfg);
 	load_u32("STOWAWAY_HTTP_TIMEOUT_MS", 100, 60000, 5000, &cfg->http_timeout_ms);
 
@@ -383,4 +401,7 @@ void config_load(struct sw_config *cfg, const char *program)
 	load_u32("STOWAWAY_LOCK_CHECK_EVERY", 1, 1u << 20, 65536, &cfg->lock_check_every);
 	load_u32("STOWAWAY_EXCEPTION_SAMPLE_EVERY", 1, 1000000000u, 20, &cfg->exception_sample_every);
 	load_bool("STOWAWAY_FOLLOW_EXEC", true, &cfg->follow_exec);
+	load_bool("DD_PROFILING_TIMELINE_ENABLED", true, &cfg->timeline);
+	load_u32("STOWAWAY_TIMELINE_MAX_SAMPLES", 0, cfg->max_stacks, cfg->max_stacks / 2,
+		 &cfg->timeline_max_samples);
 }

@@ -54,8 +54,18 @@ struct sw_config {
 	 * built from DD_TRACE_AGENT_URL, else DD_AGENT_HOST + DD_TRACE_AGENT_PORT. */
 	bool agent_enabled;          /* true when any agent setting was given, or no other sink */
 	char agent_url[SW_CFG_PATH];
+	/* The agent's default unix socket (STOWAWAY_AGENT_SOCKET, default
+	 * /var/run/datadog/apm.socket), used when no agent setting is given and
+	 * it exists. */
+	char agent_socket[SW_CFG_PATH];
+	/* DD_API_KEY was set without DD_PROFILING_AGENTLESS=true and no agent
+	 * setting: profiles go to the agent (older versions used the intake). */
+	bool api_key_ignored_for_agent;
+	char external_env[SW_CFG_STR]; /* DD_EXTERNAL_ENV: Datadog-External-Env header */
+	char cgroup_file[SW_CFG_PATH];  /* STOWAWAY_CGROUP_FILE, default /proc/self/cgroup */
+	char cgroup_mount[SW_CFG_PATH]; /* STOWAWAY_CGROUP_MOUNT, default /sys/fs/cgroup */
 
-	/* Agentless intake: enabled when DD_API_KEY is set (and no agent URL given). */
+	/* Agentless intake: only with DD_PROFILING_AGENTLESS=true and DD_API_KEY. */
 	char api_key[SW_CFG_STR];       /* DD_API_KEY: never logged */
 	char site[SW_CFG_STR];          /* DD_SITE, default datadoghq.com */
 	char intake_url[SW_CFG_PATH];   /* STOWAWAY_INTAKE_URL, else https://intake.profile.$DD_SITE/api/v2/profile */
@@ -66,6 +76,9 @@ struct sw_config {
 	char pyroscope_token[SW_CFG_STR];
 	char pyroscope_basic_auth[SW_CFG_STR];
 	char pyroscope_tenant[SW_CFG_STR];
+	uint32_t pyroscope_max_samples; /* STOWAWAY_PYROSCOPE_MAX_SAMPLES, default 16000 */
+	uint32_t pyroscope_max_bytes;   /* STOWAWAY_PYROSCOPE_MAX_BYTES uncompressed, default 4 MiB */
+	bool pyroscope_thread_ids;      /* STOWAWAY_PYROSCOPE_THREAD_ID: a thread_id label, default false */
 
 	uint32_t http_timeout_ms; /* STOWAWAY_HTTP_TIMEOUT_MS, default 5000 */
 
@@ -81,6 +94,8 @@ struct sw_config {
 	uint32_t lock_check_every;   /* STOWAWAY_LOCK_CHECK_EVERY most acquisitions per check, default 65536 */
 	uint32_t exception_sample_every; /* STOWAWAY_EXCEPTION_SAMPLE_EVERY, default 20 */
 	bool follow_exec;            /* STOWAWAY_FOLLOW_EXEC, default true */
+	bool timeline;               /* DD_PROFILING_TIMELINE_ENABLED, default true */
+	uint32_t timeline_max_samples; /* STOWAWAY_TIMELINE_MAX_SAMPLES per period, default max_stacks/2 */
 };
 
 /* The process-wide configuration (zeroed until config_load runs). */

@@ -11,6 +11,8 @@
 #include "core/thread.h"
 #include "encode/gzip.h"
 #include "encode/pprof.h"
+#include "encode/pyroscope.h"
+#include "collect/context.h"
 #include "export/export.h"
 #include "profile/profile.h"
 #include "rt/host.h"
@@ -33,7 +35,10 @@ static struct {
 	atomic_int wake;
 	atomic_int stop_requested;
 	uint32_t seq;
+	/* Guards runtime_id: a tracer may adopt its own id at any time. */
+	struct rt_mutex id_lock;
 	char runtime_id[37];
+	bool runtime_id_adopted; /* set by profiler_set_runtime_id before start */
 } prof;
 
 static void make_runtime_id(char out[37])
@@ -59,9 +64,44 @@ static void make_runtime_id(char out[37])
 	out[o] = 0;
 }
 
-const char *profiler_runtime_id(void)
+int profiler_runtime_id(char *buf, size_t size)
 {
-	return atomic_load(&prof.running) ? prof.runtime_id : "";
+	if (!buf || size == 0)
+		return -EINVAL;
+	if (!atomic_load(&prof.running))
+		return -ESRCH;
+	rt_mutex_lock(&prof.id_lock);
+	size_t n = rt_strlcpy(buf, prof.runtime_id, size);
+	rt_mutex_unlock(&prof.id_lock);
+	return n >= size ? -ERANGE : 0;
+}
+
+/* 8-4-4-4-12 hex digits, either case. */
+static bool is_uuid_text(const char *s)
+{
+	for (int i = 0; i < 36; i++) {
+		char c = s[i];
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+		bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+		if (dash ? c != '-' : !hex)
+			return false;
+	}
+	return s[36] == '\0';
+}
+
+int profiler_set_runtime_id(const char *id)
+{
+	if (!id || rt_strnlen(id, 37) != 36 || !is_uuid_text(id))
+		return -EINVAL;
+	rt_mutex_lock(&prof.id_lock);
+	for (int i = 0; i < 36; i++) {
+		char c = id[i];
+		prof.runtime_id[i] = (c >= 'A' && c <= 'F') ? (char)(c - 'A' + 'a') : c;
+	}
+	prof.runtime_id[36] = '\0';
+	prof.runtime_id_adopted = true;
+	rt_mutex_unlock(&prof.id_lock);
+	return 0;
 }
 
 /* The sampling period a kind's profile declares (pprof period field). */
@@ -98,6 +138,63 @@ static int encode_compressed(const struct profile *p, uint32_t mask, const struc
 	if (raw->failed)
 		return -ENOMEM;
 	return gz_compress(raw->data, raw->len, GZ_LEVEL_DEFAULT, gz);
+}
+
+struct endpoint_counts {
+	struct sw_endpoint_count items[SW_MAX_ENDPOINT_COUNTS];
+	size_t n;
+};
+
+static void add_endpoint_count(void *ctx, const char *name, uint64_t count)
+{
+	struct endpoint_counts *ec = ctx;
+	if (ec->n < SW_MAX_ENDPOINT_COUNTS)
+		ec->items[ec->n++] = (struct sw_endpoint_count){ name, count };
+}
+
+/* Pyroscope's profiles of every enabled kind, compressed; returns how many. */
+static size_t encode_pyroscope(const struct profile *p, const char *const *comments,
+			       struct sw_export_pyro_item *items, struct rt_buf *gz)
+{
+	const struct sw_config *cfg = prof.cfg;
+	uint32_t app_labels = export_pyroscope_series_labels(cfg);
+	struct pyro_limits lim = {
+		.max_samples = cfg->pyroscope_max_samples,
+		.max_bytes = cfg->pyroscope_max_bytes,
+		.max_sample_labels = app_labels < PYRO_MAX_SERIES_LABELS ?
+					     PYRO_MAX_SERIES_LABELS - app_labels : 0,
+		.thread_ids = cfg->pyroscope_thread_ids,
+	};
+	size_t n = 0;
+	for (unsigned k = 0; k < SW_KIND_COUNT; k++) {
+		if (!(cfg->kinds & SW_KIND_BIT(k)))
+			continue;
+		struct pprof_opts o;
+		pprof_opts_for_kind(&o, (enum sw_kind)k, kind_period(cfg, (enum sw_kind)k));
+		o.comments = comments;
+		o.n_comments = 1;
+		struct pyro_output out[PYRO_MAX_OUTPUTS];
+		int r = pyro_encode_kind(p, (enum sw_kind)k, &o, &lim, symbols_resolve, NULL, out);
+		if (r < 0)
+			rt_log_once(RT_LOG_WARN, "could not encode the %s profile for Pyroscope (error %d)",
+				    sw_kind_name((enum sw_kind)k), -r);
+		for (int i = 0; i < r; i++) {
+			if (gz_compress(out[i].raw.data, out[i].raw.len, GZ_LEVEL_DEFAULT, &gz[n]) == 0) {
+				items[n] = (struct sw_export_pyro_item){
+					.kind = (enum sw_kind)k,
+					.series = out[i].series,
+					.sample_type_config = out[i].sample_type_config,
+					.gz = gz[n].data,
+					.len = gz[n].len,
+				};
+				n++;
+			} else {
+				rt_buf_free(&gz[n]);
+			}
+			rt_buf_free(&out[i].raw);
+		}
+	}
+	return n;
 }
 
 /* Ends the current period and exports it.  Caller holds export_lock. */
@@ -151,17 +248,38 @@ static int export_period(bool final, uint64_t deadline_ns)
 		rt_buf_free(&combined);
 	rt_buf_free(&raw);
 
+	struct sw_export_pyro_item pyro_items[SW_KIND_COUNT * PYRO_MAX_OUTPUTS];
+	struct rt_buf pyro_gz[SW_KIND_COUNT * PYRO_MAX_OUTPUTS];
+	rt_memset(pyro_gz, 0, sizeof(pyro_gz));
+	size_t n_pyro = 0;
+	if (cfg->pyroscope_url[0])
+		n_pyro = encode_pyroscope(p, overhead_comment, pyro_items, pyro_gz);
+	struct endpoint_counts ec = { .n = 0 };
+	uint64_t uncounted = context_endpoint_counts_take(add_endpoint_count, &ec);
+	if (uncounted)
+		rt_log_once(RT_LOG_INFO, "more than %u distinct endpoints: %llu requests were not "
+					 "counted in endpoint_counts",
+			    SW_MAX_ENDPOINT_COUNTS, (unsigned long long)uncounted);
+
+	char runtime_id[37];
+	rt_mutex_lock(&prof.id_lock);
+	rt_memcpy(runtime_id, prof.runtime_id, sizeof(runtime_id));
+	rt_mutex_unlock(&prof.id_lock);
 	struct sw_export_batch batch = {
 		.start_ns = st.start_ns,
 		.end_ns = st.end_ns,
 		.seq = prof.seq++,
 		.pid = (uint32_t)sys_getpid(),
-		.runtime_id = prof.runtime_id,
+		.runtime_id = runtime_id,
 		.items = items,
 		.n_items = n_items,
 		.combined_gz = combined.data,
 		.combined_len = combined.len,
 		.final = final,
+		.pyro_items = pyro_items,
+		.n_pyro_items = n_pyro,
+		.endpoint_counts = ec.items,
+		.n_endpoint_counts = ec.n,
 	};
 	for (int i = 0; i < prof.n_exporters; i++) {
 		int r = prof.exporters[i]->export_batch(prof.exporters[i], &batch, deadline_ns);
@@ -170,6 +288,8 @@ static int export_period(bool final, uint64_t deadline_ns)
 	}
 	for (size_t i = 0; i < n_items; i++)
 		rt_buf_free(&gz[i]);
+	for (size_t i = 0; i < n_pyro; i++)
+		rt_buf_free(&pyro_gz[i]);
 	rt_buf_free(&combined);
 	profile_release(p);
 	symbols_collect_garbage();
@@ -245,7 +365,10 @@ static void fork_child(void)
 	if (!atomic_load(&prof.running))
 		return;
 	rt_mutex_reset(&prof.export_lock);
+	rt_mutex_reset(&prof.id_lock);
+	/* A new process: its tracer makes a new id too and may adopt it again. */
 	make_runtime_id(prof.runtime_id);
+	prof.runtime_id_adopted = false;
 	prof.seq = 0;
 	recorder_after_fork_child(prof.rec);
 	symbols_after_fork_child();
@@ -289,11 +412,18 @@ int profiler_start(const struct sw_config *cfg)
 		return 0;
 	prof.cfg = cfg;
 	struct profile_limits limits = { .max_samples = cfg->max_stacks };
+	if (cfg->timeline) {
+		limits.timeline_slots = sw_kind_value_mask(SW_KIND_CPU) | sw_kind_value_mask(SW_KIND_WALL);
+		limits.max_timeline_samples = cfg->timeline_max_samples;
+	}
 	if (!prof.rec)
 		prof.rec = recorder_create(&limits);
 	if (!prof.rec)
 		return -ENOMEM;
-	make_runtime_id(prof.runtime_id);
+	rt_mutex_lock(&prof.id_lock);
+	if (!prof.runtime_id_adopted)
+		make_runtime_id(prof.runtime_id);
+	rt_mutex_unlock(&prof.id_lock);
 	create_exporters(cfg);
 	register_fork_handlers();
 	if (prof.n_exporters == 0)

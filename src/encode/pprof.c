@@ -600,8 +600,22 @@ void pprof_opts_for_kind(struct pprof_opts *o, enum sw_kind kind, int64_t period
 }
 
 #define MAX_COMMENTS 64 /* opts->comments plus the recorder notes */
-#define MAX_NOTES 2 /* the recorder's overflow and dropped-label notes */
+#define MAX_NOTES 3 /* the recorder's overflow, dropped-label and timeline notes */
 #define COMMENT_BYTES 160
+
+static const char *type_name(const struct pprof_opts *o, uint32_t slot)
+{
+	if (o->type_names && o->type_names[slot])
+		return o->type_names[slot];
+	return sw_value_type_name((enum sw_value_slot)slot);
+}
+
+static const char *unit_name(const struct pprof_opts *o, uint32_t slot)
+{
+	if (o->unit_names && o->unit_names[slot])
+		return o->unit_names[slot];
+	return sw_value_unit_name((enum sw_value_slot)slot);
+}
 
 static bool slot_valid(int slot, uint32_t mask, bool must_be_selected)
 {
@@ -629,11 +643,11 @@ static void put_tables(struct enc *e, struct rt_buf *out, const struct pprof_opt
 	uint32_t doc = str_index(e, o->doc_url);
 	uint32_t period_type = 0, period_unit = 0, default_type = 0;
 	if (o->period_slot != PPROF_NO_SLOT) {
-		period_type = str_index(e, sw_value_type_name((enum sw_value_slot)o->period_slot));
-		period_unit = str_index(e, sw_value_unit_name((enum sw_value_slot)o->period_slot));
+		period_type = str_index(e, type_name(o, (uint32_t)o->period_slot));
+		period_unit = str_index(e, unit_name(o, (uint32_t)o->period_slot));
 	}
 	if (o->default_slot != PPROF_NO_SLOT)
-		default_type = str_index(e, sw_value_type_name((enum sw_value_slot)o->default_slot));
+		default_type = str_index(e, type_name(o, (uint32_t)o->default_slot));
 	uint32_t comments[MAX_COMMENTS];
 	uint32_t n_comments = 0;
 	for (uint32_t i = 0; i < o->n_comments && n_comments < MAX_COMMENTS - MAX_NOTES; i++)
@@ -708,8 +722,8 @@ int pprof_encode(const struct profile *p, uint32_t slot_mask, const struct pprof
 			slots[n_slots++] = (uint8_t)s;
 	}
 	for (uint32_t i = 0; i < n_slots; i++) {
-		uint32_t type = str_index(&e, sw_value_type_name((enum sw_value_slot)slots[i]));
-		uint32_t unit = str_index(&e, sw_value_unit_name((enum sw_value_slot)slots[i]));
+		uint32_t type = str_index(&e, type_name(o, slots[i]));
+		uint32_t unit = str_index(&e, unit_name(o, slots[i]));
 		put_value_type(out, F_PROFILE_SAMPLE_TYPE, type, unit);
 	}
 
@@ -737,6 +751,11 @@ int pprof_encode(const struct profile *p, uint32_t slot_mask, const struct pprof
 		rt_snprintf(notes[n_notes++], COMMENT_BYTES,
 			    "stowaway: %llu labels beyond %u per sample were dropped",
 			    (unsigned long long)st.dropped_labels, (unsigned)SW_MAX_LABELS);
+	if (st.timeline_dropped)
+		rt_snprintf(notes[n_notes++], COMMENT_BYTES,
+			    "stowaway: %llu samples carry no end_timestamp_ns (the timeline's %u "
+			    "samples per period were spent)",
+			    (unsigned long long)st.timeline_dropped, (unsigned)st.timeline_samples);
 	if (!e.failed)
 		put_tables(&e, out, o, notes, n_notes);
 
