@@ -50,7 +50,8 @@ def context(d, leaf, max_version=None):
 
 
 def env_for(url, ca_file, **extra):
-    env = {"DD_API_KEY": API_KEY, "STOWAWAY_INTAKE_URL": url, "STOWAWAY_CA_FILE": ca_file,
+    env = {"DD_API_KEY": API_KEY, "DD_PROFILING_AGENTLESS": "true", "STOWAWAY_INTAKE_URL": url,
+           "STOWAWAY_CA_FILE": ca_file,
            "DD_SERVICE": "tls-test", "STOWAWAY_LOG_LEVEL": "info"}
     env.update(extra)
     return env
