@@ -81,18 +81,19 @@ void export_datadog_tags(const struct sw_config *cfg, const char *host, const ch
 	append_tag(&tags, "host", host);
 	append_tag(&tags, "process_id", pid_text);
 	/* DD_TAGS is normalised to "k:v,k:v". */
-	const char *t = cfg->tags;
-	for (size_t guard = 0; *t && guard < SW_CFG_TAGS; guard++) {
-		const char *end = rt_strchr(t, ',');
-		size_t len = end ? (size_t)(end - t) : rt_strlen(t);
-		const char *colon = rt_memchr(t, ':', len);
-		size_t key_len = colon ? (size_t)(colon - t) : len;
-		if (len > 0 && !builtin_tag_set(cfg, t, key_len)) {
+	size_t total = rt_strnlen(cfg->tags, SW_CFG_TAGS);
+	for (size_t at = 0, guard = 0; at < total && guard < SW_CFG_TAGS; guard++) {
+		const char *entry = cfg->tags + at;
+		const char *comma = rt_memchr(entry, ',', total - at);
+		size_t len = comma ? (size_t)(comma - entry) : total - at;
+		const char *colon = rt_memchr(entry, ':', len);
+		size_t key_len = colon ? (size_t)(colon - entry) : len;
+		if (len > 0 && !builtin_tag_set(cfg, entry, key_len)) {
 			if (tags.len > 0)
 				rt_buf_append_byte(&tags, ',');
-			rt_buf_append(&tags, t, len);
+			rt_buf_append(&tags, entry, len);
 		}
-		t += len + (end ? 1 : 0);
+		at += len + 1;
 	}
 	if (tags.failed)
 		out->failed = true;
