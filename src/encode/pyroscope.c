@@ -18,52 +18,42 @@ struct pyro_part {
 	const char *units[2];
 };
 
+/* Go's convention for locks: block = time waiting, at the waiter's stack;
+ * mutex = contention charged to the holder, at the unlock.  Both use
+ * contentions/delay; the server's default mapping files those as mutex, so
+ * the block profile names itself with a sample_type_config. */
+#define BLOCK_CONFIG                                                                            \
+	"{\"contentions\":{\"units\":\"lock_samples\",\"display-name\":\"block_count\","          \
+	"\"cumulative\":true},\"delay\":{\"units\":\"lock_nanoseconds\","                         \
+	"\"display-name\":\"block_duration\",\"cumulative\":true}}"
+
+static const struct {
+	enum sw_kind kind;
+	struct pyro_part part;
+} part_table[] = {
+	{SW_KIND_CPU, {"process_cpu", NULL, {SW_V_CPU_SAMPLES, SW_V_CPU_TIME}, 2,
+		       {"samples", "cpu"}, {"count", "nanoseconds"}}},
+	{SW_KIND_WALL, {"wall", NULL, {SW_V_WALL_SAMPLES, SW_V_WALL_TIME}, 2,
+			{"samples", "wall"}, {"count", "nanoseconds"}}},
+	{SW_KIND_ALLOC, {"memory", NULL, {SW_V_ALLOC_SAMPLES, SW_V_ALLOC_SPACE}, 2,
+			 {"alloc_objects", "alloc_space"}, {"count", "bytes"}}},
+	{SW_KIND_HEAP, {"memory", NULL, {SW_V_HEAP_LIVE_SAMPLES, SW_V_HEAP_LIVE_SIZE}, 2,
+			{"inuse_objects", "inuse_space"}, {"count", "bytes"}}},
+	{SW_KIND_LOCK, {"block", BLOCK_CONFIG, {SW_V_LOCK_ACQUIRE, SW_V_LOCK_ACQUIRE_WAIT}, 2,
+			{"contentions", "delay"}, {"count", "nanoseconds"}}},
+	{SW_KIND_LOCK, {"mutex", NULL, {SW_V_LOCK_RELEASE, SW_V_LOCK_RELEASE_HOLD}, 2,
+			{"contentions", "delay"}, {"count", "nanoseconds"}}},
+	{SW_KIND_EXCEPTION, {"exceptions", NULL, {SW_V_EXCEPTION_SAMPLES}, 1,
+			     {"exceptions"}, {"count"}}},
+};
+
 static uint32_t parts_of(enum sw_kind kind, struct pyro_part parts[PYRO_MAX_OUTPUTS])
 {
-	switch (kind) {
-	case SW_KIND_CPU:
-		parts[0] = (struct pyro_part){"process_cpu", NULL,
-					      {SW_V_CPU_SAMPLES, SW_V_CPU_TIME}, 2,
-					      {"samples", "cpu"}, {"count", "nanoseconds"}};
-		return 1;
-	case SW_KIND_WALL:
-		parts[0] = (struct pyro_part){"wall", NULL,
-					      {SW_V_WALL_SAMPLES, SW_V_WALL_TIME}, 2,
-					      {"samples", "wall"}, {"count", "nanoseconds"}};
-		return 1;
-	case SW_KIND_ALLOC:
-		parts[0] = (struct pyro_part){"memory", NULL,
-					      {SW_V_ALLOC_SAMPLES, SW_V_ALLOC_SPACE}, 2,
-					      {"alloc_objects", "alloc_space"}, {"count", "bytes"}};
-		return 1;
-	case SW_KIND_HEAP:
-		parts[0] = (struct pyro_part){"memory", NULL,
-					      {SW_V_HEAP_LIVE_SAMPLES, SW_V_HEAP_LIVE_SIZE}, 2,
-					      {"inuse_objects", "inuse_space"}, {"count", "bytes"}};
-		return 1;
-	case SW_KIND_LOCK:
-		/* Go's convention: block = time waiting, at the waiter's stack;
-		 * mutex = contention charged to the holder, at the unlock.  Both
-		 * use contentions/delay; the server's default mapping files
-		 * those as mutex, so the block profile names itself. */
-		parts[0] = (struct pyro_part){
-			"block",
-			"{\"contentions\":{\"units\":\"lock_samples\",\"display-name\":\"block_count\","
-			"\"cumulative\":true},\"delay\":{\"units\":\"lock_nanoseconds\","
-			"\"display-name\":\"block_duration\",\"cumulative\":true}}",
-			{SW_V_LOCK_ACQUIRE, SW_V_LOCK_ACQUIRE_WAIT}, 2,
-			{"contentions", "delay"}, {"count", "nanoseconds"}};
-		parts[1] = (struct pyro_part){"mutex", NULL,
-					      {SW_V_LOCK_RELEASE, SW_V_LOCK_RELEASE_HOLD}, 2,
-					      {"contentions", "delay"}, {"count", "nanoseconds"}};
-		return 2;
-	case SW_KIND_EXCEPTION:
-		parts[0] = (struct pyro_part){"exceptions", NULL, {SW_V_EXCEPTION_SAMPLES}, 1,
-					      {"exceptions"}, {"count"}};
-		return 1;
-	default:
-		return 0;
-	}
+	uint32_t n = 0;
+	for (size_t i = 0; i < RT_ARRAY_LEN(part_table) && n < PYRO_MAX_OUTPUTS; i++)
+		if (part_table[i].kind == kind)
+			parts[n++] = part_table[i].part;
+	return n;
 }
 
 static bool name_byte_ok(char c)

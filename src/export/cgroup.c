@@ -19,24 +19,37 @@ static bool all_hex(const char *s, size_t n)
 	return true;
 }
 
-/* 8-4-4-4-12 lower-case hex, '-' or '_' separated (systemd escapes '-'). */
-static bool is_uuid(const char *s, size_t n)
+/* Groups of lower-case hex of the given lengths, separated by '-' (or '_'
+ * when allowed: systemd escapes '-'). */
+static bool is_hex_groups(const char *s, size_t n, const size_t *groups, int n_groups,
+			  bool underscore)
 {
-	static const size_t groups[5] = {8, 4, 4, 4, 12};
-	if (n != 36)
-		return false;
 	size_t at = 0;
-	for (int g = 0; g < 5; g++) {
-		if (!all_hex(s + at, groups[g]))
+	for (int g = 0; g < n_groups; g++) {
+		if (at + groups[g] > n || !all_hex(s + at, groups[g]))
 			return false;
 		at += groups[g];
-		if (g < 4) {
-			if (s[at] != '-' && s[at] != '_')
+		if (g + 1 < n_groups) {
+			if (at >= n || !(s[at] == '-' || (underscore && s[at] == '_')))
 				return false;
 			at++;
 		}
 	}
-	return true;
+	return at == n;
+}
+
+/* 8-4-4-4-12: a UUID. */
+static bool is_uuid(const char *s, size_t n)
+{
+	static const size_t groups[5] = {8, 4, 4, 4, 12};
+	return is_hex_groups(s, n, groups, 5, true);
+}
+
+/* 8-4-4-4-4: the short form Cloud Foundry (PCF/Garden) names containers with. */
+static bool is_pcf_id(const char *s, size_t n)
+{
+	static const size_t groups[5] = {8, 4, 4, 4, 4};
+	return is_hex_groups(s, n, groups, 5, false);
 }
 
 /* "<32 hex>-<1..10 digits>" (ECS on EC2). */
@@ -47,26 +60,6 @@ static bool is_ecs_task_id(const char *s, size_t n)
 	for (size_t i = 33; i < n; i++)
 		if (s[i] < '0' || s[i] > '9')
 			return false;
-	return true;
-}
-
-/* "8-4-4-4-4" hex: the short form Cloud Foundry (PCF/Garden) names containers with. */
-static bool is_pcf_id(const char *s, size_t n)
-{
-	static const size_t groups[5] = {8, 4, 4, 4, 4};
-	if (n != 28)
-		return false;
-	size_t at = 0;
-	for (int g = 0; g < 5; g++) {
-		if (!all_hex(s + at, groups[g]))
-			return false;
-		at += groups[g];
-		if (g < 4) {
-			if (s[at] != '-')
-				return false;
-			at++;
-		}
-	}
 	return true;
 }
 
@@ -103,25 +96,50 @@ static enum id_rank component_id(const char *comp, size_t n, size_t *start, size
 	return ID_NONE;
 }
 
+/* One line of the cgroup file, "hierarchy-ID:controllers:path". */
+struct cgroup_line {
+	const char *controllers;
+	size_t controllers_len;
+	const char *path; /* the rest of the line after the second ':' */
+	size_t path_len;
+	bool three_fields; /* no ':' in the path */
+};
+
+/* The next line at *pos; false at the end.  A line with fewer than two
+ * ':' has path NULL. */
+static bool next_cgroup_line(const char *text, size_t n, size_t *pos, struct cgroup_line *out)
+{
+	if (*pos >= n)
+		return false;
+	const char *line = text + *pos;
+	const char *nl = rt_memchr(line, '\n', n - *pos);
+	size_t len = nl ? (size_t)(nl - line) : n - *pos;
+	*pos = nl ? *pos + len + 1 : n;
+	rt_memset(out, 0, sizeof(*out));
+	const char *c1 = rt_memchr(line, ':', len);
+	if (!c1)
+		return true;
+	const char *c2 = rt_memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line));
+	if (!c2)
+		return true;
+	out->controllers = c1 + 1;
+	out->controllers_len = (size_t)(c2 - (c1 + 1));
+	out->path = c2 + 1;
+	out->path_len = len - (size_t)(out->path - line);
+	out->three_fields = !rt_memchr(out->path, ':', out->path_len);
+	return true;
+}
+
 bool export_container_id_parse(const char *text, size_t n, char *out, size_t cap)
 {
 	enum id_rank best = ID_NONE;
 	size_t pos = 0;
-	while (pos < n) {
-		const char *nl = rt_memchr(text + pos, '\n', n - pos);
-		size_t end = nl ? (size_t)(nl - text) : n;
-		const char *line = text + pos;
-		size_t len = end - pos;
-		pos = nl ? end + 1 : n;
-		/* Skip "hierarchy-ID:controllers:" to the path. */
-		const char *c1 = rt_memchr(line, ':', len);
-		if (!c1)
+	struct cgroup_line cl;
+	while (next_cgroup_line(text, n, &pos, &cl)) {
+		if (!cl.path)
 			continue;
-		const char *c2 = rt_memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line));
-		if (!c2)
-			continue;
-		const char *path = c2 + 1;
-		size_t plen = len - (size_t)(path - line);
+		const char *path = cl.path;
+		size_t plen = cl.path_len;
 		/* The id is the deepest component that names one. */
 		size_t comp_end = plen;
 		for (size_t depth = 0; depth < 64 && comp_end > 0; depth++) {
@@ -148,20 +166,12 @@ bool export_cgroup_node_path(const char *text, size_t n, char *out, size_t cap)
 {
 	bool found = false;
 	size_t pos = 0;
-	while (pos < n) {
-		const char *nl = rt_memchr(text + pos, '\n', n - pos);
-		size_t end = nl ? (size_t)(nl - text) : n;
-		const char *line = text + pos;
-		size_t len = end - pos;
-		pos = nl ? end + 1 : n;
-		const char *c1 = rt_memchr(line, ':', len);
-		if (!c1)
+	struct cgroup_line cl;
+	while (next_cgroup_line(text, n, &pos, &cl)) {
+		if (!cl.path || !cl.three_fields)
 			continue;
-		const char *ctl = c1 + 1;
-		const char *c2 = rt_memchr(ctl, ':', len - (size_t)(ctl - line));
-		if (!c2 || rt_memchr(c2 + 1, ':', len - (size_t)(c2 + 1 - line)))
-			continue; /* exactly three fields */
-		size_t ctl_len = (size_t)(c2 - ctl);
+		const char *ctl = cl.controllers;
+		size_t ctl_len = cl.controllers_len;
 		bool memory = false;
 		for (size_t at = 0, guard = 0; at <= ctl_len && guard < 64; guard++) {
 			const char *comma = rt_memchr(ctl + at, ',', ctl_len - at);
@@ -174,8 +184,8 @@ bool export_cgroup_node_path(const char *text, size_t n, char *out, size_t cap)
 		}
 		if (!memory && ctl_len != 0)
 			continue;
-		const char *path = c2 + 1;
-		size_t plen = len - (size_t)(path - line);
+		const char *path = cl.path;
+		size_t plen = cl.path_len;
 		while (plen > 0 && path[0] == '/') {
 			path++;
 			plen--;

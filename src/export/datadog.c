@@ -158,13 +158,8 @@ static int datadog_export(struct sw_exporter *self, const struct sw_export_batch
 			batch->combined_len, EXPORT_MAX_PROFILE_BYTES);
 		return -EMSGSIZE;
 	}
-	uint8_t random[16];
-	if (!rt_random_bytes(random, sizeof(random)))
-		rt_memcpy(random, &batch->end_ns, sizeof(batch->end_ns));
-	char boundary[40];
-	size_t bl = rt_strlcpy(boundary, "stowaway", sizeof(boundary));
-	for (size_t i = 0; i < sizeof(random) && bl + 2 < sizeof(boundary); i++)
-		bl += rt_snprintf(boundary + bl, sizeof(boundary) - bl, "%02x", random[i]);
+	char boundary[EXPORT_BOUNDARY_MAX];
+	export_make_boundary(boundary, sizeof(boundary), batch->end_ns);
 
 	struct rt_buf head = {0}, tail = {0}, headers = {0};
 	rt_buf_appendf(&head,

@@ -146,13 +146,8 @@ static int upload_one(struct pyroscope_state *st, const struct sw_export_batch *
 	size_t n_body = 0;
 	if (item->sample_type_config) {
 		/* The form pyroscope-go sends: the profile and how to name its types. */
-		uint8_t random[12];
-		if (!rt_random_bytes(random, sizeof(random)))
-			rt_memcpy(random, &batch->end_ns, sizeof(batch->end_ns));
-		char boundary[40];
-		size_t bl = rt_strlcpy(boundary, "stowaway", sizeof(boundary));
-		for (size_t i = 0; i < sizeof(random) && bl + 2 < sizeof(boundary); i++)
-			bl += rt_snprintf(boundary + bl, sizeof(boundary) - bl, "%02x", random[i]);
+		char boundary[EXPORT_BOUNDARY_MAX];
+		export_make_boundary(boundary, sizeof(boundary), batch->end_ns);
 		rt_buf_appendf(&head,
 			       "--%s\r\nContent-Disposition: form-data; name=\"profile\"; "
 			       "filename=\"profile.pprof\"\r\nContent-Type: application/octet-stream"

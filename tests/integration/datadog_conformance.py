@@ -11,7 +11,6 @@ files (go tool pprof and the stowaway CLI read them), none when switched
 off; a tracer's runtime id adopted; endpoint_counts per endpoint."""
 import glob
 import gzip
-import json
 import os
 import re
 import shutil

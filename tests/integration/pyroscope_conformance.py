@@ -40,6 +40,14 @@ def with_receiver(version, args, env_extra, **rules):
     return proc, rec
 
 
+def uploaded_labels(rec):
+    """The labels of every sample the receiver accepted or refused."""
+    for _, info in rec.results:
+        p = info.get("profile")
+        for s in (p["samples"] if p else []):
+            yield cf.sample_labels(p, s)
+
+
 def refusals(rec):
     return [(r["target"][:120], e) for r, (e, _) in zip(rec.requests, rec.results) if e]
 
@@ -67,18 +75,15 @@ for version in ("1.x", "2.x"):
           str({tuple(i["types"]) for _, i in rec.results if i}))
     check(f"{tag}: no number labels", all(i.get("number_labels") == 0 for _, i in rec.results),
           str([i.get("number_labels") for _, i in rec.results]))
-    names = [ec.header(r, "Host") and r["target"] for r in rec.requests]
+    names = [r["target"] for r in rec.requests]
     check(f"{tag}: service name sanitized",
           all("name=shop_api_v2%7B" in t for t in names), names[0][:120] if names else "")
     thread_names = set()
-    for _, info in rec.results:
-        p = info.get("profile")
-        for s in (p["samples"] if p else []):
-            labels = cf.sample_labels(p, s)
-            if "thread_name" in labels:
-                thread_names.add(labels["thread_name"])
-            if any(k in labels for k in ("thread_id", "thread id")):
-                thread_names.add("!thread id label")
+    for labels in uploaded_labels(rec):
+        if "thread_name" in labels:
+            thread_names.add(labels["thread_name"])
+        if any(k in labels for k in ("thread_id", "thread id")):
+            thread_names.add("!thread id label")
     check(f"{tag}: thread_name labels, no thread id series",
           {"cpu-hash", "cpu-primes"} <= thread_names and "!thread id label" not in thread_names,
           str(sorted(thread_names)))
@@ -92,14 +97,11 @@ for version in ("1.x", "2.x"):
     bad = refusals(rec)
     check(f"{tag}: hotspots uploads all accepted", rec.requests and not bad, str(bad[:3]))
     spans, endpoints, customers = set(), set(), set()
-    for _, info in rec.results:
-        p = info.get("profile")
-        for s in (p["samples"] if p else []):
-            labels = cf.sample_labels(p, s)
-            if "span_id" in labels:
-                spans.add(labels["span_id"])
-            endpoints.add(labels.get("span_name"))
-            customers.add(labels.get("customer"))
+    for labels in uploaded_labels(rec):
+        if "span_id" in labels:
+            spans.add(labels["span_id"])
+        endpoints.add(labels.get("span_name"))
+        customers.add(labels.get("customer"))
     want_spans = {"%016x" % (1000 * (t + 1) + r) for t in range(4) for r in range(4)}
     check(f"{tag}: span_id is the local root span as 16 hex digits",
           spans and spans <= want_spans and all(i.get("bad_span_ids") == 0
