@@ -389,15 +389,29 @@ BUILTIN_TAGS = ("service", "env", "version", "language", "runtime-id", "profiler
                 "host", "process_id")
 
 
-def check_datadog_agent(req, prefix="", require_entity=True):
+def check_datadog_agent(req, prefix="", require_entity=True, decode_profile=True):
     """Errors an agent (and the intake behind it) would refuse or misfile."""
     errors = []
     if req["method"] != "POST" or req["target"] != prefix + "/profiling/v1/input":
         errors.append("target %s %s" % (req["method"], req["target"]))
-    if not req["complete"]:
-        errors.append("incomplete body")
     if ec.header(req, "DD-API-KEY") is not None:
         errors.append("an API key was sent to the agent")
+    return _check_datadog_request(req, errors, require_entity, decode_profile)
+
+
+def check_datadog_intake(req, api_key, path="/api/v2/profile", decode_profile=True):
+    """Errors the agentless intake would answer 4xx for or misfile."""
+    errors = []
+    if req["method"] != "POST" or req["target"] != path:
+        errors.append("target %s %s" % (req["method"], req["target"]))
+    if ec.header(req, "DD-API-KEY") != api_key:
+        errors.append("DD-API-KEY %r" % (ec.header(req, "DD-API-KEY"),))
+    return _check_datadog_request(req, errors, False, decode_profile)
+
+
+def _check_datadog_request(req, errors, require_entity, decode_profile):
+    if not req["complete"]:
+        errors.append("incomplete body")
     eid = ec.header(req, "Datadog-Entity-ID")
     if require_entity and (not isinstance(eid, str) or not ENTITY_ID.match(eid)):
         errors.append("Datadog-Entity-ID %r" % (eid,))
@@ -428,7 +442,7 @@ def check_datadog_agent(req, prefix="", require_entity=True):
     for k in BUILTIN_TAGS:
         if keys.count(k) > 1:
             errors.append("tag %s appears %d times" % (k, keys.count(k)))
-    for name in event.get("attachments", []):
+    for name in event.get("attachments", []) if decode_profile else []:
         data = by_name.get(name, {}).get("data", b"")
         try:
             decode_pprof(gzip.decompress(data))

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Datadog conformance: uploads of the preloaded library against a loopback
-agent that refuses what the agent and intake refuse (conformance.py); the
+agent and a loopback intake (TLS) that refuse what the agent and the intake
+refuse (conformance.py); the
 destination chosen as dd-trace chooses it (DD_API_KEY alone goes to the agent,
 with one notice line; the default socket when present; a DD_TRACE_AGENT_URL
 path kept as a prefix); Datadog-Entity-ID (ci-<container id> from the cgroup
@@ -188,7 +189,26 @@ for e in events:
 check("hotspots: endpoint_counts count every request per endpoint", got == want and want,
       "%s vs %s" % (got, want))
 
-# 6. Files on disk carry the timeline; go tool pprof and the CLI read them.
+# 6. Agentless, only when asked: the intake's rules on real uploads.
+import export_tls as tls  # noqa: E402
+try:
+    tls.make_ca(tmp, "ca")
+    tls.make_leaf(tmp, "ca", "localhost", "DNS:localhost,IP:127.0.0.1")
+    rec = ec.Recorder([202])
+    srv, port = ec.start_tls(rec, tls.context(tmp, "localhost"))
+    proc = run([os.path.join(WL, "demo"), "1.5"],
+               {"DD_PROFILING_AGENTLESS": "true", "DD_API_KEY": tls.API_KEY,
+                "STOWAWAY_INTAKE_URL": "https://localhost:%d/api/v2/profile" % port,
+                "STOWAWAY_CA_FILE": os.path.join(tmp, "ca.crt")})
+    ec.stop(srv, rec)
+    bad = [cf.check_datadog_intake(r, tls.API_KEY)[0] for r in rec.requests]
+    check("intake: DD_PROFILING_AGENTLESS=true uploads accepted by the intake's rules",
+          len(rec.requests) >= 2 and not any(bad), "%d uploads; %s %s" % (
+              len(rec.requests), [b for b in bad if b][:2], proc.stderr[-300:]))
+except (OSError, subprocess.CalledProcessError) as e:
+    check("intake: test CA generated", False, str(e))
+
+# 7. Files on disk carry the timeline; go tool pprof and the CLI read them.
 with tempfile.TemporaryDirectory() as out:
     run([os.path.join(WL, "demo"), "2"], {"STOWAWAY_OUTPUT_DIR": out,
                                           "DD_PROFILING_UPLOAD_PERIOD": "60"})
