@@ -285,6 +285,24 @@ static bool choose_endpoint(const struct sw_config *cfg, struct datadog_state *s
 	return true;
 }
 
+/* Once per process: DD_API_KEY alone used to select the intake. */
+static void notice_api_key_change(const struct sw_config *cfg)
+{
+	static atomic_int logged;
+	if (!cfg->api_key_ignored_for_agent || atomic_exchange(&logged, 1))
+		return;
+	if (cfg->agent_enabled)
+		rt_warn("DD_API_KEY is set but DD_PROFILING_AGENTLESS is not true: profiles go to "
+			"the agent at %s, as Datadog's tracers do (earlier stowaway versions sent "
+			"them to the intake); set DD_PROFILING_AGENTLESS=true to upload without an "
+			"agent",
+			cfg->agent_url);
+	else
+		rt_warn("DD_API_KEY is set but DD_PROFILING_AGENTLESS is not true: profiles are "
+			"not sent to Datadog (earlier stowaway versions sent them to the intake); "
+			"set DD_PROFILING_AGENTLESS=true to upload without an agent");
+}
+
 struct sw_exporter *export_datadog_create(const struct sw_config *cfg)
 {
 	struct sw_exporter *ex = rt_calloc(1, sizeof(*ex));
@@ -301,6 +319,7 @@ struct sw_exporter *export_datadog_create(const struct sw_config *cfg)
 	ex->export_batch = datadog_export;
 	ex->destroy = datadog_destroy;
 	ex->state = st;
+	notice_api_key_change(cfg);
 	if (!choose_endpoint(cfg, st)) {
 		datadog_destroy(ex);
 		return NULL;
@@ -356,13 +375,6 @@ struct sw_exporter *export_datadog_create(const struct sw_config *cfg)
 		datadog_destroy(ex);
 		return NULL;
 	}
-	static atomic_int notice_logged;
-	if (cfg->api_key_ignored_for_agent && !atomic_exchange(&notice_logged, 1))
-		rt_warn("DD_API_KEY is set but DD_PROFILING_AGENTLESS is not true: profiles go to "
-			"the agent at %s, as Datadog's tracers do (earlier stowaway versions sent "
-			"them to the intake); set DD_PROFILING_AGENTLESS=true to upload without an "
-			"agent",
-			cfg->agent_url);
 	if (st->agentless)
 		rt_info("datadog: uploading to the intake at %s", st->url.host);
 	else if (st->url.scheme == EXPORT_URL_UNIX)
