@@ -123,6 +123,12 @@ void collect_before_export(struct profile *finished)
 	alloc_collector_before_export(finished);
 }
 
+uint64_t collect_endpoint_counts_take(void (*fn)(void *ctx, const char *name, uint64_t count),
+				      void *ctx)
+{
+	return context_endpoint_counts_take(fn, ctx);
+}
+
 void collect_after_fork_child(void)
 {
 	/* Only the forking thread exists in the child: none of ours, none of

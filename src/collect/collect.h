@@ -23,6 +23,11 @@ void collect_after_fork_child(void);
 /* Called on the finished profile of a period before it is encoded, e.g. to
  * add the live-heap snapshot, and to describe effective rates in comments. */
 void collect_before_export(struct profile *finished);
+/* Requests per trace endpoint since the previous call (the hotspots API's
+ * stowaway_set_endpoint counts them): calls fn for each and resets the
+ * counts; returns how many requests could not be told apart. */
+uint64_t collect_endpoint_counts_take(void (*fn)(void *ctx, const char *name, uint64_t count),
+				      void *ctx);
 /* With profiling on and STOWAWAY_FOLLOW_EXEC=false: removes this library
  * from the process's own LD_PRELOAD (in place, at start), so
  * no program it executes, by any path, inherits it.  Defined with the exec

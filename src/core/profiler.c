@@ -12,7 +12,6 @@
 #include "encode/gzip.h"
 #include "encode/pprof.h"
 #include "encode/pyroscope.h"
-#include "collect/context.h"
 #include "export/export.h"
 #include "profile/profile.h"
 #include "rt/host.h"
@@ -255,7 +254,7 @@ static int export_period(bool final, uint64_t deadline_ns)
 	if (cfg->pyroscope_url[0])
 		n_pyro = encode_pyroscope(p, overhead_comment, pyro_items, pyro_gz);
 	struct endpoint_counts ec = { .n = 0 };
-	uint64_t uncounted = context_endpoint_counts_take(add_endpoint_count, &ec);
+	uint64_t uncounted = collect_endpoint_counts_take(add_endpoint_count, &ec);
 	if (uncounted)
 		rt_log_once(RT_LOG_INFO, "more than %u distinct endpoints: %llu requests were not "
 					 "counted in endpoint_counts",
