@@ -34,9 +34,6 @@
 #define SW_EXPORT __attribute__((visibility("default")))
 #define ENV_MAX_ENTRIES (1u << 20)
 #define PRELOAD_ENTRY_MAX 4096
-#define MAPS_CHUNK 4096
-#define MAPS_LINE_MAX 8192
-#define MAPS_READS_MAX 100000
 #define AT_FDCWD_VALUE (-100)
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
@@ -108,44 +105,27 @@ static struct {
 	uint64_t inode;
 } self_file;
 
-/* Finds the file mapping that contains our own code in /proc/self/maps,
- * read in chunks (the file can be large). */
+/* Finds the file mapping that contains our own code in /proc/self/maps. */
 static void find_self_file(void)
 {
 	if (atomic_load(&self_file.state) != 0)
 		return;
 	uint64_t here = (uint64_t)(uintptr_t)&find_self_file;
-	char *chunk = rt_malloc(MAPS_CHUNK + MAPS_LINE_MAX);
-	if (!chunk)
-		return;
-	char *line = chunk + MAPS_CHUNK;
-	long fd = sys_open("/proc/self/maps", O_RDONLY, 0);
+	struct rt_buf text = { 0 };
 	int found = -1;
-	size_t line_len = 0;
-	for (int reads = 0; fd >= 0 && found < 0 && reads < MAPS_READS_MAX; reads++) {
-		long n = sys_read((int)fd, chunk, MAPS_CHUNK);
-		if (n <= 0)
-			break;
-		for (long i = 0; i < n && found < 0; i++) {
-			if (chunk[i] != '\n') {
-				if (line_len < MAPS_LINE_MAX)
-					line[line_len++] = chunk[i];
-				continue;
-			}
-			struct maps_entry e;
-			if (maps_parse_line(line, line_len, &e) && here >= e.start && here < e.end &&
-			    e.inode != 0) {
+	if (maps_read_self(&text)) {
+		size_t pos = 0;
+		struct maps_entry e;
+		while (found < 0 && maps_next((const char *)text.data, text.len, &pos, &e)) {
+			if (here >= e.start && here < e.end && e.inode != 0) {
 				self_file.dev_major = e.dev_major;
 				self_file.dev_minor = e.dev_minor;
 				self_file.inode = e.inode;
 				found = 1;
 			}
-			line_len = 0;
 		}
 	}
-	if (fd >= 0)
-		(void)sys_close((int)fd);
-	rt_free(chunk);
+	rt_buf_free(&text);
 	atomic_store(&self_file.state, found);
 }
 

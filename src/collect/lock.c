@@ -32,7 +32,6 @@
 #define HELD_STALE_NS (60ull * 1000000000ull)
 #define HELD_SWEEP 16u
 
-#define MAPS_MAX_BYTES (64u << 20)
 #define ELF_MAX_BYTES (4ull << 30)
 #define INDEX_MAX_SYMBOLS (1u << 22)
 #define WRITABLE_RANGES 8u
@@ -257,40 +256,14 @@ bool lock_index_add_image(struct lock_symbol_index *idx, const struct elf_image 
 	return !idx->names.failed;
 }
 
-static bool sym_before(const struct lock_symbol *a, const struct lock_symbol *b)
+static bool sym_before(const void *a, const void *b)
 {
-	return a->start < b->start;
-}
-
-/* Heap sort: bounded, in place, no recursion. */
-static void sift_down(struct lock_symbol *a, uint32_t root, uint32_t n)
-{
-	for (uint32_t guard = 0; guard < 64; guard++) {
-		uint32_t child = 2u * root + 1u;
-		if (child >= n)
-			return;
-		if (child + 1u < n && sym_before(&a[child], &a[child + 1u]))
-			child++;
-		if (!sym_before(&a[root], &a[child]))
-			return;
-		struct lock_symbol t = a[root];
-		a[root] = a[child];
-		a[child] = t;
-		root = child;
-	}
+	return ((const struct lock_symbol *)a)->start < ((const struct lock_symbol *)b)->start;
 }
 
 void lock_index_finish(struct lock_symbol_index *idx)
 {
-	uint32_t n = idx->n;
-	for (uint32_t i = n / 2u; i > 0; i--)
-		sift_down(idx->syms, i - 1u, n);
-	for (uint32_t end = n; end > 1; end--) {
-		struct lock_symbol t = idx->syms[0];
-		idx->syms[0] = idx->syms[end - 1u];
-		idx->syms[end - 1u] = t;
-		sift_down(idx->syms, 0, end - 1u);
-	}
+	rt_sort(idx->syms, idx->n, sizeof(idx->syms[0]), sym_before);
 }
 
 void lock_index_free(struct lock_symbol_index *idx)
@@ -340,31 +313,6 @@ void lock_name_format(const struct lock_symbol_index *idx, uint64_t addr, char *
 		rt_snprintf(out + len, cap - len, "+0x%llx", (unsigned long long)(addr - s->start));
 }
 
-/* Reads /proc/self/maps whole into b. */
-static bool read_maps(struct rt_buf *b)
-{
-	long fd = sys_open("/proc/self/maps", O_RDONLY, 0);
-	if (fd < 0)
-		return false;
-	bool ok = true;
-	while (b->len < MAPS_MAX_BYTES) {
-		if (!rt_buf_reserve(b, 65536)) {
-			ok = false;
-			break;
-		}
-		long r = sys_read((int)fd, b->data + b->len, 65536);
-		if (r == -EINTR)
-			continue;
-		if (r < 0)
-			ok = false;
-		if (r <= 0)
-			break;
-		b->len += (size_t)r;
-	}
-	(void)sys_close((int)fd);
-	return ok;
-}
-
 /* Adds the data symbols of the file mapped by e (its first mapping). */
 static void index_add_file(struct lock_symbol_index *idx, const struct maps_entry *e)
 {
@@ -401,7 +349,7 @@ static struct lock_symbol_index *index_build(void)
 	if (!idx)
 		return NULL;
 	struct rt_buf maps = { 0 };
-	if (read_maps(&maps)) {
+	if (maps_read_self(&maps)) {
 		size_t pos = 0;
 		struct maps_entry e;
 		uint64_t last_inode = 0;

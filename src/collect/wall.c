@@ -9,9 +9,6 @@
 #include "symbols/symbols.h"
 #include "unwind/unwind.h"
 
-#include <linux/uio.h>
-
-
 #define RING_RECORDS 128u
 #define NS_PER_S 1000000000ull
 /* A running request that has not fired after this long (the thread did not
@@ -46,7 +43,6 @@ struct wall_record {
 	struct context_value context; /* the thread's span context when sampled */
 	uint64_t pcs[];
 };
-
 
 #define CACHE_NONE 0
 #define CACHE_PUBLISHED 1 /* valid while wall_seq == cache_seq */
@@ -176,7 +172,6 @@ static void give_back_fd(struct wall_private *w)
 }
 
 /* ---- per-slot sampler state ---- */
-
 
 static bool thread_cpu_ns(int tid, uint64_t *out)
 {
@@ -390,14 +385,6 @@ static void sample_published(int slot, struct wall_private *w, uint32_t seq, uin
 	}
 }
 
-static bool read_remote(uint64_t addr, void *dst, size_t n)
-{
-	struct iovec local = { dst, n };
-	struct iovec remote = { (void *)(uintptr_t)addr, n };
-	return sys_call6(__NR_process_vm_readv, sys_getpid(), (long)&local, 1, (long)&remote, 1, 0) ==
-	       (long)n;
-}
-
 /* For a system call made from code without unwind tables (musl is built
  * without them, and the frame pointer is not in /proc/.../syscall): finds
  * the lowest word above sp that is a return address from which the unwind
@@ -413,7 +400,7 @@ static uint32_t unwind_by_scan(uint64_t leaf_pc, uint64_t sp, uint64_t *pcs)
 		return 0;
 	uint64_t words[SCAN_WORDS] = { 0 };
 	size_t n = (size_t)RT_MIN((hi - sp) / 8, (uint64_t)SCAN_WORDS);
-	if (n < 2 || !read_remote(sp, words, n * 8))
+	if (n < 2 || sys_read_memory((int)sys_getpid(), words, sp, n * 8) != (long)(n * 8))
 		return 0;
 	uint32_t tries = 0;
 	for (size_t i = 1; i < n && tries < SCAN_TRIES; i++) {
