@@ -87,7 +87,7 @@ static uint64_t sample_rate(void)
 
 static void thread_slot_init(struct alloc_thread *t)
 {
-	uint64_t n = atomic_fetch_add(&st.seed, 0x9e3779b97f4a7c15ull);
+	uint64_t n = atomic_fetch_add(&st.seed, RT_HASH_MUL64);
 	t->rng.s[0] = splitmix(n);
 	t->rng.s[1] = splitmix(n ^ 0x5851f42d4c957f2dull);
 	if ((t->rng.s[0] | t->rng.s[1]) == 0)

@@ -24,6 +24,7 @@
 #include "collect/collect.h"
 #include "collect/threads.h"
 #include "config/config.h"
+#include "rt/hooks.h"
 #include "rt/host.h"
 #include "rt/rt.h"
 #include "rt/sys.h"
@@ -31,7 +32,6 @@
 
 #include <linux/stat.h>
 
-#define SW_EXPORT __attribute__((visibility("default")))
 #define ENV_MAX_ENTRIES (1u << 20)
 #define PRELOAD_ENTRY_MAX 4096
 #define AT_FDCWD_VALUE (-100)
@@ -42,24 +42,12 @@ typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*spawn_fn)(int *, const char *, const void *, const void *, char *const[],
 			char *const[]);
 
-/* The next definition of `name`, resolved once (dlsym's data pointer
- * converted without a cast between pointer kinds). */
-static void *next_symbol(_Atomic(void *) *cache, const char *name)
-{
-	void *sym = atomic_load(cache);
-	if (sym || !dlsym)
-		return sym;
-	sym = dlsym(HOST_RTLD_NEXT, name);
-	atomic_store(cache, sym);
-	return sym;
-}
-
 #define NEXT(type, var, name)                                                  \
 	static _Atomic(void *) cache_##name;                                   \
 	type var = NULL;                                                       \
 	do {                                                                   \
-		void *sym_ = next_symbol(&cache_##name, #name);                \
-		__builtin_memcpy(&var, &sym_, sizeof(var));                    \
+		void *sym_ = hook_next_cached(&cache_##name, #name);           \
+		HOOK_FN(var, sym_);                                            \
 	} while (0)
 
 /* ---- the calling thread's CPU timer ---- */

@@ -29,7 +29,7 @@
  * to make room, and by the sampler tick, which sweeps HELD_SWEEP slots
  * (the whole table every 0.64 s) so that such an entry does not keep every
  * unlock of the process off its fast path. */
-#define HELD_STALE_NS (60ull * 1000000000ull)
+#define HELD_STALE_NS (60ull * RT_NS_PER_SEC)
 #define HELD_SWEEP 16u
 
 #define ELF_MAX_BYTES (4ull << 30)
@@ -377,7 +377,7 @@ static struct lock_symbol_index *index_build(void)
 
 static uint32_t held_home(uintptr_t lock, uintptr_t tp)
 {
-	return (uint32_t)(((uint64_t)(lock ^ (tp >> 4)) * 0x9e3779b97f4a7c15ull) >> 56) &
+	return (uint32_t)(((uint64_t)(lock ^ (tp >> 4)) * RT_HASH_MUL64) >> 56) &
 	       (HELD_SLOTS - 1u);
 }
 
@@ -487,7 +487,7 @@ static _Atomic uintptr_t robust_set[ROBUST_SLOTS];
 
 static uint32_t robust_home(uintptr_t m)
 {
-	return (uint32_t)(((uint64_t)m * 0x9e3779b97f4a7c15ull) >> 52) & (ROBUST_SLOTS - 1u);
+	return (uint32_t)(((uint64_t)m * RT_HASH_MUL64) >> 52) & (ROBUST_SLOTS - 1u);
 }
 
 bool lock_robust_is(const void *mutex)

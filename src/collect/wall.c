@@ -10,7 +10,6 @@
 #include "unwind/unwind.h"
 
 #define RING_RECORDS 128u
-#define NS_PER_S 1000000000ull
 /* A running request that has not fired after this long (the thread did not
  * run through a scheduler tick) is withdrawn. */
 #define REQUEST_PATIENCE_NS 20000000ull
@@ -19,11 +18,11 @@
 #define PROC_FDS_MAX 256
 /* Thread names: re-read after a second (names are often set right after
  * the thread starts), then every 10 s. */
-#define NAME_YOUNG_NS (2 * NS_PER_S)
-#define NAME_REFRESH_YOUNG_NS NS_PER_S
-#define NAME_REFRESH_OLD_NS (10 * NS_PER_S)
-#define PENDING_FLUSH_NS NS_PER_S
-#define HANDLER_CHECK_NS NS_PER_S
+#define NAME_YOUNG_NS (2 * RT_NS_PER_SEC)
+#define NAME_REFRESH_YOUNG_NS RT_NS_PER_SEC
+#define NAME_REFRESH_OLD_NS (10 * RT_NS_PER_SEC)
+#define PENDING_FLUSH_NS RT_NS_PER_SEC
+#define HANDLER_CHECK_NS RT_NS_PER_SEC
 #define TP_BUCKETS 8192u
 #define SYSCALL_TEXT_MAX 256
 #define STOP_WAIT_MS 200
@@ -178,7 +177,7 @@ static bool thread_cpu_ns(int tid, uint64_t *out)
 	struct __kernel_timespec ts = { 0, 0 };
 	if (sys_clock_gettime(sys_thread_cpu_clock(tid), &ts) != 0)
 		return false;
-	*out = (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+	*out = sys_timespec_ns(&ts);
 	return true;
 }
 
@@ -701,7 +700,7 @@ static void *wall_main(void *arg)
 	atomic_store(&wall.thread_tid, (int)sys_gettid());
 	uint64_t next = rt_monotonic_ns() + atomic_load(&wall.period_ns);
 	while (atomic_load(&wall.running)) {
-		struct __kernel_timespec ts = { (long long)(next / NS_PER_S), (long long)(next % NS_PER_S) };
+		struct __kernel_timespec ts = { (long long)(next / RT_NS_PER_SEC), (long long)(next % RT_NS_PER_SEC) };
 		(void)sys_clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 		if (!atomic_load(&wall.running))
 			break;
@@ -853,7 +852,7 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 	wall.rec = rec;
 	wall.max_frames = cfg->max_frames;
 	wall.configured_hz = cfg->wall_hz ? cfg->wall_hz : 100;
-	atomic_store(&wall.period_ns, NS_PER_S / wall.configured_hz);
+	atomic_store(&wall.period_ns, RT_NS_PER_SEC / wall.configured_hz);
 	wall.fd_floor = descriptor_floor();
 	if (ring_init(&wall.ring, RING_RECORDS,
 		      sizeof(struct wall_record) + (cfg->max_frames + 2) * sizeof(uint64_t)) < 0)
@@ -956,13 +955,13 @@ void wall_set_rate(uint32_t hz)
 		return;
 	/* Each sample is weighted by the time since the thread's previous one,
 	 * so totals stay true at any rate. */
-	atomic_store(&wall.period_ns, NS_PER_S / hz);
+	atomic_store(&wall.period_ns, RT_NS_PER_SEC / hz);
 }
 
 uint32_t wall_rate(void)
 {
 	uint64_t period = atomic_load(&wall.period_ns);
-	return period ? (uint32_t)(NS_PER_S / period) : 0;
+	return period ? (uint32_t)(RT_NS_PER_SEC / period) : 0;
 }
 
 int wall_thread_tid(void) { return atomic_load(&wall.running) ? atomic_load(&wall.thread_tid) : 0; }

@@ -19,7 +19,7 @@
 #include "symbols/symbols.h"
 
 #define MAX_EXPORTERS 3
-#define FLUSH_MIN_TIMEOUT_NS (10ull * 1000000000ull)
+#define FLUSH_MIN_TIMEOUT_NS (10ull * RT_NS_PER_SEC)
 
 static struct {
 	atomic_int running;
@@ -71,10 +71,10 @@ static int64_t kind_period(const struct sw_config *cfg, enum sw_kind kind)
 	case SW_KIND_CPU: {
 		/* The rate in effect: the overhead cap may have lowered it. */
 		uint32_t hz = cpu_rate();
-		return 1000000000ll / (hz ? hz : cfg->cpu_hz);
+		return (int64_t)(RT_NS_PER_SEC / (hz ? hz : cfg->cpu_hz));
 	}
 	case SW_KIND_WALL:
-		return 1000000000ll / cfg->wall_hz;
+		return (int64_t)(RT_NS_PER_SEC / cfg->wall_hz);
 	case SW_KIND_ALLOC:
 	case SW_KIND_HEAP:
 		return (int64_t)cfg->alloc_sample_bytes;
@@ -187,8 +187,7 @@ static bool wait_until(uint64_t deadline_ns)
 		if (now >= deadline_ns)
 			return true;
 		uint64_t left = deadline_ns - now;
-		struct __kernel_timespec ts = { (long long)(left / 1000000000ull),
-						(long long)(left % 1000000000ull) };
+		struct __kernel_timespec ts = sys_timespec_of_ns(left);
 		(void)sys_futex((volatile int *)&prof.wake, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, seen,
 				&ts);
 	}
@@ -199,7 +198,7 @@ static void *scheduler_main(void *arg)
 {
 	RT_UNUSED(arg);
 	(void)sys_prctl(15 /* PR_SET_NAME */, (long)"stowaway-sched", 0, 0, 0);
-	uint64_t period_ns = (uint64_t)prof.cfg->upload_period_s * 1000000000ull;
+	uint64_t period_ns = (uint64_t)prof.cfg->upload_period_s * RT_NS_PER_SEC;
 	uint64_t next = rt_monotonic_ns() + period_ns;
 	while (wait_until(next)) {
 		rt_mutex_lock(&prof.export_lock);

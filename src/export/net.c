@@ -80,8 +80,7 @@ static int remaining_timespec(uint64_t deadline_ns, struct __kernel_timespec *ts
 	if (now >= deadline_ns)
 		return -ETIMEDOUT;
 	uint64_t left = deadline_ns - now;
-	ts->tv_sec = (long long)(left / 1000000000u);
-	ts->tv_nsec = (long long)(left % 1000000000u);
+	*ts = sys_timespec_of_ns(left);
 	return 0;
 }
 
