@@ -9,6 +9,7 @@
  * The handler touches only our preallocated ring and the thread's stack, and
  * never libc: errno is untouched because we make raw system calls only. */
 #include "collect/cpu.h"
+#include "collect/collect.h"
 #include "collect/context.h"
 #include "collect/ring.h"
 #include "collect/sample.h"
@@ -301,3 +302,29 @@ void cpu_after_fork_child(void)
 	rt_mutex_reset(&cpu.rng_lock);
 	rt_rng_seed(&cpu.rng);
 }
+
+static void cpu_flush(struct profile *finished)
+{
+	RT_UNUSED(finished);
+	cpu_drain();
+}
+
+/* The rate in effect: the overhead cap may have lowered it. */
+static int64_t cpu_period(const struct sw_config *cfg, enum sw_kind kind)
+{
+	RT_UNUSED(kind);
+	uint32_t hz = cpu_rate();
+	return (int64_t)(RT_NS_PER_SEC / (hz ? hz : cfg->cpu_hz));
+}
+
+const struct collector cpu_collector = {
+	.name = "cpu",
+	.kinds = SW_KIND_BIT(SW_KIND_CPU),
+	.start = cpu_start,
+	.stop = cpu_stop,
+	.after_fork_child = cpu_after_fork_child,
+	.tick = cpu_drain,
+	.each_second = cpu_check_handler,
+	.flush = cpu_flush,
+	.period = cpu_period,
+};

@@ -6,6 +6,7 @@
  * recorder's lock is the only one reached, and only for sampled events.
  */
 #include "collect/lock.h"
+#include "collect/collect.h"
 
 #include <linux/elf.h>
 
@@ -692,3 +693,20 @@ void lock_collector_after_fork_child(void)
 	if (table)
 		rt_memset(table, 0, HELD_SLOTS * sizeof(struct held_slot));
 }
+
+static int64_t lock_period(const struct sw_config *cfg, enum sw_kind kind)
+{
+	RT_UNUSED(cfg);
+	RT_UNUSED(kind);
+	return (int64_t)lock_collector_period();
+}
+
+const struct collector lock_collector = {
+	.name = "lock",
+	.kinds = SW_KIND_BIT(SW_KIND_LOCK),
+	.start = lock_collector_start,
+	.stop = lock_collector_stop,
+	.after_fork_child = lock_collector_after_fork_child,
+	.tick = lock_collector_tick,
+	.period = lock_period,
+};

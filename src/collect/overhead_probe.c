@@ -23,7 +23,7 @@
 #include "collect/cpu.h"
 #include "collect/threads.h"
 #include "collect/wall.h"
-#include "core/thread.h"
+#include "rt/thread.h"
 #include "rt/sys.h"
 
 #define OWN_THREADS_MAX 8

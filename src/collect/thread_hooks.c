@@ -6,7 +6,7 @@
 #include "collect/context.h"
 #include "collect/lock.h"
 #include "collect/threads.h"
-#include "core/thread.h"
+#include "rt/thread.h"
 #include "rt/hooks.h"
 #include "rt/sys.h"
 #include "symbols/symbols.h"

@@ -1,6 +1,6 @@
 /* Thread registry: open table of slots, linear probing on tid. */
 #include "collect/threads.h"
-#include "core/thread.h"
+#include "rt/thread.h"
 #include "rt/host.h"
 #include "rt/sys.h"
 

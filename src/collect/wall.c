@@ -1,10 +1,11 @@
 /* Wall-clock sampling without EINTR (see wall.h for the scheme). */
 #include "collect/wall.h"
+#include "collect/collect.h"
 #include "collect/context.h"
 #include "collect/ring.h"
 #include "collect/sample.h"
 #include "collect/threads.h"
-#include "core/thread.h"
+#include "rt/thread.h"
 #include "rt/sys.h"
 #include "symbols/symbols.h"
 #include "unwind/unwind.h"
@@ -965,3 +966,26 @@ uint32_t wall_rate(void)
 }
 
 int wall_thread_tid(void) { return atomic_load(&wall.running) ? atomic_load(&wall.thread_tid) : 0; }
+
+static void wall_flush(struct profile *finished)
+{
+	RT_UNUSED(finished);
+	wall_drain();
+}
+
+static int64_t wall_period(const struct sw_config *cfg, enum sw_kind kind)
+{
+	RT_UNUSED(kind);
+	return (int64_t)(RT_NS_PER_SEC / cfg->wall_hz);
+}
+
+const struct collector wall_collector = {
+	.name = "wall",
+	.kinds = SW_KIND_BIT(SW_KIND_WALL),
+	.needs_threads = true,
+	.start = wall_start,
+	.stop = wall_stop,
+	.after_fork_child = wall_after_fork_child,
+	.flush = wall_flush,
+	.period = wall_period,
+};

@@ -2,7 +2,6 @@
  * the destructor that flushes at exit, and the public API. */
 #include "core/profiler.h"
 #include "collect/collect.h"
-#include "collect/context.h"
 #include "config/config.h"
 #include "rt/hooks.h"
 #include "rt/host.h"

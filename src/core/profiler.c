@@ -4,11 +4,7 @@
  * the exiting thread within the exit timeout. */
 #include "core/profiler.h"
 #include "collect/collect.h"
-#include "collect/cpu.h"
-#include "collect/exception.h"
-#include "collect/lock.h"
-#include "collect/overhead.h"
-#include "core/thread.h"
+#include "rt/thread.h"
 #include "encode/gzip.h"
 #include "encode/pprof.h"
 #include "export/export.h"
@@ -64,29 +60,6 @@ const char *profiler_runtime_id(void)
 	return atomic_load(&prof.running) ? prof.runtime_id : "";
 }
 
-/* The sampling period a kind's profile declares (pprof period field). */
-static int64_t kind_period(const struct sw_config *cfg, enum sw_kind kind)
-{
-	switch (kind) {
-	case SW_KIND_CPU: {
-		/* The rate in effect: the overhead cap may have lowered it. */
-		uint32_t hz = cpu_rate();
-		return (int64_t)(RT_NS_PER_SEC / (hz ? hz : cfg->cpu_hz));
-	}
-	case SW_KIND_WALL:
-		return (int64_t)(RT_NS_PER_SEC / cfg->wall_hz);
-	case SW_KIND_ALLOC:
-	case SW_KIND_HEAP:
-		return (int64_t)cfg->alloc_sample_bytes;
-	case SW_KIND_LOCK:
-		return (int64_t)lock_collector_period();
-	case SW_KIND_EXCEPTION:
-		return (int64_t)exception_collector_period();
-	default:
-		return 1;
-	}
-}
-
 /* Encodes `mask` of the profile and gzips it into *gz.  0 or -errno. */
 static int encode_compressed(const struct profile *p, uint32_t mask, const struct pprof_opts *o,
 			     struct rt_buf *raw, struct rt_buf *gz)
@@ -113,7 +86,7 @@ static int export_period(bool final, uint64_t deadline_ns)
 	collect_before_export(p);
 	char overhead_line[320];
 	const char *overhead_comment[1] = { overhead_line };
-	(void)overhead_describe(overhead_line, sizeof(overhead_line));
+	(void)collect_describe(overhead_line, sizeof(overhead_line));
 	struct profile_stats st;
 	profile_get_stats(p, &st);
 
@@ -128,7 +101,7 @@ static int export_period(bool final, uint64_t deadline_ns)
 		if (!(cfg->kinds & SW_KIND_BIT(k)))
 			continue;
 		struct pprof_opts o;
-		pprof_opts_for_kind(&o, (enum sw_kind)k, kind_period(cfg, (enum sw_kind)k));
+		pprof_opts_for_kind(&o, (enum sw_kind)k, collect_period(cfg, (enum sw_kind)k));
 		o.comments = overhead_comment;
 		o.n_comments = 1;
 		uint32_t mask = sw_kind_value_mask((enum sw_kind)k);

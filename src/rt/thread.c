@@ -1,5 +1,5 @@
 /* Creating our own threads without layout-dependent libc calls. */
-#include "core/thread.h"
+#include "rt/thread.h"
 #include "rt/hooks.h"
 #include "rt/host.h"
 #include "rt/rt.h"
