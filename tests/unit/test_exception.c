@@ -11,6 +11,7 @@
 #include "collect/sample.h"
 #include "collect/exception.h"
 #include "collect/lock.h"
+#include "symbols/data_symbols.h"
 
 static const char *const handled[] = {
 	"St13runtime_error", "St9bad_alloc", "N3app10ParseErrorE", "N3net2io12TimeoutErrorE",
@@ -205,7 +206,7 @@ static void test_lock_check_unbiased(void)
 
 static void test_lock_names(void)
 {
-	struct lock_symbol_index idx;
+	struct data_symbol_index idx;
 	memset(&idx, 0, sizeof(idx));
 	char out[96];
 	lock_name_format(&idx, 0x1234, out, sizeof(out));
