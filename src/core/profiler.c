@@ -9,7 +9,7 @@
 #include "collect/lock.h"
 #include "collect/overhead.h"
 #include "core/thread.h"
-#include "encode/gzip.h"
+#include "deflate/deflate.h"
 #include "encode/pprof.h"
 #include "export/export.h"
 #include "profile/profile.h"
