@@ -131,33 +131,9 @@ static void init_tables(struct deflate_compressor *s)
 
 /* ---- Huffman code construction ---- */
 
-static void sift_down(uint64_t *a, uint32_t root, uint32_t n)
+static bool key_before(const void *a, const void *b)
 {
-	for (;;) {
-		uint32_t child = 2 * root + 1;
-		if (child >= n)
-			return;
-		if (child + 1 < n && a[child + 1] > a[child])
-			child++;
-		if (a[root] >= a[child])
-			return;
-		uint64_t t = a[root];
-		a[root] = a[child];
-		a[child] = t;
-		root = child;
-	}
-}
-
-static void heap_sort(uint64_t *a, uint32_t n)
-{
-	for (uint32_t i = n / 2; i-- > 0;)
-		sift_down(a, i, n);
-	for (uint32_t end = n; end-- > 1;) {
-		uint64_t t = a[0];
-		a[0] = a[end];
-		a[end] = t;
-		sift_down(a, 0, end);
-	}
+	return *(const uint64_t *)a < *(const uint64_t *)b;
 }
 
 /* Takes the lighter of the next leaf and the next internal node (leaves win
@@ -188,7 +164,7 @@ static void build_lengths(struct huff_work *w, const uint32_t *freq, uint32_t n,
 		lens[sym == 0 ? 1 : 0] = 1;
 		return;
 	}
-	heap_sort(w->keys, used);
+	rt_sort(w->keys, used, sizeof(w->keys[0]), key_before);
 
 	/* Two-queue Huffman: leaves 0..used-1 ascending, internal nodes after. */
 	for (uint32_t i = 0; i < used; i++)
