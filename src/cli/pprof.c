@@ -7,6 +7,7 @@
 
 #include "cli/util.h"
 #include "deflate/deflate.h"
+#include "encode/pb.h"
 
 enum wire_type { WIRE_VARINT = 0, WIRE_I64 = 1, WIRE_LEN = 2, WIRE_I32 = 5 };
 
@@ -680,33 +681,23 @@ struct pp_encoder {
 	int64_t time_nanos;
 };
 
+/* The library's protobuf writer (encode/pb.c) into the CLI's buffers. */
 static void put_varint(struct cli_buf *b, uint64_t v)
 {
-	unsigned char tmp[10];
-	size_t n = 0;
-	while (v >= 0x80) {
-		tmp[n++] = (unsigned char)(v | 0x80);
-		v >>= 7;
-	}
-	tmp[n++] = (unsigned char)v;
-	buf_append(b, tmp, n);
+	uint8_t tmp[10];
+	buf_append(b, tmp, pb_encode_varint(tmp, v));
 }
 
-static void put_key(struct cli_buf *b, unsigned field, unsigned wire)
+static void put_uint_field(struct cli_buf *b, uint32_t field, uint64_t v)
 {
-	put_varint(b, (uint64_t)field << 3 | wire);
+	uint8_t tmp[20];
+	buf_append(b, tmp, pb_encode_uint_field(tmp, field, v));
 }
 
-static void put_uint_field(struct cli_buf *b, unsigned field, uint64_t v)
+static void put_bytes_field(struct cli_buf *b, uint32_t field, const void *data, size_t len)
 {
-	put_key(b, field, WIRE_VARINT);
-	put_varint(b, v);
-}
-
-static void put_bytes_field(struct cli_buf *b, unsigned field, const void *data, size_t len)
-{
-	put_key(b, field, WIRE_LEN);
-	put_varint(b, len);
+	uint8_t tmp[20];
+	buf_append(b, tmp, pb_encode_len_header(tmp, field, len));
 	buf_append(b, data, len);
 }
 
