@@ -22,7 +22,11 @@ VERSION   := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 LIB_DIRS  := rt deflate config core profile encode unwind symbols collect export
 LIB_SRC   := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 SO_ONLY   := src/core/lifecycle.c $(wildcard src/*/*_hooks.c) src/rt/compiler_support.c
-CORE_SRC  := $(filter-out $(SO_ONLY),$(LIB_SRC))
+# Library code compiled against vendored headers (mbedTLS) stays out of
+# libcore.a, so unit tests build without the mbedTLS source; the programs
+# that reach TLS link its object (src/export/module.mk).
+VENDORED_SRC := src/export/tls.c
+CORE_SRC  := $(filter-out $(SO_ONLY) $(VENDORED_SRC),$(LIB_SRC))
 LIB_ASM   := $(wildcard src/*/*.S)
 
 WARN      := -Wall -Wextra -Werror -Wvla -Wshadow -Wpointer-arith -Wstrict-prototypes \
@@ -52,11 +56,14 @@ UNIT_SAN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/san/%,$(UNIT_SRC))
 LIB_EXTRA_OBJ   :=
 UNIT_EXTRA_SRC  :=
 UNIT_EXTRA_LIBS :=
+# Unit tests that need a code generator (protoc-c) or vendored source
+# (mbedTLS): run by `make test`, not by `make check`.
+UNIT_OUTSIDE_CHECK :=
 TEST_PROGRAMS   :=
 BENCHES         :=
 FUZZERS         :=
 
-.PHONY: all lib cli test test-only unit integration lint bench demo fuzz soak deps clean
+.PHONY: all lib cli check test test-only unit integration lint bench demo fuzz soak deps clean
 all: lib cli
 
 -include $(sort $(wildcard src/*/*.mk vendor/*.mk tests/*/*.mk))
@@ -119,8 +126,25 @@ test: deps
 	@STOWAWAY_LINT=1 tests/run.sh
 
 # Run the tests without installing packages or linting (for quick iteration).
-test-only: test-build
+# With T=name, only what the matching tests need is built: just the unit test
+# binaries when T matches no integration script and no fuzz run (names as
+# tests/run.sh prints them: unit/test_x, asan/test_x, integration/x.py,
+# fuzz/short), everything otherwise.
+T ?=
+test_match = $(strip $(if $(T),$(foreach n,$(1),$(if $(findstring $(T),$(n)),$(n))),$(1)))
+TEST_OTHER_NAMES := fuzz/short $(patsubst tests/%,%,$(wildcard tests/integration/*.sh tests/integration/*.py))
+TEST_ONLY_NEEDS := $(if $(call test_match,$(TEST_OTHER_NAMES)),test-build,\
+	$(patsubst unit/%,$(BUILD)/tests/%,$(call test_match,$(patsubst tests/unit/%.c,unit/%,$(UNIT_SRC)))) \
+	$(patsubst asan/%,$(BUILD)/tests/san/%,$(call test_match,$(patsubst tests/unit/%.c,asan/%,$(UNIT_SRC)))))
+test-only: $(TEST_ONLY_NEEDS)
 	@tests/run.sh $(T)
+
+# `make check`: the unit tests, plain and under ASan+UBSan, in about a minute.
+# Needs no network and no tool beyond the compiler and zlib: no mbedTLS, Go
+# or protoc-c (the tests that need those run in `make test`).
+CHECK_NAMES := $(filter-out $(UNIT_OUTSIDE_CHECK),$(patsubst tests/unit/%.c,%,$(UNIT_SRC)))
+check: $(patsubst %,$(BUILD)/tests/%,$(CHECK_NAMES)) $(patsubst %,$(BUILD)/tests/san/%,$(CHECK_NAMES))
+	@tests/run.sh $(patsubst %,unit/%,$(CHECK_NAMES)) $(patsubst %,asan/%,$(CHECK_NAMES))
 
 lint: $(BUILD)/libstowaway.so
 	@tests/lint.sh
