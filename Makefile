@@ -44,7 +44,9 @@ HOST_CFLAGS := -std=gnu11 -O1 -g -Isrc -Itests -DSTOWAWAY_VERSION='"$(VERSION)"'
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
 LIB_OBJ   := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(patsubst src/%.S,$(BUILD)/obj/%.o,$(LIB_ASM))
-CORE_OBJ  := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(CORE_SRC))
+# Test builds (libcore.a, libcore-san.a) use an allocator that can be told
+# to fail (RT_FAULT_INJECTION, see rt.h); the .so and the CLI never do.
+CORE_OBJ  := $(patsubst $(BUILD)/obj/rt/heap.o,$(BUILD)/obj/rt/heap_fault.o,$(patsubst src/%.c,$(BUILD)/obj/%.o,$(CORE_SRC)))
 SAN_OBJ   := $(patsubst src/%.c,$(BUILD)/san/%.o,$(CORE_SRC))
 
 UNIT_SRC  := $(sort $(wildcard tests/unit/test_*.c))
@@ -78,6 +80,11 @@ $(BUILD)/obj/%.o: src/%.c
 $(BUILD)/obj/%.o: src/%.S
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/rt/heap_fault.o: src/rt/heap.c
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) -DRT_FAULT_INJECTION -MMD -MP -c $< -o $@
+$(BUILD)/san/rt/heap.o: LIB_CFLAGS += -DRT_FAULT_INJECTION
 
 $(BUILD)/san/%.o: src/%.c
 	@mkdir -p $(dir $@)
@@ -167,4 +174,4 @@ soak: all $(TEST_PROGRAMS)
 clean:
 	rm -rf $(BUILD) profiles
 
--include $(LIB_OBJ:.o=.d) $(SAN_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(SAN_OBJ:.o=.d) $(BUILD)/obj/rt/heap_fault.d
