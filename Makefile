@@ -53,6 +53,11 @@ UNIT_SRC  := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 UNIT_SAN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/san/%,$(UNIT_SRC))
 
+# Fuzz targets (built by the fragments): one compiler and one set of flags.
+FUZZ_CC     := clang
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -Isrc -Itests -DSTOWAWAY_VERSION='"fuzz"' \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+
 # Extended by fragments.
 # Objects added to the .so only (e.g. vendored mbedTLS built by vendor/*.mk).
 LIB_EXTRA_OBJ   :=
@@ -173,5 +178,12 @@ soak: all $(TEST_PROGRAMS)
 
 clean:
 	rm -rf $(BUILD) profiles
+
+# The sources make builds, one "LIB file..." and one "CLI file..." line
+# (tests/lint.sh lints exactly these).
+print-sources:
+	@echo LIB $(LIB_SRC)
+	@echo CLI $(CLI_SRC)
+.PHONY: print-sources
 
 -include $(LIB_OBJ:.o=.d) $(SAN_OBJ:.o=.d) $(BUILD)/obj/rt/heap_fault.d

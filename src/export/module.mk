@@ -32,21 +32,19 @@ $(patsubst %,$(BUILD)/tests/san/%,$(EXPORT_TLS_TESTS)): $(BUILD)/tests/san/%: te
 # Fuzz targets: parsers of untrusted input (server responses, DNS answers,
 # configuration URLs, /proc/self/cgroup), with the runtime they use.
 EXPORT_FUZZ_RT := $(filter src/rt/%,$(CORE_SRC))
-EXPORT_FUZZ_FLAGS := -std=gnu11 -O1 -g -Isrc -DSTOWAWAY_VERSION='"fuzz"' \
-	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZERS += $(BUILD)/fuzz/fuzz_http_response $(BUILD)/fuzz/fuzz_url \
 	$(BUILD)/fuzz/fuzz_http_dns $(BUILD)/fuzz/fuzz_http_cgroup
 
 $(BUILD)/fuzz/fuzz_http_response: tests/fuzz/fuzz_http_response.c src/export/http_parse.c $(EXPORT_FUZZ_RT)
 	@mkdir -p $(dir $@)
-	clang $(EXPORT_FUZZ_FLAGS) $< src/export/http_parse.c $(EXPORT_FUZZ_RT) -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $< src/export/http_parse.c $(EXPORT_FUZZ_RT) -o $@
 $(BUILD)/fuzz/fuzz_url: tests/fuzz/fuzz_url.c src/export/url.c src/export/ip.c $(EXPORT_FUZZ_RT)
 	@mkdir -p $(dir $@)
-	clang $(EXPORT_FUZZ_FLAGS) $< src/export/url.c src/export/ip.c $(EXPORT_FUZZ_RT) -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $< src/export/url.c src/export/ip.c $(EXPORT_FUZZ_RT) -o $@
 # The DNS parsers alone: no sockets, no URLs.
 $(BUILD)/fuzz/fuzz_http_dns: tests/fuzz/fuzz_http_dns.c src/export/dns.c src/export/ip.c $(EXPORT_FUZZ_RT)
 	@mkdir -p $(dir $@)
-	clang $(EXPORT_FUZZ_FLAGS) $< src/export/dns.c src/export/ip.c $(EXPORT_FUZZ_RT) -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $< src/export/dns.c src/export/ip.c $(EXPORT_FUZZ_RT) -o $@
 $(BUILD)/fuzz/fuzz_http_cgroup: tests/fuzz/fuzz_http_cgroup.c src/export/cgroup.c $(EXPORT_FUZZ_RT)
 	@mkdir -p $(dir $@)
-	clang $(EXPORT_FUZZ_FLAGS) $< src/export/cgroup.c $(EXPORT_FUZZ_RT) -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $< src/export/cgroup.c $(EXPORT_FUZZ_RT) -o $@

@@ -47,5 +47,4 @@ PPROF_FUZZ_SRC := src/profile/profile.c src/profile/htab.c src/encode/pb.c src/e
 	$(filter src/rt/%,$(CORE_SRC))
 $(BUILD)/fuzz/fuzz_pprof_encode: tests/fuzz/fuzz_pprof_encode.c $(PPROF_FUZZ_SRC) $(PROFILE_PB_C) $(PROFILE_PB_H)
 	@mkdir -p $(dir $@)
-	clang -std=gnu11 -g -O1 -Isrc -Itests -I$(PROFILE_PB_DIR) -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=undefined $< $(PPROF_FUZZ_SRC) $(PROFILE_PB_C) -lprotobuf-c -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(PROFILE_PB_DIR) $< $(PPROF_FUZZ_SRC) $(PROFILE_PB_C) -lprotobuf-c -o $@
