@@ -1,4 +1,4 @@
-# Network exporters (#8): test programs, unit-test link rules and fuzzers.
+# Network exporters: test programs, unit-test link rules and fuzzers.
 # The mbedTLS recipe is vendor/mbedtls.mk.
 
 # vendor/mbedtls.mk is included after this file, so name its product here
