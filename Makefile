@@ -167,7 +167,12 @@ deps:
 bench: all $(TEST_PROGRAMS) $(BENCHES)
 	@tests/bench/run.sh
 
-demo: all $(TEST_PROGRAMS)
+# `make demo` works as the first command on a fresh Debian 12 machine: it
+# installs what the demo needs (tests/deps/demo.txt), builds the library, the
+# CLI and the demo workload only, and profiles it.
+demo:
+	@tests/deps.sh demo
+	@$(MAKE) --no-print-directory $(BUILD)/libstowaway.so $(BUILD)/stowaway $(BUILD)/workloads/demo
 	@tests/demo.sh
 
 fuzz: $(FUZZERS)
