@@ -68,17 +68,26 @@ static void report(const char *what, struct outcome once, struct outcome always)
 
 #define REC_SAMPLES 400
 
-static void fill_sample(uint32_t i, uint64_t pcs[8], struct sw_value v[1], struct sw_label l[2],
-			char name[32], struct sw_sample *s)
+/* One sample with its own storage. */
+struct test_sample {
+	uint64_t pcs[8];
+	struct sw_value v[1];
+	struct sw_label l[2];
+	char name[32];
+	struct sw_sample s;
+};
+
+/* Sample i: one of 97 frames at each depth, one of 37 thread names. */
+static void fill_sample(uint32_t i, struct test_sample *t)
 {
 	for (uint32_t d = 0; d < 8; d++)
-		pcs[d] = 0x400000 + (uint64_t)((i * 7 + d * 13) % 97) * 16;
-	v[0] = (struct sw_value){.slot = SW_V_CPU_SAMPLES, .value = 1 + i % 3};
-	snprintf(name, 32, "thread-%u", i % 37);
-	l[0] = (struct sw_label){.key = SW_LABEL_THREAD_NAME, .str = name};
-	l[1] = (struct sw_label){.key = SW_LABEL_THREAD_ID, .num = i % 11};
-	*s = (struct sw_sample){.pcs = pcs, .depth = 1 + i % 8, .values = v, .n_values = 1,
-				.labels = l, .n_labels = 2};
+		t->pcs[d] = 0x400000 + (uint64_t)((i * 7 + d * 13) % 97) * 16;
+	t->v[0] = (struct sw_value){.slot = SW_V_CPU_SAMPLES, .value = 1 + i % 3};
+	snprintf(t->name, sizeof(t->name), "thread-%u", i % 37);
+	t->l[0] = (struct sw_label){.key = SW_LABEL_THREAD_NAME, .str = t->name};
+	t->l[1] = (struct sw_label){.key = SW_LABEL_THREAD_ID, .num = i % 11};
+	t->s = (struct sw_sample){.pcs = t->pcs, .depth = 1 + i % 8, .values = t->v, .n_values = 1,
+				  .labels = t->l, .n_labels = 2};
 }
 
 static int64_t cpu_total(const struct profile *p)
@@ -101,14 +110,10 @@ static int record(void)
 	int64_t want = 0;
 	struct profile *first = NULL;
 	for (uint32_t i = 0; i < REC_SAMPLES; i++) {
-		uint64_t pcs[8];
-		struct sw_value v[1];
-		struct sw_label l[2];
-		char name[32];
-		struct sw_sample s;
-		fill_sample(i, pcs, v, l, name, &s);
-		if (recorder_add(r, &s) != PROFILE_ADD_INVALID)
-			want += v[0].value;
+		struct test_sample t;
+		fill_sample(i, &t);
+		if (recorder_add(r, &t.s) != PROFILE_ADD_INVALID)
+			want += t.v[0].value;
 		if (i == REC_SAMPLES / 2 && !first)
 			first = recorder_swap(r); /* NULL: the active profile keeps recording */
 	}
@@ -157,13 +162,9 @@ static void test_encoder(void)
 	if (!encoder_input)
 		return;
 	for (uint32_t i = 0; i < REC_SAMPLES; i++) {
-		uint64_t pcs[8];
-		struct sw_value v[1];
-		struct sw_label l[2];
-		char name[32];
-		struct sw_sample s;
-		fill_sample(i, pcs, v, l, name, &s);
-		CHECK(profile_add(encoder_input, &s) == PROFILE_ADD_OK);
+		struct test_sample t;
+		fill_sample(i, &t);
+		CHECK(profile_add(encoder_input, &t.s) == PROFILE_ADD_OK);
 	}
 	struct outcome once = fail_each(encode, false);
 	struct outcome always = fail_each(encode, true);
