@@ -1,6 +1,6 @@
 /* Wall-clock sampling without EINTR (see wall.h for the scheme). */
 #include "collect/wall.h"
-#include "collect/collect.h"
+#include "collect/collector.h"
 #include "collect/context.h"
 #include "collect/ring.h"
 #include "collect/sample.h"
@@ -8,7 +8,7 @@
 #include "rt/thread.h"
 #include "rt/sys.h"
 #include "symbols/symbols.h"
-#include "unwind/unwind.h"
+#include "unwind/remote.h"
 
 #define RING_RECORDS 128u
 /* A running request that has not fired after this long (the thread did not
@@ -29,8 +29,6 @@
 #define STOP_WAIT_MS 200
 /* Stack scan for code without unwind tables (musl): words read above sp,
  * and candidate return addresses tried at most. */
-#define SCAN_WORDS 256
-#define SCAN_TRIES 24
 
 /* One running sample as the handler leaves it; pcs has max_frames + 2 slots. */
 struct wall_record {
@@ -296,11 +294,12 @@ static void emit_cached(int slot, struct wall_private *w, uint64_t now)
 	atomic_fetch_add(&wall.cached, 1);
 }
 
-static uint32_t unwind_remote(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t *pcs)
+/* A published stack, with the markers of an empty or cut one. */
+static uint32_t unwind_published(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t *pcs)
 {
 	struct unwind_regs regs = { .pc = pc, .sp = sp, .fp = fp };
-	enum unwind_end end = UNWIND_END_OUTERMOST;
-	uint32_t depth = unwind_stack(&regs, pcs, wall.max_frames, UNWIND_FLAG_REMOTE, &end);
+	enum unwind_end end;
+	uint32_t depth = unwind_remote(&regs, pcs, wall.max_frames, &end);
 	if (depth == 0)
 		pcs[depth++] = SW_PC_UNKNOWN;
 	if (end == UNWIND_END_TRUNCATED)
@@ -369,7 +368,7 @@ static void sample_published(int slot, struct wall_private *w, uint32_t seq, uin
 		emit_cached(slot, w, now);
 		return;
 	}
-	uint32_t depth = unwind_remote(pc, sp, fp, wall.scratch);
+	uint32_t depth = unwind_published(pc, sp, fp, wall.scratch);
 	if (atomic_load(&t->wall_seq) != seq) {
 		atomic_fetch_add(&wall.unstable, 1);
 		return; /* it left the call meanwhile: its time goes to the next sample */
@@ -385,67 +384,14 @@ static void sample_published(int slot, struct wall_private *w, uint32_t seq, uin
 	}
 }
 
-/* For a system call made from code without unwind tables (musl is built
- * without them, and the frame pointer is not in /proc/.../syscall): finds
- * the lowest word above sp that is a return address from which the unwind
- * tables lead to the thread's first frame, and unwinds from there.  The
- * frames in between (inside the C library) are skipped.  0 if none. */
-static uint32_t unwind_by_scan(uint64_t leaf_pc, uint64_t sp, uint64_t *pcs)
-{
-	uint64_t lo, hi;
-	/* A stack newer than the last module refresh is found in /proc/self/maps. */
-	if (!unwind_stack_bounds(sp, &lo, &hi) && !symbols_stack_bounds_of(sp, &lo, &hi))
-		return 0;
-	if (hi <= sp || (sp & 7) != 0)
-		return 0;
-	uint64_t words[SCAN_WORDS] = { 0 };
-	size_t n = (size_t)RT_MIN((hi - sp) / 8, (uint64_t)SCAN_WORDS);
-	if (n < 2 || sys_read_memory((int)sys_getpid(), words, sp, n * 8) != (long)(n * 8))
-		return 0;
-	uint32_t tries = 0;
-	for (size_t i = 1; i < n && tries < SCAN_TRIES; i++) {
-		struct sw_frame_info info;
-		if (words[i] < 0x1000 || !symbols_resolve(NULL, words[i] - 1, &info))
-			continue;
-		tries++;
-		/* In frame-pointer code the caller's saved frame pointer sits
-		 * just below the return address. */
-		struct unwind_regs regs = { .pc = words[i] - 1, .sp = sp + 8 * (i + 1), .fp = words[i - 1] };
-		enum unwind_end end = UNWIND_END_BROKEN;
-		uint32_t depth = unwind_stack(&regs, pcs + 1, wall.max_frames - 1, UNWIND_FLAG_REMOTE, &end);
-		/* Accepted when the tables lead to the first frame, or at least
-		 * two callers up (musl's own outermost frames have no tables). */
-		if ((depth >= 2 && end != UNWIND_END_BROKEN) || depth >= 3) {
-			pcs[0] = leaf_pc;
-			depth++;
-			if (end == UNWIND_END_TRUNCATED)
-				pcs[depth++] = SW_PC_TRUNCATED;
-			return depth;
-		}
-	}
-	return 0;
-}
-
 /* Case 3: blocked in a system call we did not interpose. */
 static void sample_syscall(int slot, struct wall_private *w, const struct wall_syscall_info *si,
 			   uint64_t cpu, uint64_t now)
 {
-	struct unwind_regs regs = { .pc = si->pc, .sp = si->sp, .fp = 0 };
-	enum unwind_end end = UNWIND_END_OUTERMOST;
-	uint32_t depth = unwind_stack(&regs, wall.scratch, wall.max_frames, UNWIND_FLAG_REMOTE, &end);
-	/* One or two frames: the tables (or frame pointers, unknown here)
-	 * ran out at once, as in a C library built without unwind tables. */
-	if (depth <= 2 && end != UNWIND_END_TRUNCATED) {
-		uint64_t first[2] = { wall.scratch[0], wall.scratch[1] };
-		uint32_t scanned = unwind_by_scan(si->pc, si->sp, wall.scratch);
-		if (scanned > 0) {
-			depth = scanned;
-			end = UNWIND_END_OUTERMOST; /* a truncated scan added its marker */
-		} else {
-			wall.scratch[0] = first[0];
-			wall.scratch[1] = first[1];
-		}
-	}
+	enum unwind_end end;
+	/* A stack newer than the last module refresh is found in /proc/self/maps. */
+	uint32_t depth = unwind_remote_syscall(si->pc, si->sp, wall.scratch, wall.max_frames,
+					       symbols_stack_bounds_of, &end);
 	if (depth == 0)
 		wall.scratch[depth++] = SW_PC_UNKNOWN;
 	if (end == UNWIND_END_TRUNCATED)
@@ -721,7 +667,7 @@ static void *wall_main(void *arg)
 
 /* ---- hooks side ---- */
 
-static uint32_t tp_bucket(uint64_t tp) { return (uint32_t)((tp >> 4) * 0x9E3779B97F4A7C15ull >> 51) % TP_BUCKETS; }
+static uint32_t tp_bucket(uint64_t tp) { return (uint32_t)((tp >> 4) * RT_HASH_MUL64 >> 51) % TP_BUCKETS; }
 
 static void tp_bind(int slot, uint64_t tp)
 {

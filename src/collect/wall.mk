@@ -1,4 +1,4 @@
-# Wall profiler (#6): the torture workload (glibc and musl) .
+# Wall profiler: the torture workload (glibc and musl).
 WALL_WL := $(BUILD)/workloads
 WALL_WL_CFLAGS := -O2 -g -Wall -Wextra -Werror
 

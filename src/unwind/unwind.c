@@ -510,6 +510,14 @@ bool unwind_stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi)
 	return found;
 }
 
+bool unwind_is_code(uint64_t pc)
+{
+	atomic_fetch_add(&active_unwinders, 1);
+	bool found = is_code(atomic_load(&current_snapshot), pc);
+	atomic_fetch_sub(&active_unwinders, 1);
+	return found;
+}
+
 void unwind_code_reads_pause(void) { atomic_fetch_add(&code_reads_paused, 1); }
 
 void unwind_code_reads_resume(void) { atomic_fetch_sub(&code_reads_paused, 1); }

@@ -102,6 +102,10 @@ bool unwind_reclaim(void);
  * the current snapshot (for the lead's per-thread registration).  [signal-safe] */
 bool unwind_stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi);
 
+/* True if pc lies in an executable mapping of the current snapshot.
+ * [signal-safe] */
+bool unwind_is_code(uint64_t pc);
+
 /* Around a dlclose (or anything that unmaps code): while paused, the
  * unwinder reads no code bytes, so a range about to disappear is never read.
  * Resume after the refresh that follows.  Nestable.  [signal-safe] */

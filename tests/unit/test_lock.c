@@ -11,6 +11,7 @@
 #include "collect/alloc.h"
 #include "collect/lock.h"
 #include "collect/sample.h"
+#include "symbols/data_symbols.h"
 
 static void test_lock_decision_rate(void)
 {
@@ -149,7 +150,7 @@ static void test_lock_check_unbiased(void)
 
 static void test_lock_names(void)
 {
-	struct lock_symbol_index idx;
+	struct data_symbol_index idx;
 	memset(&idx, 0, sizeof(idx));
 	char out[96];
 	lock_name_format(&idx, 0x1234, out, sizeof(out));
