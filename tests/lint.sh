@@ -5,8 +5,10 @@
 set -u
 cd "$(dirname "$0")/.."
 fail=0
-lib_src=$(ls src/{rt,config,core,profile,encode,unwind,symbols,collect,export}/*.c 2>/dev/null)
-cli_src=$(ls src/cli/*.c 2>/dev/null)
+# Every source the Makefile builds, as it lists them.
+sources=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory print-sources)
+lib_src=$(echo "$sources" | sed -n 's/^LIB //p')
+cli_src=$(echo "$sources" | sed -n 's/^CLI //p')
 mkdir -p build/lint
 
 # 1. Library code includes no libc header: only our headers, compiler

@@ -4,8 +4,8 @@
  * the exiting thread within the exit timeout. */
 #include "core/profiler.h"
 #include "collect/collect.h"
+#include "deflate/deflate.h"
 #include "rt/thread.h"
-#include "encode/gzip.h"
 #include "encode/pprof.h"
 #include "export/export.h"
 #include "profile/profile.h"
