@@ -229,42 +229,21 @@ static struct profile *convert(const struct profile *p, const struct pyro_part *
 	return d;
 }
 
-/* Heap sort of sample indices by descending weight (bounded, no recursion). */
-static void sift(uint32_t *idx, const int64_t *w, uint32_t start, uint32_t n)
-{
-	uint32_t root = start;
-	for (uint32_t guard = 0; guard < 64; guard++) {
-		uint32_t child = 2 * root + 1;
-		if (child >= n)
-			return;
-		/* min-heap on weight: the root is the smallest, moved to the end */
-		if (child + 1 < n && w[idx[child + 1]] < w[idx[child]])
-			child++;
-		if (w[idx[root]] <= w[idx[child]])
-			return;
-		uint32_t t = idx[root];
-		idx[root] = idx[child];
-		idx[child] = t;
-		root = child;
-	}
-}
+/* A sample of the merged profile and what it weighs (its main value). */
+struct ranked {
+	int64_t weight;
+	uint32_t index;
+};
 
-static void sort_desc(uint32_t *idx, const int64_t *w, uint32_t n)
+static bool heavier(const void *a, const void *b)
 {
-	for (uint32_t i = n / 2; i-- > 0;)
-		sift(idx, w, i, n);
-	for (uint32_t end = n; end > 1; end--) {
-		uint32_t t = idx[0];
-		idx[0] = idx[end - 1];
-		idx[end - 1] = t;
-		sift(idx, w, 0, end - 1);
-	}
+	return ((const struct ranked *)a)->weight > ((const struct ranked *)b)->weight;
 }
 
 /* The `keep` heaviest samples of d as they are, the others merged into one
  * "[trimmed]" sample without labels. */
 static struct profile *trim(const struct profile *d, const struct pyro_part *part,
-			    const uint32_t *order, uint32_t keep, struct scratch *sc)
+			    const struct ranked *order, uint32_t keep, struct scratch *sc)
 {
 	struct profile_stats st;
 	profile_get_stats(d, &st);
@@ -277,7 +256,7 @@ static struct profile *trim(const struct profile *d, const struct pyro_part *par
 	static const uint64_t trimmed_pc[1] = {SW_PC_TRIMMED};
 	struct profile_sample_view v;
 	for (uint32_t r = 0; r < n; r++) {
-		if (!profile_sample_get(d, order[r], &v))
+		if (!profile_sample_get(d, order[r].index, &v))
 			break;
 		struct sw_value vals[2];
 		uint32_t nv = 0;
@@ -326,8 +305,7 @@ static int encode_part(const struct profile *p, const struct pyro_part *part,
 		return 0;
 	}
 	uint32_t mask = slot_mask_of(part);
-	uint32_t *order = NULL;
-	int64_t *weight = NULL;
+	struct ranked *order = NULL;
 	uint32_t keep = n;
 	int rc = -EMSGSIZE;
 	for (int round = 0; round < TRIM_ROUNDS; round++) {
@@ -337,18 +315,17 @@ static int encode_part(const struct profile *p, const struct pyro_part *part,
 		if (keep < n) {
 			if (!order) {
 				order = rt_malloc(n * sizeof(*order));
-				weight = rt_malloc(n * sizeof(*weight));
-				if (!order || !weight) {
+				if (!order) {
 					rc = -ENOMEM;
 					break;
 				}
 				struct profile_sample_view v;
 				enum sw_value_slot main = part->slots[part->n_slots - 1];
 				for (uint32_t i = 0; i < n; i++) {
-					order[i] = i;
-					weight[i] = profile_sample_get(d, i, &v) ? v.values[main] : 0;
+					order[i].index = i;
+					order[i].weight = profile_sample_get(d, i, &v) ? v.values[main] : 0;
 				}
-				sort_desc(order, weight, n);
+				rt_sort(order, n, sizeof(*order), heavier);
 			}
 			t = trim(d, part, order, keep, sc);
 			if (!t) {
@@ -374,7 +351,6 @@ static int encode_part(const struct profile *p, const struct pyro_part *part,
 			break;
 	}
 	rt_free(order);
-	rt_free(weight);
 	profile_release(d);
 	if (rc == 1 && out->trimmed)
 		rt_log_once(RT_LOG_WARN,
