@@ -7,6 +7,7 @@
 #include "collect/cpu.h"
 #include "collect/exception.h"
 #include "collect/lock.h"
+#include "collect/memguard.h"
 #include "collect/overhead.h"
 #include "core/thread.h"
 #include "encode/gzip.h"
@@ -100,8 +101,10 @@ static int encode_compressed(const struct profile *p, uint32_t mask, const struc
 	return gz_compress(raw->data, raw->len, GZ_LEVEL_DEFAULT, gz);
 }
 
-/* Ends the current period and exports it.  Caller holds export_lock. */
-static int export_period(bool final, uint64_t deadline_ns)
+/* Ends the current period and exports it; `trigger` (or NULL) is the
+ * memory threshold that asked for this export out of period.  Caller holds
+ * export_lock. */
+static int export_period(bool final, uint64_t deadline_ns, const struct memguard_trigger *trigger)
 {
 	const struct sw_config *cfg = prof.cfg;
 	struct profile *p = recorder_swap(prof.rec);
@@ -111,9 +114,18 @@ static int export_period(bool final, uint64_t deadline_ns)
 		return -ENOMEM;
 	}
 	collect_before_export(p);
-	char overhead_line[320];
-	const char *overhead_comment[1] = { overhead_line };
+	char overhead_line[320], trigger_line[MEMGUARD_PATH_MAX + 200];
+	char oom_line[MEMGUARD_PATH_MAX + 120], trigger_tags[256];
+	const char *comments[3] = { overhead_line };
+	uint32_t n_comments = 1;
 	(void)overhead_describe(overhead_line, sizeof(overhead_line));
+	if (trigger) {
+		memguard_describe(trigger, trigger_line, sizeof(trigger_line));
+		memguard_tags(trigger, trigger_tags, sizeof(trigger_tags));
+		comments[n_comments++] = trigger_line;
+	}
+	if (memguard_take_oom_note(oom_line, sizeof(oom_line)))
+		comments[n_comments++] = oom_line;
 	struct profile_stats st;
 	profile_get_stats(p, &st);
 
@@ -129,8 +141,8 @@ static int export_period(bool final, uint64_t deadline_ns)
 			continue;
 		struct pprof_opts o;
 		pprof_opts_for_kind(&o, (enum sw_kind)k, kind_period(cfg, (enum sw_kind)k));
-		o.comments = overhead_comment;
-		o.n_comments = 1;
+		o.comments = comments;
+		o.n_comments = n_comments;
 		uint32_t mask = sw_kind_value_mask((enum sw_kind)k);
 		all_slots |= mask;
 		int r = encode_compressed(p, mask, &o, &raw, &gz[n_items]);
@@ -162,6 +174,7 @@ static int export_period(bool final, uint64_t deadline_ns)
 		.combined_gz = combined.data,
 		.combined_len = combined.len,
 		.final = final,
+		.tags = trigger ? trigger_tags : NULL,
 	};
 	for (int i = 0; i < prof.n_exporters; i++) {
 		int r = prof.exporters[i]->export_batch(prof.exporters[i], &batch, deadline_ns);
@@ -195,19 +208,45 @@ static bool wait_until(uint64_t deadline_ns)
 	return !atomic_load(&prof.stop_requested);
 }
 
+/* Exports at once when the memory guard reports a threshold crossed: files
+ * first (the file exporter is first in the list), then uploads. */
+static void export_for_memory(const struct memguard_trigger *t, uint64_t period_ns)
+{
+	char line[MEMGUARD_PATH_MAX + 200];
+	memguard_describe(t, line, sizeof(line));
+	rt_info("%s: exporting the live heap now", line);
+	rt_mutex_lock(&prof.export_lock);
+	if (!atomic_load(&prof.stop_requested))
+		(void)export_period(false, rt_monotonic_ns() + period_ns, t);
+	rt_mutex_unlock(&prof.export_lock);
+}
+
 static void *scheduler_main(void *arg)
 {
 	RT_UNUSED(arg);
 	(void)sys_prctl(15 /* PR_SET_NAME */, (long)"stowaway-sched", 0, 0, 0);
 	uint64_t period_ns = (uint64_t)prof.cfg->upload_period_s * 1000000000ull;
 	uint64_t next = rt_monotonic_ns() + period_ns;
-	while (wait_until(next)) {
+	/* The memory guard is polled from this thread between periods. */
+	uint64_t next_poll = memguard_start(prof.cfg) ? rt_monotonic_ns() : UINT64_MAX;
+	while (wait_until(RT_MIN(next, next_poll))) {
+		uint64_t now = rt_monotonic_ns();
+		if (now >= next_poll) {
+			struct memguard_trigger t;
+			next_poll = memguard_poll(now, &t);
+			if (t.fired)
+				export_for_memory(&t, period_ns);
+		}
+		now = rt_monotonic_ns();
+		if (now < next)
+			continue;
 		rt_mutex_lock(&prof.export_lock);
 		if (!atomic_load(&prof.stop_requested))
-			(void)export_period(false, rt_monotonic_ns() + period_ns);
+			(void)export_period(false, rt_monotonic_ns() + period_ns, NULL);
 		rt_mutex_unlock(&prof.export_lock);
+		memguard_period_begin();
 		next += period_ns;
-		uint64_t now = rt_monotonic_ns();
+		now = rt_monotonic_ns();
 		if (next < now) /* an export overran: skip the missed ticks */
 			next = now + period_ns;
 	}
@@ -251,6 +290,7 @@ static void fork_child(void)
 	symbols_after_fork_child();
 	create_exporters(prof.cfg);
 	atomic_store(&prof.stop_requested, 0);
+	memguard_after_fork_child();
 	collect_after_fork_child();
 	int r = thread_spawn(scheduler_main, NULL);
 	if (r < 0)
@@ -331,7 +371,7 @@ int profiler_stop(bool final_flush)
 			"exit timeout (%u ms)", cfg->exit_timeout_ms);
 		return -ETIMEDOUT;
 	}
-	int r = export_period(true, deadline);
+	int r = export_period(true, deadline, NULL);
 	rt_mutex_unlock(&prof.export_lock);
 	return r;
 }
@@ -344,7 +384,7 @@ int profiler_flush(void)
 	uint64_t deadline = rt_monotonic_ns() + timeout;
 	if (!lock_before(deadline))
 		return -ETIMEDOUT;
-	int r = export_period(false, deadline);
+	int r = export_period(false, deadline, NULL);
 	rt_mutex_unlock(&prof.export_lock);
 	return r;
 }

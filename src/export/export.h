@@ -33,6 +33,9 @@ struct sw_export_batch {
 	const uint8_t *combined_gz;
 	size_t combined_len;
 	bool final;         /* the flush at process exit */
+	/* Tags of an out-of-period export ("k:v,k:v", e.g. a memory trigger),
+	 * added to the backend's tags; NULL for a periodic export. */
+	const char *tags;
 };
 
 struct sw_exporter {
