@@ -365,12 +365,11 @@ void memguard_step(struct memguard_state *s, uint64_t usage, struct memguard_tri
 		if (!s->fired_period[i] && (never || new_high)) {
 			s->fired_period[i] = true;
 			s->dropped[i] = false;
-			s->peak[i] = usage;
 			t->fired = true;
 			t->threshold_ppm = s->thresholds_ppm[i];
-		} else if (!s->dropped[i] && usage > s->peak[i]) {
-			s->peak[i] = usage; /* the same excursion climbs on */
 		}
+		if (usage > s->peak[i])
+			s->peak[i] = usage; /* every reading above it, exported or held back */
 	}
 }
 

@@ -17,9 +17,10 @@
  *
  * Thresholds (memguard_step): a threshold fires when usage reaches it, at
  * most once per upload period.  After it fired it fires again only after
- * usage dropped below it and then rose above the highest usage seen when it
- * last fired (a new high-water mark), so usage hovering around a threshold
- * costs one export, not one per period.
+ * usage dropped below it and then rose above the highest usage ever seen
+ * above it (a new high-water mark), so usage hovering around a threshold
+ * costs one export, not one per period.  A new high held back by the
+ * once-per-period rule fires in a later period if usage is higher still.
  */
 #ifndef STOWAWAY_COLLECT_MEMGUARD_H
 #define STOWAWAY_COLLECT_MEMGUARD_H
@@ -97,7 +98,7 @@ struct memguard_state {
 	uint32_t thresholds_ppm[SW_MEMORY_THRESHOLDS_MAX]; /* ascending */
 	unsigned n;
 	uint64_t limit;
-	uint64_t peak[SW_MEMORY_THRESHOLDS_MAX];   /* highest usage since it last fired; 0: never */
+	uint64_t peak[SW_MEMORY_THRESHOLDS_MAX];   /* highest usage seen above it; 0: never fired */
 	bool dropped[SW_MEMORY_THRESHOLDS_MAX];    /* usage went below it since it fired */
 	bool fired_period[SW_MEMORY_THRESHOLDS_MAX];
 };

@@ -9,3 +9,11 @@ $(MG_WL)/memleak: tests/workloads/memleak.c
 $(MG_WL)/memleak-musl: tests/workloads/memleak.c
 	@mkdir -p $(dir $@)
 	$(MUSL_CC) -O2 -g -Wall -Wextra -Werror $< -o $@
+
+# Fuzz target of the guard's /proc and cgroup parsers and its settings.
+FUZZERS += $(BUILD)/fuzz/fuzz_memguard
+MEMGUARD_FUZZ_SRC := src/collect/memguard.c src/config/config.c $(filter src/rt/%,$(CORE_SRC))
+$(BUILD)/fuzz/fuzz_memguard: tests/fuzz/fuzz_memguard.c $(MEMGUARD_FUZZ_SRC)
+	@mkdir -p $(dir $@)
+	clang -std=gnu11 -g -O1 -Isrc -Itests -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined $< $(MEMGUARD_FUZZ_SRC) -o $@
