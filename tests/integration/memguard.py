@@ -15,12 +15,17 @@ memory controller for:
   - a sibling's OOM kill in the cgroup is logged once and written in a
     profile's comments."""
 import glob
+import json
 import os
 import re
 import subprocess
 import tempfile
 import time
+import sys
 from checks import check, check_terse, finish
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import export_common as ec  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
@@ -141,11 +146,29 @@ def triggered_heaps(out):
     return found
 
 
-def test_leak(cg, exe, label):
+def agent_trigger_tags(recorder):
+    """tags_profiler of every upload the fake agent received that has trigger:memory."""
+    found = []
+    for req in recorder.requests:
+        parts, _ = ec.parse_multipart(ec.header(req, "Content-Type"), req["body"])
+        for part in parts or []:
+            if part["name"] == "event":
+                tags = json.loads(part["data"]).get("tags_profiler", "")
+                if "trigger:memory" in tags.split(","):
+                    found.append(tags)
+    return found
+
+
+def test_leak(cg, exe, label, agent=False):
     with tempfile.TemporaryDirectory() as out:
         kills_before = cg.oom_kills()
+        extra, recorder, server = {}, None, None
+        if agent:
+            recorder = ec.Recorder()
+            server, port = ec.start_tcp(recorder)
+            extra["DD_TRACE_AGENT_URL"] = f"http://127.0.0.1:{port}"
         start = time.monotonic()
-        proc = subprocess.run([exe, "leak", "50"], env=env_for(out), preexec_fn=cg.enter(),
+        proc = subprocess.run([exe, "leak", "50"], env=env_for(out, **extra), preexec_fn=cg.enter(),
                               capture_output=True, text=True, timeout=120)
         took = time.monotonic() - start
         kills = cg.oom_kills() - kills_before
@@ -155,6 +178,14 @@ def test_leak(cg, exe, label):
         thresholds = [re.search(r"crossed ([0-9.]+)%", t).group(1) for _, t in heaps]
         check(f"{label}: memory-triggered heap profiles on disk before the kill", len(heaps) >= 1,
               f"thresholds {thresholds}; log: {proc.stderr[-400:] if not heaps else ''}")
+        if agent:
+            ec.stop(server, recorder)
+            tags = agent_trigger_tags(recorder)
+            want = ("memory_threshold_pct:", "memory_usage_bytes:", "memory_limit_bytes:201326592")
+            check(f"{label}: uploads to the agent carry trigger:memory and usage/limit tags",
+                  len(tags) >= 1 and all(w in tags[-1] for w in want),
+                  f"{len(tags)} of {len(recorder.requests)} uploads; last: "
+                  f"{tags[-1][-160:] if tags else ''}")
         if not heaps:
             return
         newest = heaps[-1][0]
@@ -210,11 +241,17 @@ def test_sibling_oom(cg, label):
                                    env=env_for(out, DD_PROFILING_UPLOAD_PERIOD="1"),
                                    preexec_fn=cg.enter(), stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True)
-        time.sleep(0.5)
+        # the leaker starts once the watcher has read the cgroup's counters
+        early = []
+        for line in watcher.stderr:
+            early.append(line)
+            if "memory guard: watching" in line:
+                break
         plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
         leaker = subprocess.run([os.path.join(WL, "memleak"), "leak", "100"], env=plain,
                                 preexec_fn=cg.enter(), capture_output=True, timeout=60)
         _, err = watcher.communicate(timeout=60)
+        err = "".join(early) + err
         noted = [p for p in glob.glob(os.path.join(out, "*.heap.*.pb.gz"))
                  if "OOM kill(s)" in comments(p)]
         check(f"{label}: a sibling's OOM kill is logged once and noted in a profile",
@@ -240,7 +277,7 @@ def main():
         try:
             for exe, libc in (("memleak", "glibc"), ("memleak-musl", "musl")):
                 start = time.monotonic()
-                test_leak(cg, os.path.join(WL, exe), f"{version} {libc}")
+                test_leak(cg, os.path.join(WL, exe), f"{version} {libc}", agent=libc == "glibc")
                 print(f"note: {version} {libc} leak took {time.monotonic() - start:.1f} s")
             test_under(cg, os.path.join(WL, "memleak"), f"{version} glibc")
             test_crossings(cg, os.path.join(WL, "memleak"), f"{version} glibc")
