@@ -213,6 +213,25 @@ def test_under(cg, exe, label):
               f"exit {proc.returncode}, {len(files)} files, {len(heaps)} triggered")
 
 
+def test_settings(cg, exe, label):
+    with tempfile.TemporaryDirectory() as out:
+        proc = subprocess.run([exe, "saw", "40", "164", "300"],
+                              env=env_for(out, STOWAWAY_MEMORY_GUARD="false"),
+                              preexec_fn=cg.enter(), capture_output=True, text=True, timeout=60)
+        heaps = triggered_heaps(out)
+        check(f"{label}: STOWAWAY_MEMORY_GUARD=false exports nothing at 85%",
+              proc.returncode == 0 and not heaps and "memory guard" not in proc.stderr,
+              f"exit {proc.returncode}, {len(heaps)} triggered")
+    with tempfile.TemporaryDirectory() as out:
+        proc = subprocess.run([exe, "hold", "110", "1"],
+                              env=env_for(out, STOWAWAY_MEMORY_THRESHOLDS="50"),
+                              preexec_fn=cg.enter(), capture_output=True, text=True, timeout=60)
+        heaps = triggered_heaps(out)
+        check(f"{label}: STOWAWAY_MEMORY_THRESHOLDS=50 exports once at 57%",
+              proc.returncode == 0 and len(heaps) == 1 and "crossed 50.00%" in heaps[0][1],
+              f"exit {proc.returncode}, {len(heaps)} triggered")
+
+
 def test_crossings(cg, exe, label):
     # 80% of 192 MiB is 153.6 MiB, 90% 172.8: peaks of 156..164 MiB of heap
     # (plus the process's few MiB) cross 80% five times and never reach 90%.
@@ -281,6 +300,7 @@ def main():
                 print(f"note: {version} {libc} leak took {time.monotonic() - start:.1f} s")
             test_under(cg, os.path.join(WL, "memleak"), f"{version} glibc")
             test_crossings(cg, os.path.join(WL, "memleak"), f"{version} glibc")
+            test_settings(cg, os.path.join(WL, "memleak"), f"{version} glibc")
             test_sibling_oom(cg, f"{version} glibc")
         finally:
             cg.close()
