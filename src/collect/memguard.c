@@ -476,6 +476,7 @@ bool memguard_start(const struct sw_config *cfg)
 		return false;
 	char *cg = rt_malloc(PROC_TEXT_MAX), *mi = rt_malloc(PROC_TEXT_MAX);
 	struct memguard_limit lim;
+	rt_memset(&lim, 0, sizeof(lim));
 	bool found = false;
 	if (cg && mi) {
 		long cl = rt_read_file("/proc/self/cgroup", cg, PROC_TEXT_MAX);
