@@ -117,6 +117,21 @@ static bool copy_unescaped(const char *s, size_t n, char *out, size_t cap)
 	return true;
 }
 
+/* The next space-separated word of line[*at..len); false at the end. */
+static bool next_word(const char *line, size_t len, size_t *at, const char **word, size_t *wlen)
+{
+	size_t i = *at;
+	while (i < len && line[i] == ' ')
+		i++;
+	size_t s = i;
+	while (i < len && line[i] != ' ')
+		i++;
+	*at = i;
+	*word = line + s;
+	*wlen = i - s;
+	return i > s;
+}
+
 bool memguard_parse_mount(const char *text, size_t n, bool v2, char *root, size_t root_cap,
 			  char *mount, size_t mount_cap)
 {
@@ -125,31 +140,17 @@ bool memguard_parse_mount(const char *text, size_t n, bool v2, char *root, size_
 	while (next_line(text, n, &pos, &line, &len)) {
 		/* id parent major:minor root mountpoint options [optional...] - fstype source super */
 		const char *f[6];
-		size_t fl[6], nf = 0, i = 0;
-		while (nf < 6 && i < len) {
-			while (i < len && line[i] == ' ')
-				i++;
-			size_t s = i;
-			while (i < len && line[i] != ' ')
-				i++;
-			if (i > s) {
-				f[nf] = line + s;
-				fl[nf] = i - s;
-				nf++;
-			}
-		}
+		size_t fl[6], nf = 0, at = 0;
+		while (nf < 6 && next_word(line, len, &at, &f[nf], &fl[nf]))
+			nf++;
 		if (nf < 6)
 			continue;
 		/* the separator " - " after the optional fields */
-		size_t sep = i;
 		bool found = false;
-		for (size_t guard = 0; guard < 64 && sep < len; guard++) {
-			while (sep < len && line[sep] == ' ')
-				sep++;
-			size_t s = sep;
-			while (sep < len && line[sep] != ' ')
-				sep++;
-			if (sep - s == 1 && line[s] == '-') {
+		const char *w;
+		size_t wl;
+		for (size_t guard = 0; guard < 64 && next_word(line, len, &at, &w, &wl); guard++) {
+			if (wl == 1 && w[0] == '-') {
 				found = true;
 				break;
 			}
@@ -158,19 +159,8 @@ bool memguard_parse_mount(const char *text, size_t n, bool v2, char *root, size_
 			continue;
 		const char *g[3];
 		size_t gl[3], ng = 0;
-		size_t j = sep;
-		while (ng < 3 && j < len) {
-			while (j < len && line[j] == ' ')
-				j++;
-			size_t s = j;
-			while (j < len && line[j] != ' ')
-				j++;
-			if (j > s) {
-				g[ng] = line + s;
-				gl[ng] = j - s;
-				ng++;
-			}
-		}
+		while (ng < 3 && next_word(line, len, &at, &g[ng], &gl[ng]))
+			ng++;
 		if (ng < 1)
 			continue;
 		bool match;
