@@ -363,6 +363,13 @@ void memguard_step(struct memguard_state *s, uint64_t usage, struct memguard_tri
 	}
 }
 
+void memguard_prime(struct memguard_state *s, uint64_t usage)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (usage >= threshold_bytes(s, i) && usage > s->peak[i])
+			s->peak[i] = usage;
+}
+
 void memguard_new_period(struct memguard_state *s)
 {
 	for (unsigned i = 0; i < s->n; i++)
@@ -538,7 +545,10 @@ uint64_t memguard_poll(uint64_t now_ns, struct memguard_trigger *t)
 		}
 		return now_ns + 1000000000ull;
 	}
-	memguard_step(&mg.st, usage, t);
+	if (mg.prev_ns == 0)
+		memguard_prime(&mg.st, usage); /* levels reached before we watched: no crossing */
+	else
+		memguard_step(&mg.st, usage, t);
 	if (mg.oom_fd >= 0 && (t->fired || now_ns >= mg.next_oom_check_ns)) {
 		uint64_t kills;
 		if (read_oom_kills(&kills)) {

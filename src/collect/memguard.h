@@ -107,6 +107,11 @@ void memguard_state_init(struct memguard_state *s, const uint32_t *thresholds_pp
 			 uint64_t limit);
 /* One usage reading; fills *t (t->fired false when nothing fires). */
 void memguard_step(struct memguard_state *s, uint64_t usage, struct memguard_trigger *t);
+/* The first reading (at start, or in a fork child): thresholds already
+ * exceeded count as crossed at that level, so a process started in a nearly
+ * full cgroup exports nothing until usage drops and then climbs above it,
+ * or reaches a higher threshold. */
+void memguard_prime(struct memguard_state *s, uint64_t usage);
 /* A new upload period: each threshold may fire once more. */
 void memguard_new_period(struct memguard_state *s);
 /* Nanoseconds until the next reading: 250 ms far from the next threshold,

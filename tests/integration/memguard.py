@@ -9,7 +9,8 @@ memory controller for:
     memory-trigger comment in which the leaking function holds >= 60% of the
     limit, judged by `go tool pprof`; `stowaway report DIR` names the newest
     memory-triggered profile;
-  - a process staying at half the limit writes no memory-triggered profile;
+  - a process staying at half the limit writes no memory-triggered profile,
+    nor one started when a sibling already holds 85% of the limit;
   - usage crossing 80% five times within one period exports once; with a
     1 s period, each new high after a drop (in a new period) exports again;
   - a sibling's OOM kill in the cgroup is logged once and written in a
@@ -232,6 +233,22 @@ def test_settings(cg, exe, label):
               f"exit {proc.returncode}, {len(heaps)} triggered")
 
 
+def test_started_full(cg, exe, label):
+    """A process started in a cgroup already past 80% (a sibling holds it) has
+    crossed nothing: it exports nothing at start."""
+    plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    holder = subprocess.Popen([exe, "hold", "160", "3"], env=plain, preexec_fn=cg.enter(),
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    holder.stdout.readline()  # "holding 160 MiB"
+    with tempfile.TemporaryDirectory() as out:
+        proc = subprocess.run([exe, "hold", "2", "1"], env=env_for(out), preexec_fn=cg.enter(),
+                              capture_output=True, text=True, timeout=60)
+        heaps = triggered_heaps(out)
+        check(f"{label}: started in a cgroup already at 85%, nothing is exported at start",
+              proc.returncode == 0 and not heaps, f"exit {proc.returncode}, {len(heaps)} triggered")
+    holder.wait(timeout=30)
+
+
 def test_crossings(cg, exe, label):
     # 80% of 192 MiB is 153.6 MiB, 90% 172.8: peaks of 156..164 MiB of heap
     # (plus the process's few MiB) cross 80% five times and never reach 90%.
@@ -301,6 +318,7 @@ def main():
             test_under(cg, os.path.join(WL, "memleak"), f"{version} glibc")
             test_crossings(cg, os.path.join(WL, "memleak"), f"{version} glibc")
             test_settings(cg, os.path.join(WL, "memleak"), f"{version} glibc")
+            test_started_full(cg, os.path.join(WL, "memleak"), f"{version} glibc")
             test_sibling_oom(cg, f"{version} glibc")
         finally:
             cg.close()

@@ -270,6 +270,25 @@ static void test_thresholds_hover_and_jump(void)
 	CHECK(t.fired && t.threshold_ppm == 800000);
 }
 
+static void test_prime(void)
+{
+	struct memguard_state s;
+	struct memguard_trigger t;
+	memguard_state_init(&s, defaults, 3, 1000);
+	memguard_prime(&s, 850); /* started in a cgroup already at 85% */
+	memguard_step(&s, 860, &t);
+	CHECK(!t.fired);
+	memguard_step(&s, 905, &t);
+	CHECK(t.fired && t.threshold_ppm == 900000);
+	memguard_step(&s, 700, &t);
+	memguard_step(&s, 880, &t);
+	CHECK(!t.fired); /* 80%: below the 905 seen above it */
+	memguard_new_period(&s);
+	memguard_step(&s, 700, &t);
+	memguard_step(&s, 910, &t);
+	CHECK(t.fired && t.threshold_ppm == 900000);
+}
+
 static void test_interval(void)
 {
 	struct memguard_state s;
@@ -324,6 +343,7 @@ int main(void)
 	RUN(test_locate_none);
 	RUN(test_thresholds_fire_once_per_period);
 	RUN(test_thresholds_hover_and_jump);
+	RUN(test_prime);
 	RUN(test_interval);
 	RUN(test_settings);
 	return CHECK_DONE();
