@@ -10,8 +10,8 @@
 /* v1 reports "no limit" as PAGE_COUNTER_MAX pages in bytes (just under 2^63). */
 #define V1_NO_LIMIT (1ull << 62)
 #define POLL_SLOW_NS 250000000ull
-#define POLL_NEAR_NS 50000000ull
-#define POLL_CLOSE_NS 20000000ull
+#define POLL_NEAR_NS 100000000ull
+#define POLL_CLOSE_NS 50000000ull
 #define POLL_MIN_NS 10000000ull
 #define OOM_CHECK_NS 1000000000ull
 

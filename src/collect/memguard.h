@@ -114,9 +114,10 @@ void memguard_step(struct memguard_state *s, uint64_t usage, struct memguard_tri
 void memguard_prime(struct memguard_state *s, uint64_t usage);
 /* A new upload period: each threshold may fire once more. */
 void memguard_new_period(struct memguard_state *s);
-/* Nanoseconds until the next reading: 250 ms far from the next threshold,
- * down to 10 ms as it nears (by distance and by the growth since the
- * previous reading, taken dt_ns earlier). */
+/* Nanoseconds until the next reading: 250 ms while the next threshold is
+ * more than 10% of the limit away, 100 ms within 10%, 50 ms within 5%; and
+ * at most a quarter of the time the growth since the previous reading
+ * (taken dt_ns earlier) would take to reach it, down to 10 ms. */
 uint64_t memguard_interval_ns(const struct memguard_state *s, uint64_t usage, uint64_t prev_usage,
 			      uint64_t dt_ns);
 

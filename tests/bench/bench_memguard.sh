@@ -2,7 +2,7 @@
 # Memory guard cost: CPU time of the scheduler thread (which polls the
 # cgroup's usage file) over a few seconds while the process holds memory
 # far from the limit (10%: a poll every 250 ms) and near it (85%, past the
-# 80% threshold: polls every 20 ms), against the same thread with
+# 80% threshold, 5% below the next: polls every 50 ms), against the same thread with
 # STOWAWAY_MEMORY_GUARD=false in the same run.  Needs root (it makes a
 # 192 MiB cgroup, v2 or v1) and build/workloads/memleak.
 set -u

@@ -294,8 +294,8 @@ static void test_interval(void)
 	struct memguard_state s;
 	memguard_state_init(&s, defaults, 3, 1000 * MIB);
 	CHECK_EQ_U64(memguard_interval_ns(&s, 100 * MIB, 100 * MIB, 250000000), 250000000);
-	CHECK_EQ_U64(memguard_interval_ns(&s, 730 * MIB, 730 * MIB, 250000000), 50000000);
-	CHECK_EQ_U64(memguard_interval_ns(&s, 780 * MIB, 780 * MIB, 250000000), 20000000);
+	CHECK_EQ_U64(memguard_interval_ns(&s, 730 * MIB, 730 * MIB, 250000000), 100000000);
+	CHECK_EQ_U64(memguard_interval_ns(&s, 780 * MIB, 780 * MIB, 250000000), 50000000);
 	/* 50 MiB in 250 ms, 300 MiB from 80%: eta 1.5 s, a quarter of it */
 	CHECK_EQ_U64(memguard_interval_ns(&s, 500 * MIB, 450 * MIB, 250000000), 250000000);
 	uint64_t fast = memguard_interval_ns(&s, 600 * MIB, 450 * MIB, 250000000);
