@@ -14,7 +14,9 @@ memory controller for:
   - usage crossing 80% five times within one period exports once; with a
     1 s period, each new high after a drop (in a new period) exports again;
   - a sibling's OOM kill in the cgroup is logged once and written in a
-    profile's comments."""
+    profile's comments;
+  - without any cgroup limit, the RSS is watched only against
+    STOWAWAY_MEMORY_RSS_LIMIT."""
 import glob
 import json
 import os
@@ -56,7 +58,7 @@ def mounts():
 class Cgroup:
     """A child cgroup with a 192 MiB memory limit and no swap; removed on close."""
 
-    def __init__(self, version, mount, tag):
+    def __init__(self, version, mount, tag, limit=LIMIT):
         self.version, self.path = version, None
         path = os.path.join(mount, f"stowaway-memguard-{os.getpid()}-{tag}")
         if version == "v2":
@@ -70,14 +72,16 @@ class Cgroup:
                     f.write("+memory")
         os.mkdir(path)
         self.path = path
+        if limit is None:
+            return
         if version == "v2":
-            self.write("memory.max", str(LIMIT))
+            self.write("memory.max", str(limit))
             if os.path.exists(os.path.join(path, "memory.swap.max")):
                 self.write("memory.swap.max", "0")
         else:
-            self.write("memory.limit_in_bytes", str(LIMIT))
+            self.write("memory.limit_in_bytes", str(limit))
             if os.path.exists(os.path.join(path, "memory.memsw.limit_in_bytes")):
-                self.write("memory.memsw.limit_in_bytes", str(LIMIT))
+                self.write("memory.memsw.limit_in_bytes", str(limit))
 
     def write(self, name, value):
         with open(os.path.join(self.path, name), "w") as f:
@@ -249,6 +253,38 @@ def test_started_full(cg, exe, label):
     holder.wait(timeout=30)
 
 
+def test_rss(version, mount, exe, label):
+    """No cgroup limit: the RSS against STOWAWAY_MEMORY_RSS_LIMIT."""
+    top = os.path.join(mount, "memory.max" if version == "v2" else "memory.limit_in_bytes")
+    if os.path.exists(top):
+        with open(top) as f:
+            value = f.read().strip()
+        if value != "max" and int(value) < 1 << 62:
+            print(f"note: {version}: the hierarchy's root has a limit ({value}): "
+                  "the RSS mode cannot be reached here")
+            return
+    cg = Cgroup(version, mount, "rss", limit=None)
+    try:
+        env = dict(STOWAWAY_MEMORY_RSS_LIMIT="192M", STOWAWAY_MEMORY_THRESHOLDS="50")
+        with tempfile.TemporaryDirectory() as out:
+            proc = subprocess.run([exe, "hold", "110", "1"], env=env_for(out, **env),
+                                  preexec_fn=cg.enter(), capture_output=True, text=True,
+                                  timeout=60)
+            heaps = triggered_heaps(out)
+            check(f"{label}: no cgroup limit: RSS past 50% of STOWAWAY_MEMORY_RSS_LIMIT exports once",
+                  proc.returncode == 0 and len(heaps) == 1 and "RSS memory limit" in heaps[0][1],
+                  f"exit {proc.returncode}, {len(heaps)} triggered")
+        with tempfile.TemporaryDirectory() as out:
+            proc = subprocess.run([exe, "hold", "110", "1"], env=env_for(out), preexec_fn=cg.enter(),
+                                  capture_output=True, text=True, timeout=60)
+            heaps = triggered_heaps(out)
+            check(f"{label}: no cgroup limit and no RSS limit: nothing is watched",
+                  proc.returncode == 0 and not heaps and "not watching memory" in proc.stderr,
+                  f"exit {proc.returncode}, {len(heaps)} triggered")
+    finally:
+        cg.close()
+
+
 def test_crossings(cg, exe, label):
     # 80% of 192 MiB is 153.6 MiB, 90% 172.8: peaks of 156..164 MiB of heap
     # (plus the process's few MiB) cross 80% five times and never reach 90%.
@@ -322,6 +358,7 @@ def main():
             test_sibling_oom(cg, f"{version} glibc")
         finally:
             cg.close()
+        test_rss(version, found[version], os.path.join(WL, "memleak"), f"{version} glibc")
     check_terse("a memory-limited cgroup could be made (v1 or v2)", made > 0,
           "needs root and a memory controller; see the notes above")
     finish()
