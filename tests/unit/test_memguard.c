@@ -139,24 +139,33 @@ static const char mountinfo_hybrid[] =
 	"35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
 	"41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n";
 
+/* Runs memguard_locate on the fixture and checks what it found; rel_dir is
+ * the limiting cgroup's directory below the fixture. */
+static void expect_located(const char *cg, size_t cg_len, const char *mi, size_t mi_len,
+			   enum memguard_source source, uint64_t limit, const char *rel_dir)
+{
+	struct memguard_limit lim;
+	char want[512];
+	snprintf(want, sizeof(want), "%s%s", fixture, rel_dir);
+	CHECK(memguard_locate(fixture, cg, cg_len, mi, mi_len, &lim));
+	CHECK(lim.source == source);
+	CHECK_EQ_U64(lim.limit, limit);
+	CHECK(strcmp(lim.dir, want) == 0);
+}
+
 static void test_locate_v2_nested(void)
 {
 	new_fixture();
 	put("/sys/fs/cgroup/kubepods/memory.max", "1073741824\n");
 	put("/sys/fs/cgroup/kubepods/pod1/memory.max", "201326592\n");
 	put("/sys/fs/cgroup/kubepods/pod1/ctr/memory.max", "max\n");
-	struct memguard_limit lim;
 	static const char cg[] = "0::/kubepods/pod1/ctr\n";
-	CHECK(memguard_locate(fixture, S(cg), S(mountinfo_v2), &lim));
-	CHECK(lim.source == MEMGUARD_CGROUP_V2);
-	CHECK_EQ_U64(lim.limit, 201326592);
-	char want[512];
-	snprintf(want, sizeof(want), "%s/sys/fs/cgroup/kubepods/pod1", fixture);
-	CHECK(strcmp(lim.dir, want) == 0);
+	expect_located(S(cg), S(mountinfo_v2), MEMGUARD_CGROUP_V2, 201326592,
+		       "/sys/fs/cgroup/kubepods/pod1");
 	/* a tighter limit deeper down wins */
 	put("/sys/fs/cgroup/kubepods/pod1/ctr/memory.max", "104857600\n");
-	CHECK(memguard_locate(fixture, S(cg), S(mountinfo_v2), &lim));
-	CHECK_EQ_U64(lim.limit, 104857600);
+	expect_located(S(cg), S(mountinfo_v2), MEMGUARD_CGROUP_V2, 104857600,
+		       "/sys/fs/cgroup/kubepods/pod1/ctr");
 	drop_fixture();
 }
 
@@ -164,10 +173,8 @@ static void test_locate_v2_namespace(void)
 {
 	new_fixture();
 	put("/sys/fs/cgroup/memory.max", "268435456\n");
-	struct memguard_limit lim;
-	CHECK(memguard_locate(fixture, S("0::/\n"), S(mountinfo_v2), &lim));
-	CHECK(lim.source == MEMGUARD_CGROUP_V2);
-	CHECK_EQ_U64(lim.limit, 268435456);
+	expect_located(S("0::/\n"), S(mountinfo_v2), MEMGUARD_CGROUP_V2, 268435456,
+		       "/sys/fs/cgroup");
 	drop_fixture();
 }
 
@@ -179,14 +186,9 @@ static void test_locate_v1_and_hybrid(void)
 	put("/sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
 	/* the v2 side of a hybrid host has no memory controller: no memory.max */
 	put("/sys/fs/cgroup/unified/a/b/cgroup.procs", "");
-	struct memguard_limit lim;
 	static const char cg[] = "4:memory:/a/b\n0::/a/b\n";
-	CHECK(memguard_locate(fixture, S(cg), S(mountinfo_hybrid), &lim));
-	CHECK(lim.source == MEMGUARD_CGROUP_V1);
-	CHECK_EQ_U64(lim.limit, 314572800);
-	char want[512];
-	snprintf(want, sizeof(want), "%s/sys/fs/cgroup/memory/a", fixture);
-	CHECK(strcmp(lim.dir, want) == 0);
+	expect_located(S(cg), S(mountinfo_hybrid), MEMGUARD_CGROUP_V1, 314572800,
+		       "/sys/fs/cgroup/memory/a");
 	drop_fixture();
 }
 
