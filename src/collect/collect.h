@@ -4,6 +4,7 @@
 #ifndef STOWAWAY_COLLECT_H
 #define STOWAWAY_COLLECT_H
 
+#include "collect/memguard.h" /* the memory guard the scheduler polls */
 #include "config/config.h"
 #include "profile/profile.h"
 

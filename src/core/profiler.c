@@ -7,7 +7,6 @@
 #include "collect/cpu.h"
 #include "collect/exception.h"
 #include "collect/lock.h"
-#include "collect/memguard.h"
 #include "collect/overhead.h"
 #include "core/thread.h"
 #include "encode/gzip.h"
