@@ -13,7 +13,7 @@
 #define POLL_NEAR_NS 100000000ull
 #define POLL_CLOSE_NS 50000000ull
 #define POLL_MIN_NS 10000000ull
-#define OOM_CHECK_NS 1000000000ull
+#define OOM_CHECK_NS RT_NS_PER_SEC
 
 const char *memguard_source_name(enum memguard_source s)
 {
@@ -543,7 +543,7 @@ uint64_t memguard_poll(uint64_t now_ns, struct memguard_trigger *t)
 			rt_warn("memory guard: cannot read the memory usage in %s; retrying once "
 				"a second", mg.dir);
 		}
-		return now_ns + 1000000000ull;
+		return now_ns + RT_NS_PER_SEC;
 	}
 	if (mg.prev_ns == 0)
 		memguard_prime(&mg.st, usage); /* levels reached before we watched: no crossing */

@@ -15,5 +15,4 @@ FUZZERS += $(BUILD)/fuzz/fuzz_memguard
 MEMGUARD_FUZZ_SRC := src/collect/memguard.c src/config/config.c $(filter src/rt/%,$(CORE_SRC))
 $(BUILD)/fuzz/fuzz_memguard: tests/fuzz/fuzz_memguard.c $(MEMGUARD_FUZZ_SRC)
 	@mkdir -p $(dir $@)
-	clang -std=gnu11 -g -O1 -Isrc -Itests -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=undefined $< $(MEMGUARD_FUZZ_SRC) -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(MEMGUARD_FUZZ_SRC) -o $@
