@@ -313,7 +313,7 @@ static int decode_function(struct pb_reader *r, struct pp_function *f)
 }
 
 struct decode_caps {
-	size_t sample_types, samples, mappings, locations, functions, strings, string_lens;
+	size_t sample_types, samples, mappings, locations, functions, strings, string_lens, comments;
 };
 
 static int decode_field(struct pb_reader *r, uint64_t field, unsigned wire, struct pp_profile *p,
@@ -394,9 +394,11 @@ static int decode_field(struct pb_reader *r, uint64_t field, unsigned wire, stru
 			return -1;
 		p->period = (int64_t)v;
 		return 0;
+	case 13:
+		return pb_repeated(r, wire, &p->comments, &p->n_comments, &caps->comments);
 	case 14:
 		return pb_scalar(r, wire, &p->default_sample_type);
-	default: /* drop/keep frames, comments, doc url: not needed */
+	default: /* drop/keep frames, doc url: not needed */
 		return pb_skip(r, wire);
 	}
 }
@@ -554,6 +556,9 @@ static int resolve(struct pp_profile *p, const size_t *value_counts)
 	if (check_value_type(p, &p->period_type) != 0 ||
 	    check_str(p, p->default_sample_type, "default sample type") != 0)
 		return -1;
+	for (size_t i = 0; i < p->n_comments; i++)
+		if (check_str(p, p->comments[i], "comment") != 0)
+			return -1;
 	struct id_index *functions = NULL, *locations = NULL, *mappings = NULL;
 	int rc = resolve_functions(p, &functions);
 	if (rc == 0)
@@ -661,6 +666,7 @@ void pprof_free(struct pp_profile *p)
 	free(p->strings);
 	free(p->string_lens);
 	free(p->sample_types);
+	free(p->comments);
 	memset(p, 0, sizeof(*p));
 }
 

@@ -81,6 +81,8 @@ struct pp_profile {
 	struct pp_value_type period_type;
 	int64_t period;
 	uint64_t default_sample_type;
+	uint64_t *comments; /* string indexes, checked in range */
+	size_t n_comments;
 };
 
 /* Decodes raw (uncompressed) protobuf bytes. On failure *p is left empty. */

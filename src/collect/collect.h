@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "collect/context.h" /* the span context the public API sets */
+#include "collect/memguard.h" /* the memory guard the scheduler polls */
 #include "config/config.h"
 #include "profile/profile.h"
 

@@ -66,6 +66,79 @@ bool config_parse_pct_ppm(const char *s, uint32_t lo_ppm, uint32_t hi_ppm, uint3
 	return true;
 }
 
+bool config_parse_thresholds(const char *s, uint32_t *out, uint32_t max, uint32_t *n)
+{
+	uint32_t vals[SW_MEMORY_THRESHOLDS_MAX];
+	uint32_t count = 0;
+	size_t len = rt_strnlen(s, 256), start = 0;
+	if (len == 256 || max > SW_MEMORY_THRESHOLDS_MAX)
+		return false;
+	for (size_t i = 0; i <= len; i++) {
+		if (i < len && s[i] != ',')
+			continue;
+		size_t a = start, b = i;
+		start = i + 1;
+		while (a < b && s[a] == ' ')
+			a++;
+		while (b > a && s[b - 1] == ' ')
+			b--;
+		char item[32];
+		if (b == a || b - a >= sizeof(item) || count == max)
+			return false;
+		rt_memcpy(item, s + a, b - a);
+		item[b - a] = 0;
+		uint32_t ppm;
+		if (!config_parse_pct_ppm(item, 1, 1000000, &ppm))
+			return false;
+		/* insertion into the ascending list, dropping duplicates */
+		uint32_t at = 0;
+		while (at < count && vals[at] < ppm)
+			at++;
+		if (at < count && vals[at] == ppm)
+			continue;
+		for (uint32_t k = count; k > at; k--)
+			vals[k] = vals[k - 1];
+		vals[at] = ppm;
+		count++;
+	}
+	if (count == 0)
+		return false;
+	rt_memcpy(out, vals, count * sizeof(vals[0]));
+	*n = count;
+	return true;
+}
+
+bool config_parse_bytes(const char *s, uint64_t *out)
+{
+	size_t n = rt_strnlen(s, 32), digits = 0;
+	while (digits < n && s[digits] >= '0' && s[digits] <= '9')
+		digits++;
+	uint64_t v;
+	if (digits == 0 || digits > 19 || !rt_parse_u64(s, digits, &v))
+		return false;
+	const char *unit = s + digits;
+	size_t ulen = n - digits;
+	unsigned shift = 0;
+	if (ulen > 0) {
+		static const char letters[] = "kmgt";
+		char c = (char)(unit[0] | 0x20);
+		const char *at = rt_memchr(letters, c, 4);
+		if (!at && !(ulen == 1 && c == 'b'))
+			return false;
+		if (at) {
+			shift = 10u * (unsigned)(at - letters + 1);
+			if (!(ulen == 1 || (ulen == 2 && (unit[1] | 0x20) == 'b') ||
+			      (ulen == 2 && unit[1] == 'i') ||
+			      (ulen == 3 && unit[1] == 'i' && (unit[2] | 0x20) == 'b')))
+				return false;
+		}
+	}
+	if (v == 0 || (shift && v > (UINT64_MAX >> shift)))
+		return false;
+	*out = v << shift;
+	return true;
+}
+
 bool config_parse_kinds(const char *s, uint32_t *out)
 {
 	uint32_t bits = 0;
@@ -217,6 +290,28 @@ static void load_bool(const char *name, bool dflt, bool *field)
 		rt_warn("%s=\"%.*s\" is not true or false; using %s", name, 64, v,
 			dflt ? "true" : "false");
 		*field = dflt;
+	}
+}
+
+static void load_memory_guard(struct sw_config *cfg)
+{
+	static const uint32_t defaults[] = { 800000, 900000, 950000 };
+	load_bool("STOWAWAY_MEMORY_GUARD", true, &cfg->memory_guard);
+	rt_memcpy(cfg->memory_thresholds_ppm, defaults, sizeof(defaults));
+	cfg->n_memory_thresholds = RT_ARRAY_LEN(defaults);
+	const char *v = env_nonempty("STOWAWAY_MEMORY_THRESHOLDS");
+	if (v && !config_parse_thresholds(v, cfg->memory_thresholds_ppm, SW_MEMORY_THRESHOLDS_MAX,
+					  &cfg->n_memory_thresholds)) {
+		rt_warn("STOWAWAY_MEMORY_THRESHOLDS=\"%.*s\" is not a list of up to %d percentages "
+			"in 1..100; using 80,90,95", 64, v, SW_MEMORY_THRESHOLDS_MAX);
+		rt_memcpy(cfg->memory_thresholds_ppm, defaults, sizeof(defaults));
+		cfg->n_memory_thresholds = RT_ARRAY_LEN(defaults);
+	}
+	v = env_nonempty("STOWAWAY_MEMORY_RSS_LIMIT");
+	if (v && !config_parse_bytes(v, &cfg->memory_rss_limit)) {
+		rt_warn("STOWAWAY_MEMORY_RSS_LIMIT=\"%.*s\" is not a size such as 512M or 2G; no "
+			"RSS limit", 64, v);
+		cfg->memory_rss_limit = 0;
 	}
 }
 
@@ -404,4 +499,5 @@ void config_load(struct sw_config *cfg, const char *program)
 	load_bool("DD_PROFILING_TIMELINE_ENABLED", true, &cfg->timeline);
 	load_u32("STOWAWAY_TIMELINE_MAX_SAMPLES", 0, cfg->max_stacks, cfg->max_stacks / 2,
 		 &cfg->timeline_max_samples);
+	load_memory_guard(cfg);
 }

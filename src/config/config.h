@@ -31,6 +31,7 @@ const char *sw_kind_name(enum sw_kind k);
 #define SW_CFG_STR 256      /* service, env, version, hosts, ... */
 #define SW_CFG_PATH 1024    /* paths and URLs */
 #define SW_CFG_TAGS 4096    /* DD_TAGS after validation */
+#define SW_MEMORY_THRESHOLDS_MAX 8
 
 struct sw_config {
 	bool enabled;             /* DD_PROFILING_ENABLED */
@@ -96,6 +97,13 @@ struct sw_config {
 	bool follow_exec;            /* STOWAWAY_FOLLOW_EXEC, default true */
 	bool timeline;               /* DD_PROFILING_TIMELINE_ENABLED, default true */
 	uint32_t timeline_max_samples; /* STOWAWAY_TIMELINE_MAX_SAMPLES per period, default max_stacks/2 */
+
+	/* Memory guard (collect/memguard.h) */
+	bool memory_guard;           /* STOWAWAY_MEMORY_GUARD, default true */
+	/* STOWAWAY_MEMORY_THRESHOLDS percentages of the limit, ascending, in ppm; default 80,90,95 */
+	uint32_t memory_thresholds_ppm[SW_MEMORY_THRESHOLDS_MAX];
+	uint32_t n_memory_thresholds;
+	uint64_t memory_rss_limit;   /* STOWAWAY_MEMORY_RSS_LIMIT bytes, used without a cgroup limit; 0 = none */
 };
 
 /* The process-wide configuration (zeroed until config_load runs). */
@@ -115,6 +123,12 @@ bool config_parse_u32_range(const char *s, uint32_t lo, uint32_t hi, uint32_t *o
 bool config_parse_pct_ppm(const char *s, uint32_t lo_ppm, uint32_t hi_ppm, uint32_t *out);
 /* "cpu,wall" -> bit set; false on any unknown or empty entry. */
 bool config_parse_kinds(const char *s, uint32_t *out);
+/* "80,90,95" (percentages, up to 4 decimals, 1..100) -> ascending distinct
+ * ppm values; false on an empty list, a bad entry or more than max. */
+bool config_parse_thresholds(const char *s, uint32_t *out, uint32_t max, uint32_t *n);
+/* "512M", "2G", "1048576", "64KiB" (K, M, G, T: powers of 1024, optional
+ * "i"/"iB"/"B") -> bytes; false on malformed input, 0 or overflow. */
+bool config_parse_bytes(const char *s, uint64_t *out);
 /* DD_TAGS ("k:v,k:v" or space separated) -> normalised into out (cap bytes).
  * Drops malformed entries (logged by the caller via *dropped); false if the
  * result would not fit, in which case out holds the entries that fit. */

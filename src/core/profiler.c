@@ -125,7 +125,7 @@ static void add_endpoint_count(void *ctx, const char *name, uint64_t count)
 }
 
 /* Pyroscope's profiles of every enabled kind, compressed; returns how many. */
-static size_t encode_pyroscope(const struct profile *p, const char *const *comments,
+static size_t encode_pyroscope(const struct profile *p, const char *const *comments, uint32_t n_comments,
 			       struct sw_export_pyro_item *items, struct rt_buf *gz)
 {
 	const struct sw_config *cfg = prof.cfg;
@@ -144,7 +144,7 @@ static size_t encode_pyroscope(const struct profile *p, const char *const *comme
 		struct pprof_opts o;
 		pprof_opts_for_kind(&o, (enum sw_kind)k, collect_period(cfg, (enum sw_kind)k));
 		o.comments = comments;
-		o.n_comments = 1;
+		o.n_comments = n_comments;
 		struct pyro_output out[PYRO_MAX_OUTPUTS];
 		int r = pyro_encode_kind(p, (enum sw_kind)k, &o, &lim, symbols_resolve, NULL, out);
 		if (r < 0)
@@ -169,8 +169,10 @@ static size_t encode_pyroscope(const struct profile *p, const char *const *comme
 	return n;
 }
 
-/* Ends the current period and exports it.  Caller holds export_lock. */
-static int export_period(bool final, uint64_t deadline_ns)
+/* Ends the current period and exports it; `trigger` (or NULL) is the
+ * memory threshold that asked for this export out of period.  Caller holds
+ * export_lock. */
+static int export_period(bool final, uint64_t deadline_ns, const struct memguard_trigger *trigger)
 {
 	const struct sw_config *cfg = prof.cfg;
 	struct profile *p = recorder_swap(prof.rec);
@@ -180,9 +182,18 @@ static int export_period(bool final, uint64_t deadline_ns)
 		return -ENOMEM;
 	}
 	collect_before_export(p);
-	char overhead_line[320];
-	const char *overhead_comment[1] = { overhead_line };
+	char overhead_line[320], trigger_line[MEMGUARD_PATH_MAX + 200];
+	char oom_line[MEMGUARD_PATH_MAX + 120], trigger_tags[256];
+	const char *comments[3] = { overhead_line };
+	uint32_t n_comments = 1;
 	(void)collect_describe(overhead_line, sizeof(overhead_line));
+	if (trigger) {
+		memguard_describe(trigger, trigger_line, sizeof(trigger_line));
+		memguard_tags(trigger, trigger_tags, sizeof(trigger_tags));
+		comments[n_comments++] = trigger_line;
+	}
+	if (memguard_take_oom_note(oom_line, sizeof(oom_line)))
+		comments[n_comments++] = oom_line;
 	struct profile_stats st;
 	profile_get_stats(p, &st);
 
@@ -198,8 +209,8 @@ static int export_period(bool final, uint64_t deadline_ns)
 			continue;
 		struct pprof_opts o;
 		pprof_opts_for_kind(&o, (enum sw_kind)k, collect_period(cfg, (enum sw_kind)k));
-		o.comments = overhead_comment;
-		o.n_comments = 1;
+		o.comments = comments;
+		o.n_comments = n_comments;
 		uint32_t mask = sw_kind_value_mask((enum sw_kind)k);
 		all_slots |= mask;
 		int r = encode_compressed(p, mask, &o, &raw, &gz[n_items]);
@@ -225,7 +236,7 @@ static int export_period(bool final, uint64_t deadline_ns)
 	rt_memset(pyro_gz, 0, sizeof(pyro_gz));
 	size_t n_pyro = 0;
 	if (cfg->pyroscope_url[0])
-		n_pyro = encode_pyroscope(p, overhead_comment, pyro_items, pyro_gz);
+		n_pyro = encode_pyroscope(p, comments, n_comments, pyro_items, pyro_gz);
 	struct endpoint_counts ec = { .n = 0 };
 	uint64_t uncounted = collect_endpoint_counts_take(add_endpoint_count, &ec);
 	if (uncounted)
@@ -252,6 +263,7 @@ static int export_period(bool final, uint64_t deadline_ns)
 		.n_pyro_items = n_pyro,
 		.endpoint_counts = ec.items,
 		.n_endpoint_counts = ec.n,
+		.tags = trigger ? trigger_tags : NULL,
 	};
 	for (int i = 0; i < prof.n_exporters; i++) {
 		int r = prof.exporters[i]->export_batch(prof.exporters[i], &batch, deadline_ns);
@@ -286,19 +298,45 @@ static bool wait_until(uint64_t deadline_ns)
 	return !atomic_load(&prof.stop_requested);
 }
 
+/* Exports at once when the memory guard reports a threshold crossed: files
+ * first (the file exporter is first in the list), then uploads. */
+static void export_for_memory(const struct memguard_trigger *t, uint64_t period_ns)
+{
+	char line[MEMGUARD_PATH_MAX + 200];
+	memguard_describe(t, line, sizeof(line));
+	rt_info("%s: exporting the live heap now", line);
+	rt_mutex_lock(&prof.export_lock);
+	if (!atomic_load(&prof.stop_requested))
+		(void)export_period(false, rt_monotonic_ns() + period_ns, t);
+	rt_mutex_unlock(&prof.export_lock);
+}
+
 static void *scheduler_main(void *arg)
 {
 	RT_UNUSED(arg);
 	(void)sys_prctl(15 /* PR_SET_NAME */, (long)"stowaway-sched", 0, 0, 0);
 	uint64_t period_ns = (uint64_t)prof.cfg->upload_period_s * RT_NS_PER_SEC;
 	uint64_t next = rt_monotonic_ns() + period_ns;
-	while (wait_until(next)) {
+	/* The memory guard is polled from this thread between periods. */
+	uint64_t next_poll = memguard_start(prof.cfg) ? rt_monotonic_ns() : UINT64_MAX;
+	while (wait_until(RT_MIN(next, next_poll))) {
+		uint64_t now = rt_monotonic_ns();
+		if (now >= next_poll) {
+			struct memguard_trigger t;
+			next_poll = memguard_poll(now, &t);
+			if (t.fired)
+				export_for_memory(&t, period_ns);
+		}
+		now = rt_monotonic_ns();
+		if (now < next)
+			continue;
 		rt_mutex_lock(&prof.export_lock);
 		if (!atomic_load(&prof.stop_requested))
-			(void)export_period(false, rt_monotonic_ns() + period_ns);
+			(void)export_period(false, rt_monotonic_ns() + period_ns, NULL);
 		rt_mutex_unlock(&prof.export_lock);
+		memguard_period_begin();
 		next += period_ns;
-		uint64_t now = rt_monotonic_ns();
+		now = rt_monotonic_ns();
 		if (next < now) /* an export overran: skip the missed ticks */
 			next = now + period_ns;
 	}
@@ -345,6 +383,7 @@ static void fork_child(void)
 	symbols_after_fork_child();
 	create_exporters(prof.cfg);
 	atomic_store(&prof.stop_requested, 0);
+	memguard_after_fork_child();
 	collect_after_fork_child();
 	int r = thread_spawn(scheduler_main, NULL);
 	if (r < 0)
@@ -432,7 +471,7 @@ int profiler_stop(bool final_flush)
 			"exit timeout (%u ms)", cfg->exit_timeout_ms);
 		return -ETIMEDOUT;
 	}
-	int r = export_period(true, deadline);
+	int r = export_period(true, deadline, NULL);
 	rt_mutex_unlock(&prof.export_lock);
 	return r;
 }
@@ -445,7 +484,7 @@ int profiler_flush(void)
 	uint64_t deadline = rt_monotonic_ns() + timeout;
 	if (!lock_before(deadline))
 		return -ETIMEDOUT;
-	int r = export_period(false, deadline);
+	int r = export_period(false, deadline, NULL);
 	rt_mutex_unlock(&prof.export_lock);
 	return r;
 }

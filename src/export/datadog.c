@@ -115,6 +115,10 @@ void export_datadog_event_json(const struct sw_config *cfg, const char *host,
 {
 	rt_buf_append_str(out, "{\"attachments\":[\"profile.pprof\"],\"tags_profiler\":\"");
 	export_datadog_tags(cfg, host, batch->runtime_id, batch->pid, out);
+	if (batch->tags && batch->tags[0]) {
+		rt_buf_append_byte(out, ',');
+		export_append_json_escaped(out, batch->tags, rt_strlen(batch->tags));
+	}
 	rt_buf_append_str(out, "\",\"start\":\"");
 	export_append_rfc3339_ns(out, batch->start_ns);
 	rt_buf_append_str(out, "\",\"end\":\"");

@@ -54,6 +54,9 @@ struct sw_export_batch {
 	/* Requests per trace endpoint in this period (Datadog's endpoint_counts). */
 	const struct sw_endpoint_count *endpoint_counts;
 	size_t n_endpoint_counts;
+	/* Tags of an out-of-period export ("k:v,k:v", e.g. a memory trigger),
+	 * added to the backend's tags; NULL for a periodic export. */
+	const char *tags;
 };
 
 struct sw_exporter {
