@@ -7,6 +7,7 @@
 #include "collect/collect.h"
 #include "collect/alloc.h"
 #include "collect/context.h"
+#include "collect/otel_context.h"
 #include "collect/cpu.h"
 #include "collect/exception.h"
 #include "collect/lock.h"
@@ -72,6 +73,8 @@ int collect_start(const struct sw_config *cfg, struct recorder *rec)
 	col.cfg = cfg;
 	int n = 0;
 	threads_set_hooks(&registry_hooks);
+	/* Before any sampler runs: where tracers publish each thread's span. */
+	otel_context_refresh();
 	if ((cfg->kinds & SW_KIND_BIT(SW_KIND_CPU)) && cpu_start(cfg, rec) == 0)
 		n++;
 	if ((cfg->kinds & (SW_KIND_BIT(SW_KIND_ALLOC) | SW_KIND_BIT(SW_KIND_HEAP))) &&

@@ -271,8 +271,17 @@ static void flush_pending(struct wall_private *w, uint64_t now)
 	w->pend_ns = 0;
 }
 
-/* One sample of the cached stack. */
-static void account_cached(int slot, struct wall_private *w, uint64_t now)
+static bool same_otel_span(const struct wall_private *w, const struct otel_span *span)
+{
+	const struct otel_span *pend = w->pend_has_ctx ? &w->pend_ctx->otel : NULL;
+	if (!pend || pend->span_id == 0)
+		return span->span_id == 0;
+	return pend->span_id == span->span_id && rt_memcmp(pend->trace_id, span->trace_id, 16) == 0;
+}
+
+/* One sample of the cached stack.  `span`: the thread's OpenTelemetry span
+ * read while the caller knew the stack still stood, or NULL to read it now. */
+static void account_cached(int slot, struct wall_private *w, uint64_t now, const struct otel_span *span_read)
 {
 	uint64_t weight = take_elapsed(&thread_slots[slot], now);
 	if (weight == 0)
@@ -280,14 +289,29 @@ static void account_cached(int slot, struct wall_private *w, uint64_t now)
 	/* Samples taken under another span context must not share labels. */
 	int ctx_slot = atomic_load(&thread_slots[slot].context_slot);
 	unsigned gen = context_generation(ctx_slot, w->tid);
-	if (w->pend_count && gen != w->pend_gen)
+	/* An OpenTelemetry span has no generation: its record is read (a no-op
+	 * without a writer in the process). */
+	struct otel_span span;
+	if (span_read)
+		span = *span_read;
+	else
+		(void)otel_context_read_thread(atomic_load(&thread_slots[slot].wall_tp), &span);
+	if (w->pend_count && (gen != w->pend_gen || !same_otel_span(w, &span)))
 		flush_pending(w, now);
 	if (w->pend_count == 0) {
 		w->pend_since = now;
 		w->pend_gen = gen;
-		if (gen && !w->pend_ctx)
+		bool want = gen || span.span_id;
+		if (want && !w->pend_ctx)
 			w->pend_ctx = rt_malloc(sizeof(*w->pend_ctx));
-		w->pend_has_ctx = gen && w->pend_ctx && context_read_slot(ctx_slot, w->tid, w->pend_ctx);
+		w->pend_has_ctx = false;
+		if (want && w->pend_ctx) {
+			bool api = gen && context_read_slot(ctx_slot, w->tid, w->pend_ctx);
+			if (!api)
+				rt_memset(w->pend_ctx, 0, sizeof(*w->pend_ctx));
+			w->pend_ctx->otel = span;
+			w->pend_has_ctx = api || span.span_id;
+		}
 	}
 	w->pend_count++;
 	w->pend_ns += weight;
@@ -295,9 +319,9 @@ static void account_cached(int slot, struct wall_private *w, uint64_t now)
 		flush_pending(w, now);
 }
 
-static void emit_cached(int slot, struct wall_private *w, uint64_t now)
+static void emit_cached(int slot, struct wall_private *w, uint64_t now, const struct otel_span *span)
 {
-	account_cached(slot, w, now);
+	account_cached(slot, w, now, span);
 	atomic_fetch_add(&wall.cached, 1);
 }
 
@@ -357,8 +381,17 @@ static enum wall_state state_of_fd(struct wall_private *w, enum wall_state kind,
 static void sample_published(int slot, struct wall_private *w, uint32_t seq, uint64_t now)
 {
 	struct thread_slot *t = &thread_slots[slot];
+	/* The span is read while the call is known to last (seq checked after),
+	 * so a thread leaving the call and its span meanwhile is not labelled
+	 * with nothing, or with the next span. */
+	struct otel_span span;
+	(void)otel_context_read_thread(atomic_load(&t->wall_tp), &span);
+	if (otel_context_present() && atomic_load(&t->wall_seq) != seq) {
+		atomic_fetch_add(&wall.unstable, 1);
+		return; /* its time goes to the next sample */
+	}
 	if (w->cache == CACHE_PUBLISHED && w->cache_seq == seq) {
-		emit_cached(slot, w, now);
+		emit_cached(slot, w, now, &span);
 		return;
 	}
 	uint64_t pc = atomic_load_explicit(&t->wall_pc, memory_order_relaxed);
@@ -371,7 +404,7 @@ static void sample_published(int slot, struct wall_private *w, uint32_t seq, uin
 		/* A new call from the same frame (a wait in a loop): the frames
 		 * above it are those already cached. */
 		w->cache_seq = seq;
-		emit_cached(slot, w, now);
+		emit_cached(slot, w, now, &span);
 		return;
 	}
 	uint32_t depth = unwind_remote(pc, sp, fp, wall.scratch);
@@ -386,7 +419,7 @@ static void sample_published(int slot, struct wall_private *w, uint32_t seq, uin
 		w->cache_sp = sp;
 		w->cache_fp = fp;
 		atomic_fetch_add(&wall.published, 1);
-		account_cached(slot, w, now);
+		account_cached(slot, w, now, &span);
 	}
 }
 
@@ -473,7 +506,7 @@ static void sample_syscall(int slot, struct wall_private *w, const struct wall_s
 	w->cache = CACHE_SYSCALL;
 	w->cache_cpu = cpu;
 	atomic_fetch_add(&wall.syscall_samples, 1);
-	account_cached(slot, w, now);
+	account_cached(slot, w, now, NULL);
 }
 
 /* Case 4: arms the one-shot timer; false if it could not be armed. */
@@ -557,7 +590,7 @@ static void sample_slot(int slot, uint64_t now)
 	}
 	if (w->cache == CACHE_SYSCALL && w->cache_cpu == cpu) {
 		atomic_store(&t->wall_inflight, 0);
-		emit_cached(slot, w, now);
+		emit_cached(slot, w, now, NULL);
 		/* Blocked all along, it did not need its descriptor: with none
 		 * left, it goes to a thread that moves (which would otherwise
 		 * open and close its file at every visit). */

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""OpenTelemetry thread context (OTEP 4947) without our API: build/workloads/
+otel_writer* publish `otel_thread_ctx_v1` records (from the executable or
+from a library, glibc and musl) while switching spans every ~1 ms, and write
+the truth of every span (ids, CPU, sleep).  Checks, from `go tool pprof -raw`:
+every CPU, wall and allocation sample taken in a span's own code carries
+exactly that span (span id number and trace_id string; a wrong parity, a
+mismatched trace id or another thread's span would be a stale or torn read),
+samples between spans carry none, and the labelled share of CPU time agrees
+with the truth.  (Wall time per span is not compared: a wall sample weighs
+the time since the thread's previous one, which straddles spans ~1 ms long.)"""
+import glob
+import os
+import re
+import subprocess
+import tempfile
+from checks import check, check_terse, finish
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
+WL = os.path.join(ROOT, "build", "workloads")
+SECONDS = 2.5
+
+
+def parse_raw(path):
+    """[(values, functions leaf first, labels)] from go tool pprof -raw."""
+    out = subprocess.run(["go", "tool", "pprof", "-raw", "-symbolize=none", path],
+                         capture_output=True, text=True, check=True).stdout
+    samples_part = out.split("Samples:", 1)[1].split("Locations", 1)[0]
+    locations_part = out.split("Locations", 1)[1].split("Mappings", 1)[0]
+    functions = {}
+    for line in locations_part.splitlines():
+        m = re.match(r"\s+(\d+): 0x[0-9a-f]+ M=\d+ (\S+)", line)
+        if m:
+            functions[m.group(1)] = m.group(2).split(".")[0]  # foo.constprop.0 is foo
+    samples = []
+    for line in samples_part.splitlines()[1:]:
+        m = re.match(r"\s+([\d ]+?): ([\d ]+)$", line)
+        if m:
+            values = [int(v) for v in m.group(1).split()]
+            samples.append((values, [functions.get(i, "?") for i in m.group(2).split()], {}))
+        elif samples and line.strip():
+            for key, value in re.findall(r"([\w ]+?):\[([^\]]*)\]", line):
+                samples[-1][2][key.strip()] = value
+    return samples
+
+
+def read_truth(path):
+    spans, threads = {}, {}
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if parts[0] == "thread":
+                threads[int(parts[1])] = int(parts[2])
+            else:
+                spans[int(parts[1])] = (parts[2], int(parts[3]), int(parts[4]))
+    return spans, threads
+
+
+def where(stack, names):
+    """The first of `names` found in the stack (leaf first), or None."""
+    for fn in stack:
+        if fn in names:
+            return fn
+    return None
+
+
+def label_problem(labels, spans, tid_of_thread):
+    """Why a sample's OTel labels are wrong, or None."""
+    if "span id" not in labels or "trace_id" not in labels:
+        return "no span"
+    span = int(labels["span id"])
+    if span not in spans:
+        return f"unknown span {span}"
+    if spans[span][0] != labels["trace_id"]:
+        return f"torn: span {span} with trace {labels['trace_id']}"
+    thread = span >> 40
+    tid = labels.get("thread id")
+    if tid_of_thread.setdefault(thread, tid) != tid:
+        return f"span {span} of thread {thread} on tid {tid}"
+    return None
+
+
+def span_index(labels):
+    return (int(labels["span id"]) & ((1 << 40) - 1)) - 1
+
+
+for prog in ["otel_writer", "otel_writer-lib", "otel_writer-musl", "otel_writer-lib-musl"]:
+    with tempfile.TemporaryDirectory() as out:
+        truth_path = os.path.join(out, "truth.txt")
+        env = dict(os.environ, LD_PRELOAD=SO, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out,
+                   DD_SERVICE="otel", STOWAWAY_PROFILES="cpu,wall,alloc", STOWAWAY_CPU_HZ="1000",
+                   STOWAWAY_WALL_HZ="200", STOWAWAY_ALLOC_SAMPLE_BYTES="32768",
+                   STOWAWAY_LOG_LEVEL="debug")
+        proc = subprocess.run([os.path.join(WL, prog), str(SECONDS), truth_path], env=env,
+                              capture_output=True, text=True, timeout=60)
+        check_terse(f"{prog}: runs with the library", proc.returncode == 0, proc.stderr[-300:])
+        check_terse(f"{prog}: the variable is found in static TLS",
+              "reading otel_thread_ctx_v1 from" in proc.stderr, proc.stderr[-300:])
+        if proc.returncode != 0:
+            continue
+        spans, threads = read_truth(truth_path)
+        tid_of_thread = {}
+
+        cpu = parse_raw(glob.glob(os.path.join(out, "*.cpu.*.pb.gz"))[0])
+        in_span = [(v, s, l) for v, s, l in cpu if where(s, ("burn_even", "burn_odd", "burn_gap"))]
+        check(f"{prog}: CPU samples in the writer's code", len(in_span) >= 40, len(in_span))
+        wrong = []
+        for v, s, l in in_span:
+            fn = where(s, ("burn_even", "burn_odd", "burn_gap"))
+            if fn == "burn_gap":
+                if "span id" in l or "trace_id" in l:
+                    wrong.append(("labelled between spans", l))
+                continue
+            why = label_problem(l, spans, tid_of_thread)
+            if why is None and (span_index(l) % 2) != (fn == "burn_odd"):
+                why = f"stale: {fn} under span {l['span id']}"
+            if why:
+                wrong.append((why, l))
+        check(f"{prog}: every CPU sample carries exactly its active span (or none between spans)",
+              not wrong, f"{len(wrong)} of {len(in_span)}: {wrong[:3]}")
+        workers = [(v, s, l) for v, s, l in cpu if "work" in s]
+        total_cpu = sum(v[1] for v, s, l in workers)
+        labelled_cpu = sum(v[1] for v, s, l in workers if "span id" in l)
+        truth_share = sum(c for _, c, _ in spans.values()) / max(1, sum(threads.values()))
+        share = labelled_cpu / max(1, total_cpu)
+        # A share estimated from n weighted samples: four binomial standard
+        # errors (the weights, CPU time since the thread's previous sample,
+        # vary under load, so a fixed margin would be too tight for few samples).
+        tol = max(0.06, 4 * (truth_share * (1 - truth_share) / max(1, len(workers))) ** 0.5)
+        check(f"{prog}: labelled share of CPU time matches the truth",
+              abs(share - truth_share) < tol,
+              f"{share:.3f} vs truth {truth_share:.3f} (margin {tol:.3f}, {len(workers)} samples)")
+
+        wall = parse_raw(glob.glob(os.path.join(out, "*.wall.*.pb.gz"))[0])
+        sleeps = [(v, s, l) for v, s, l in wall if "sleep_in_span" in s]
+        check(f"{prog}: wall samples of the in-span sleep", len(sleeps) >= 20, len(sleeps))
+        wrong = []
+        for v, s, l in sleeps:
+            why = label_problem(l, spans, tid_of_thread)
+            if why is None and span_index(l) % 4 != 3:
+                why = f"stale: sleep under span {l['span id']}"
+            if why:
+                wrong.append((why, l))
+        check(f"{prog}: every wall sample of a sleep carries the sleeping span",
+              not wrong, f"{len(wrong)} of {len(sleeps)}: {wrong[:3]}")
+        alloc = parse_raw(glob.glob(os.path.join(out, "*.alloc.*.pb.gz"))[0])
+        allocs = [(v, s, l) for v, s, l in alloc if where(s, ("alloc_in_span", "alloc_in_gap"))]
+        wrong = []
+        for v, s, l in allocs:
+            if where(s, ("alloc_in_span", "alloc_in_gap")) == "alloc_in_gap":
+                if "span id" in l:
+                    wrong.append(("labelled between spans", l))
+            else:
+                why = label_problem(l, spans, tid_of_thread)
+                if why:
+                    wrong.append((why, l))
+        check(f"{prog}: allocation samples carry their span (or none between spans)",
+              len(allocs) >= 20 and not wrong, f"{len(wrong)} of {len(allocs)}: {wrong[:3]}")
+finish()

@@ -1,0 +1,219 @@
+/* A program that publishes OpenTelemetry thread context (OTEP 4947) and
+ * never calls stowaway's API.  Several threads switch spans quickly; span k
+ * of thread t burns CPU in burn_even or burn_odd by the parity of k (and
+ * spans with k % 4 == 3 also sleep in sleep_in_span) and allocates in
+ * alloc_in_span, with the record
+ * published for exactly that time; between spans the pointer is NULL and
+ * the thread burns in burn_gap and allocates in alloc_in_gap.  Every span's ids and the CPU and sleep time
+ * it really took are written to the file named by argv[2], one line each:
+ *   span <span id> <trace id hex> <cpu ns> <sleep ns>
+ * and each thread's whole CPU time: thread <index> <cpu ns>
+ * The trace id is a function of the span id (trace_of), so a sample whose
+ * ids do not match was read from a torn record.
+ *
+ * Usage: otel_writer SECONDS TRUTH_FILE [THREADS] */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "otel_writer.h"
+
+#ifndef OTEL_CTX_IN_LIB
+__attribute__((visibility("default"))) __thread struct otel_thread_ctx_record *otel_thread_ctx_v1;
+#endif
+
+#define MAX_THREADS 8
+#define MAX_SPANS 20000
+
+struct span_truth {
+	uint64_t span_id;
+	uint64_t cpu_ns, sleep_ns;
+};
+
+struct worker {
+	pthread_t th;
+	int index;
+	double seconds;
+	int n;
+	uint64_t cpu_ns; /* the thread's whole CPU time */
+	struct span_truth *spans;
+	/* Two records used in turn: a reader holding a stale pointer would see
+	 * the next span's bytes, which the test would catch. */
+	struct otel_thread_ctx_record rec[2];
+};
+
+static volatile uint64_t sink;
+
+static uint64_t now_ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static void trace_of(uint64_t span, uint8_t out[16])
+{
+	uint64_t hi = mix(span), lo = mix(span ^ 0x5555555555555555ull);
+	for (int i = 0; i < 8; i++) {
+		out[i] = (uint8_t)(hi >> (56 - 8 * i));
+		out[8 + i] = (uint8_t)(lo >> (56 - 8 * i));
+	}
+}
+
+/* Distinct bodies (distinct constants) so the compiler cannot fold them. */
+__attribute__((noinline, noipa)) static void burn_even(uint64_t until)
+{
+	uint64_t x = sink;
+	while (now_ns(CLOCK_THREAD_CPUTIME_ID) < until)
+		for (int i = 0; i < 2000; i++)
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+	sink = x;
+}
+
+__attribute__((noinline, noipa)) static void burn_odd(uint64_t until)
+{
+	uint64_t x = sink;
+	while (now_ns(CLOCK_THREAD_CPUTIME_ID) < until)
+		for (int i = 0; i < 2000; i++)
+			x = x * 2862933555777941757ull + 3037000493ull;
+	sink = x;
+}
+
+__attribute__((noinline, noipa)) static void burn_gap(uint64_t until)
+{
+	uint64_t x = sink;
+	while (now_ns(CLOCK_THREAD_CPUTIME_ID) < until)
+		for (int i = 0; i < 2000; i++)
+			x = x * 3202034522624059733ull + 4354685564936845319ull;
+	sink = x;
+}
+
+/* Allocations inside a span and in the gap, so allocation samples can be
+ * checked too. */
+__attribute__((noinline, noipa)) static void alloc_in_span(size_t n)
+{
+	char *volatile p = malloc(n);
+	if (p)
+		p[n / 2] = 1;
+	free(p);
+}
+
+__attribute__((noinline, noipa)) static void alloc_in_gap(size_t n)
+{
+	char *volatile p = malloc(n);
+	if (p)
+		p[n / 3] = 2;
+	free(p);
+}
+
+__attribute__((noinline, noipa)) static void sleep_in_span(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull) };
+	nanosleep(&ts, NULL);
+}
+
+/* The OTEP's publication protocol: detach, build, mark valid, attach. */
+static void attach(struct otel_thread_ctx_record *r, uint64_t span)
+{
+	otel_thread_ctx_v1 = NULL;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	r->valid = 0;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	trace_of(span, r->trace_id);
+	for (int i = 0; i < 8; i++)
+		r->span_id[i] = (uint8_t)(span >> (56 - 8 * i));
+	r->attrs_data_size = 0;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	r->valid = 1;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	otel_thread_ctx_v1 = r;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+static void detach(void)
+{
+	otel_thread_ctx_v1 = NULL;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)(w->seconds * 1e9);
+	/* Span lengths cycle through 0.3, 0.7, 1.1 and 1.9 ms of CPU. */
+	static const uint64_t cpu_us[4] = { 300, 700, 1100, 1900 };
+	for (int k = 0; k < MAX_SPANS && now_ns(CLOCK_MONOTONIC) < end; k++) {
+		uint64_t span = ((uint64_t)(w->index + 1) << 40) | (uint64_t)(k + 1);
+		uint64_t c0 = now_ns(CLOCK_THREAD_CPUTIME_ID), m0 = now_ns(CLOCK_MONOTONIC);
+		attach(&w->rec[k & 1], span);
+		uint64_t until = c0 + cpu_us[(k / 2) % 4] * 1000ull;
+		alloc_in_span(32768);
+		if (k & 1)
+			burn_odd(until);
+		else
+			burn_even(until);
+		uint64_t s0 = now_ns(CLOCK_MONOTONIC);
+		if (k % 4 == 3)
+			sleep_in_span(1500000);
+		uint64_t s1 = now_ns(CLOCK_MONOTONIC);
+		detach();
+		uint64_t c1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+		(void)m0;
+		w->spans[w->n++] = (struct span_truth){ span, c1 - c0, s1 - s0 };
+		alloc_in_gap(8192);
+		burn_gap(c1 + 200000);
+	}
+	w->cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s SECONDS TRUTH_FILE [THREADS]\n", argv[0]);
+		return 2;
+	}
+	double seconds = atof(argv[1]);
+	int threads = argc > 3 ? atoi(argv[3]) : 4;
+	if (threads < 1 || threads > MAX_THREADS)
+		threads = 4;
+	static struct worker ws[MAX_THREADS];
+	for (int i = 0; i < threads; i++) {
+		ws[i].index = i;
+		ws[i].seconds = seconds;
+		ws[i].spans = calloc(MAX_SPANS, sizeof(struct span_truth));
+		if (!ws[i].spans || pthread_create(&ws[i].th, NULL, work, &ws[i]) != 0)
+			return 1;
+	}
+	FILE *f = fopen(argv[2], "w");
+	if (!f)
+		return 1;
+	for (int i = 0; i < threads; i++) {
+		pthread_join(ws[i].th, NULL);
+		fprintf(f, "thread %d %llu\n", i, (unsigned long long)ws[i].cpu_ns);
+		for (int k = 0; k < ws[i].n; k++) {
+			uint8_t t[16];
+			trace_of(ws[i].spans[k].span_id, t);
+			fprintf(f, "span %llu ", (unsigned long long)ws[i].spans[k].span_id);
+			for (int b = 0; b < 16; b++)
+				fprintf(f, "%02x", t[b]);
+			fprintf(f, " %llu %llu\n", (unsigned long long)ws[i].spans[k].cpu_ns,
+				(unsigned long long)ws[i].spans[k].sleep_ns);
+		}
+	}
+	fclose(f);
+	printf("threads=%d\n", threads);
+	return 0;
+}
