@@ -157,4 +157,22 @@ for prog in ["otel_writer", "otel_writer-lib", "otel_writer-musl", "otel_writer-
                     wrong.append((why, l))
         check(f"{prog}: allocation samples carry their span (or none between spans)",
               len(allocs) >= 20 and not wrong, f"{len(wrong)} of {len(allocs)}: {wrong[:3]}")
+# Both an API context and an OpenTelemetry record: the API's ids win.
+with tempfile.TemporaryDirectory() as out:
+    truth_path = os.path.join(out, "truth.txt")
+    env = dict(os.environ, LD_PRELOAD=SO, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out,
+               DD_SERVICE="otel", STOWAWAY_PROFILES="cpu", STOWAWAY_CPU_HZ="1000",
+               OTEL_WRITER_API="1")
+    proc = subprocess.run([os.path.join(WL, "otel_writer"), "1.5", truth_path, "2"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    check_terse("otel_writer with the API on thread 0: runs", proc.returncode == 0, proc.stderr[-300:])
+    spans, _ = read_truth(truth_path)
+    cpu = parse_raw(glob.glob(os.path.join(out, "*.cpu.*.pb.gz"))[0])
+    api = [l for v, s, l in cpu if l.get("local root span id") == "1"]
+    bad = [l for l in api if "trace_id" in l or int(l["span id"]) >= (1 << 40)]
+    otel = [l for v, s, l in cpu if "trace_id" in l]
+    check("API span ids win over the OpenTelemetry record on the thread that sets both",
+          len(api) >= 10 and not bad and len(otel) >= 10 and
+          all(int(l["span id"]) >> 40 == 2 for l in otel),  # thread 0's never
+          f"{len(api)} API-labelled, {len(bad)} wrong, {len(otel)} OTel-labelled")
 finish()

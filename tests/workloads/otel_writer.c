@@ -11,6 +11,10 @@
  * The trace id is a function of the span id (trace_of), so a sample whose
  * ids do not match was read from a torn record.
  *
+ * With OTEL_WRITER_API=1 in the environment, thread 0 also sets each span
+ * through stowaway's API (local root span 1, span id = the span's index + 1),
+ * which must win over the OpenTelemetry record.
+ *
  * Usage: otel_writer SECONDS TRUTH_FILE [THREADS] */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -21,6 +25,12 @@
 #include <time.h>
 
 #include "otel_writer.h"
+
+/* Weak: the same binary runs without the library. */
+int stowaway_set_span(uint64_t local_root_span_id, uint64_t span_id);
+int stowaway_clear_context(void);
+#pragma weak stowaway_set_span
+#pragma weak stowaway_clear_context
 
 #ifndef OTEL_CTX_IN_LIB
 __attribute__((visibility("default"))) __thread struct otel_thread_ctx_record *otel_thread_ctx_v1;
@@ -37,6 +47,7 @@ struct span_truth {
 struct worker {
 	pthread_t th;
 	int index;
+	int use_api;
 	double seconds;
 	int n;
 	uint64_t cpu_ns; /* the thread's whole CPU time */
@@ -158,6 +169,8 @@ static void *work(void *arg)
 		uint64_t span = ((uint64_t)(w->index + 1) << 40) | (uint64_t)(k + 1);
 		uint64_t c0 = now_ns(CLOCK_THREAD_CPUTIME_ID), m0 = now_ns(CLOCK_MONOTONIC);
 		attach(&w->rec[k & 1], span);
+		if (w->use_api && stowaway_set_span)
+			stowaway_set_span(1, (uint64_t)(k + 1));
 		uint64_t until = c0 + cpu_us[(k / 2) % 4] * 1000ull;
 		alloc_in_span(32768);
 		if (k & 1)
@@ -169,6 +182,8 @@ static void *work(void *arg)
 			sleep_in_span(1500000);
 		uint64_t s1 = now_ns(CLOCK_MONOTONIC);
 		detach();
+		if (w->use_api && stowaway_clear_context)
+			stowaway_clear_context();
 		uint64_t c1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
 		(void)m0;
 		w->spans[w->n++] = (struct span_truth){ span, c1 - c0, s1 - s0 };
@@ -192,6 +207,7 @@ int main(int argc, char **argv)
 	static struct worker ws[MAX_THREADS];
 	for (int i = 0; i < threads; i++) {
 		ws[i].index = i;
+		ws[i].use_api = i == 0 && getenv("OTEL_WRITER_API") && atoi(getenv("OTEL_WRITER_API")) == 1;
 		ws[i].seconds = seconds;
 		ws[i].spans = calloc(MAX_SPANS, sizeof(struct span_truth));
 		if (!ws[i].spans || pthread_create(&ws[i].th, NULL, work, &ws[i]) != 0)
