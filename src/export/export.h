@@ -33,6 +33,10 @@ struct sw_export_batch {
 	const uint8_t *combined_gz;
 	size_t combined_len;
 	bool final;         /* the flush at process exit */
+	/* The period as one OTLP ExportProfilesServiceRequest (uncompressed),
+	 * only when an OTLP exporter is configured (encode/otlp.h). */
+	const uint8_t *otlp_request;
+	size_t otlp_len;
 };
 
 struct sw_exporter {
