@@ -22,3 +22,6 @@ $(WL)/otel_writer-lib: tests/workloads/otel_writer.c $(WL)/libotel_ctx.so
 $(WL)/otel_writer-lib-musl: tests/workloads/otel_writer.c $(WL)/musl/libotel_ctx.so
 	$(MUSL_CC) $(OTEL_WL_FLAGS) -DOTEL_CTX_IN_LIB -pie $< -o $@ -L$(WL)/musl -lotel_ctx \
 		-Wl,-rpath,'$$ORIGIN/musl'
+
+# The thread-context unit test exports its own otel_thread_ctx_v1.
+$(BUILD)/tests/test_otel_context $(BUILD)/tests/san/test_otel_context: UNIT_EXTRA_LIBS += -rdynamic
