@@ -35,7 +35,7 @@ SW_EXPORT void *dlopen(const char *file, int mode)
 	void *handle = fn(file, mode);
 	if (handle && collect_threads_active()) {
 		(void)symbols_refresh();
-		otel_context_refresh();
+		otel_context_dlopened(handle);
 	}
 	return handle;
 }

@@ -1,6 +1,7 @@
 /* Reader of OTEP 4947 thread context records (see otel_context.h). */
 #include "collect/otel_context.h"
 
+#include "rt/host.h"
 #include "symbols/tls.h"
 
 #define OTEL_SITES_MAX 8
@@ -33,11 +34,36 @@ struct refresh_walk {
 	bool seen[OTEL_SITES_MAX];
 	uint32_t dynamic;
 	uintptr_t max_distance;
+	/* A module just loaded with dlopen, and where the calling thread's copy
+	 * of the variable is (dlsym), for when the loader's per-thread table is
+	 * not yet current for it (glibc). */
+	uint64_t hint_base;
+	intptr_t hint_delta;
+	bool hint;
 };
 
-static void site_found(const struct tls_symbol_site *site, void *ctx)
+static void site_found(const struct tls_symbol_site *found, void *ctx)
 {
 	struct refresh_walk *w = ctx;
+	struct tls_symbol_site fixed = *found;
+	const struct tls_symbol_site *site = &fixed;
+	/* A site already published stays (its module is still loaded), even if
+	 * this thread's view of it is not current. */
+	uint32_t published = atomic_load(&oc.n);
+	for (uint32_t i = 0; i < published; i++) {
+		if (oc.sites[i].module_base == site->module_base &&
+		    oc.sites[i].symbol_value == site->symbol_value) {
+			w->seen[i] = true;
+			return;
+		}
+	}
+	if (!fixed.is_static && w->hint && fixed.module_base == w->hint_base) {
+		uintptr_t d = w->hint_delta < 0 ? (uintptr_t)-w->hint_delta : (uintptr_t)w->hint_delta;
+		if (d <= oc.static_extent) {
+			fixed.is_static = true;
+			fixed.tp_delta = w->hint_delta;
+		}
+	}
 	if (site->symbol_size != 0 && site->symbol_size < sizeof(void *)) {
 		rt_log_once(RT_LOG_WARN, "%s in %s is %llu bytes, not a pointer; not read",
 			    OTEL_CONTEXT_SYMBOL, site->module[0] ? site->module : "the executable",
@@ -53,15 +79,7 @@ static void site_found(const struct tls_symbol_site *site, void *ctx)
 	uintptr_t distance = site->tp_delta < 0 ? (uintptr_t)-site->tp_delta : (uintptr_t)site->tp_delta;
 	if (distance > w->max_distance)
 		w->max_distance = distance;
-	uint32_t n = atomic_load(&oc.n);
-	for (uint32_t i = 0; i < n; i++) {
-		struct otel_site *s = &oc.sites[i];
-		if (s->module_base == site->module_base && s->symbol_value == site->symbol_value &&
-		    s->tp_delta == site->tp_delta) {
-			w->seen[i] = true;
-			return;
-		}
-	}
+	uint32_t n = published;
 	if (n >= OTEL_SITES_MAX) {
 		rt_log_once(RT_LOG_WARN, "more than %d modules define %s; the others are not read",
 			    OTEL_SITES_MAX, OTEL_CONTEXT_SYMBOL);
@@ -78,10 +96,10 @@ static void site_found(const struct tls_symbol_site *site, void *ctx)
 		 site->module[0] ? site->module : "the executable", (long)site->tp_delta);
 }
 
-void otel_context_refresh(void)
+static void refresh(struct refresh_walk *walk)
 {
 	rt_mutex_lock(&oc.lock);
-	struct refresh_walk w = { 0 };
+	struct refresh_walk w = *walk;
 	size_t extent = oc.scanned ? oc.static_extent : STARTUP_EXTENT;
 	int found = tls_symbol_sites(OTEL_CONTEXT_SYMBOL, extent, site_found, &w);
 	if (found >= 0) {
@@ -95,6 +113,29 @@ void otel_context_refresh(void)
 		}
 	}
 	rt_mutex_unlock(&oc.lock);
+}
+
+void otel_context_refresh(void)
+{
+	struct refresh_walk w = { 0 };
+	refresh(&w);
+}
+
+void otel_context_dlopened(void *handle)
+{
+	struct refresh_walk w = { 0 };
+	/* This thread's copy of the library's variable (dlsym of a TLS symbol
+	 * gives the calling thread's address, allocating it if needed).  The
+	 * handle's first word is the module's load bias in glibc (struct
+	 * link_map's l_addr, public through dlinfo) and musl (struct dso's
+	 * base). */
+	void *addr = handle && dlsym ? dlsym(handle, OTEL_CONTEXT_SYMBOL) : NULL;
+	if (addr) {
+		w.hint = true;
+		w.hint_base = *(const uint64_t *)handle;
+		w.hint_delta = (intptr_t)((uintptr_t)addr - rt_thread_pointer());
+	}
+	refresh(&w);
 }
 
 bool otel_context_present(void) { return atomic_load_explicit(&oc.n, memory_order_relaxed) != 0; }

@@ -37,6 +37,12 @@ struct otel_span {
 /* Finds the TLS variable in every loaded module and publishes where it is.
  * At start, and after dlopen/dlclose.  Off the signal path. */
 void otel_context_refresh(void);
+/* After a dlopen that returned `handle`: the same, and a variable the new
+ * library defines is located from the calling thread's copy (dlsym) when the
+ * loader's per-thread table does not show it yet; it is read if that copy
+ * is in static TLS (glibc places a dlopened library's TLS there when its
+ * surplus allows; musl never does for threads that already exist). */
+void otel_context_dlopened(void *handle);
 /* True when at least one module defines a readable variable.  [signal-safe] */
 bool otel_context_present(void);
 

@@ -157,6 +157,33 @@ for prog in ["otel_writer", "otel_writer-lib", "otel_writer-musl", "otel_writer-
                     wrong.append((why, l))
         check(f"{prog}: allocation samples carry their span (or none between spans)",
               len(allocs) >= 20 and not wrong, f"{len(wrong)} of {len(allocs)}: {wrong[:3]}")
+# The variable in a library loaded with dlopen after the profiler started:
+# read where the library's TLS is static (glibc's surplus), else skipped
+# with one message (musl: the dlopening thread's copy is not in static TLS).
+for prog, lib in (("otel_dlopen", "libotel_ctx.so"), ("otel_dlopen-musl", "musl/libotel_ctx.so")):
+    with tempfile.TemporaryDirectory() as out:
+        env = dict(os.environ, LD_PRELOAD=SO, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out,
+                   STOWAWAY_PROFILES="cpu", STOWAWAY_CPU_HZ="1000", STOWAWAY_LOG_LEVEL="debug")
+        proc = subprocess.run([os.path.join(WL, prog), os.path.join(WL, lib), "2"], env=env,
+                              capture_output=True, text=True, timeout=60)
+        check_terse(f"{prog}: runs with the library", proc.returncode == 0, proc.stderr[-300:])
+        read = f"reading otel_thread_ctx_v1 from {os.path.join(WL, lib)}" in proc.stderr
+        skipped = proc.stderr.count("lives in dynamic TLS; its thread context is not read")
+        cpu = parse_raw(glob.glob(os.path.join(out, "*.cpu.*.pb.gz"))[0])
+        burns = [(s, l) for v, s, l in cpu if where(s, ("burn_even", "burn_odd"))]
+        taken = sum(v[0] for v, s, l in cpu if where(s, ("burn_even", "burn_odd")))
+        labelled = [l for s, l in burns if "span id" in l]
+        if read:
+            wrong = [(s[0], l) for s, l in burns
+                     if "span id" not in l or span_index(l) % 2 != (where(s, ("burn_even", "burn_odd")) == "burn_odd")]
+            check(f"{prog}: the dlopened variable is read (static TLS): every sample carries its span",
+                  taken >= 20 and not wrong, f"{len(wrong)} wrong of {len(burns)}: {wrong[:2]}")
+        else:
+            check(f"{prog}: the dlopened variable in dynamic TLS is skipped, said once, nothing labelled",
+                  skipped == 1 and not labelled and taken >= 20,
+                  f"{skipped} messages, {len(labelled)} labelled of {taken} samples")
+        print(f"INFO {prog}: {'static TLS, read' if read else 'dynamic TLS, skipped'}")
+
 # Both an API context and an OpenTelemetry record: the API's ids win.
 with tempfile.TemporaryDirectory() as out:
     truth_path = os.path.join(out, "truth.txt")

@@ -25,3 +25,10 @@ $(WL)/otel_writer-lib-musl: tests/workloads/otel_writer.c $(WL)/musl/libotel_ctx
 
 # The thread-context unit test exports its own otel_thread_ctx_v1.
 $(BUILD)/tests/test_otel_context $(BUILD)/tests/san/test_otel_context: UNIT_EXTRA_LIBS += -rdynamic
+
+# The variable in a library loaded with dlopen after the profiler started.
+TEST_PROGRAMS += $(WL)/otel_dlopen $(WL)/otel_dlopen-musl
+$(WL)/otel_dlopen: tests/workloads/otel_dlopen.c tests/workloads/otel_writer.h $(WL)/libotel_ctx.so
+	$(CC) $(OTEL_WL_FLAGS) -pie $< -o $@ -ldl -lpthread
+$(WL)/otel_dlopen-musl: tests/workloads/otel_dlopen.c tests/workloads/otel_writer.h $(WL)/musl/libotel_ctx.so
+	$(MUSL_CC) $(OTEL_WL_FLAGS) -pie $< -o $@
