@@ -59,10 +59,16 @@ struct blob_key {
 	uint32_t n;
 };
 
+/* Entry idx's bytes (the table's storage is NULL while every entry is empty). */
+static const uint8_t *blob_at(const struct blob_table *t, uint32_t idx)
+{
+	return t->bytes.data ? t->bytes.data + t->off[idx] : (const uint8_t *)"";
+}
+
 static bool blob_eq(const void *ctx, uint32_t idx)
 {
 	const struct blob_key *k = ctx;
-	return k->t->len[idx] == k->n && rt_memcmp(k->t->bytes.data + k->t->off[idx], k->p, k->n) == 0;
+	return k->t->len[idx] == k->n && rt_memcmp(blob_at(k->t, idx), k->p, k->n) == 0;
 }
 
 struct otlp_encoder {
@@ -705,7 +711,7 @@ out:
 static void put_table(struct rt_buf *out, uint32_t field, const struct blob_table *t)
 {
 	for (uint32_t i = 0; i < t->n; i++)
-		pb_put_bytes(out, field, t->bytes.data + t->off[i], t->len[i]);
+		pb_put_bytes(out, field, blob_at(t, i), t->len[i]);
 }
 
 static void put_string_kv(struct rt_buf *out, uint32_t field, const char *key, const char *value,
