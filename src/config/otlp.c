@@ -20,17 +20,6 @@ static const char *otlp_env(const char *suffix)
 	return v && *v ? v : NULL;
 }
 
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* s[0..n) with %XX decoded and surrounding spaces trimmed, into out; false
  * when it does not fit, a %-escape is malformed or a control character
  * appears. */
@@ -48,7 +37,7 @@ static bool decode_part(const char *s, size_t n, char *out, size_t cap)
 		if (c == '%') {
 			if (n - i < 3)
 				return false;
-			int hi = hex_value(s[i + 1]), lo = hex_value(s[i + 2]);
+			int hi = rt_hex_digit(s[i + 1]), lo = rt_hex_digit(s[i + 2]);
 			if (hi < 0 || lo < 0)
 				return false;
 			c = (char)(hi << 4 | lo);

@@ -435,23 +435,12 @@ static bool translate_tables(struct otlp_encoder *e, struct pprof_view *v, struc
 	return !e->failed && !tmp->failed;
 }
 
-static int hex_digit(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static bool trace_id_bytes(const struct slice *s, uint8_t out[16])
 {
 	if (s->n != 32)
 		return false;
 	for (int i = 0; i < 16; i++) {
-		int hi = hex_digit(s->p[2 * i]), lo = hex_digit(s->p[2 * i + 1]);
+		int hi = rt_hex_digit((char)s->p[2 * i]), lo = rt_hex_digit((char)s->p[2 * i + 1]);
 		if (hi < 0 || lo < 0)
 			return false;
 		out[i] = (uint8_t)(hi << 4 | lo);

@@ -43,6 +43,8 @@ bool rt_eq_nocase(const char *s, size_t n, const char *lit);
 bool rt_parse_u64(const char *s, size_t n, uint64_t *out);
 bool rt_parse_i64(const char *s, size_t n, int64_t *out);
 bool rt_parse_hex_u64(const char *s, size_t n, uint64_t *out);
+/* Value of one hex digit (either case), or -1. */
+int rt_hex_digit(char c);
 
 /* ---- formatting [signal-safe] ----
  * Supports %% %c %s %.*s %.Ns %d %i %u %x %X %p with length modifiers l, ll, z

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz/fuzz_env.h"
+
 #include "config/otlp.h"
 #include "encode/otlp.h"
 
@@ -57,16 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(text, data + 1, size - 1);
 	text[size - 1] = 0;
-	for (size_t i = 0; i < N_NAMES; i++)
-		unsetenv(names[i]);
-	char *line = text;
-	for (size_t i = 0; i < N_NAMES && line; i++) {
-		char *nl = strchr(line, '\n');
-		if (nl)
-			*nl = 0;
-		setenv(names[i], line, 1);
-		line = nl ? nl + 1 : NULL;
-	}
+	fuzz_set_env_lines(names, N_NAMES, text);
 	static struct sw_config cfg;
 	static struct sw_otlp_config otlp;
 	strcpy(cfg.service, "fuzz");

@@ -11,9 +11,9 @@ with the truth.  (Wall time per span is not compared: a wall sample weighs
 the time since the thread's previous one, which straddles spans ~1 ms long.)"""
 import glob
 import os
-import re
 import subprocess
 import tempfile
+import pprof_raw
 from checks import check, check_terse, finish
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -23,26 +23,7 @@ SECONDS = 2.5
 
 
 def parse_raw(path):
-    """[(values, functions leaf first, labels)] from go tool pprof -raw."""
-    out = subprocess.run(["go", "tool", "pprof", "-raw", "-symbolize=none", path],
-                         capture_output=True, text=True, check=True).stdout
-    samples_part = out.split("Samples:", 1)[1].split("Locations", 1)[0]
-    locations_part = out.split("Locations", 1)[1].split("Mappings", 1)[0]
-    functions = {}
-    for line in locations_part.splitlines():
-        m = re.match(r"\s+(\d+): 0x[0-9a-f]+ M=\d+ (\S+)", line)
-        if m:
-            functions[m.group(1)] = m.group(2).split(".")[0]  # foo.constprop.0 is foo
-    samples = []
-    for line in samples_part.splitlines()[1:]:
-        m = re.match(r"\s+([\d ]+?): ([\d ]+)$", line)
-        if m:
-            values = [int(v) for v in m.group(1).split()]
-            samples.append((values, [functions.get(i, "?") for i in m.group(2).split()], {}))
-        elif samples and line.strip():
-            for key, value in re.findall(r"([\w ]+?):\[([^\]]*)\]", line):
-                samples[-1][2][key.strip()] = value
-    return samples
+    return pprof_raw.samples(path, plain_names=True)
 
 
 def read_truth(path):

@@ -16,10 +16,10 @@ import glob
 import gzip
 import http.server
 import os
-import re
 import subprocess
 import tempfile
 import threading
+import pprof_raw
 from checks import check, check_terse, finish
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -178,23 +178,12 @@ def serve(status):
     return srv
 
 
-def pprof_raw(path):
-    """{(type, unit): total} and {(span, trace, (type, unit)): total} from go tool pprof -raw."""
-    out = subprocess.run(["go", "tool", "pprof", "-raw", "-symbolize=none", path],
-                         capture_output=True, text=True, check=True).stdout
-    lines = out.split("Samples:", 1)[1].split("Locations", 1)[0].splitlines()
-    types = [tuple(t.replace("[dflt]", "").split("/")) for t in lines[1].split()]
-    samples = []  # [values, labels]
-    for line in lines[2:]:
-        m = re.match(r"\s+([-\d ]+?): [\d ]+$", line)
-        if m:
-            samples.append([[int(x) for x in m.group(1).split()], {}])
-        elif samples and line.strip():
-            for k, v in re.findall(r"([\w ]+?):\[([^\]]*)\]", line):
-                samples[-1][1][k.strip()] = v
+def pprof_totals(path):
+    """{(type, unit): total} and {(span, trace, (type, unit)): total} as go tool pprof reads them."""
+    types = pprof_raw.sample_types(path)
     totals = {t: 0 for t in types}
     links = {}
-    for values, labels in samples:
+    for values, _, labels in pprof_raw.samples(path):
         for t, x in zip(types, values):
             totals[t] += x
             if x and "span id" in labels and "trace_id" in labels:  # OTLP omits zeros
@@ -275,7 +264,7 @@ with tempfile.TemporaryDirectory() as out:
     pp_totals, pp_links = {}, {}
     files = sorted(glob.glob(os.path.join(out, "*.pb.gz")))
     for f in files:
-        tot, lk = pprof_raw(f)
+        tot, lk = pprof_totals(f)
         for k, v in tot.items():
             pp_totals[k] = pp_totals.get(k, 0) + v
         for k, v in lk.items():

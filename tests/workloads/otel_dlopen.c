@@ -20,34 +20,11 @@
 
 static struct otel_thread_ctx_record **(*slot_of_thread)(void);
 static double seconds;
-static volatile uint64_t sink;
+volatile uint64_t otel_sink;
 static volatile int placement_static = -1;
 
-static uint64_t now_ns(clockid_t c)
-{
-	struct timespec ts;
-	clock_gettime(c, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-__attribute__((noinline, noipa)) static void burn_even(uint64_t until)
-{
-	uint64_t x = sink;
-	while (now_ns(CLOCK_THREAD_CPUTIME_ID) < until)
-		for (int i = 0; i < 2000; i++)
-			x = x * 6364136223846793005ull + 1442695040888963407ull;
-	sink = x;
-}
-
-__attribute__((noinline, noipa)) static void burn_odd(uint64_t until)
-{
-	uint64_t x = sink;
-	while (now_ns(CLOCK_THREAD_CPUTIME_ID) < until)
-		for (int i = 0; i < 2000; i++)
-			x = x * 2862933555777941757ull + 3037000493ull;
-	sink = x;
-}
-
+OTEL_DEFINE_BURN(burn_even, 6364136223846793005ull, 1442695040888963407ull)
+OTEL_DEFINE_BURN(burn_odd, 2862933555777941757ull, 3037000493ull)
 static void *work(void *arg)
 {
 	uint64_t index = (uint64_t)(uintptr_t)arg;
@@ -57,8 +34,8 @@ static void *work(void *arg)
 	intptr_t d = (intptr_t)((uintptr_t)slot - tp);
 	placement_static = d > -65536 && d < 65536;
 	static __thread struct otel_thread_ctx_record rec[2];
-	uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)(seconds * 1e9);
-	for (uint64_t k = 0; now_ns(CLOCK_MONOTONIC) < end; k++) {
+	uint64_t end = otel_now_ns(CLOCK_MONOTONIC) + (uint64_t)(seconds * 1e9);
+	for (uint64_t k = 0; otel_now_ns(CLOCK_MONOTONIC) < end; k++) {
 		uint64_t span = ((index + 1) << 40) | (k + 1);
 		struct otel_thread_ctx_record *r = &rec[k & 1];
 		*slot = NULL;
@@ -73,7 +50,7 @@ static void *work(void *arg)
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		*slot = r;
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		uint64_t until = now_ns(CLOCK_THREAD_CPUTIME_ID) + 800000;
+		uint64_t until = otel_now_ns(CLOCK_THREAD_CPUTIME_ID) + 800000;
 		if (k & 1)
 			burn_odd(until);
 		else

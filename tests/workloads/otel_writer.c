@@ -57,14 +57,7 @@ struct worker {
 	struct otel_thread_ctx_record rec[2];
 };
 
-static volatile uint64_t sink;
-
-static uint64_t now_ns(clockid_t c)
-{
-	struct timespec ts;
-	clock_gettime(c, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+volatile uint64_t otel_sink;
 
 static uint64_t mix(uint64_t x)
 {
@@ -84,33 +77,9 @@ static void trace_of(uint64_t span, uint8_t out[16])
 }
 
 /* Distinct bodies (distinct constants) so the compiler cannot fold them. */
-__attribute__((noinline, noipa)) static void burn_even(uint64_t until)
-{
-	uint64_t x = sink;
-	while (now_ns(CLOCK_THREAD_CPUTIME_ID) < until)
-		for (int i = 0; i < 2000; i++)
-			x = x * 6364136223846793005ull + 1442695040888963407ull;
-	sink = x;
-}
-
-__attribute__((noinline, noipa)) static void burn_odd(uint64_t until)
-{
-	uint64_t x = sink;
-	while (now_ns(CLOCK_THREAD_CPUTIME_ID) < until)
-		for (int i = 0; i < 2000; i++)
-			x = x * 2862933555777941757ull + 3037000493ull;
-	sink = x;
-}
-
-__attribute__((noinline, noipa)) static void burn_gap(uint64_t until)
-{
-	uint64_t x = sink;
-	while (now_ns(CLOCK_THREAD_CPUTIME_ID) < until)
-		for (int i = 0; i < 2000; i++)
-			x = x * 3202034522624059733ull + 4354685564936845319ull;
-	sink = x;
-}
-
+OTEL_DEFINE_BURN(burn_even, 6364136223846793005ull, 1442695040888963407ull)
+OTEL_DEFINE_BURN(burn_odd, 2862933555777941757ull, 3037000493ull)
+OTEL_DEFINE_BURN(burn_gap, 3202034522624059733ull, 4354685564936845319ull)
 /* Allocations inside a span and in the gap, so allocation samples can be
  * checked too. */
 __attribute__((noinline, noipa)) static void alloc_in_span(size_t n)
@@ -162,12 +131,12 @@ static void detach(void)
 static void *work(void *arg)
 {
 	struct worker *w = arg;
-	uint64_t end = now_ns(CLOCK_MONOTONIC) + (uint64_t)(w->seconds * 1e9);
+	uint64_t end = otel_now_ns(CLOCK_MONOTONIC) + (uint64_t)(w->seconds * 1e9);
 	/* Span lengths cycle through 0.3, 0.7, 1.1 and 1.9 ms of CPU. */
 	static const uint64_t cpu_us[4] = { 300, 700, 1100, 1900 };
-	for (int k = 0; k < MAX_SPANS && now_ns(CLOCK_MONOTONIC) < end; k++) {
+	for (int k = 0; k < MAX_SPANS && otel_now_ns(CLOCK_MONOTONIC) < end; k++) {
 		uint64_t span = ((uint64_t)(w->index + 1) << 40) | (uint64_t)(k + 1);
-		uint64_t c0 = now_ns(CLOCK_THREAD_CPUTIME_ID), m0 = now_ns(CLOCK_MONOTONIC);
+		uint64_t c0 = otel_now_ns(CLOCK_THREAD_CPUTIME_ID), m0 = otel_now_ns(CLOCK_MONOTONIC);
 		attach(&w->rec[k & 1], span);
 		if (w->use_api && stowaway_set_span)
 			stowaway_set_span(1, (uint64_t)(k + 1));
@@ -177,20 +146,20 @@ static void *work(void *arg)
 			burn_odd(until);
 		else
 			burn_even(until);
-		uint64_t s0 = now_ns(CLOCK_MONOTONIC);
+		uint64_t s0 = otel_now_ns(CLOCK_MONOTONIC);
 		if (k % 4 == 3)
 			sleep_in_span(1500000);
-		uint64_t s1 = now_ns(CLOCK_MONOTONIC);
+		uint64_t s1 = otel_now_ns(CLOCK_MONOTONIC);
 		detach();
 		if (w->use_api && stowaway_clear_context)
 			stowaway_clear_context();
-		uint64_t c1 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+		uint64_t c1 = otel_now_ns(CLOCK_THREAD_CPUTIME_ID);
 		(void)m0;
 		w->spans[w->n++] = (struct span_truth){ span, c1 - c0, s1 - s0 };
 		alloc_in_gap(8192);
 		burn_gap(c1 + 200000);
 	}
-	w->cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID);
+	w->cpu_ns = otel_now_ns(CLOCK_THREAD_CPUTIME_ID);
 	return NULL;
 }
 
