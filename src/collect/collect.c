@@ -56,6 +56,7 @@ static void *sampler_main(void *arg)
 			(void)threads_scan();
 			cpu_check_handler();
 			overhead_tick(col.cfg);
+			otel_context_find_key_map_if_wanted();
 		}
 		/* New thread stacks and code mapped without dlopen. */
 		if (tick % REFRESH_EVERY_TICKS == 0)

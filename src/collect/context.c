@@ -251,6 +251,11 @@ void context_to_labels(struct context_labels *out)
 		out->labels[n++] = (struct sw_label){ .key = SW_LABEL_TRACE_ID,
 						      .str = out->trace_id_hex };
 	}
+	for (uint32_t i = 0; v->otel.span_id && i < v->otel.n_attrs && i < OTEL_ATTRS_MAX; i++) {
+		const char *key = otel_context_key_name(v->otel.attrs[i].key);
+		if (key)
+			out->labels[n++] = (struct sw_label){ .key = key, .str = v->otel.attrs[i].value };
+	}
 	if (v->endpoint[0])
 		out->labels[n++] = (struct sw_label){ .key = SW_LABEL_TRACE_ENDPOINT,
 						      .str = v->endpoint };

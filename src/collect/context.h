@@ -40,7 +40,7 @@ struct context_value {
 
 /* A snapshot plus the sw_label array pointing into it, ready for
  * recorder_add; lives in the caller's memory. */
-#define CONTEXT_MAX_SAMPLE_LABELS (4 + CONTEXT_LABELS)
+#define CONTEXT_MAX_SAMPLE_LABELS (4 + CONTEXT_LABELS + OTEL_ATTRS_MAX)
 struct context_labels {
 	struct context_value value;
 	struct sw_label labels[CONTEXT_MAX_SAMPLE_LABELS];
@@ -82,7 +82,8 @@ unsigned context_generation(int slot, int tid);
 /* Fills `out` with the labels of `v` (span ids as numbers, endpoint and
  * custom labels as strings; nothing for empty fields).  Span ids set through
  * the API win; otherwise an OpenTelemetry span gives `span id` (number) and
- * `trace_id` (32 lowercase hex digits). */
+ * `trace_id` (32 lowercase hex digits), and its attributes string labels
+ * named by the process context's key map. */
 void context_to_labels(struct context_labels *out);
 
 /* In a fork child: only the forking thread survives; other slots are freed. */

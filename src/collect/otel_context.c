@@ -1,7 +1,10 @@
 /* Reader of OTEP 4947 thread context records (see otel_context.h). */
 #include "collect/otel_context.h"
 
+#include "encode/pb.h"
 #include "rt/host.h"
+#include "symbols/maps.h"
+#include "symbols/symbols.h"
 #include "symbols/tls.h"
 
 #define OTEL_SITES_MAX 8
@@ -119,6 +122,7 @@ void otel_context_refresh(void)
 {
 	struct refresh_walk w = { 0 };
 	refresh(&w);
+	otel_context_find_key_map();
 }
 
 void otel_context_dlopened(void *handle)
@@ -136,6 +140,7 @@ void otel_context_dlopened(void *handle)
 		w.hint_delta = (intptr_t)((uintptr_t)addr - rt_thread_pointer());
 	}
 	refresh(&w);
+	otel_context_find_key_map();
 }
 
 bool otel_context_present(void) { return atomic_load_explicit(&oc.n, memory_order_relaxed) != 0; }
@@ -158,8 +163,19 @@ static bool accept(const uint8_t *hdr, struct otel_span *out)
 		return false;
 	out->span_id = span;
 	rt_memcpy(out->trace_id, hdr, 16);
+	out->n_attrs = 0;
 	return true;
 }
+
+static uint32_t attrs_size(const uint8_t *hdr)
+{
+	uint32_t n = (uint32_t)hdr[26] | (uint32_t)hdr[27] << 8;
+	return n < OTEL_ATTRS_DATA_MAX ? n : OTEL_ATTRS_DATA_MAX;
+}
+
+static bool key_map_present(void);
+/* A record with attributes was read while no key map was known. */
+static atomic_bool key_map_wanted;
 
 bool otel_context_read_self(struct otel_span *out)
 {
@@ -178,8 +194,15 @@ bool otel_context_read_self(struct otel_span *out)
 			continue;
 		uint8_t hdr[OTEL_RECORD_HEADER];
 		atomic_fetch_add_explicit(&oc.reads, 1, memory_order_relaxed);
-		if (rt_peek(hdr, rec, sizeof(hdr)) && accept(hdr, out))
-			return true;
+		if (!rt_peek(hdr, rec, sizeof(hdr)) || !accept(hdr, out))
+			continue;
+		uint32_t n_attrs = attrs_size(hdr);
+		uint8_t attrs[OTEL_ATTRS_DATA_MAX];
+		if (n_attrs && !key_map_present())
+			atomic_store_explicit(&key_map_wanted, true, memory_order_relaxed);
+		else if (n_attrs && rt_peek(attrs, rec + OTEL_RECORD_HEADER, n_attrs))
+			otel_context_parse_attrs(attrs, n_attrs, out);
+		return true;
 	}
 	return false;
 }
@@ -205,12 +228,253 @@ bool otel_context_read_thread(uintptr_t thread_pointer, struct otel_span *out)
 		atomic_fetch_add_explicit(&oc.reads, 1, memory_order_relaxed);
 		/* The kernel copies the ranges in order: a pointer unchanged after
 		 * the record means the record was not detached while we read it. */
-		if (rt_peek_ranges(dst, src, len, 2) < 0 || again != rec)
+		if (rt_peek_ranges(dst, src, len, 2) < 0 || again != rec || !accept(hdr, out))
 			continue;
-		if (accept(hdr, out))
-			return true;
+		uint32_t n_attrs = attrs_size(hdr);
+		uint8_t attrs[OTEL_ATTRS_DATA_MAX];
+		dst[0] = attrs;
+		src[0] = rec + OTEL_RECORD_HEADER;
+		len[0] = n_attrs;
+		if (n_attrs && !key_map_present())
+			atomic_store_explicit(&key_map_wanted, true, memory_order_relaxed);
+		else if (n_attrs && rt_peek_ranges(dst, src, len, 2) >= 0 && again == rec)
+			otel_context_parse_attrs(attrs, n_attrs, out);
+		return true;
 	}
 	return false;
+}
+
+void otel_context_parse_attrs(const uint8_t *data, size_t n, struct otel_span *out)
+{
+	out->n_attrs = 0;
+	size_t off = 0;
+	while (off + 2 <= n && out->n_attrs < OTEL_ATTRS_MAX) {
+		uint8_t key = data[off], len = data[off + 1];
+		if ((size_t)len > n - off - 2)
+			break;
+		struct otel_attr *a = &out->attrs[out->n_attrs++];
+		a->key = key;
+		size_t keep = len < OTEL_ATTR_VALUE_MAX - 1 ? len : OTEL_ATTR_VALUE_MAX - 1;
+		for (size_t i = 0; i < keep; i++) {
+			uint8_t c = data[off + 2 + i];
+			a->value[i] = (char)(c == 0 ? '?' : c);
+		}
+		a->value[keep] = '\0';
+		off += 2u + len;
+	}
+}
+
+/* ---- the process context's key map (OTEP 4719) ---- */
+
+#define KEY_MAP_MAX 256u
+#define KEY_NAME_MAX 128u
+#define PROCESS_CTX_HEADER 32u
+#define PROCESS_CTX_PAYLOAD_MAX (64u << 10)
+#define SCHEMA_KEY "threadlocal.schema_version"
+#define KEY_MAP_KEY "threadlocal.attribute_key_map"
+
+struct key_map {
+	uint32_t n;
+	const char *names[KEY_MAP_MAX];
+	char storage[KEY_MAP_MAX * KEY_NAME_MAX];
+};
+
+static _Atomic(const struct key_map *) key_map;
+static struct rt_mutex key_map_lock;
+
+static bool key_map_present(void) { return atomic_load_explicit(&key_map, memory_order_relaxed) != NULL; }
+
+const char *otel_context_key_name(uint8_t index)
+{
+	const struct key_map *m = atomic_load_explicit(&key_map, memory_order_acquire);
+	return m && index < m->n ? m->names[index] : NULL;
+}
+
+static bool slice_is(const struct pb_reader *r, const char *s)
+{
+	size_t n = rt_strlen(s);
+	return (size_t)(r->end - r->p) == n && rt_memcmp(r->p, s, n) == 0;
+}
+
+/* The string_value (field 1) of an AnyValue, or false. */
+static bool any_string(struct pb_reader any, struct pb_reader *out)
+{
+	uint32_t field;
+	enum pb_wire wire;
+	bool found = false;
+	while (!pb_reader_done(&any)) {
+		if (!pb_read_key(&any, &field, &wire))
+			return false;
+		if (field == 1 && wire == PB_WIRE_LEN) {
+			if (!pb_read_len(&any, out))
+				return false;
+			found = true;
+		} else if (!pb_skip(&any, wire)) {
+			return false;
+		}
+	}
+	return found;
+}
+
+/* The key map of a Resource payload into m; false when the payload is
+ * malformed or does not declare a schema we read. */
+static bool parse_resource(const uint8_t *p, size_t n, struct key_map *m)
+{
+	struct pb_reader r = { p, p + n };
+	uint32_t field;
+	enum pb_wire wire;
+	bool schema_ok = false, have_map = false;
+	size_t used = 0;
+	while (!pb_reader_done(&r)) {
+		if (!pb_read_key(&r, &field, &wire))
+			return false;
+		struct pb_reader kv, key = { 0 }, value = { 0 };
+		if (field != 1 || wire != PB_WIRE_LEN) {
+			if (!pb_skip(&r, wire))
+				return false;
+			continue;
+		}
+		if (!pb_read_len(&r, &kv))
+			return false;
+		while (!pb_reader_done(&kv)) {
+			uint32_t f;
+			enum pb_wire w;
+			if (!pb_read_key(&kv, &f, &w))
+				return false;
+			if (f == 1 && w == PB_WIRE_LEN) {
+				if (!pb_read_len(&kv, &key))
+					return false;
+			} else if (f == 2 && w == PB_WIRE_LEN) {
+				if (!pb_read_len(&kv, &value))
+					return false;
+			} else if (!pb_skip(&kv, w)) {
+				return false;
+			}
+		}
+		struct pb_reader str;
+		if (slice_is(&key, SCHEMA_KEY)) {
+			static const char v1[] = "tlsdesc_v1";
+			schema_ok = any_string(value, &str) && (size_t)(str.end - str.p) >= sizeof(v1) - 1 &&
+				    rt_memcmp(str.p, v1, sizeof(v1) - 1) == 0;
+			if (!schema_ok)
+				rt_log_once(RT_LOG_INFO, "the OpenTelemetry process context declares a thread "
+							 "context schema we do not read; attributes are ignored");
+		} else if (slice_is(&key, KEY_MAP_KEY)) {
+			/* AnyValue.array_value (5) -> ArrayValue.values (1) -> string_value. */
+			struct pb_reader array = { 0 };
+			while (!pb_reader_done(&value)) {
+				uint32_t f;
+				enum pb_wire w;
+				if (!pb_read_key(&value, &f, &w))
+					return false;
+				if (f == 5 && w == PB_WIRE_LEN) {
+					if (!pb_read_len(&value, &array))
+						return false;
+				} else if (!pb_skip(&value, w)) {
+					return false;
+				}
+			}
+			m->n = 0;
+			used = 0;
+			while (!pb_reader_done(&array) && m->n < KEY_MAP_MAX) {
+				uint32_t f;
+				enum pb_wire w;
+				struct pb_reader any;
+				if (!pb_read_key(&array, &f, &w))
+					return false;
+				if (f != 1 || w != PB_WIRE_LEN) {
+					if (!pb_skip(&array, w))
+						return false;
+					continue;
+				}
+				if (!pb_read_len(&array, &any))
+					return false;
+				size_t len = any_string(any, &str) ? (size_t)(str.end - str.p) : 0;
+				if (len >= KEY_NAME_MAX)
+					len = KEY_NAME_MAX - 1;
+				char *name = m->storage + used;
+				if (len)
+					rt_memcpy(name, str.p, len);
+				name[len] = '\0';
+				used += len + 1;
+				/* An empty name: that index gives no label. */
+				m->names[m->n++] = len ? name : NULL;
+			}
+			have_map = true;
+		}
+	}
+	return schema_ok && have_map;
+}
+
+static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+/* The process context at addr: header (OTEP 4719 version 2, fields packed in
+ * the order of the OTEP's table: signature[8], version u32, published_at_ns
+ * u64, payload_size u32, payload pointer), payload, header again. */
+static bool read_process_context(uintptr_t addr, struct key_map *m)
+{
+	uint8_t hdr[PROCESS_CTX_HEADER], again[PROCESS_CTX_HEADER];
+	if (!rt_peek(hdr, addr, sizeof(hdr)) || rt_memcmp(hdr, "OTEL_CTX", 8) != 0)
+		return false;
+	uint32_t version = le32(hdr + 8), size = le32(hdr + 20);
+	uint64_t payload = (uint64_t)le32(hdr + 24) | (uint64_t)le32(hdr + 28) << 32;
+	if (version != 2) {
+		rt_log_once(RT_LOG_INFO, "OpenTelemetry process context version %u is not one we read",
+			    version);
+		return false;
+	}
+	if (size == 0 || size > PROCESS_CTX_PAYLOAD_MAX)
+		return false;
+	uint8_t *p = rt_malloc(size);
+	if (!p)
+		return false;
+	bool ok = rt_peek(p, (uintptr_t)payload, size) && rt_peek(again, addr, sizeof(again)) &&
+		  rt_memcmp(hdr, again, sizeof(hdr)) == 0 && parse_resource(p, size, m);
+	rt_free(p);
+	return ok;
+}
+
+static bool is_candidate(const struct maps_entry *e)
+{
+	static const char name[] = "[anon:OTEL_CTX]";
+	if (e->path_len == sizeof(name) - 1 && rt_memcmp(e->path, name, sizeof(name) - 1) == 0)
+		return true;
+	/* Kernels before 5.17 cannot name it: a read-only anonymous mapping of
+	 * two pages. */
+	uint64_t size = e->end - e->start;
+	return e->path_len == 0 && e->inode == 0 && (e->perms & MAPS_PERM_READ) &&
+	       !(e->perms & (MAPS_PERM_WRITE | MAPS_PERM_EXEC)) &&
+	       (size == 2 * 4096 || size == 2 * 16384 || size == 2 * 65536);
+}
+
+void otel_context_find_key_map_if_wanted(void)
+{
+	if (atomic_exchange_explicit(&key_map_wanted, false, memory_order_relaxed))
+		otel_context_find_key_map();
+}
+
+void otel_context_find_key_map(void)
+{
+	if (key_map_present() || !otel_context_present())
+		return;
+	rt_mutex_lock(&key_map_lock);
+	struct rt_buf text = { 0 };
+	struct key_map *m = NULL;
+	if (!key_map_present() && symbols_read_maps(&text) && (m = rt_calloc(1, sizeof(*m))) != NULL) {
+		struct maps_entry e;
+		size_t pos = 0;
+		bool found = false;
+		while (!found && maps_next((const char *)text.data, text.len, &pos, &e))
+			found = is_candidate(&e) && read_process_context((uintptr_t)e.start, m);
+		if (found) {
+			atomic_store_explicit(&key_map, m, memory_order_release);
+			rt_debug("OpenTelemetry process context: %u attribute keys", m->n);
+			m = NULL;
+		}
+	}
+	rt_free(m);
+	rt_buf_free(&text);
+	rt_mutex_unlock(&key_map_lock);
 }
 
 void otel_trace_id_hex(const uint8_t id[16], char out[33])

@@ -19,8 +19,11 @@
  * the record it points to is read through rt_peek.  With no writer present
  * a read is one atomic load.
  *
- * The attributes (attrs_data) need the key map of the process context
- * (OTEP 4719), which we do not read: only trace and span ids are used. */
+ * Attributes (attrs_data) are read when the process context (OTEP 4719: a
+ * read-only anonymous mapping named OTEL_CTX holding a Resource protobuf)
+ * publishes `threadlocal.attribute_key_map`, the names of the key indexes;
+ * at most OTEL_ATTRS_MAX per sample, values cut to OTEL_ATTR_VALUE_MAX - 1
+ * bytes. */
 #ifndef STOWAWAY_COLLECT_OTEL_CONTEXT_H
 #define STOWAWAY_COLLECT_OTEL_CONTEXT_H
 
@@ -28,10 +31,20 @@
 
 #define OTEL_CONTEXT_SYMBOL "otel_thread_ctx_v1"
 #define OTEL_RECORD_HEADER 28u
+#define OTEL_ATTRS_MAX 4         /* attributes kept per sample */
+#define OTEL_ATTR_VALUE_MAX 48   /* bytes kept of a value, NUL included */
+#define OTEL_ATTRS_DATA_MAX 612  /* attribute bytes read (640-byte records) */
+struct otel_attr {
+	uint8_t key;                     /* index into the process context's key map */
+	char value[OTEL_ATTR_VALUE_MAX]; /* truncated, NUL-terminated */
+};
+
 /* One thread's active span as read from its record. */
 struct otel_span {
 	uint64_t span_id; /* 0: no valid record */
 	uint8_t trace_id[16];
+	uint8_t n_attrs;
+	struct otel_attr attrs[OTEL_ATTRS_MAX];
 };
 
 /* Finds the TLS variable in every loaded module and publishes where it is.
@@ -53,6 +66,19 @@ bool otel_context_read_self(struct otel_span *out);
  * pointer is read before and after the record; a record detached meanwhile
  * is not used.  [signal-safe] */
 bool otel_context_read_thread(uintptr_t thread_pointer, struct otel_span *out);
+
+/* Looks for the process context's key map (OTEP 4719) if none was found
+ * yet: at start and after dlopen.  Off the signal path. */
+void otel_context_find_key_map(void);
+/* The same, if a record with attributes was read since the last call while
+ * no key map was known (an SDK publishes it when it starts, maybe after
+ * us): for the sampler thread, once a second. */
+void otel_context_find_key_map_if_wanted(void);
+/* Name of attribute key `index`, or NULL (no key map, or outside it). */
+const char *otel_context_key_name(uint8_t index);
+/* Decodes a record's attribute bytes into out->attrs (bounded, never reads
+ * past n).  [signal-safe] */
+void otel_context_parse_attrs(const uint8_t *data, size_t n, struct otel_span *out);
 
 /* Lowercase hex of a trace id, 33 bytes with the NUL. */
 void otel_trace_id_hex(const uint8_t id[16], char out[33]);

@@ -276,7 +276,14 @@ static bool same_otel_span(const struct wall_private *w, const struct otel_span 
 	const struct otel_span *pend = w->pend_has_ctx ? &w->pend_ctx->otel : NULL;
 	if (!pend || pend->span_id == 0)
 		return span->span_id == 0;
-	return pend->span_id == span->span_id && rt_memcmp(pend->trace_id, span->trace_id, 16) == 0;
+	if (pend->span_id != span->span_id || rt_memcmp(pend->trace_id, span->trace_id, 16) != 0 ||
+	    pend->n_attrs != span->n_attrs)
+		return false;
+	for (uint32_t i = 0; i < span->n_attrs && i < OTEL_ATTRS_MAX; i++)
+		if (pend->attrs[i].key != span->attrs[i].key ||
+		    !rt_streq(pend->attrs[i].value, span->attrs[i].value))
+			return false;
+	return true;
 }
 
 /* One sample of the cached stack.  `span`: the thread's OpenTelemetry span

@@ -545,3 +545,5 @@ void symbols_stats(uint32_t *nmodules, uint64_t *functions, uint64_t *cfi_rows)
 	}
 	rt_mutex_unlock(&registry_lock);
 }
+
+bool symbols_read_maps(struct rt_buf *out) { return read_maps(out); }

@@ -45,6 +45,11 @@ void symbols_collect_garbage(void);
  * for the next refresh (until then its stack reads go through the kernel). */
 bool symbols_stack_bounds_of(uint64_t sp, uint64_t *lo, uint64_t *hi);
 
+/* The text of /proc/self/maps appended to out (bounded); false if it could
+ * not be read. */
+struct rt_buf;
+bool symbols_read_maps(struct rt_buf *out);
+
 /* In a fork child: the registry lock may have been held by a thread that no
  * longer exists. */
 void symbols_after_fork_child(void);

@@ -6,8 +6,9 @@ the truth of every span (ids, CPU, sleep).  Checks, from `go tool pprof -raw`:
 every CPU, wall and allocation sample taken in a span's own code carries
 exactly that span (span id number and trace_id string; a wrong parity, a
 mismatched trace id or another thread's span would be a stale or torn read),
-samples between spans carry none, and the labelled share of CPU time agrees
-with the truth.  (Wall time per span is not compared: a wall sample weighs
+samples between spans carry none, the span's attributes are named by the
+process context's key map (OTEP 4719), and the labelled share of CPU time
+agrees with the truth.  (Wall time per span is not compared: a wall sample weighs
 the time since the thread's previous one, which straddles spans ~1 ms long.)"""
 import glob
 import os
@@ -59,6 +60,11 @@ def label_problem(labels, spans, tid_of_thread):
     tid = labels.get("thread id")
     if tid_of_thread.setdefault(thread, tid) != tid:
         return f"span {span} of thread {thread} on tid {tid}"
+    # Attributes (once the process context's key map is known): the span's own.
+    k = (span & ((1 << 40) - 1)) - 1
+    if ("http.route" in labels or "worker" in labels) and (
+            labels.get("http.route") != f"/r{k % 3}" or labels.get("worker") != f"w{thread - 1}"):
+        return f"attributes of span {span}: {labels.get('http.route')}, {labels.get('worker')}"
     return None
 
 
@@ -90,7 +96,7 @@ for prog in ["otel_writer", "otel_writer-lib", "otel_writer-musl", "otel_writer-
         for v, s, l in in_span:
             fn = where(s, ("burn_even", "burn_odd", "burn_gap"))
             if fn == "burn_gap":
-                if "span id" in l or "trace_id" in l:
+                if "span id" in l or "trace_id" in l or "http.route" in l:
                     wrong.append(("labelled between spans", l))
                 continue
             why = label_problem(l, spans, tid_of_thread)
@@ -100,6 +106,13 @@ for prog in ["otel_writer", "otel_writer-lib", "otel_writer-musl", "otel_writer-
                 wrong.append((why, l))
         check(f"{prog}: every CPU sample carries exactly its active span (or none between spans)",
               not wrong, f"{len(wrong)} of {len(in_span)}: {wrong[:3]}")
+        spans_cpu = [l for v, s, l in in_span if "span id" in l]
+        with_attrs = [l for l in spans_cpu if "http.route" in l]
+        # The key map is published by main() after we start and found within
+        # a second of the first record with attributes.
+        check(f"{prog}: span attributes named by the process context's key map",
+              len(with_attrs) >= 0.1 * len(spans_cpu) and len(with_attrs) > 0,
+              f"{len(with_attrs)} of {len(spans_cpu)} span samples carry http.route/worker")
         workers = [(v, s, l) for v, s, l in cpu if "work" in s]
         total_cpu = sum(v[1] for v, s, l in workers)
         labelled_cpu = sum(v[1] for v, s, l in workers if "span id" in l)

@@ -23,7 +23,7 @@ def samples(path, plain_names=False):
             values = [int(v) for v in m.group(1).split()]
             result.append((values, [functions.get(i, "?") for i in m.group(2).split()], {}))
         elif result and line.strip():
-            for key, value in re.findall(r"([\w ]+?):\[([^\]]*)\]", line):
+            for key, value in re.findall(r"([\w ./-]+?):\[([^\]]*)\]", line):
                 result[-1][2][key.strip()] = value
     return result
 

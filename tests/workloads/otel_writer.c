@@ -15,6 +15,10 @@
  * through stowaway's API (local root span 1, span id = the span's index + 1),
  * which must win over the OpenTelemetry record.
  *
+ * The program also publishes an OpenTelemetry process context (OTEP 4719)
+ * whose key map names attribute 0 "http.route" and 1 "worker"; span k of
+ * thread t carries http.route = "/r<k % 3>" and worker = "w<t>".
+ *
  * Usage: otel_writer SECONDS TRUTH_FILE [THREADS] */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -23,8 +27,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 
 #include "otel_writer.h"
+
+static uint64_t now_ns_realtime(void) { return otel_now_ns(CLOCK_REALTIME); }
 
 /* Weak: the same binary runs without the library. */
 int stowaway_set_span(uint64_t local_root_span_id, uint64_t span_id);
@@ -104,6 +112,79 @@ __attribute__((noinline, noipa)) static void sleep_in_span(uint64_t ns)
 	nanosleep(&ts, NULL);
 }
 
+/* ---- the process context (OTEP 4719), protobuf written by hand ---- */
+
+static size_t put_len(uint8_t *out, uint32_t field, const void *p, size_t n)
+{
+	out[0] = (uint8_t)(field << 3 | 2);
+	out[1] = (uint8_t)n; /* every length here is below 128 */
+	memcpy(out + 2, p, n);
+	return n + 2;
+}
+
+/* KeyValue{key, AnyValue{string_value}} */
+static size_t put_string_kv(uint8_t *out, const char *key, const char *value)
+{
+	uint8_t any[128], kv[256];
+	size_t a = put_len(any, 1, value, strlen(value));
+	size_t k = put_len(kv, 1, key, strlen(key));
+	k += put_len(kv + k, 2, any, a);
+	return put_len(out, 1, kv, k);
+}
+
+static void publish_process_context(void)
+{
+	static uint8_t payload[512];
+	size_t n = 0;
+	n += put_string_kv(payload + n, "service.name", "otel_writer");
+	n += put_string_kv(payload + n, "threadlocal.schema_version", "tlsdesc_v1_dev");
+	/* threadlocal.attribute_key_map = array_value [ "http.route", "worker" ] */
+	uint8_t s0[32], s1[32], array[96], any[128], kv[192];
+	size_t l0 = put_len(s0, 1, "http.route", 10), l1 = put_len(s1, 1, "worker", 6);
+	size_t al = put_len(array, 1, s0, l0);
+	al += put_len(array + al, 1, s1, l1);
+	size_t anyl = put_len(any, 5, array, al);
+	size_t kvl = put_len(kv, 1, "threadlocal.attribute_key_map", 29);
+	kvl += put_len(kv + kvl, 2, any, anyl);
+	n += put_len(payload + n, 1, kv, kvl);
+
+	size_t page = 4096, len = 2 * page;
+	uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return;
+	madvise(m, len, MADV_DONTFORK);
+	uint32_t version = 2, size = (uint32_t)n;
+	uint64_t published = now_ns_realtime();
+	uint64_t ptr = (uint64_t)(uintptr_t)payload;
+	memcpy(m + 8, &version, 4);
+	memcpy(m + 12, &published, 8);
+	memcpy(m + 20, &size, 4);
+	memcpy(m + 24, &ptr, 8);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	memcpy(m, "OTEL_CTX", 8);
+	mprotect(m, len, PROT_READ);
+	prctl(0x53564d41 /* PR_SET_VMA */, 0 /* PR_SET_VMA_ANON_NAME */, (unsigned long)m, len,
+	      (unsigned long)"OTEL_CTX");
+}
+
+/* The record's attributes: key 0 http.route, key 1 worker. */
+static uint16_t put_attrs(uint8_t *out, uint64_t span)
+{
+	char route[16], worker[16];
+	snprintf(route, sizeof(route), "/r%d", (int)(((span & 0xffffffffffull) - 1) % 3));
+	snprintf(worker, sizeof(worker), "w%d", (int)((span >> 40) - 1));
+	size_t n = 0;
+	out[n++] = 0;
+	out[n++] = (uint8_t)strlen(route);
+	memcpy(out + n, route, strlen(route));
+	n += strlen(route);
+	out[n++] = 1;
+	out[n++] = (uint8_t)strlen(worker);
+	memcpy(out + n, worker, strlen(worker));
+	n += strlen(worker);
+	return (uint16_t)n;
+}
+
 /* The OTEP's publication protocol: detach, build, mark valid, attach. */
 static void attach(struct otel_thread_ctx_record *r, uint64_t span)
 {
@@ -114,7 +195,7 @@ static void attach(struct otel_thread_ctx_record *r, uint64_t span)
 	trace_of(span, r->trace_id);
 	for (int i = 0; i < 8; i++)
 		r->span_id[i] = (uint8_t)(span >> (56 - 8 * i));
-	r->attrs_data_size = 0;
+	r->attrs_data_size = put_attrs(r->attrs_data, span);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	r->valid = 1;
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -173,6 +254,7 @@ int main(int argc, char **argv)
 	int threads = argc > 3 ? atoi(argv[3]) : 4;
 	if (threads < 1 || threads > MAX_THREADS)
 		threads = 4;
+	publish_process_context();
 	static struct worker ws[MAX_THREADS];
 	for (int i = 0; i < threads; i++) {
 		ws[i].index = i;

@@ -11,7 +11,7 @@ struct otel_thread_ctx_record {
 	uint8_t valid;
 	uint8_t reserved;
 	uint16_t attrs_data_size;
-	uint8_t attrs_data[36]; /* unused by these writers: attrs_data_size stays 0 */
+	uint8_t attrs_data[36]; /* [key index][length][bytes]... */
 };
 
 /* Defined (and exported from the dynamic symbol table) by the executable or
