@@ -231,7 +231,7 @@ bool otel_context_read_thread(uintptr_t thread_pointer, struct otel_span *out)
 		if (rt_peek_ranges(dst, src, len, 2) < 0 || again != rec || !accept(hdr, out))
 			continue;
 		uint32_t n_attrs = attrs_size(hdr);
-		uint8_t attrs[OTEL_ATTRS_DATA_MAX];
+		uint8_t attrs[OTEL_ATTRS_DATA_MAX] = { 0 }; /* sampler thread: the memset is cheap */
 		dst[0] = attrs;
 		src[0] = rec + OTEL_RECORD_HEADER;
 		len[0] = n_attrs;
