@@ -2,9 +2,9 @@
 #include "collect/otel_context.h"
 
 #include "encode/pb.h"
+#include "rt/sys.h"
 #include "rt/host.h"
 #include "symbols/maps.h"
-#include "symbols/symbols.h"
 #include "symbols/tls.h"
 
 #define OTEL_SITES_MAX 8
@@ -22,6 +22,21 @@ struct otel_site {
 	intptr_t tp_delta;  /* immutable once published */
 	atomic_bool live;   /* false once its module is gone */
 };
+
+/* Fault-free reads of our own memory (a record we do not own may be
+ * unmapped): all n bytes or false. */
+static bool peek(void *dst, uintptr_t src, size_t n)
+{
+	return sys_read_memory((int)sys_getpid(), dst, src, n) == (long)n;
+}
+
+/* Two ranges in one system call, copied in order; false unless all bytes came. */
+static bool peek2(void *dst0, uintptr_t src0, size_t n0, void *dst1, uintptr_t src1, size_t n1)
+{
+	struct iovec local[2] = { { dst0, n0 }, { dst1, n1 } };
+	struct iovec remote[2] = { { (void *)src0, n0 }, { (void *)src1, n1 } };
+	return sys_read_memory_ranges((int)sys_getpid(), local, remote, 2) == (long)(n0 + n1);
+}
 
 static struct {
 	struct rt_mutex lock; /* refreshes */
@@ -194,13 +209,13 @@ bool otel_context_read_self(struct otel_span *out)
 			continue;
 		uint8_t hdr[OTEL_RECORD_HEADER];
 		atomic_fetch_add_explicit(&oc.reads, 1, memory_order_relaxed);
-		if (!rt_peek(hdr, rec, sizeof(hdr)) || !accept(hdr, out))
+		if (!peek(hdr, rec, sizeof(hdr)) || !accept(hdr, out))
 			continue;
 		uint32_t n_attrs = attrs_size(hdr);
 		uint8_t attrs[OTEL_ATTRS_DATA_MAX];
 		if (n_attrs && !key_map_present())
 			atomic_store_explicit(&key_map_wanted, true, memory_order_relaxed);
-		else if (n_attrs && rt_peek(attrs, rec + OTEL_RECORD_HEADER, n_attrs))
+		else if (n_attrs && peek(attrs, rec + OTEL_RECORD_HEADER, n_attrs))
 			otel_context_parse_attrs(attrs, n_attrs, out);
 		return true;
 	}
@@ -219,25 +234,21 @@ bool otel_context_read_thread(uintptr_t thread_pointer, struct otel_span *out)
 			continue;
 		uintptr_t slot = thread_pointer + (uintptr_t)s->tp_delta;
 		uintptr_t rec = 0, again = 0;
-		if (!rt_peek(&rec, slot, sizeof(rec)) || rec == 0)
+		if (!peek(&rec, slot, sizeof(rec)) || rec == 0)
 			continue;
 		uint8_t hdr[OTEL_RECORD_HEADER];
-		void *dst[2] = { hdr, &again };
-		uintptr_t src[2] = { rec, slot };
-		size_t len[2] = { sizeof(hdr), sizeof(again) };
 		atomic_fetch_add_explicit(&oc.reads, 1, memory_order_relaxed);
 		/* The kernel copies the ranges in order: a pointer unchanged after
 		 * the record means the record was not detached while we read it. */
-		if (rt_peek_ranges(dst, src, len, 2) < 0 || again != rec || !accept(hdr, out))
+		if (!peek2(hdr, rec, sizeof(hdr), &again, slot, sizeof(again)) || again != rec ||
+		    !accept(hdr, out))
 			continue;
 		uint32_t n_attrs = attrs_size(hdr);
 		uint8_t attrs[OTEL_ATTRS_DATA_MAX] = { 0 }; /* sampler thread: the memset is cheap */
-		dst[0] = attrs;
-		src[0] = rec + OTEL_RECORD_HEADER;
-		len[0] = n_attrs;
 		if (n_attrs && !key_map_present())
 			atomic_store_explicit(&key_map_wanted, true, memory_order_relaxed);
-		else if (n_attrs && rt_peek_ranges(dst, src, len, 2) >= 0 && again == rec)
+		else if (n_attrs && peek2(attrs, rec + OTEL_RECORD_HEADER, n_attrs, &again, slot, sizeof(again)) &&
+			 again == rec)
 			otel_context_parse_attrs(attrs, n_attrs, out);
 		return true;
 	}
@@ -290,26 +301,26 @@ const char *otel_context_key_name(uint8_t index)
 	return m && index < m->n ? m->names[index] : NULL;
 }
 
-static bool slice_is(const struct pb_reader *r, const char *s)
+static bool slice_is(const struct pb_in *r, const char *s)
 {
 	size_t n = rt_strlen(s);
 	return (size_t)(r->end - r->p) == n && rt_memcmp(r->p, s, n) == 0;
 }
 
 /* The string_value (field 1) of an AnyValue, or false. */
-static bool any_string(struct pb_reader any, struct pb_reader *out)
+static bool any_string(struct pb_in any, struct pb_in *out)
 {
 	uint32_t field;
 	enum pb_wire wire;
 	bool found = false;
-	while (!pb_reader_done(&any)) {
-		if (!pb_read_key(&any, &field, &wire))
+	while (!pb_in_done(&any)) {
+		if (!pb_in_key(&any, &field, &wire))
 			return false;
 		if (field == 1 && wire == PB_WIRE_LEN) {
-			if (!pb_read_len(&any, out))
+			if (!pb_in_len(&any, out))
 				return false;
 			found = true;
-		} else if (!pb_skip(&any, wire)) {
+		} else if (!pb_in_skip(&any, wire)) {
 			return false;
 		}
 	}
@@ -320,38 +331,38 @@ static bool any_string(struct pb_reader any, struct pb_reader *out)
  * malformed or does not declare a schema we read. */
 static bool parse_resource(const uint8_t *p, size_t n, struct key_map *m)
 {
-	struct pb_reader r = { p, p + n };
+	struct pb_in r = { p, p + n };
 	uint32_t field;
 	enum pb_wire wire;
 	bool schema_ok = false, have_map = false;
 	size_t used = 0;
-	while (!pb_reader_done(&r)) {
-		if (!pb_read_key(&r, &field, &wire))
+	while (!pb_in_done(&r)) {
+		if (!pb_in_key(&r, &field, &wire))
 			return false;
-		struct pb_reader kv, key = { 0 }, value = { 0 };
+		struct pb_in kv, key = { 0 }, value = { 0 };
 		if (field != 1 || wire != PB_WIRE_LEN) {
-			if (!pb_skip(&r, wire))
+			if (!pb_in_skip(&r, wire))
 				return false;
 			continue;
 		}
-		if (!pb_read_len(&r, &kv))
+		if (!pb_in_len(&r, &kv))
 			return false;
-		while (!pb_reader_done(&kv)) {
+		while (!pb_in_done(&kv)) {
 			uint32_t f;
 			enum pb_wire w;
-			if (!pb_read_key(&kv, &f, &w))
+			if (!pb_in_key(&kv, &f, &w))
 				return false;
 			if (f == 1 && w == PB_WIRE_LEN) {
-				if (!pb_read_len(&kv, &key))
+				if (!pb_in_len(&kv, &key))
 					return false;
 			} else if (f == 2 && w == PB_WIRE_LEN) {
-				if (!pb_read_len(&kv, &value))
+				if (!pb_in_len(&kv, &value))
 					return false;
-			} else if (!pb_skip(&kv, w)) {
+			} else if (!pb_in_skip(&kv, w)) {
 				return false;
 			}
 		}
-		struct pb_reader str;
+		struct pb_in str;
 		if (slice_is(&key, SCHEMA_KEY)) {
 			static const char v1[] = "tlsdesc_v1";
 			schema_ok = any_string(value, &str) && (size_t)(str.end - str.p) >= sizeof(v1) - 1 &&
@@ -361,33 +372,33 @@ static bool parse_resource(const uint8_t *p, size_t n, struct key_map *m)
 							 "context schema we do not read; attributes are ignored");
 		} else if (slice_is(&key, KEY_MAP_KEY)) {
 			/* AnyValue.array_value (5) -> ArrayValue.values (1) -> string_value. */
-			struct pb_reader array = { 0 };
-			while (!pb_reader_done(&value)) {
+			struct pb_in array = { 0 };
+			while (!pb_in_done(&value)) {
 				uint32_t f;
 				enum pb_wire w;
-				if (!pb_read_key(&value, &f, &w))
+				if (!pb_in_key(&value, &f, &w))
 					return false;
 				if (f == 5 && w == PB_WIRE_LEN) {
-					if (!pb_read_len(&value, &array))
+					if (!pb_in_len(&value, &array))
 						return false;
-				} else if (!pb_skip(&value, w)) {
+				} else if (!pb_in_skip(&value, w)) {
 					return false;
 				}
 			}
 			m->n = 0;
 			used = 0;
-			while (!pb_reader_done(&array) && m->n < KEY_MAP_MAX) {
+			while (!pb_in_done(&array) && m->n < KEY_MAP_MAX) {
 				uint32_t f;
 				enum pb_wire w;
-				struct pb_reader any;
-				if (!pb_read_key(&array, &f, &w))
+				struct pb_in any;
+				if (!pb_in_key(&array, &f, &w))
 					return false;
 				if (f != 1 || w != PB_WIRE_LEN) {
-					if (!pb_skip(&array, w))
+					if (!pb_in_skip(&array, w))
 						return false;
 					continue;
 				}
-				if (!pb_read_len(&array, &any))
+				if (!pb_in_len(&array, &any))
 					return false;
 				size_t len = any_string(any, &str) ? (size_t)(str.end - str.p) : 0;
 				if (len >= KEY_NAME_MAX)
@@ -414,7 +425,7 @@ static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] 
 static bool read_process_context(uintptr_t addr, struct key_map *m)
 {
 	uint8_t hdr[PROCESS_CTX_HEADER], again[PROCESS_CTX_HEADER];
-	if (!rt_peek(hdr, addr, sizeof(hdr)) || rt_memcmp(hdr, "OTEL_CTX", 8) != 0)
+	if (!peek(hdr, addr, sizeof(hdr)) || rt_memcmp(hdr, "OTEL_CTX", 8) != 0)
 		return false;
 	uint32_t version = le32(hdr + 8), size = le32(hdr + 20);
 	uint64_t payload = (uint64_t)le32(hdr + 24) | (uint64_t)le32(hdr + 28) << 32;
@@ -428,7 +439,7 @@ static bool read_process_context(uintptr_t addr, struct key_map *m)
 	uint8_t *p = rt_malloc(size);
 	if (!p)
 		return false;
-	bool ok = rt_peek(p, (uintptr_t)payload, size) && rt_peek(again, addr, sizeof(again)) &&
+	bool ok = peek(p, (uintptr_t)payload, size) && peek(again, addr, sizeof(again)) &&
 		  rt_memcmp(hdr, again, sizeof(hdr)) == 0 && parse_resource(p, size, m);
 	rt_free(p);
 	return ok;
@@ -460,7 +471,7 @@ void otel_context_find_key_map(void)
 	rt_mutex_lock(&key_map_lock);
 	struct rt_buf text = { 0 };
 	struct key_map *m = NULL;
-	if (!key_map_present() && symbols_read_maps(&text) && (m = rt_calloc(1, sizeof(*m))) != NULL) {
+	if (!key_map_present() && maps_read_self(&text) && (m = rt_calloc(1, sizeof(*m))) != NULL) {
 		struct maps_entry e;
 		size_t pos = 0;
 		bool found = false;

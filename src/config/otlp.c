@@ -37,7 +37,7 @@ static bool decode_part(const char *s, size_t n, char *out, size_t cap)
 		if (c == '%') {
 			if (n - i < 3)
 				return false;
-			int hi = rt_hex_digit(s[i + 1]), lo = rt_hex_digit(s[i + 2]);
+			int hi = rt_hex_digit((unsigned char)s[i + 1]), lo = rt_hex_digit((unsigned char)s[i + 2]);
 			if (hi < 0 || lo < 0)
 				return false;
 			c = (char)(hi << 4 | lo);

@@ -211,14 +211,14 @@ static void view_free(struct pprof_view *v)
 	rt_free(v->gloc);
 }
 
-static bool read_top(struct pb_reader *r, struct pprof_view *v)
+static bool read_top(struct pb_in *r, struct pprof_view *v)
 {
 	uint32_t field;
 	enum pb_wire wire;
-	while (!pb_reader_done(r)) {
-		if (!pb_read_key(r, &field, &wire))
+	while (!pb_in_done(r)) {
+		if (!pb_in_key(r, &field, &wire))
 			return false;
-		struct pb_reader sub;
+		struct pb_in sub;
 		uint64_t x;
 		struct slices *list = NULL;
 		switch (field) {
@@ -231,7 +231,7 @@ static bool read_top(struct pb_reader *r, struct pprof_view *v)
 		default: break;
 		}
 		if (list || field == PP_PERIOD_TYPE) {
-			if (wire != PB_WIRE_LEN || !pb_read_len(r, &sub))
+			if (wire != PB_WIRE_LEN || !pb_in_len(r, &sub))
 				return false;
 			if (list && !slices_push(list, sub.p, (size_t)(sub.end - sub.p)))
 				return false;
@@ -239,7 +239,7 @@ static bool read_top(struct pb_reader *r, struct pprof_view *v)
 				v->period_type = (struct slice){ sub.p, (uint32_t)(sub.end - sub.p) };
 		} else if ((field == PP_TIME_NANOS || field == PP_DURATION_NANOS || field == PP_PERIOD) &&
 			   wire == PB_WIRE_VARINT) {
-			if (!pb_read_varint(r, &x))
+			if (!pb_in_varint(r, &x))
 				return false;
 			if (field == PP_TIME_NANOS)
 				v->time_nanos = x;
@@ -247,7 +247,7 @@ static bool read_top(struct pb_reader *r, struct pprof_view *v)
 				v->duration_nanos = x;
 			else
 				v->period = (int64_t)x;
-		} else if (!pb_skip(r, wire)) {
+		} else if (!pb_in_skip(r, wire)) {
 			return false;
 		}
 	}
@@ -258,19 +258,19 @@ static bool read_top(struct pb_reader *r, struct pprof_view *v)
  * above max are ignored; LEN fields are skipped. */
 static bool read_scalars(struct slice m, uint64_t *vals, uint32_t max)
 {
-	struct pb_reader r = { m.p, m.p + m.n };
+	struct pb_in r = { m.p, m.p + m.n };
 	uint32_t field;
 	enum pb_wire wire;
-	while (!pb_reader_done(&r)) {
-		if (!pb_read_key(&r, &field, &wire))
+	while (!pb_in_done(&r)) {
+		if (!pb_in_key(&r, &field, &wire))
 			return false;
 		uint64_t x;
 		if (wire == PB_WIRE_VARINT) {
-			if (!pb_read_varint(&r, &x))
+			if (!pb_in_varint(&r, &x))
 				return false;
 			if (field <= max)
 				vals[field] = x;
-		} else if (!pb_skip(&r, wire)) {
+		} else if (!pb_in_skip(&r, wire)) {
 			return false;
 		}
 	}
@@ -378,21 +378,21 @@ static bool translate_tables(struct otlp_encoder *e, struct pprof_view *v, struc
 
 	struct rt_buf line = { 0 };
 	for (uint32_t i = 0; i < v->locations.n; i++) {
-		struct pb_reader r = { v->locations.v[i].p, v->locations.v[i].p + v->locations.v[i].n };
+		struct pb_in r = { v->locations.v[i].p, v->locations.v[i].p + v->locations.v[i].n };
 		uint64_t id = 0, mapping = 0, address = 0;
 		uint32_t field;
 		enum pb_wire wire;
 		bool ok = true;
 		/* Lines in order (the innermost first, as in OTLP). */
 		struct rt_buf lines = { 0 };
-		while (ok && !pb_reader_done(&r)) {
-			ok = pb_read_key(&r, &field, &wire);
+		while (ok && !pb_in_done(&r)) {
+			ok = pb_in_key(&r, &field, &wire);
 			if (!ok)
 				break;
 			if (field == PP_LOC_LINE && wire == PB_WIRE_LEN) {
-				struct pb_reader sub;
+				struct pb_in sub;
 				uint64_t lf[PP_LINE_LINE + 1] = { 0 };
-				ok = pb_read_len(&r, &sub) &&
+				ok = pb_in_len(&r, &sub) &&
 				     read_scalars((struct slice){ sub.p, (uint32_t)(sub.end - sub.p) }, lf,
 						  PP_LINE_LINE) &&
 				     lf[PP_LINE_FUNCTION] >= 1 && lf[PP_LINE_FUNCTION] <= v->functions.n;
@@ -404,7 +404,7 @@ static bool translate_tables(struct otlp_encoder *e, struct pprof_view *v, struc
 				put_message(&lines, LO_LINES, &line);
 			} else if (wire == PB_WIRE_VARINT) {
 				uint64_t x;
-				ok = pb_read_varint(&r, &x);
+				ok = pb_in_varint(&r, &x);
 				if (field == PP_LOC_ID)
 					id = x;
 				else if (field == PP_LOC_MAPPING)
@@ -412,7 +412,7 @@ static bool translate_tables(struct otlp_encoder *e, struct pprof_view *v, struc
 				else if (field == PP_LOC_ADDRESS)
 					address = x;
 			} else {
-				ok = pb_skip(&r, wire);
+				ok = pb_in_skip(&r, wire);
 			}
 		}
 		ok = ok && id == i + 1u && mapping <= v->mappings.n && !lines.failed;
@@ -440,7 +440,7 @@ static bool trace_id_bytes(const struct slice *s, uint8_t out[16])
 	if (s->n != 32)
 		return false;
 	for (int i = 0; i < 16; i++) {
-		int hi = rt_hex_digit((char)s->p[2 * i]), lo = rt_hex_digit((char)s->p[2 * i + 1]);
+		int hi = rt_hex_digit(s->p[2 * i]), lo = rt_hex_digit(s->p[2 * i + 1]);
 		if (hi < 0 || lo < 0)
 			return false;
 		out[i] = (uint8_t)(hi << 4 | lo);
@@ -461,7 +461,7 @@ struct label_in {
 static bool translate_sample(struct otlp_encoder *e, const struct pprof_view *v, struct slice m,
 			     struct rt_buf *outs, uint32_t n_types, struct rt_buf *tmp)
 {
-	struct pb_reader r = { m.p, m.p + m.n };
+	struct pb_in r = { m.p, m.p + m.n };
 	int64_t values[MAX_SAMPLE_TYPES] = { 0 };
 	uint32_t n_values = 0;
 	struct label_in labels[MAX_SAMPLE_LABELS];
@@ -470,17 +470,17 @@ static bool translate_sample(struct otlp_encoder *e, const struct pprof_view *v,
 	uint32_t field;
 	enum pb_wire wire;
 	bool ok = true;
-	while (ok && !pb_reader_done(&r)) {
-		if (!pb_read_key(&r, &field, &wire)) {
+	while (ok && !pb_in_done(&r)) {
+		if (!pb_in_key(&r, &field, &wire)) {
 			ok = false;
 			break;
 		}
 		uint64_t x;
-		struct pb_reader sub;
+		struct pb_in sub;
 		if ((field == PP_SAMPLE_LOCATION || field == PP_SAMPLE_VALUE) && wire == PB_WIRE_LEN) {
-			ok = pb_read_len(&r, &sub);
-			while (ok && !pb_reader_done(&sub)) {
-				ok = pb_read_varint(&sub, &x);
+			ok = pb_in_len(&r, &sub);
+			while (ok && !pb_in_done(&sub)) {
+				ok = pb_in_varint(&sub, &x);
 				if (!ok)
 					break;
 				if (field == PP_SAMPLE_LOCATION) {
@@ -493,7 +493,7 @@ static bool translate_sample(struct otlp_encoder *e, const struct pprof_view *v,
 			}
 		} else if ((field == PP_SAMPLE_LOCATION || field == PP_SAMPLE_VALUE) &&
 			   wire == PB_WIRE_VARINT) {
-			ok = pb_read_varint(&r, &x);
+			ok = pb_in_varint(&r, &x);
 			if (ok && field == PP_SAMPLE_LOCATION) {
 				ok = x >= 1 && x <= v->locations.n;
 				if (ok)
@@ -504,21 +504,21 @@ static bool translate_sample(struct otlp_encoder *e, const struct pprof_view *v,
 		} else if (field == PP_SAMPLE_LABEL && wire == PB_WIRE_LEN) {
 			uint64_t lf[PP_LABEL_NUM_UNIT + 1] = { 0 };
 			bool has_num = false;
-			ok = pb_read_len(&r, &sub);
-			struct pb_reader lr = sub;
-			while (ok && !pb_reader_done(&lr)) {
+			ok = pb_in_len(&r, &sub);
+			struct pb_in lr = sub;
+			while (ok && !pb_in_done(&lr)) {
 				uint32_t lfield;
 				enum pb_wire lwire;
-				ok = pb_read_key(&lr, &lfield, &lwire);
+				ok = pb_in_key(&lr, &lfield, &lwire);
 				if (!ok)
 					break;
 				if (lwire == PB_WIRE_VARINT) {
-					ok = pb_read_varint(&lr, &x);
+					ok = pb_in_varint(&lr, &x);
 					if (lfield <= PP_LABEL_NUM_UNIT)
 						lf[lfield] = x;
 					has_num |= lfield == PP_LABEL_NUM;
 				} else {
-					ok = pb_skip(&lr, lwire);
+					ok = pb_in_skip(&lr, lwire);
 				}
 			}
 			if (ok && n_labels < MAX_SAMPLE_LABELS)
@@ -527,7 +527,7 @@ static bool translate_sample(struct otlp_encoder *e, const struct pprof_view *v,
 									(int64_t)lf[PP_LABEL_NUM],
 									has_num || !lf[PP_LABEL_STR] };
 		} else {
-			ok = pb_skip(&r, wire);
+			ok = pb_in_skip(&r, wire);
 		}
 	}
 	if (!ok || stack.failed) {
@@ -633,7 +633,7 @@ int otlp_add_pprof(struct otlp_encoder *e, const uint8_t *pprof, size_t len)
 {
 	struct pprof_view v;
 	rt_memset(&v, 0, sizeof(v));
-	struct pb_reader r = { pprof, pprof + len };
+	struct pb_in r = { pprof, pprof + len };
 	struct rt_buf tmp = { 0 };
 	struct rt_buf outs[MAX_SAMPLE_TYPES];
 	rt_memset(outs, 0, sizeof(outs));

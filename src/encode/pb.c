@@ -88,7 +88,7 @@ void pb_put_fixed64(struct rt_buf *b, uint32_t field, uint64_t v)
 	rt_buf_append(b, tmp, n);
 }
 
-bool pb_read_varint(struct pb_reader *r, uint64_t *out)
+bool pb_in_varint(struct pb_in *r, uint64_t *out)
 {
 	uint64_t v = 0;
 	for (unsigned shift = 0; shift < 64; shift += 7) {
@@ -104,20 +104,20 @@ bool pb_read_varint(struct pb_reader *r, uint64_t *out)
 	return false;
 }
 
-bool pb_read_key(struct pb_reader *r, uint32_t *field, enum pb_wire *wire)
+bool pb_in_key(struct pb_in *r, uint32_t *field, enum pb_wire *wire)
 {
 	uint64_t key;
-	if (!pb_read_varint(r, &key) || (key >> 3) == 0 || (key >> 3) > 0x1fffffff)
+	if (!pb_in_varint(r, &key) || (key >> 3) == 0 || (key >> 3) > 0x1fffffff)
 		return false;
 	*field = (uint32_t)(key >> 3);
 	*wire = (enum pb_wire)(key & 7);
 	return true;
 }
 
-bool pb_read_len(struct pb_reader *r, struct pb_reader *sub)
+bool pb_in_len(struct pb_in *r, struct pb_in *sub)
 {
 	uint64_t n;
-	if (!pb_read_varint(r, &n) || n > (uint64_t)(r->end - r->p))
+	if (!pb_in_varint(r, &n) || n > (uint64_t)(r->end - r->p))
 		return false;
 	sub->p = r->p;
 	sub->end = r->p + n;
@@ -125,13 +125,13 @@ bool pb_read_len(struct pb_reader *r, struct pb_reader *sub)
 	return true;
 }
 
-bool pb_skip(struct pb_reader *r, enum pb_wire wire)
+bool pb_in_skip(struct pb_in *r, enum pb_wire wire)
 {
 	uint64_t v;
-	struct pb_reader sub;
+	struct pb_in sub;
 	switch (wire) {
-	case PB_WIRE_VARINT: return pb_read_varint(r, &v);
-	case PB_WIRE_LEN: return pb_read_len(r, &sub);
+	case PB_WIRE_VARINT: return pb_in_varint(r, &v);
+	case PB_WIRE_LEN: return pb_in_len(r, &sub);
 	case PB_WIRE_FIXED64:
 		if (r->end - r->p < 8)
 			return false;

@@ -38,18 +38,18 @@ void pb_put_fixed64(struct rt_buf *b, uint32_t field, uint64_t v);
 /* ---- reading: a bounds-checked cursor over wire-format bytes ----
  * Every function returns false on malformed or truncated input and never
  * reads outside [p, end). */
-struct pb_reader {
+struct pb_in {
 	const uint8_t *p, *end;
 };
-bool pb_read_varint(struct pb_reader *r, uint64_t *out);
+bool pb_in_varint(struct pb_in *r, uint64_t *out);
 /* The next field's number and wire type; false at the end or on bad input. */
-bool pb_read_key(struct pb_reader *r, uint32_t *field, enum pb_wire *wire);
+bool pb_in_key(struct pb_in *r, uint32_t *field, enum pb_wire *wire);
 /* A length-delimited field's bytes as a sub-reader. */
-bool pb_read_len(struct pb_reader *r, struct pb_reader *sub);
+bool pb_in_len(struct pb_in *r, struct pb_in *sub);
 /* Skips a field of the given wire type. */
-bool pb_skip(struct pb_reader *r, enum pb_wire wire);
+bool pb_in_skip(struct pb_in *r, enum pb_wire wire);
 /* A varint field's value; for LEN fields of a packed repeated varint, call
- * pb_read_len and then pb_read_varint until the sub-reader is empty. */
-static inline bool pb_reader_done(const struct pb_reader *r) { return r->p >= r->end; }
+ * pb_in_len and then pb_in_varint until the sub-reader is empty. */
+static inline bool pb_in_done(const struct pb_in *r) { return r->p >= r->end; }
 
 #endif

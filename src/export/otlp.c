@@ -1,7 +1,7 @@
 /* OTLP/HTTP profiles exporter (see otlp.h). */
 #include "export/otlp.h"
 
-#include "encode/gzip.h"
+#include "deflate/deflate.h"
 #include "encode/otlp.h"
 #include "export/tls.h"
 #include "export/upload.h"

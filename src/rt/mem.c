@@ -166,13 +166,14 @@ bool rt_parse_i64(const char *s, size_t n, int64_t *out)
 	return true;
 }
 
-int rt_hex_digit(char c)
+int rt_hex_digit(int c)
 {
-	c = ascii_lower(c);
 	if (c >= '0' && c <= '9')
 		return c - '0';
 	if (c >= 'a' && c <= 'f')
 		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
 	return -1;
 }
 
@@ -182,7 +183,7 @@ bool rt_parse_hex_u64(const char *s, size_t n, uint64_t *out)
 	if (n == 0 || n > 16)
 		return false;
 	for (size_t i = 0; i < n; i++) {
-		int d = rt_hex_digit(s[i]);
+		int d = rt_hex_digit((unsigned char)s[i]);
 		if (d < 0)
 			return false;
 		v = (v << 4) | (unsigned)d;

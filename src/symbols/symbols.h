@@ -12,8 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* struct sw_frame_info and the resolver callback type live with the encoder. */
-#include "encode/pprof.h"
+#include "symbols/frame.h"
 
 /* Rereads /proc/self/maps; loads modules that appeared, retires the ones that
  * disappeared, and publishes a new unwind snapshot.  Cheap when the maps did
@@ -44,11 +43,6 @@ void symbols_collect_garbage(void);
  * unwinder in unwind_regs.stack_lo/stack_hi, so its samples need not wait
  * for the next refresh (until then its stack reads go through the kernel). */
 bool symbols_stack_bounds_of(uint64_t sp, uint64_t *lo, uint64_t *hi);
-
-/* The text of /proc/self/maps appended to out (bounded); false if it could
- * not be read. */
-struct rt_buf;
-bool symbols_read_maps(struct rt_buf *out);
 
 /* In a fork child: the registry lock may have been held by a thread that no
  * longer exists. */
