@@ -236,14 +236,41 @@ void context_thread_exiting(void)
 		atomic_store_explicit(&s->key, 0, memory_order_release);
 }
 
+/* No API context: only the fields a label could come from are cleared. */
+static void clear_api_fields(struct context_value *v)
+{
+	v->local_root_span_id = 0;
+	v->span_id = 0;
+	v->endpoint[0] = '\0';
+	for (int i = 0; i < CONTEXT_LABELS; i++)
+		v->labels[i].key[0] = '\0';
+}
+
 bool context_read_self(struct context_value *out)
 {
 	struct context_slot *s = self_slot(false);
-	if (!s)
+	bool otel = otel_context_present();
+	if (!s && !otel)
 		return false;
-	unsigned cur = atomic_load_explicit(&s->active, memory_order_acquire);
-	*out = copies_of(s)[cur];
-	return true;
+	if (s) {
+		unsigned cur = atomic_load_explicit(&s->active, memory_order_acquire);
+		*out = copies_of(s)[cur];
+	} else {
+		clear_api_fields(out);
+	}
+	bool have_otel = otel && otel_context_read_self(&out->otel);
+	if (!have_otel)
+		out->otel.span_id = 0;
+	return s != NULL || have_otel;
+}
+
+bool context_read_thread(int slot, int tid, uintptr_t thread_pointer, struct context_value *out)
+{
+	bool api = context_read_slot(slot, tid, out);
+	if (!api)
+		clear_api_fields(out);
+	bool have_otel = otel_context_read_thread(thread_pointer, &out->otel);
+	return api || have_otel;
 }
 
 unsigned context_generation(int slot, int tid)
@@ -285,6 +312,18 @@ void context_to_labels(struct context_labels *out)
 						      .num = (int64_t)v->local_root_span_id };
 		out->labels[n++] = (struct sw_label){ .key = SW_LABEL_SPAN_ID,
 						      .num = (int64_t)v->span_id };
+	}
+	else if (v->otel.span_id && !v->span_id) {
+		otel_trace_id_hex(v->otel.trace_id, out->trace_id_hex);
+		out->labels[n++] = (struct sw_label){ .key = SW_LABEL_SPAN_ID,
+						      .num = (int64_t)v->otel.span_id };
+		out->labels[n++] = (struct sw_label){ .key = SW_LABEL_TRACE_ID,
+						      .str = out->trace_id_hex };
+	}
+	for (uint32_t i = 0; v->otel.span_id && i < v->otel.n_attrs && i < OTEL_ATTRS_MAX; i++) {
+		const char *key = otel_context_key_name(v->otel.attrs[i].key);
+		if (key)
+			out->labels[n++] = (struct sw_label){ .key = key, .str = v->otel.attrs[i].value };
 	}
 	if (v->endpoint[0])
 		out->labels[n++] = (struct sw_label){ .key = SW_LABEL_TRACE_ENDPOINT,

@@ -297,21 +297,55 @@ static void flush_pending(struct wall_private *w, uint64_t now)
 }
 
 /* One sample of the cached stack, of `weight` ns. */
-static void account_cached(int slot, struct wall_private *w, uint64_t now, uint64_t weight)
+static bool same_otel_span(const struct wall_private *w, const struct otel_span *otel)
+{
+	const struct otel_span *pend = w->pend_has_ctx ? &w->pend_ctx->otel : NULL;
+	if (!pend || pend->span_id == 0)
+		return otel->span_id == 0;
+	if (pend->span_id != otel->span_id || rt_memcmp(pend->trace_id, otel->trace_id, 16) != 0 ||
+	    pend->n_attrs != otel->n_attrs)
+		return false;
+	for (uint32_t i = 0; i < otel->n_attrs && i < OTEL_ATTRS_MAX; i++)
+		if (pend->attrs[i].key != otel->attrs[i].key ||
+		    !rt_streq(pend->attrs[i].value, otel->attrs[i].value))
+			return false;
+	return true;
+}
+
+/* One sample of the cached stack, of `weight` ns.  `otel_read`: the thread's
+ * OpenTelemetry span read while the caller knew the stack still stood, or
+ * NULL to read it now. */
+static void account_cached(int slot, struct wall_private *w, uint64_t now, uint64_t weight,
+			   const struct otel_span *otel_read)
 {
 	if (weight == 0)
 		return;
 	/* Samples taken under another span context must not share labels. */
 	int ctx_slot = atomic_load(&thread_slots[slot].context_slot);
 	unsigned gen = context_generation(ctx_slot, w->tid);
-	if (w->pend_count && gen != w->pend_gen)
+	/* An OpenTelemetry span has no generation: its record is read (a no-op
+	 * without a writer in the process). */
+	struct otel_span otel;
+	if (otel_read)
+		otel = *otel_read;
+	else
+		(void)otel_context_read_thread(atomic_load(&thread_slots[slot].wall_tp), &otel);
+	if (w->pend_count && (gen != w->pend_gen || !same_otel_span(w, &otel)))
 		flush_pending(w, now);
 	if (w->pend_count == 0) {
 		w->pend_since = now;
 		w->pend_gen = gen;
-		if (gen && !w->pend_ctx)
+		bool want = gen || otel.span_id;
+		if (want && !w->pend_ctx)
 			w->pend_ctx = rt_malloc(sizeof(*w->pend_ctx));
-		w->pend_has_ctx = gen && w->pend_ctx && context_read_slot(ctx_slot, w->tid, w->pend_ctx);
+		w->pend_has_ctx = false;
+		if (want && w->pend_ctx) {
+			bool api = gen && context_read_slot(ctx_slot, w->tid, w->pend_ctx);
+			if (!api)
+				rt_memset(w->pend_ctx, 0, sizeof(*w->pend_ctx));
+			w->pend_ctx->otel = otel;
+			w->pend_has_ctx = api || otel.span_id;
+		}
 	}
 	w->pend_count++;
 	w->pend_ns += weight;
@@ -319,9 +353,10 @@ static void account_cached(int slot, struct wall_private *w, uint64_t now, uint6
 		flush_pending(w, now);
 }
 
-static void emit_cached(int slot, struct wall_private *w, uint64_t now, uint64_t weight)
+static void emit_cached(int slot, struct wall_private *w, uint64_t now, uint64_t weight,
+			const struct otel_span *otel)
 {
-	account_cached(slot, w, now, weight);
+	account_cached(slot, w, now, weight, otel);
 	atomic_fetch_add(&wall.cached, 1);
 }
 
@@ -435,11 +470,25 @@ static void recent_store(struct wall_private *w, const struct frame_key *k, cons
 }
 
 /* Case 1: the thread is inside an interposed blocking call. */
+/* The thread's OpenTelemetry span, read while it is still inside call `seq`
+ * (checked after the read), so a thread leaving the call and its span
+ * meanwhile is not labelled with nothing, or with its next span. */
+static bool read_otel_in_call(struct thread_slot *t, uint32_t seq, struct otel_span *out)
+{
+	(void)otel_context_read_thread(atomic_load(&t->wall_tp), out);
+	return !otel_context_present() || atomic_load(&t->wall_seq) == seq;
+}
+
 static void sample_published(int slot, struct wall_private *w, uint32_t seq, uint64_t now, uint64_t span)
 {
 	struct thread_slot *t = &thread_slots[slot];
+	struct otel_span otel;
 	if (w->cache == CACHE_PUBLISHED && w->cache_seq == seq) {
-		emit_cached(slot, w, now, span);
+		if (!read_otel_in_call(t, seq, &otel)) {
+			w->unplaced += span; /* it left the call meanwhile: the next visit places it */
+			return;
+		}
+		emit_cached(slot, w, now, span, &otel);
 		return;
 	}
 	struct frame_key k;
@@ -476,11 +525,15 @@ static void sample_published(int slot, struct wall_private *w, uint32_t seq, uin
 	}
 	enum wall_state kind = (enum wall_state)atomic_load_explicit(&t->wall_kind, memory_order_relaxed);
 	int fd = atomic_load_explicit(&t->wall_fd, memory_order_relaxed);
+	if (!read_otel_in_call(t, seq, &otel)) {
+		w->unplaced += span;
+		return;
+	}
 	if (cache_store(w, pcs, depth, state_of_fd(w, kind, fd), now)) {
 		w->cache = CACHE_PUBLISHED;
 		w->cache_seq = seq;
 		atomic_fetch_add(&wall.published, 1);
-		account_cached(slot, w, now, span);
+		account_cached(slot, w, now, span, &otel);
 	} else {
 		w->unplaced += span;
 	}
@@ -514,7 +567,7 @@ static void sample_syscall(int slot, struct wall_private *w, const struct wall_s
 	w->cache = CACHE_SYSCALL;
 	w->cache_cpu = cpu;
 	atomic_fetch_add(&wall.syscall_samples, 1);
-	account_cached(slot, w, now, span);
+	account_cached(slot, w, now, span, NULL);
 }
 
 /* Case 4: arms the one-shot timer; false if it could not be armed. */
@@ -602,7 +655,7 @@ static void sample_slot(int slot, uint64_t now)
 	}
 	if (w->cache == CACHE_SYSCALL && w->cache_cpu == cpu) {
 		atomic_store(&t->wall_inflight, 0);
-		emit_cached(slot, w, now, span);
+		emit_cached(slot, w, now, span, NULL);
 		/* Blocked all along, it did not need its descriptor: with none
 		 * left, it goes to a thread that moves (which would otherwise
 		 * open and close its file at every visit). */

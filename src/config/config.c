@@ -390,8 +390,11 @@ static void load_agent(struct sw_config *cfg)
 			    v6 ? "[" : "", 200, host, v6 ? "]" : "", port);
 	}
 	/* Without any sink configured, the agent on localhost is the default, as
-	 * in every Datadog library; with only files or Pyroscope, no agent. */
-	bool other_sink = cfg->output_dir[0] || cfg->pyroscope_url[0];
+	 * in every Datadog library; with only files, Pyroscope or an OTLP
+	 * endpoint (config/otlp.h), no agent. */
+	bool other_sink = cfg->output_dir[0] || cfg->pyroscope_url[0] ||
+			  env_nonempty("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT") ||
+			  env_nonempty("OTEL_EXPORTER_OTLP_ENDPOINT");
 	cfg->agent_enabled = !agentless && (agent_given || !other_sink);
 }
 

@@ -6,16 +6,18 @@
 #include "collect/collect.h"
 #include "deflate/deflate.h"
 #include "rt/thread.h"
+#include "encode/otlp.h"
 #include "encode/pprof.h"
 #include "encode/pyroscope.h"
 #include "export/export.h"
+#include "export/otlp.h"
 #include "profile/profile.h"
 #include "rt/host.h"
 #include "rt/rt.h"
 #include "rt/sys.h"
 #include "symbols/symbols.h"
 
-#define MAX_EXPORTERS 3
+#define MAX_EXPORTERS 4
 #define FLUSH_MIN_TIMEOUT_NS (10ull * RT_NS_PER_SEC)
 
 static struct {
@@ -24,6 +26,7 @@ static struct {
 	struct recorder *rec;
 	struct sw_exporter *exporters[MAX_EXPORTERS];
 	int n_exporters;
+	struct sw_otlp_config otlp; /* OpenTelemetry export settings (immutable once loaded) */
 	/* Serialises period exports (scheduler, flush, exit). */
 	struct rt_mutex export_lock;
 	/* Futex word: bumped to wake the scheduler early (stop). */
@@ -169,6 +172,25 @@ static size_t encode_pyroscope(const struct profile *p, const char *const *comme
 	return n;
 }
 
+/* The OTLP request of the profiles added to enc, with the resource of the
+ * settings plus this process's pid; an empty buffer on failure. */
+static void encode_otlp_request(struct otlp_encoder *enc, struct rt_buf *out)
+{
+	struct otlp_attribute attrs[SW_OTLP_MAX_ATTRIBUTES + 1];
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < prof.otlp.n_resource; i++)
+		attrs[n++] = (struct otlp_attribute){ prof.otlp.resource[i].key,
+						      prof.otlp.resource[i].value };
+	char pid[24];
+	rt_snprintf(pid, sizeof(pid), "%ld", sys_getpid());
+	attrs[n++] = (struct otlp_attribute){ "process.pid", pid };
+	int r = otlp_encode_request(enc, attrs, n, STOWAWAY_VERSION, out);
+	if (r < 0 || out->failed) {
+		rt_log_once(RT_LOG_WARN, "could not encode the OTLP request (error %d)", r < 0 ? -r : 12);
+		rt_buf_free(out);
+	}
+}
+
 /* Ends the current period and exports it; `trigger` (or NULL) is the
  * memory threshold that asked for this export out of period.  Caller holds
  * export_lock. */
@@ -203,6 +225,8 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 	rt_memset(gz, 0, sizeof(gz));
 	size_t n_items = 0;
 	uint32_t all_slots = 0;
+	/* OTLP is translated from each kind's pprof as it is made. */
+	struct otlp_encoder *otlp_enc = prof.otlp.enabled ? otlp_encoder_create() : NULL;
 	int result = 0;
 	for (unsigned k = 0; k < SW_KIND_COUNT; k++) {
 		if (!(cfg->kinds & SW_KIND_BIT(k)))
@@ -221,6 +245,9 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 			rt_buf_free(&gz[n_items]);
 			continue;
 		}
+		if (otlp_enc && otlp_add_pprof(otlp_enc, raw.data, raw.len) < 0)
+			rt_log_once(RT_LOG_WARN, "could not translate the %s profile to OTLP",
+				    sw_kind_name((enum sw_kind)k));
 		items[n_items].kind = (enum sw_kind)k;
 		items[n_items].gz = gz[n_items].data;
 		items[n_items].len = gz[n_items].len;
@@ -230,6 +257,10 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 	if (all_slots && encode_compressed(p, all_slots, &all_opts, &raw, &combined) < 0)
 		rt_buf_free(&combined);
 	rt_buf_free(&raw);
+	struct rt_buf otlp_req = { 0 };
+	if (otlp_enc)
+		encode_otlp_request(otlp_enc, &otlp_req);
+	otlp_encoder_destroy(otlp_enc);
 
 	struct sw_export_pyro_item pyro_items[SW_KIND_COUNT * PYRO_MAX_OUTPUTS];
 	struct rt_buf pyro_gz[SW_KIND_COUNT * PYRO_MAX_OUTPUTS];
@@ -264,6 +295,8 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 		.endpoint_counts = ec.items,
 		.n_endpoint_counts = ec.n,
 		.tags = trigger ? trigger_tags : NULL,
+		.otlp_request = otlp_req.data,
+		.otlp_len = otlp_req.len,
 	};
 	for (int i = 0; i < prof.n_exporters; i++) {
 		int r = prof.exporters[i]->export_batch(prof.exporters[i], &batch, deadline_ns);
@@ -275,6 +308,7 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 	for (size_t i = 0; i < n_pyro; i++)
 		rt_buf_free(&pyro_gz[i]);
 	rt_buf_free(&combined);
+	rt_buf_free(&otlp_req);
 	profile_release(p);
 	symbols_collect_garbage();
 	return result;
@@ -348,7 +382,7 @@ static void *scheduler_main(void *arg)
 static void fork_prepare(void) { rt_heap_fork_prepare(); }
 static void fork_parent(void) { rt_heap_fork_parent(); }
 
-static struct sw_exporter *(*const exporter_makers[MAX_EXPORTERS])(const struct sw_config *) = {
+static struct sw_exporter *(*const exporter_makers[])(const struct sw_config *) = {
 	export_file_create,
 	export_datadog_create,
 	export_pyroscope_create,
@@ -357,11 +391,14 @@ static struct sw_exporter *(*const exporter_makers[MAX_EXPORTERS])(const struct 
 static void create_exporters(const struct sw_config *cfg)
 {
 	prof.n_exporters = 0;
-	for (int i = 0; i < MAX_EXPORTERS; i++) {
+	for (size_t i = 0; i < sizeof(exporter_makers) / sizeof(exporter_makers[0]); i++) {
 		struct sw_exporter *e = exporter_makers[i](cfg);
 		if (e)
 			prof.exporters[prof.n_exporters++] = e;
 	}
+	struct sw_exporter *e = export_otlp_create(cfg, &prof.otlp);
+	if (e && prof.n_exporters < MAX_EXPORTERS)
+		prof.exporters[prof.n_exporters++] = e;
 }
 
 /* Runs in the child right after fork, on the only thread there is.  Locks
@@ -434,6 +471,7 @@ int profiler_start(const struct sw_config *cfg)
 	if (!prof.runtime_id_adopted)
 		make_runtime_id(prof.runtime_id);
 	rt_mutex_unlock(&prof.id_lock);
+	config_otlp_load(cfg, &prof.otlp);
 	create_exporters(cfg);
 	register_fork_handlers();
 	if (prof.n_exporters == 0)

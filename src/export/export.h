@@ -57,6 +57,10 @@ struct sw_export_batch {
 	/* Tags of an out-of-period export ("k:v,k:v", e.g. a memory trigger),
 	 * added to the backend's tags; NULL for a periodic export. */
 	const char *tags;
+	/* The period as one OTLP ExportProfilesServiceRequest (uncompressed),
+	 * only when an OTLP exporter is configured (encode/otlp.h). */
+	const uint8_t *otlp_request;
+	size_t otlp_len;
 };
 
 struct sw_exporter {

@@ -72,6 +72,7 @@ const char *sw_synthetic_frame_name(uint64_t pc);
 #define SW_LABEL_LOCAL_ROOT_SPAN_ID "local root span id" /* num, nonzero */
 #define SW_LABEL_SPAN_ID "span id"                     /* num */
 #define SW_LABEL_TRACE_ENDPOINT "trace endpoint"       /* str */
+#define SW_LABEL_TRACE_ID "trace_id"                   /* str, 32 hex digits (OpenTelemetry) */
 #define SW_LABEL_EXCEPTION_TYPE "exception type"       /* str */
 #define SW_LABEL_LOCK_NAME "lock name"                 /* str */
 /* Timeline: when the sample was recorded, nanoseconds since the epoch (num). */

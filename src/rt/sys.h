@@ -159,6 +159,13 @@ static inline long sys_read_memory(int pid, void *dst, uint64_t addr, size_t n)
 	struct iovec remote = { (void *)(uintptr_t)addr, n };
 	return sys_call6(__NR_process_vm_readv, pid, (long)&local, 1, (long)&remote, 1, 0);
 }
+/* The same for n ranges in one call, copied in order (local[i] from
+ * remote[i], equal lengths): total bytes copied or -errno. */
+static inline long sys_read_memory_ranges(int pid, const struct iovec *local,
+					  const struct iovec *remote, unsigned long n)
+{
+	return sys_call6(__NR_process_vm_readv, pid, (long)local, (long)n, (long)remote, (long)n, 0);
+}
 static inline long sys_gettid(void) { return SYS0(__NR_gettid); }
 static inline long sys_getuid(void) { return SYS0(__NR_getuid); }
 static inline long sys_geteuid(void) { return SYS0(__NR_geteuid); }
