@@ -19,7 +19,7 @@ MUSL_CC   ?= musl-gcc
 BUILD     := build
 VERSION   := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
-LIB_DIRS  := rt config core profile encode unwind symbols collect export
+LIB_DIRS  := rt config core profile encode unwind dwarf symbols collect export
 LIB_SRC   := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 SO_ONLY   := src/core/lifecycle.c $(wildcard src/*/*_hooks.c) src/rt/compiler_support.c
 CORE_SRC  := $(filter-out $(SO_ONLY),$(LIB_SRC))

@@ -1,0 +1,44 @@
+// A C++ -O2 -g program whose time is spent in an always-inline helper
+// (geometry::Mesh<float>::smooth, inlined into relax): a profile with
+// inlined frames shows smooth with its own file:line on most samples.
+// Usage: inline_hot SECONDS
+#include "inline_hot.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace geometry {
+
+template <typename T> __attribute__((noinline)) void Mesh<T>::relax(int rounds)
+{
+	std::vector<T> out(n);
+	for (int r = 0; r < rounds; r++) {
+		for (int i = 0; i < n; i++)
+			out[i] = smooth(i);
+		for (int i = 0; i < n; i++)
+			v[i] = out[i];
+	}
+}
+
+template struct Mesh<float>;
+
+} // namespace geometry
+
+static volatile float sink;
+
+int main(int argc, char **argv)
+{
+	double seconds = argc > 1 ? atof(argv[1]) : 1.0;
+	std::vector<float> data(4096);
+	for (size_t i = 0; i < data.size(); i++)
+		data[i] = float(i % 97) / 97.0f;
+	geometry::Mesh<float> m{data.data(), int(data.size())};
+	auto start = std::chrono::steady_clock::now();
+	while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds)
+		m.relax(50);
+	sink = data[7];
+	printf("%f\n", (double)sink);
+	return 0;
+}
