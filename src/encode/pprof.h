@@ -39,7 +39,7 @@ struct sw_frame_info {
 	 * `function`.  A location gets one line per frame, innermost first. */
 	struct sw_inlined_frame inlined[SW_MAX_INLINED];
 	uint32_t n_inlined;
-	bool debug_info; /* file/line/inlined came from debug information (has_inline_frames) */
+	bool debug_info; /* debug information was consulted for pc (has_inline_frames) */
 };
 /* false: nothing is known about pc (the location gets its address only). */
 typedef bool (*sw_resolve_fn)(void *ctx, uint64_t pc, struct sw_frame_info *out);

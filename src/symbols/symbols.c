@@ -506,9 +506,10 @@ static void resolve_lines(struct sym_module *m, uint64_t addr, struct sw_frame_i
 			"some of its frames have no lines or inlined frames",
 			debuginfo_path(m->debug), dwarf_budget >> 20);
 	}
+	/* Looked up: an address the DWARF does not cover has no inlined frames. */
+	out->debug_info = st != DWARF_OVER_BUDGET;
 	if (st != DWARF_FOUND || n == 0)
 		return;
-	out->debug_info = true;
 	const struct dwarf_frame *outer = &fr[n - 1];
 	if (out->function == NULL)
 		out->function = outer->name;

@@ -14,7 +14,9 @@ template <typename T> struct Mesh {
 		T b = v[i];
 		T c = v[(i + 1) % n];
 		T s = a * T(0.25) + b * T(0.5) + c * T(0.25);
-		return s * T(0.999) + T(0.001) * (s * s);
+		for (int k = 0; k < 16; k++)
+			s = s * T(0.999) + T(0.001) * (s * s) - T(0.0005) * (s * s * s);
+		return s;
 	}
 	void relax(int rounds);
 };
