@@ -3,3 +3,9 @@ TEST_PROGRAMS += $(BUILD)/tests/dwarf_query
 $(BUILD)/tests/dwarf_query: tests/workloads/dwarf_query.c $(BUILD)/libcore.a
 	@mkdir -p $(dir $@)
 	$(CC) $(HOST_CFLAGS) -O2 $< $(BUILD)/libcore.a -lpthread -lm -o $@
+
+DWARF_FUZZ_RT := $(filter src/rt/%,$(CORE_SRC))
+FUZZERS += $(BUILD)/fuzz/fuzz_dwarf
+$(BUILD)/fuzz/fuzz_dwarf: tests/fuzz/fuzz_dwarf.c $(wildcard src/dwarf/*.c src/dwarf/*.h) $(DWARF_FUZZ_RT)
+	@mkdir -p $(dir $@)
+	clang $(SYMBOLS_FUZZ_FLAGS) $< $(wildcard src/dwarf/*.c) $(DWARF_FUZZ_RT) -o $@
