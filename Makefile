@@ -19,7 +19,7 @@ MUSL_CC   ?= musl-gcc
 BUILD     := build
 VERSION   := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
-LIB_DIRS  := rt config core profile encode unwind dwarf symbols collect export
+LIB_DIRS  := rt deflate config core profile encode unwind dwarf symbols collect export
 LIB_SRC   := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 SO_ONLY   := src/core/lifecycle.c $(wildcard src/*/*_hooks.c) src/rt/compiler_support.c
 CORE_SRC  := $(filter-out $(SO_ONLY),$(LIB_SRC))
@@ -87,12 +87,18 @@ $(BUILD)/libcore-san.a: $(SAN_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# The CLI is an ordinary static program linked against musl.
+# The CLI is an ordinary static program linked against musl.  It links the
+# library's own freestanding objects for what both need (the runtime,
+# DEFLATE/gzip/CRC-32, the protobuf writer): one copy of each in the tree.
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
-$(BUILD)/stowaway: $(CLI_SRC) $(wildcard src/cli/*.h) src/stowaway.h
+CLI_LIB_OBJ := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(filter src/rt/% src/deflate/% src/encode/pb.c,$(CORE_SRC)))
+$(BUILD)/libcli-shared.a: $(CLI_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+$(BUILD)/stowaway: $(CLI_SRC) $(wildcard src/cli/*.h) src/stowaway.h $(BUILD)/libcli-shared.a
 	@mkdir -p $(BUILD)
 	$(MUSL_CC) -std=gnu11 -O2 -static -Isrc -DSTOWAWAY_VERSION='"$(VERSION)"' $(WARN) \
-		-Wno-missing-prototypes $(CLI_SRC) -o $@
+		-Wno-missing-prototypes $(CLI_SRC) $(BUILD)/libcli-shared.a -o $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcore.a $(UNIT_EXTRA_SRC)
 	@mkdir -p $(dir $@)

@@ -6,6 +6,7 @@
  * recorder's lock is the only one reached, and only for sampled events.
  */
 #include "collect/lock.h"
+#include "collect/collect.h"
 
 #include <linux/elf.h>
 
@@ -29,10 +30,9 @@
  * to make room, and by the sampler tick, which sweeps HELD_SWEEP slots
  * (the whole table every 0.64 s) so that such an entry does not keep every
  * unlock of the process off its fast path. */
-#define HELD_STALE_NS (60ull * 1000000000ull)
+#define HELD_STALE_NS (60ull * RT_NS_PER_SEC)
 #define HELD_SWEEP 16u
 
-#define MAPS_MAX_BYTES (64u << 20)
 #define ELF_MAX_BYTES (4ull << 30)
 #define INDEX_MAX_SYMBOLS (1u << 22)
 #define WRITABLE_RANGES 8u
@@ -257,40 +257,14 @@ bool lock_index_add_image(struct lock_symbol_index *idx, const struct elf_image 
 	return !idx->names.failed;
 }
 
-static bool sym_before(const struct lock_symbol *a, const struct lock_symbol *b)
+static bool sym_before(const void *a, const void *b)
 {
-	return a->start < b->start;
-}
-
-/* Heap sort: bounded, in place, no recursion. */
-static void sift_down(struct lock_symbol *a, uint32_t root, uint32_t n)
-{
-	for (uint32_t guard = 0; guard < 64; guard++) {
-		uint32_t child = 2u * root + 1u;
-		if (child >= n)
-			return;
-		if (child + 1u < n && sym_before(&a[child], &a[child + 1u]))
-			child++;
-		if (!sym_before(&a[root], &a[child]))
-			return;
-		struct lock_symbol t = a[root];
-		a[root] = a[child];
-		a[child] = t;
-		root = child;
-	}
+	return ((const struct lock_symbol *)a)->start < ((const struct lock_symbol *)b)->start;
 }
 
 void lock_index_finish(struct lock_symbol_index *idx)
 {
-	uint32_t n = idx->n;
-	for (uint32_t i = n / 2u; i > 0; i--)
-		sift_down(idx->syms, i - 1u, n);
-	for (uint32_t end = n; end > 1; end--) {
-		struct lock_symbol t = idx->syms[0];
-		idx->syms[0] = idx->syms[end - 1u];
-		idx->syms[end - 1u] = t;
-		sift_down(idx->syms, 0, end - 1u);
-	}
+	rt_sort(idx->syms, idx->n, sizeof(idx->syms[0]), sym_before);
 }
 
 void lock_index_free(struct lock_symbol_index *idx)
@@ -340,31 +314,6 @@ void lock_name_format(const struct lock_symbol_index *idx, uint64_t addr, char *
 		rt_snprintf(out + len, cap - len, "+0x%llx", (unsigned long long)(addr - s->start));
 }
 
-/* Reads /proc/self/maps whole into b. */
-static bool read_maps(struct rt_buf *b)
-{
-	long fd = sys_open("/proc/self/maps", O_RDONLY, 0);
-	if (fd < 0)
-		return false;
-	bool ok = true;
-	while (b->len < MAPS_MAX_BYTES) {
-		if (!rt_buf_reserve(b, 65536)) {
-			ok = false;
-			break;
-		}
-		long r = sys_read((int)fd, b->data + b->len, 65536);
-		if (r == -EINTR)
-			continue;
-		if (r < 0)
-			ok = false;
-		if (r <= 0)
-			break;
-		b->len += (size_t)r;
-	}
-	(void)sys_close((int)fd);
-	return ok;
-}
-
 /* Adds the data symbols of the file mapped by e (its first mapping). */
 static void index_add_file(struct lock_symbol_index *idx, const struct maps_entry *e)
 {
@@ -401,7 +350,7 @@ static struct lock_symbol_index *index_build(void)
 	if (!idx)
 		return NULL;
 	struct rt_buf maps = { 0 };
-	if (read_maps(&maps)) {
+	if (maps_read_self(&maps)) {
 		size_t pos = 0;
 		struct maps_entry e;
 		uint64_t last_inode = 0;
@@ -429,7 +378,7 @@ static struct lock_symbol_index *index_build(void)
 
 static uint32_t held_home(uintptr_t lock, uintptr_t tp)
 {
-	return (uint32_t)(((uint64_t)(lock ^ (tp >> 4)) * 0x9e3779b97f4a7c15ull) >> 56) &
+	return (uint32_t)(((uint64_t)(lock ^ (tp >> 4)) * RT_HASH_MUL64) >> 56) &
 	       (HELD_SLOTS - 1u);
 }
 
@@ -539,7 +488,7 @@ static _Atomic uintptr_t robust_set[ROBUST_SLOTS];
 
 static uint32_t robust_home(uintptr_t m)
 {
-	return (uint32_t)(((uint64_t)m * 0x9e3779b97f4a7c15ull) >> 52) & (ROBUST_SLOTS - 1u);
+	return (uint32_t)(((uint64_t)m * RT_HASH_MUL64) >> 52) & (ROBUST_SLOTS - 1u);
 }
 
 bool lock_robust_is(const void *mutex)
@@ -744,3 +693,20 @@ void lock_collector_after_fork_child(void)
 	if (table)
 		rt_memset(table, 0, HELD_SLOTS * sizeof(struct held_slot));
 }
+
+static int64_t lock_period(const struct sw_config *cfg, enum sw_kind kind)
+{
+	RT_UNUSED(cfg);
+	RT_UNUSED(kind);
+	return (int64_t)lock_collector_period();
+}
+
+const struct collector lock_collector = {
+	.name = "lock",
+	.kinds = SW_KIND_BIT(SW_KIND_LOCK),
+	.start = lock_collector_start,
+	.stop = lock_collector_stop,
+	.after_fork_child = lock_collector_after_fork_child,
+	.tick = lock_collector_tick,
+	.period = lock_period,
+};

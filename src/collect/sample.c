@@ -17,7 +17,7 @@ static uint64_t splitmix(uint64_t z)
 
 uint64_t sample_random_u64(void)
 {
-	return splitmix(atomic_fetch_add_explicit(&random_counter, 0x9e3779b97f4a7c15ull,
+	return splitmix(atomic_fetch_add_explicit(&random_counter, RT_HASH_MUL64,
 						  memory_order_relaxed));
 }
 

@@ -9,6 +9,8 @@
 #include "rt/rt.h"
 
 #define THREADS_MAX 4096
+/* getdents64 reads of /proc/self/task in one scan. */
+#define TASK_DIR_READS_MAX 10000u
 #define THREAD_NAME_MAX 16
 
 struct thread_slot {

@@ -1,19 +1,16 @@
 /* Wall-clock sampling without EINTR (see wall.h for the scheme). */
 #include "collect/wall.h"
+#include "collect/collect.h"
 #include "collect/context.h"
 #include "collect/ring.h"
 #include "collect/sample.h"
 #include "collect/threads.h"
-#include "core/thread.h"
+#include "rt/thread.h"
 #include "rt/sys.h"
 #include "symbols/symbols.h"
 #include "unwind/unwind.h"
 
-#include <linux/uio.h>
-
-
 #define RING_RECORDS 128u
-#define NS_PER_S 1000000000ull
 /* A running request that has not fired after this long (the thread did not
  * run through a scheduler tick) is withdrawn. */
 #define REQUEST_PATIENCE_NS 20000000ull
@@ -22,11 +19,11 @@
 #define PROC_FDS_MAX 256
 /* Thread names: re-read after a second (names are often set right after
  * the thread starts), then every 10 s. */
-#define NAME_YOUNG_NS (2 * NS_PER_S)
-#define NAME_REFRESH_YOUNG_NS NS_PER_S
-#define NAME_REFRESH_OLD_NS (10 * NS_PER_S)
-#define PENDING_FLUSH_NS NS_PER_S
-#define HANDLER_CHECK_NS NS_PER_S
+#define NAME_YOUNG_NS (2 * RT_NS_PER_SEC)
+#define NAME_REFRESH_YOUNG_NS RT_NS_PER_SEC
+#define NAME_REFRESH_OLD_NS (10 * RT_NS_PER_SEC)
+#define PENDING_FLUSH_NS RT_NS_PER_SEC
+#define HANDLER_CHECK_NS RT_NS_PER_SEC
 #define TP_BUCKETS 8192u
 #define SYSCALL_TEXT_MAX 256
 #define STOP_WAIT_MS 200
@@ -46,7 +43,6 @@ struct wall_record {
 	struct context_value context; /* the thread's span context when sampled */
 	uint64_t pcs[];
 };
-
 
 #define CACHE_NONE 0
 #define CACHE_PUBLISHED 1 /* valid while wall_seq == cache_seq */
@@ -177,13 +173,12 @@ static void give_back_fd(struct wall_private *w)
 
 /* ---- per-slot sampler state ---- */
 
-
 static bool thread_cpu_ns(int tid, uint64_t *out)
 {
 	struct __kernel_timespec ts = { 0, 0 };
 	if (sys_clock_gettime(sys_thread_cpu_clock(tid), &ts) != 0)
 		return false;
-	*out = (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+	*out = sys_timespec_ns(&ts);
 	return true;
 }
 
@@ -390,14 +385,6 @@ static void sample_published(int slot, struct wall_private *w, uint32_t seq, uin
 	}
 }
 
-static bool read_remote(uint64_t addr, void *dst, size_t n)
-{
-	struct iovec local = { dst, n };
-	struct iovec remote = { (void *)(uintptr_t)addr, n };
-	return sys_call6(__NR_process_vm_readv, sys_getpid(), (long)&local, 1, (long)&remote, 1, 0) ==
-	       (long)n;
-}
-
 /* For a system call made from code without unwind tables (musl is built
  * without them, and the frame pointer is not in /proc/.../syscall): finds
  * the lowest word above sp that is a return address from which the unwind
@@ -413,7 +400,7 @@ static uint32_t unwind_by_scan(uint64_t leaf_pc, uint64_t sp, uint64_t *pcs)
 		return 0;
 	uint64_t words[SCAN_WORDS] = { 0 };
 	size_t n = (size_t)RT_MIN((hi - sp) / 8, (uint64_t)SCAN_WORDS);
-	if (n < 2 || !read_remote(sp, words, n * 8))
+	if (n < 2 || sys_read_memory((int)sys_getpid(), words, sp, n * 8) != (long)(n * 8))
 		return 0;
 	uint32_t tries = 0;
 	for (size_t i = 1; i < n && tries < SCAN_TRIES; i++) {
@@ -714,7 +701,7 @@ static void *wall_main(void *arg)
 	atomic_store(&wall.thread_tid, (int)sys_gettid());
 	uint64_t next = rt_monotonic_ns() + atomic_load(&wall.period_ns);
 	while (atomic_load(&wall.running)) {
-		struct __kernel_timespec ts = { (long long)(next / NS_PER_S), (long long)(next % NS_PER_S) };
+		struct __kernel_timespec ts = { (long long)(next / RT_NS_PER_SEC), (long long)(next % RT_NS_PER_SEC) };
 		(void)sys_clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 		if (!atomic_load(&wall.running))
 			break;
@@ -866,7 +853,7 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 	wall.rec = rec;
 	wall.max_frames = cfg->max_frames;
 	wall.configured_hz = cfg->wall_hz ? cfg->wall_hz : 100;
-	atomic_store(&wall.period_ns, NS_PER_S / wall.configured_hz);
+	atomic_store(&wall.period_ns, RT_NS_PER_SEC / wall.configured_hz);
 	wall.fd_floor = descriptor_floor();
 	if (ring_init(&wall.ring, RING_RECORDS,
 		      sizeof(struct wall_record) + (cfg->max_frames + 2) * sizeof(uint64_t)) < 0)
@@ -969,13 +956,36 @@ void wall_set_rate(uint32_t hz)
 		return;
 	/* Each sample is weighted by the time since the thread's previous one,
 	 * so totals stay true at any rate. */
-	atomic_store(&wall.period_ns, NS_PER_S / hz);
+	atomic_store(&wall.period_ns, RT_NS_PER_SEC / hz);
 }
 
 uint32_t wall_rate(void)
 {
 	uint64_t period = atomic_load(&wall.period_ns);
-	return period ? (uint32_t)(NS_PER_S / period) : 0;
+	return period ? (uint32_t)(RT_NS_PER_SEC / period) : 0;
 }
 
 int wall_thread_tid(void) { return atomic_load(&wall.running) ? atomic_load(&wall.thread_tid) : 0; }
+
+static void wall_flush(struct profile *finished)
+{
+	RT_UNUSED(finished);
+	wall_drain();
+}
+
+static int64_t wall_period(const struct sw_config *cfg, enum sw_kind kind)
+{
+	RT_UNUSED(kind);
+	return (int64_t)(RT_NS_PER_SEC / cfg->wall_hz);
+}
+
+const struct collector wall_collector = {
+	.name = "wall",
+	.kinds = SW_KIND_BIT(SW_KIND_WALL),
+	.needs_threads = true,
+	.start = wall_start,
+	.stop = wall_stop,
+	.after_fork_child = wall_after_fork_child,
+	.flush = wall_flush,
+	.period = wall_period,
+};

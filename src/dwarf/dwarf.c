@@ -489,43 +489,10 @@ static bool unit_read(struct dwarf_index *ix, size_t pos, size_t *next, struct u
 	return true;
 }
 
-static bool range_before(const struct unit_range *a, const struct unit_range *b)
+static bool range_before(const void *a, const void *b)
 {
-	return a->lo < b->lo || (a->lo == b->lo && a->hi < b->hi);
-}
-
-static void sort_ranges(struct unit_range *a, size_t n)
-{
-	/* Heap sort: no recursion, no allocation. */
-	for (size_t k = n / 2 + 1; k-- > 0;) {
-		for (size_t root = k; 2 * root + 1 < n;) {
-			size_t ch = 2 * root + 1;
-			if (ch + 1 < n && range_before(&a[ch], &a[ch + 1]))
-				ch++;
-			if (!range_before(&a[root], &a[ch]))
-				break;
-			struct unit_range t = a[root];
-			a[root] = a[ch];
-			a[ch] = t;
-			root = ch;
-		}
-	}
-	for (size_t end = n; end-- > 1;) {
-		struct unit_range t = a[0];
-		a[0] = a[end];
-		a[end] = t;
-		for (size_t root = 0; 2 * root + 1 < end;) {
-			size_t ch = 2 * root + 1;
-			if (ch + 1 < end && range_before(&a[ch], &a[ch + 1]))
-				ch++;
-			if (!range_before(&a[root], &a[ch]))
-				break;
-			t = a[root];
-			a[root] = a[ch];
-			a[ch] = t;
-			root = ch;
-		}
-	}
+	const struct unit_range *x = a, *y = b;
+	return x->lo < y->lo || (x->lo == y->lo && x->hi < y->hi);
 }
 
 struct dwarf_index *dwarf_index_new(const struct dwarf_sections *s, size_t budget)
@@ -583,7 +550,7 @@ struct dwarf_index *dwarf_index_new(const struct dwarf_sections *s, size_t budge
 		dwarf_index_free(ix);
 		return NULL;
 	}
-	sort_ranges(ix->ranges, ix->nranges);
+	rt_sort(ix->ranges, ix->nranges, sizeof(*ix->ranges), range_before);
 	return ix;
 }
 

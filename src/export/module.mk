@@ -38,14 +38,13 @@ FUZZERS += $(BUILD)/fuzz/fuzz_http_response $(BUILD)/fuzz/fuzz_url \
 $(BUILD)/fuzz/fuzz_http_response: tests/fuzz/fuzz_http_response.c src/export/http_parse.c $(EXPORT_FUZZ_RT)
 	@mkdir -p $(dir $@)
 	clang $(EXPORT_FUZZ_FLAGS) $< src/export/http_parse.c $(EXPORT_FUZZ_RT) -o $@
-$(BUILD)/fuzz/fuzz_url: tests/fuzz/fuzz_url.c src/export/url.c $(EXPORT_FUZZ_RT)
+$(BUILD)/fuzz/fuzz_url: tests/fuzz/fuzz_url.c src/export/url.c src/export/ip.c $(EXPORT_FUZZ_RT)
 	@mkdir -p $(dir $@)
-	clang $(EXPORT_FUZZ_FLAGS) $< src/export/url.c $(EXPORT_FUZZ_RT) -o $@
-$(BUILD)/fuzz/fuzz_http_dns: tests/fuzz/fuzz_http_dns.c src/export/dns.c src/export/net.c \
-		src/export/url.c $(EXPORT_FUZZ_RT)
+	clang $(EXPORT_FUZZ_FLAGS) $< src/export/url.c src/export/ip.c $(EXPORT_FUZZ_RT) -o $@
+# The DNS parsers alone: no sockets, no URLs.
+$(BUILD)/fuzz/fuzz_http_dns: tests/fuzz/fuzz_http_dns.c src/export/dns.c src/export/ip.c $(EXPORT_FUZZ_RT)
 	@mkdir -p $(dir $@)
-	clang $(EXPORT_FUZZ_FLAGS) $< src/export/dns.c src/export/net.c src/export/url.c \
-		$(EXPORT_FUZZ_RT) -o $@
+	clang $(EXPORT_FUZZ_FLAGS) $< src/export/dns.c src/export/ip.c $(EXPORT_FUZZ_RT) -o $@
 $(BUILD)/fuzz/fuzz_http_cgroup: tests/fuzz/fuzz_http_cgroup.c src/export/cgroup.c $(EXPORT_FUZZ_RT)
 	@mkdir -p $(dir $@)
 	clang $(EXPORT_FUZZ_FLAGS) $< src/export/cgroup.c $(EXPORT_FUZZ_RT) -o $@

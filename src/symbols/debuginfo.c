@@ -3,6 +3,7 @@
 
 #include <linux/elf.h>
 
+#include "deflate/deflate.h"
 #include "rt/rt.h"
 #include "rt/sys.h"
 
@@ -13,6 +14,13 @@
 #ifndef SHF_COMPRESSED
 #define SHF_COMPRESSED 0x800
 #endif
+#define ELFCOMPRESS_ZLIB_TYPE 1
+
+/* The header of an SHF_COMPRESSED section (ELF64; linux/elf.h lacks it). */
+struct elf64_chdr {
+	uint32_t ch_type, ch_reserved;
+	uint64_t ch_size, ch_addralign;
+};
 
 enum { SEC_INFO, SEC_ABBREV, SEC_LINE, SEC_STR, SEC_LINE_STR, SEC_STR_OFFSETS, SEC_ADDR, SEC_RANGES,
        SEC_RNGLISTS, SEC_COUNT };
@@ -55,19 +63,6 @@ void debug_ref_read(const struct elf_image *img, struct debug_ref *ref)
 	}
 }
 
-/* ---- CRC-32 (the polynomial of gzip and .gnu_debuglink) ---- */
-
-static uint32_t crc32_bytes(uint32_t crc, const uint8_t *p, size_t n)
-{
-	crc = ~crc;
-	for (size_t i = 0; i < n; i++) {
-		crc ^= p[i];
-		for (int k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (0xedb88320u & (0u - (crc & 1u)));
-	}
-	return ~crc;
-}
-
 /* ---- mapping files ---- */
 
 static void *map_file(const char *path, size_t *size)
@@ -95,27 +90,49 @@ bool debuginfo_file_crc(const char *path, uint32_t *crc)
 	void *p = map_file(path, &size);
 	if (p == NULL)
 		return false;
-	*crc = crc32_bytes(0, p, size);
+	*crc = crc32_update(0, p, size);
 	(void)sys_munmap(p, size);
 	return true;
 }
 
 /* ---- sections ---- */
 
-/* The bytes of one section; a compressed one is not usable yet. */
+/* The bytes of one section; a compressed one (SHF_COMPRESSED, zlib) is
+ * inflated into memory the debuginfo owns, within the budget. */
 static bool section_bytes(struct debuginfo *di, const struct elf_image *img, uint32_t which,
-			  const uint8_t **data, size_t *size)
+			  size_t *budget, const uint8_t **data, size_t *size)
 {
 	struct elf_section s;
 	*data = NULL;
 	*size = 0;
 	if (!elf_section_by_name(img, section_names[which], &s) || s.size == 0)
 		return false;
-	if (s.flags & SHF_COMPRESSED)
+	if (!(s.flags & SHF_COMPRESSED)) {
+		*data = img->data + s.offset;
+		*size = (size_t)s.size;
+		return true;
+	}
+	struct elf64_chdr ch;
+	if (s.size < sizeof(ch))
 		return false;
-	RT_UNUSED(di);
-	*data = img->data + s.offset;
-	*size = (size_t)s.size;
+	rt_memcpy(&ch, img->data + s.offset, sizeof(ch));
+	if (ch.ch_type != ELFCOMPRESS_ZLIB_TYPE || ch.ch_size == 0 || ch.ch_size > *budget)
+		return false;
+	uint8_t *out = rt_malloc((size_t)ch.ch_size);
+	if (out == NULL)
+		return false;
+	size_t used = 0, len = 0;
+	int r = zlib_decompress(img->data + s.offset + sizeof(ch), (size_t)s.size - sizeof(ch), out,
+				(size_t)ch.ch_size, &used, &len);
+	if (r != DEFLATE_OK || len != ch.ch_size) {
+		rt_free(out);
+		return false;
+	}
+	di->owned[which] = out;
+	di->owned_size[which] = len;
+	*budget -= len;
+	*data = out;
+	*size = len;
 	return true;
 }
 
@@ -153,7 +170,7 @@ static struct debuginfo *open_checked(const char *path, const char *want_id, boo
 		if (!elf_build_id_hex(&img, id, sizeof(id)) || !rt_streq(id, want_id))
 			goto fail;
 	}
-	if (check_crc && crc32_bytes(0, di->map, di->map_size) != crc)
+	if (check_crc && crc32_update(0, di->map, di->map_size) != crc)
 		goto fail;
 	struct dwarf_sections s;
 	rt_memset(&s, 0, sizeof(s));
@@ -162,9 +179,11 @@ static struct debuginfo *open_checked(const char *path, const char *want_id, boo
 	size_t *size[SEC_COUNT] = {&s.info_size, &s.abbrev_size, &s.line_size, &s.str_size,
 				   &s.line_str_size, &s.str_offsets_size, &s.addr_size,
 				   &s.ranges_size, &s.rnglists_size};
+	/* Inflated sections count against the budget; the index gets the rest. */
+	size_t left = budget;
 	for (uint32_t i = 0; i < SEC_COUNT; i++)
-		(void)section_bytes(di, &img, i, data[i], size[i]);
-	di->index = dwarf_index_new(&s, budget);
+		(void)section_bytes(di, &img, i, &left, data[i], size[i]);
+	di->index = dwarf_index_new(&s, left);
 	if (di->index == NULL)
 		goto fail;
 	return di;
@@ -256,5 +275,20 @@ enum dwarf_lookup_status debuginfo_lookup(struct debuginfo *di, uint64_t addr,
 	return dwarf_lookup(di->index, addr, frames, n);
 }
 
-size_t debuginfo_bytes(const struct debuginfo *di) { return dwarf_index_bytes(di->index); }
-size_t debuginfo_peak_bytes(const struct debuginfo *di) { return dwarf_index_peak_bytes(di->index); }
+static size_t owned_bytes(const struct debuginfo *di)
+{
+	size_t n = 0;
+	for (uint32_t i = 0; i < SEC_COUNT; i++)
+		n += di->owned_size[i];
+	return n;
+}
+
+size_t debuginfo_bytes(const struct debuginfo *di)
+{
+	return owned_bytes(di) + dwarf_index_bytes(di->index);
+}
+
+size_t debuginfo_peak_bytes(const struct debuginfo *di)
+{
+	return owned_bytes(di) + dwarf_index_peak_bytes(di->index);
+}

@@ -9,6 +9,9 @@
  * and for a binary /d/bin with .gnu_debuglink NAME (the file's CRC-32 must match):
  *   /d/NAME, /d/.debug/NAME, <root>/d/NAME
  *
+ * Sections compressed with SHF_COMPRESSED (zlib, as -gz writes them) are
+ * inflated into memory counted against the budget.
+ *
  * Not for signal handlers (opens, maps, allocates). */
 #ifndef STOWAWAY_SYMBOLS_DEBUGINFO_H
 #define STOWAWAY_SYMBOLS_DEBUGINFO_H
@@ -55,7 +58,8 @@ const char *debuginfo_path(const struct debuginfo *di);
 enum dwarf_lookup_status debuginfo_lookup(struct debuginfo *di, uint64_t addr,
 					  struct dwarf_frame frames[DWARF_MAX_FRAMES], uint32_t *n);
 
-/* Bytes held by the index now and at its peak (not counting the mapped file). */
+/* Bytes held now and at the peak: inflated sections and the index (the
+ * mapped file, page cache shared with everyone, is not counted). */
 size_t debuginfo_bytes(const struct debuginfo *di);
 size_t debuginfo_peak_bytes(const struct debuginfo *di);
 

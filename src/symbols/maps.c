@@ -3,6 +3,36 @@
 #include "symbols/maps.h"
 
 #include "rt/rt.h"
+#include "rt/sys.h"
+
+#define MAPS_READ_CHUNK 65536
+#define MAPS_MAX_BYTES (64u << 20)
+
+bool maps_read_self(struct rt_buf *b)
+{
+	long fd = sys_open("/proc/self/maps", O_RDONLY, 0);
+	if (fd < 0)
+		return false;
+	bool ok = true;
+	while (b->len < MAPS_MAX_BYTES) {
+		if (!rt_buf_reserve(b, MAPS_READ_CHUNK)) {
+			ok = false;
+			break;
+		}
+		long n = sys_read((int)fd, b->data + b->len, MAPS_READ_CHUNK);
+		if (n == -EINTR)
+			continue;
+		if (n < 0) {
+			ok = false;
+			break;
+		}
+		if (n == 0)
+			break;
+		b->len += (size_t)n;
+	}
+	(void)sys_close((int)fd);
+	return ok && !b->failed;
+}
 
 /* Length of the run of non-space bytes at s[0..n). */
 static size_t token_len(const char *s, size_t n, char stop)

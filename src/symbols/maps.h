@@ -1,5 +1,5 @@
-/* A parser for /proc/self/maps lines.  Pure functions over a byte buffer,
- * so they can be fuzzed; reading the file lives in symbols.c. */
+/* /proc/self/maps: the one reader of the file, and a parser for its lines
+ * (pure functions over a byte buffer, so they can be fuzzed). */
 #ifndef STOWAWAY_SYMBOLS_MAPS_H
 #define STOWAWAY_SYMBOLS_MAPS_H
 
@@ -21,6 +21,12 @@ struct maps_entry {
 	const char *path;
 	size_t path_len;
 };
+
+struct rt_buf;
+/* Appends the whole of /proc/self/maps to b (cut at 64 MiB, about 400k
+ * mappings).  False if it cannot be opened or read, or b failed to grow.
+ * Not signal-safe. */
+bool maps_read_self(struct rt_buf *b);
 
 /* Parses one line (without its newline) of `len` bytes.  False if malformed. */
 bool maps_parse_line(const char *line, size_t len, struct maps_entry *out);

@@ -12,9 +12,6 @@
 #include "unwind/cfi.h"
 #include "unwind/unwind.h"
 
-#define MAPS_READ_CHUNK 65536
-/* Larger /proc/self/maps texts are cut here (about 400k mappings). */
-#define MAPS_MAX_BYTES (64u << 20)
 #define ELF_MAX_BYTES (4ull << 30)
 
 struct sym_func {
@@ -57,34 +54,6 @@ static char debug_dirs[1024];
 static size_t dwarf_budget = (size_t)64 << 20;
 static bool over_budget_said;
 
-/* ---- reading /proc/self/maps ---- */
-
-static bool read_maps(struct rt_buf *b)
-{
-	long fd = sys_open("/proc/self/maps", O_RDONLY, 0);
-	if (fd < 0)
-		return false;
-	bool ok = true;
-	while (b->len < MAPS_MAX_BYTES) {
-		if (!rt_buf_reserve(b, MAPS_READ_CHUNK)) {
-			ok = false;
-			break;
-		}
-		long n = sys_read((int)fd, b->data + b->len, MAPS_READ_CHUNK);
-		if (n == -EINTR)
-			continue;
-		if (n < 0) {
-			ok = false;
-			break;
-		}
-		if (n == 0)
-			break;
-		b->len += (size_t)n;
-	}
-	(void)sys_close((int)fd);
-	return ok && !b->failed;
-}
-
 static uint64_t fnv1a(const uint8_t *p, size_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
@@ -97,8 +66,9 @@ static uint64_t fnv1a(const uint8_t *p, size_t n)
 
 /* ---- function symbol tables ---- */
 
-static bool func_before(const struct sym_func *a, const struct sym_func *b)
+static bool func_before(const void *pa, const void *pb)
 {
+	const struct sym_func *a = pa, *b = pb;
 	if (a->start != b->start)
 		return a->start < b->start;
 	/* Among aliases the preferred one sorts last: global, then weak, then local. */
@@ -107,40 +77,6 @@ static bool func_before(const struct sym_func *a, const struct sym_func *b)
 	return ra < rb;
 }
 
-static void sort_funcs(struct sym_func *a, size_t n)
-{
-	for (size_t k = n / 2 + 1; k-- > 0;) {
-		size_t root = k;
-		while (2 * root + 1 < n) {
-			size_t c = 2 * root + 1;
-			if (c + 1 < n && func_before(&a[c], &a[c + 1]))
-				c++;
-			if (!func_before(&a[root], &a[c]))
-				break;
-			struct sym_func t = a[root];
-			a[root] = a[c];
-			a[c] = t;
-			root = c;
-		}
-	}
-	for (size_t end = n; end-- > 1;) {
-		struct sym_func t = a[0];
-		a[0] = a[end];
-		a[end] = t;
-		size_t root = 0;
-		while (2 * root + 1 < end) {
-			size_t c = 2 * root + 1;
-			if (c + 1 < end && func_before(&a[c], &a[c + 1]))
-				c++;
-			if (!func_before(&a[root], &a[c]))
-				break;
-			t = a[root];
-			a[root] = a[c];
-			a[c] = t;
-			root = c;
-		}
-	}
-}
 
 struct func_collector {
 	struct sym_func *funcs;
@@ -193,7 +129,7 @@ static void load_functions(struct sym_module *m, const struct elf_image *img)
 		rt_buf_free(&fc.names);
 		return;
 	}
-	sort_funcs(fc.funcs, fc.n);
+	rt_sort(fc.funcs, fc.n, sizeof(fc.funcs[0]), func_before);
 	/* Keep the last (preferred) entry of each address. */
 	size_t out = 0;
 	for (size_t i = 0; i < fc.n; i++) {
@@ -436,7 +372,7 @@ bool symbols_refresh(void)
 	struct refresh_arrays a;
 	bool ok = false;
 	rt_memset(&a, 0, sizeof(a));
-	if (!read_maps(&text)) {
+	if (!maps_read_self(&text)) {
 		rt_buf_free(&text);
 		return false;
 	}
@@ -577,7 +513,7 @@ bool symbols_stack_bounds_of(uint64_t sp, uint64_t *lo, uint64_t *hi)
 	struct maps_entry e;
 	size_t pos = 0;
 	bool found = false;
-	if (read_maps(&text)) {
+	if (maps_read_self(&text)) {
 		while (!found && maps_next((const char *)text.data, text.len, &pos, &e)) {
 			if (sp >= e.start && sp < e.end && is_stack_candidate(&e)) {
 				*lo = e.start;

@@ -10,10 +10,10 @@
 #define STOWAWAY_SYMBOLS_SYMBOLS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
-/* struct sw_frame_info and the resolver callback type live with the encoder. */
-#include "encode/pprof.h"
+#include "symbols/frame.h"
 
 /* Where separate debug files are searched besides /usr/lib/debug
  * (':'-separated roots, copied) and how many bytes one module's DWARF index

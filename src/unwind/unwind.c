@@ -1,8 +1,6 @@
 /* The signal-safe unwinder and its published snapshot (see unwind.h). */
 #include "unwind/unwind.h"
 
-#include <linux/uio.h>
-
 #include "rt/rt.h"
 #include "rt/sys.h"
 
@@ -93,13 +91,6 @@ struct stack_view {
 	uint8_t block[REMOTE_BLOCK];
 };
 
-static long read_via_kernel(int pid, void *dst, uint64_t addr, size_t n)
-{
-	struct iovec local = {dst, n};
-	struct iovec remote = {(void *)(uintptr_t)addr, n};
-	return sys_call6(__NR_process_vm_readv, pid, (long)&local, 1, (long)&remote, 1, 0);
-}
-
 static bool read_word(struct stack_view *v, uint64_t addr, uint64_t *out)
 {
 	if ((addr & 7) != 0 || addr < v->lo || addr >= v->hi || v->hi - addr < 8)
@@ -113,7 +104,7 @@ static bool read_word(struct stack_view *v, uint64_t addr, uint64_t *out)
 		/* Only the part of the block inside the bounds is requested. */
 		uint64_t from = RT_MAX(block, v->lo & ~(uint64_t)7);
 		uint64_t to = RT_MIN(block + REMOTE_BLOCK, v->hi);
-		long got = read_via_kernel(v->pid, v->block + (from - block), from, (size_t)(to - from));
+		long got = sys_read_memory(v->pid, v->block + (from - block), from, (size_t)(to - from));
 		if (got != (long)(to - from))
 			return false;
 		v->block_addr = block;

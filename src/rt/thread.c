@@ -1,5 +1,6 @@
 /* Creating our own threads without layout-dependent libc calls. */
-#include "core/thread.h"
+#include "rt/thread.h"
+#include "rt/hooks.h"
 #include "rt/host.h"
 #include "rt/rt.h"
 #include "rt/sys.h"
@@ -14,12 +15,10 @@ host_pthread_create_fn thread_host_pthread_create(void)
 	host_pthread_create_fn fn = atomic_load(&cached);
 	if (fn || !dlsym)
 		return fn;
-	/* dlsym returns a data pointer; the conversion to a function pointer is
-	 * what POSIX specifies for it. */
-	void *sym = dlsym(HOST_RTLD_NEXT, "pthread_create");
+	void *sym = hook_next("pthread_create");
 	if (!sym)
 		sym = dlsym(HOST_RTLD_DEFAULT, "pthread_create");
-	__builtin_memcpy(&fn, &sym, sizeof(fn));
+	HOOK_FN(fn, sym);
 	atomic_store(&cached, fn);
 	return fn;
 }

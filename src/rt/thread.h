@@ -1,7 +1,7 @@
 /* Threads of our own (scheduler, samplers), created through the host's
  * pthread_create so the host's TLS and signal handlers stay valid in them. */
-#ifndef STOWAWAY_CORE_THREAD_H
-#define STOWAWAY_CORE_THREAD_H
+#ifndef STOWAWAY_RT_THREAD_H
+#define STOWAWAY_RT_THREAD_H
 
 #include <stdbool.h>
 #include <stdint.h>

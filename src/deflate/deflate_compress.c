@@ -1,4 +1,5 @@
-/* DEFLATE (RFC 1951) compressor in a gzip (RFC 1952) member.  See gzip.h.
+/* DEFLATE (RFC 1951) compressor.  See deflate.h for the contract and
+ * deflate_compress.h for the state; gzip_compress.c wraps it.
  *
  * Layout of the work:
  *  - Input is copied into a 64 KiB buffer; the last 32 KiB before the current
@@ -10,42 +11,11 @@
  *    full (or at the end) the block is written in the cheapest of the three
  *    block types, computed exactly in bits.
  */
-#include "encode/gzip.h"
+#include "deflate/deflate_compress.h"
 
 #include <linux/errno.h>
 
 #include "rt/rt.h"
-
-#define WIN_BITS 15
-#define WIN_SIZE (1u << WIN_BITS) /* DEFLATE's maximum distance */
-#define WIN_MASK (WIN_SIZE - 1)
-#define BUF_SIZE (2 * WIN_SIZE)   /* input buffer; positions fit in uint16_t */
-#define BUF_PAD 320               /* match comparison reads up to 8 bytes past a match */
-#define HASH_BYTES 4              /* shortest match the finder reports */
-#define MAX_MATCH 258
-#define MIN_LOOKAHEAD (MAX_MATCH + 8) /* keep this much input ahead unless finishing */
-#define HASH_BITS 15
-#define HASH_SIZE (1u << HASH_BITS)
-#define SYM_MAX 16384             /* symbols per block */
-
-#define NUM_LITLEN 286  /* literal/length codes actually used (0..285) */
-#define NUM_FIXED_LITLEN 288
-#define NUM_LEN_CODES 29
-#define NUM_DIST 30
-#define NUM_CL 19       /* code-length alphabet */
-#define MAX_CODE_BITS 15
-#define MAX_CL_BITS 7
-#define END_OF_BLOCK 256
-#define STORED_MAX 65535u
-
-struct level_config {
-	uint16_t max_chain;    /* candidates examined per search */
-	uint16_t good_len;     /* lazy: a previous match this long quarters the chain */
-	uint16_t nice_len;     /* stop searching at a match this long */
-	uint16_t lazy_limit;   /* lazy: do not search after a match this long; greedy: 0 */
-	uint16_t insert_limit; /* greedy: hash the inside of matches up to this length
-				* (lazy levels hash every position) */
-};
 
 /* Tuned on pprof bodies (tests/bench/bench_gzip.sh): level 6 matches `gzip -6`
  * in size at well over twice its speed; longer chains gain little there. */
@@ -60,79 +30,6 @@ static const struct level_config level_configs[10] = {
 	[8] = {256, 32, 258, 258, 0},
 	[9] = {2048, 32, 258, 258, 0},
 };
-
-/* Scratch for building one Huffman code. */
-struct huff_work {
-	uint64_t keys[NUM_LITLEN];        /* (frequency << 16) | symbol */
-	uint32_t weight[2 * NUM_LITLEN];
-	uint16_t parent[2 * NUM_LITLEN];
-	uint16_t depth[2 * NUM_LITLEN];
-};
-
-/* Per-block Huffman codes: bit-reversed canonical codes and their lengths. */
-struct huff_code {
-	uint16_t lit_code[NUM_FIXED_LITLEN];
-	uint8_t lit_len[NUM_FIXED_LITLEN];
-	uint16_t dist_code[NUM_DIST];
-	uint8_t dist_len[NUM_DIST];
-};
-
-/* Run-length coded code lengths of a dynamic block header. */
-struct header_plan {
-	uint8_t tok_sym[NUM_LITLEN + NUM_DIST];
-	uint8_t tok_extra[NUM_LITLEN + NUM_DIST];
-	uint32_t ntok;
-	uint32_t hlit, hdist, hclen;
-	uint32_t cl_freq[NUM_CL];
-	uint8_t cl_len[NUM_CL];
-	uint16_t cl_code[NUM_CL];
-	uint64_t bits; /* header size after the 3 block-type bits */
-};
-
-struct bit_writer {
-	uint64_t acc;
-	uint32_t nbits; /* < 32 between calls */
-	uint8_t *p;
-};
-
-struct gz_state {
-	uint8_t window[BUF_SIZE + BUF_PAD];
-	uint16_t head[HASH_SIZE];
-	uint16_t prev[WIN_SIZE];
-	uint16_t sym_dist[SYM_MAX]; /* 0: literal */
-	uint8_t sym_lc[SYM_MAX];    /* literal byte, or match length - 3 */
-	uint32_t lit_freq[NUM_FIXED_LITLEN];
-	uint32_t dist_freq[NUM_DIST];
-	uint32_t crc_table[8][256];
-	uint8_t len_code[256];   /* match length - 3 -> length code index 0..28 */
-	uint8_t dist_code[512];  /* see dist_code_of() */
-	uint16_t len_base[NUM_LEN_CODES]; /* length - 3 at the start of each code */
-	uint8_t len_extra[NUM_LEN_CODES];
-	uint16_t dist_base[NUM_DIST];     /* distance - 1 at the start of each code */
-	uint8_t dist_extra[NUM_DIST];
-	struct huff_code fixed;
-	struct huff_code dyn;
-	struct header_plan plan;
-	struct huff_work work;
-
-	struct level_config cfg;
-	struct rt_buf *out;
-	uint32_t win_end;     /* bytes of input in window[] */
-	uint32_t pos;         /* next position to encode */
-	int32_t block_start;  /* window position of the current block (< 0: slid out) */
-	uint32_t block_len;   /* input bytes covered by the current block's symbols */
-	uint32_t sym_count;
-	uint32_t prev_len;    /* lazy: match found at pos - 1 (0 if none) */
-	uint32_t prev_dist;
-	bool pending;         /* lazy: window[pos - 1] is not yet encoded */
-	bool finished;
-	int error;
-	struct bit_writer bw;
-	uint32_t crc;
-	uint32_t isize;
-};
-
-size_t gz_state_bytes(void) { return sizeof(struct gz_state); }
 
 /* ---- small helpers ---- */
 
@@ -155,7 +52,7 @@ static inline uint32_t hash4(const uint8_t *p)
 	return (load32(p) * 2654435761u) >> (32 - HASH_BITS);
 }
 
-static inline uint32_t dist_code_of(const struct gz_state *s, uint32_t dist_minus1)
+static inline uint32_t dist_code_of(const struct deflate_compressor *s, uint32_t dist_minus1)
 {
 	return dist_minus1 < 256 ? s->dist_code[dist_minus1] : s->dist_code[256 + (dist_minus1 >> 7)];
 }
@@ -168,46 +65,6 @@ static uint16_t reverse_bits(uint32_t code, uint32_t len)
 		code >>= 1;
 	}
 	return (uint16_t)r;
-}
-
-/* ---- CRC-32 (gzip polynomial), eight table lookups per 8 bytes ---- */
-
-static void crc_init_tables(struct gz_state *s)
-{
-	for (uint32_t i = 0; i < 256; i++) {
-		uint32_t c = i;
-		for (int k = 0; k < 8; k++)
-			c = (c & 1) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
-		s->crc_table[0][i] = c;
-	}
-	for (uint32_t i = 0; i < 256; i++)
-		for (int t = 1; t < 8; t++) {
-			uint32_t c = s->crc_table[t - 1][i];
-			s->crc_table[t][i] = (c >> 8) ^ s->crc_table[0][c & 0xff];
-		}
-}
-
-static uint32_t crc_update(const struct gz_state *s, uint32_t crc, const uint8_t *p, size_t n)
-{
-	const uint32_t(*t)[256] = s->crc_table;
-	crc = ~crc;
-	while (n >= 8) {
-		uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-				     (uint32_t)p[3] << 24);
-		uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 |
-			      (uint32_t)p[7] << 24;
-		crc = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^
-		      t[4][lo >> 24] ^ t[3][hi & 0xff] ^ t[2][(hi >> 8) & 0xff] ^
-		      t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
-		p += 8;
-		n -= 8;
-	}
-	while (n > 0) {
-		crc = (crc >> 8) ^ t[0][(crc ^ *p) & 0xff];
-		p++;
-		n--;
-	}
-	return ~crc;
 }
 
 /* ---- static tables ---- */
@@ -231,7 +88,7 @@ static void assign_canonical_codes(const uint8_t *lens, uint32_t n, uint16_t *co
 	}
 }
 
-static void init_tables(struct gz_state *s)
+static void init_tables(struct deflate_compressor *s)
 {
 	uint32_t base = 0;
 	for (uint32_t c = 0; c < NUM_LEN_CODES - 1; c++) {
@@ -270,38 +127,13 @@ static void init_tables(struct gz_state *s)
 	for (uint32_t i = 0; i < NUM_DIST; i++)
 		s->fixed.dist_len[i] = 5;
 	assign_canonical_codes(s->fixed.dist_len, NUM_DIST, s->fixed.dist_code);
-	crc_init_tables(s);
 }
 
 /* ---- Huffman code construction ---- */
 
-static void sift_down(uint64_t *a, uint32_t root, uint32_t n)
+static bool key_before(const void *a, const void *b)
 {
-	for (;;) {
-		uint32_t child = 2 * root + 1;
-		if (child >= n)
-			return;
-		if (child + 1 < n && a[child + 1] > a[child])
-			child++;
-		if (a[root] >= a[child])
-			return;
-		uint64_t t = a[root];
-		a[root] = a[child];
-		a[child] = t;
-		root = child;
-	}
-}
-
-static void heap_sort(uint64_t *a, uint32_t n)
-{
-	for (uint32_t i = n / 2; i-- > 0;)
-		sift_down(a, i, n);
-	for (uint32_t end = n; end-- > 1;) {
-		uint64_t t = a[0];
-		a[0] = a[end];
-		a[end] = t;
-		sift_down(a, 0, end);
-	}
+	return *(const uint64_t *)a < *(const uint64_t *)b;
 }
 
 /* Takes the lighter of the next leaf and the next internal node (leaves win
@@ -332,7 +164,7 @@ static void build_lengths(struct huff_work *w, const uint32_t *freq, uint32_t n,
 		lens[sym == 0 ? 1 : 0] = 1;
 		return;
 	}
-	heap_sort(w->keys, used);
+	rt_sort(w->keys, used, sizeof(w->keys[0]), key_before);
 
 	/* Two-queue Huffman: leaves 0..used-1 ascending, internal nodes after. */
 	for (uint32_t i = 0; i < used; i++)
@@ -391,7 +223,7 @@ static void plan_token(struct header_plan *h, uint32_t sym, uint32_t extra)
 
 /* Run-length codes the literal/length and distance code lengths (one
  * sequence, runs may cross the boundary) and builds the code-length code. */
-static void plan_header(struct gz_state *s)
+static void plan_header(struct deflate_compressor *s)
 {
 	struct header_plan *h = &s->plan;
 	const struct huff_code *c = &s->dyn;
@@ -454,7 +286,7 @@ static void plan_header(struct gz_state *s)
 }
 
 /* Bits of the block's symbols (with end of block) under a code. */
-static uint64_t symbol_bits(const struct gz_state *s, const struct huff_code *c)
+static uint64_t symbol_bits(const struct deflate_compressor *s, const struct huff_code *c)
 {
 	uint64_t bits = 0;
 	for (uint32_t i = 0; i < NUM_LITLEN; i++)
@@ -492,7 +324,7 @@ static void align_bytes(struct bit_writer *bw)
 	bw->acc = 0;
 }
 
-static void put_symbols(const struct gz_state *s, struct bit_writer *bw, const struct huff_code *c)
+static void put_symbols(const struct deflate_compressor *s, struct bit_writer *bw, const struct huff_code *c)
 {
 	for (uint32_t i = 0; i < s->sym_count; i++) {
 		uint32_t dist = s->sym_dist[i];
@@ -559,14 +391,14 @@ static uint64_t stored_bits(uint32_t nbits_pending, uint32_t len)
 
 /* ---- blocks ---- */
 
-static void fail(struct gz_state *s, int err)
+static void fail(struct deflate_compressor *s, int err)
 {
 	if (!s->error)
 		s->error = err;
 }
 
 /* Makes room for `bytes` more output and points the writer at the end. */
-static bool out_reserve(struct gz_state *s, uint64_t bytes)
+static bool out_reserve(struct deflate_compressor *s, uint64_t bytes)
 {
 	if (bytes > SIZE_MAX / 2 || !rt_buf_reserve(s->out, (size_t)bytes)) {
 		fail(s, -ENOMEM);
@@ -576,9 +408,9 @@ static bool out_reserve(struct gz_state *s, uint64_t bytes)
 	return true;
 }
 
-static void out_commit(struct gz_state *s) { s->out->len = (size_t)(s->bw.p - s->out->data); }
+static void out_commit(struct deflate_compressor *s) { s->out->len = (size_t)(s->bw.p - s->out->data); }
 
-static void flush_block(struct gz_state *s, bool last)
+static void flush_block(struct deflate_compressor *s, bool last)
 {
 	s->lit_freq[END_OF_BLOCK] = 1;
 	build_lengths(&s->work, s->lit_freq, NUM_LITLEN, MAX_CODE_BITS, s->dyn.lit_len);
@@ -618,7 +450,7 @@ static void flush_block(struct gz_state *s, bool last)
 	rt_memset(s->dist_freq, 0, sizeof(s->dist_freq));
 }
 
-static inline void emit_literal(struct gz_state *s, uint32_t c)
+static inline void emit_literal(struct deflate_compressor *s, uint32_t c)
 {
 	s->sym_dist[s->sym_count] = 0;
 	s->sym_lc[s->sym_count] = (uint8_t)c;
@@ -629,7 +461,7 @@ static inline void emit_literal(struct gz_state *s, uint32_t c)
 		flush_block(s, false);
 }
 
-static inline void emit_match(struct gz_state *s, uint32_t len, uint32_t dist)
+static inline void emit_match(struct deflate_compressor *s, uint32_t len, uint32_t dist)
 {
 	uint32_t lc = len - 3;
 	s->sym_dist[s->sym_count] = (uint16_t)dist;
@@ -645,7 +477,7 @@ static inline void emit_match(struct gz_state *s, uint32_t len, uint32_t dist)
 /* ---- match finding ---- */
 
 /* Inserts `pos` into its hash chain; returns the previous head (0: none). */
-static inline uint32_t insert_pos(struct gz_state *s, uint32_t pos)
+static inline uint32_t insert_pos(struct deflate_compressor *s, uint32_t pos)
 {
 	uint32_t h = hash4(s->window + pos);
 	uint32_t cand = s->head[h];
@@ -657,7 +489,7 @@ static inline uint32_t insert_pos(struct gz_state *s, uint32_t pos)
 /* Longest match at `pos` longer than best_len (>= 3), among candidates on
  * the chain starting at `cand`.  Returns its length (or best_len if none is
  * longer) and sets *dist_out when it finds one. */
-static uint32_t find_match(const struct gz_state *s, uint32_t pos, uint32_t cand, uint32_t best_len,
+static uint32_t find_match(const struct deflate_compressor *s, uint32_t pos, uint32_t cand, uint32_t best_len,
 			   uint32_t max_len, uint32_t *dist_out)
 {
 	const uint8_t *w = s->window;
@@ -700,7 +532,7 @@ static uint32_t find_match(const struct gz_state *s, uint32_t pos, uint32_t cand
 
 /* Greedy parsing (levels 1-3).  Stops with MIN_LOOKAHEAD bytes left unless
  * finishing. */
-static void compress_greedy(struct gz_state *s, bool finishing)
+static void compress_greedy(struct deflate_compressor *s, bool finishing)
 {
 	const uint8_t *w = s->window;
 	for (;;) {
@@ -732,7 +564,7 @@ static void compress_greedy(struct gz_state *s, bool finishing)
 
 /* Lazy parsing (levels 4-9): a match is emitted only if the match at the
  * next position is not longer. */
-static void compress_lazy(struct gz_state *s, bool finishing)
+static void compress_lazy(struct deflate_compressor *s, bool finishing)
 {
 	const uint8_t *w = s->window;
 	for (;;) {
@@ -775,7 +607,7 @@ static void compress_lazy(struct gz_state *s, bool finishing)
 	}
 }
 
-static void compress_window(struct gz_state *s, bool finishing)
+static void compress_window(struct deflate_compressor *s, bool finishing)
 {
 	if (s->cfg.lazy_limit)
 		compress_lazy(s, finishing);
@@ -784,7 +616,7 @@ static void compress_window(struct gz_state *s, bool finishing)
 }
 
 /* Drops the oldest 32 KiB of the buffer and rebases every stored position. */
-static void slide_window(struct gz_state *s)
+static void slide_window(struct deflate_compressor *s)
 {
 	rt_memmove(s->window, s->window + WIN_SIZE, s->win_end - WIN_SIZE);
 	s->win_end -= WIN_SIZE;
@@ -796,49 +628,28 @@ static void slide_window(struct gz_state *s)
 		s->prev[i] = (uint16_t)(s->prev[i] >= WIN_SIZE ? s->prev[i] - WIN_SIZE : 0);
 }
 
-/* ---- public API ---- */
+/* ---- the stream ---- */
 
-static void append_le32(uint8_t *p, uint32_t v)
+int deflate_compressor_init(struct deflate_compressor *s, int level, struct rt_buf *out)
 {
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
-}
-
-int gz_init(struct gz_stream *stream, int level, struct rt_buf *out)
-{
-	stream->state = NULL;
-	if (level < 1 || level > 9 || !out)
-		return -EINVAL;
-	struct gz_state *s = rt_pages_alloc(sizeof(*s));
-	if (!s)
-		return -ENOMEM;
 	init_tables(s);
 	s->cfg = level_configs[level];
 	s->out = out;
-	s->crc = 0;
-	stream->state = s;
-	if (!out_reserve(s, 10))
+	return 0;
+}
+
+int deflate_compressor_put_bytes(struct deflate_compressor *s, const void *p, size_t n)
+{
+	if (s->error || !out_reserve(s, n))
 		return s->error;
-	/* Magic, CM=8 (deflate), no flags, no mtime, XFL, OS=3 (Unix). */
-	uint8_t *p = s->bw.p;
-	p[0] = 0x1f;
-	p[1] = 0x8b;
-	p[2] = 8;
-	rt_memset(p + 3, 0, 5);
-	p[8] = level == GZ_LEVEL_FAST ? 4 : level == GZ_LEVEL_BEST ? 2 : 0;
-	p[9] = 3;
-	s->bw.p += 10;
+	rt_memcpy(s->bw.p, p, n);
+	s->bw.p += n;
 	out_commit(s);
 	return 0;
 }
 
-int gz_write(struct gz_stream *stream, const void *data, size_t n)
+int deflate_compressor_write(struct deflate_compressor *s, const void *data, size_t n)
 {
-	struct gz_state *s = stream->state;
-	if (!s)
-		return -EINVAL;
 	if (s->finished)
 		fail(s, -EINVAL);
 	const uint8_t *p = data;
@@ -847,8 +658,6 @@ int gz_write(struct gz_stream *stream, const void *data, size_t n)
 			slide_window(s);
 		uint32_t take = (uint32_t)RT_MIN(n, (size_t)(BUF_SIZE - s->win_end));
 		rt_memcpy(s->window + s->win_end, p, take);
-		s->crc = crc_update(s, s->crc, p, take);
-		s->isize += take;
 		s->win_end += take;
 		p += take;
 		n -= take;
@@ -857,11 +666,8 @@ int gz_write(struct gz_stream *stream, const void *data, size_t n)
 	return s->error;
 }
 
-int gz_finish(struct gz_stream *stream)
+int deflate_compressor_finish(struct deflate_compressor *s)
 {
-	struct gz_state *s = stream->state;
-	if (!s)
-		return -EINVAL;
 	if (s->finished)
 		fail(s, -EINVAL);
 	if (s->error)
@@ -871,31 +677,9 @@ int gz_finish(struct gz_stream *stream)
 		return s->error;
 	flush_block(s, true);
 	s->finished = true;
-	if (s->error || !out_reserve(s, 16))
+	if (s->error || !out_reserve(s, 8))
 		return s->error;
 	align_bytes(&s->bw);
-	append_le32(s->bw.p, s->crc);
-	append_le32(s->bw.p + 4, s->isize);
-	s->bw.p += 8;
 	out_commit(s);
 	return 0;
-}
-
-void gz_destroy(struct gz_stream *stream)
-{
-	if (stream->state)
-		rt_pages_free(stream->state, sizeof(*stream->state));
-	stream->state = NULL;
-}
-
-int gz_compress(const void *in, size_t n, int level, struct rt_buf *out)
-{
-	struct gz_stream stream;
-	int rc = gz_init(&stream, level, out);
-	if (rc == 0)
-		rc = gz_write(&stream, in, n);
-	if (rc == 0)
-		rc = gz_finish(&stream);
-	gz_destroy(&stream);
-	return rc;
 }
