@@ -16,10 +16,15 @@
 #include "core/thread.h"
 #include "rt/sys.h"
 #include "symbols/symbols.h"
+#include "unwind/unwind.h"
 
 #define SAMPLER_TICK_NS 10000000ull
 #define SCAN_EVERY_TICKS 100
 #define REFRESH_EVERY_TICKS 300
+/* Refreshes asked for by unknown code: at most one per 100 ms (a broken frame
+ * chain can yield garbage pcs on every sample; an unchanged maps file costs
+ * one read and a hash). */
+#define UNKNOWN_REFRESH_MIN_TICKS 10
 
 static struct {
 	atomic_int running;
@@ -46,7 +51,7 @@ static void *sampler_main(void *arg)
 {
 	RT_UNUSED(arg);
 	(void)sys_prctl(15 /* PR_SET_NAME */, (long)"stowaway-sample", 0, 0, 0);
-	uint64_t tick = 0;
+	uint64_t tick = 0, last_unknown_refresh = 0;
 	while (atomic_load(&col.running)) {
 		(void)rt_sleep_ns(SAMPLER_TICK_NS);
 		cpu_drain();
@@ -56,9 +61,14 @@ static void *sampler_main(void *arg)
 			cpu_check_handler();
 			overhead_tick(col.cfg);
 		}
-		/* New thread stacks and code mapped without dlopen. */
-		if (tick % REFRESH_EVERY_TICKS == 0)
+		/* New thread stacks and code mapped without dlopen; sooner when a
+		 * sample met code outside every known mapping. */
+		if (tick % REFRESH_EVERY_TICKS == 0 ||
+		    (tick - last_unknown_refresh >= UNKNOWN_REFRESH_MIN_TICKS &&
+		     unwind_take_unknown_code())) {
+			last_unknown_refresh = tick;
 			(void)symbols_refresh();
+		}
 	}
 	cpu_drain();
 	atomic_store(&col.sampler_alive, 0);
