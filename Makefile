@@ -19,7 +19,7 @@ MUSL_CC   ?= musl-gcc
 BUILD     := build
 VERSION   := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
-LIB_DIRS  := rt config core profile encode unwind symbols collect export
+LIB_DIRS  := rt config core profile encode unwind symbols collect export demangle
 LIB_SRC   := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 SO_ONLY   := src/core/lifecycle.c $(wildcard src/*/*_hooks.c) src/rt/compiler_support.c
 CORE_SRC  := $(filter-out $(SO_ONLY),$(LIB_SRC))
@@ -88,7 +88,7 @@ $(BUILD)/libcore-san.a: $(SAN_OBJ)
 	ar rcs $@ $^
 
 # The CLI is an ordinary static program linked against musl.
-CLI_SRC := $(sort $(wildcard src/cli/*.c))
+CLI_SRC := $(sort $(wildcard src/cli/*.c)) $(wildcard src/demangle/*.c)
 $(BUILD)/stowaway: $(CLI_SRC) $(wildcard src/cli/*.h) src/stowaway.h
 	@mkdir -p $(BUILD)
 	$(MUSL_CC) -std=gnu11 -O2 -static -Isrc -DSTOWAWAY_VERSION='"$(VERSION)"' $(WARN) \
