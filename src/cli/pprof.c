@@ -274,6 +274,10 @@ static int decode_mapping(struct pb_reader *r, struct pp_mapping *m)
 		int rc;
 		if (field == 1)
 			rc = pb_scalar(r, wire, &m->id);
+		else if (field == 2)
+			rc = pb_scalar(r, wire, &m->memory_start);
+		else if (field == 4)
+			rc = pb_scalar(r, wire, &m->file_offset);
 		else if (field == 5)
 			rc = pb_scalar(r, wire, &m->filename);
 		else

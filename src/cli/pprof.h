@@ -43,6 +43,7 @@ struct pp_line {
 
 struct pp_mapping {
 	uint64_t id;
+	uint64_t memory_start, file_offset;
 	uint64_t filename;
 };
 

@@ -338,7 +338,7 @@ static void index_add_file(struct lock_symbol_index *idx, const struct maps_entr
 		return;
 	struct elf_image img;
 	uint64_t bias;
-	if (elf_open(&img, p, (size_t)sx.stx_size) && elf_load_bias(&img, e->start, e->offset, &bias))
+	if (elf_open(&img, p, (size_t)sx.stx_size) && elf_load_bias(&img, e->start, e->offset, maps_elf_flags(e), &bias))
 		(void)lock_index_add_image(idx, &img, bias);
 	(void)sys_munmap(p, (size_t)sx.stx_size);
 }

@@ -84,6 +84,9 @@ static int export_period(bool final, uint64_t deadline_ns)
 		return -ENOMEM;
 	}
 	collect_before_export(p);
+	/* At exit, code mapped since the last refresh is named too. */
+	if (final)
+		(void)symbols_refresh();
 	char overhead_line[320];
 	const char *overhead_comment[1] = { overhead_line };
 	(void)collect_describe(overhead_line, sizeof(overhead_line));

@@ -10,6 +10,7 @@
 #include "encode/pprof.h"
 #include "encode/pb.h"
 #include "profile/htab.h"
+#include "demangle/demangle.h"
 
 #include <linux/errno.h>
 
@@ -61,8 +62,14 @@ struct enc_mapping {
 	uint32_t locations, with_function, with_file, with_line, with_debug_info;
 };
 
+/* A demangled name, alive until the encoder is freed. */
+struct demangled_name {
+	struct demangled_name *next;
+	char text[];
+};
+
 struct enc_function {
-	uint32_t name, file; /* string indices */
+	uint32_t name, system_name, file; /* string indices */
 };
 
 /* One Line of a location: a function and its line (0: unknown). */
@@ -103,6 +110,9 @@ struct enc {
 	struct enc_function *functions;
 	uint32_t n_functions, cap_functions;
 	struct sw_htab function_index;
+	struct demangle_scratch *demangle; /* allocated on the first mangled name */
+	char *demangled;                   /* ENC_DEMANGLED_CAP bytes, with it */
+	struct demangled_name *kept;       /* readable names the string table points to */
 
 	struct enc_location *locations;
 	uint32_t n_locations, cap_locations;
@@ -125,6 +135,13 @@ static void enc_free(struct enc *e)
 	sw_htab_free(&e->mapping_index);
 	rt_free(e->functions);
 	sw_htab_free(&e->function_index);
+	rt_free(e->demangle);
+	rt_free(e->demangled);
+	while (e->kept != NULL) {
+		struct demangled_name *d = e->kept;
+		e->kept = d->next;
+		rt_free(d);
+	}
 	rt_free(e->locations);
 	sw_htab_free(&e->location_index);
 	rt_free(e->lines);
@@ -256,10 +273,38 @@ static bool function_eq(const void *ctx, uint32_t idx)
 	return f->name == k->name && f->file == k->file;
 }
 
-/* Function id (1-based) for a name and source file, 0 on failure. */
+#define ENC_DEMANGLED_CAP 4096u
+
+/* The readable form of a symbol name: demangled (C++, Rust) when it is
+ * mangled, else the name itself. */
+static const char *readable_name(struct enc *e, const char *name)
+{
+	if (name == NULL || name[0] != '_' || name[1] != 'Z')
+		return name;
+	if (e->demangle == NULL) {
+		e->demangle = rt_malloc(sizeof(*e->demangle));
+		e->demangled = rt_malloc(ENC_DEMANGLED_CAP);
+		if (e->demangle == NULL || e->demangled == NULL)
+			return name; /* stays mangled; the profile is still right */
+	}
+	size_t n;
+	if (e->demangled == NULL ||
+	    (n = demangle(name, e->demangled, ENC_DEMANGLED_CAP, e->demangle)) == 0)
+		return name;
+	struct demangled_name *d = rt_malloc(sizeof(*d) + n + 1);
+	if (d == NULL)
+		return name;
+	rt_memcpy(d->text, e->demangled, n + 1);
+	d->next = e->kept;
+	e->kept = d;
+	return d->text;
+}
+
+/* Function id (1-based) for a symbol name and source file, 0 on failure:
+ * function.name is the readable form, function.system_name the symbol. */
 static uint32_t function_id(struct enc *e, const char *name, const char *file)
 {
-	struct function_key k = {e, str_index(e, name), str_index(e, file)};
+	struct function_key k = {e, str_index(e, readable_name(e, name)), str_index(e, file)};
 	uint32_t hash = sw_hash_fold(sw_hash_u64(SW_HASH_SEED, ((uint64_t)k.name << 32) | k.file));
 	uint32_t idx = sw_htab_lookup(&e->function_index, hash, function_eq, &k);
 	if (idx != SW_HTAB_NONE)
@@ -275,7 +320,7 @@ static uint32_t function_id(struct enc *e, const char *name, const char *file)
 		e->failed = true;
 		return 0;
 	}
-	e->functions[idx] = (struct enc_function){k.name, k.file};
+	e->functions[idx] = (struct enc_function){k.name, str_index(e, name), k.file};
 	e->n_functions++;
 	return idx + 1;
 }
@@ -615,17 +660,18 @@ static void put_function(struct rt_buf *out, uint32_t id, const struct enc_funct
 {
 	size_t size = pb_uint_field_size(F_FUNCTION_ID, id);
 	if (f->name)
-		size += pb_uint_field_size(F_FUNCTION_NAME, f->name) +
-			pb_uint_field_size(F_FUNCTION_SYSTEM_NAME, f->name);
+		size += pb_uint_field_size(F_FUNCTION_NAME, f->name);
+	if (f->system_name)
+		size += pb_uint_field_size(F_FUNCTION_SYSTEM_NAME, f->system_name);
 	if (f->file)
 		size += pb_uint_field_size(F_FUNCTION_FILENAME, f->file);
 
 	pb_put_len_header(out, F_PROFILE_FUNCTION, size);
 	pb_put_uint(out, F_FUNCTION_ID, id);
-	if (f->name) {
+	if (f->name)
 		pb_put_uint(out, F_FUNCTION_NAME, f->name);
-		pb_put_uint(out, F_FUNCTION_SYSTEM_NAME, f->name);
-	}
+	if (f->system_name)
+		pb_put_uint(out, F_FUNCTION_SYSTEM_NAME, f->system_name);
 	if (f->file)
 		pb_put_uint(out, F_FUNCTION_FILENAME, f->file);
 }

@@ -13,6 +13,8 @@
 #include "unwind/unwind.h"
 
 #define ELF_MAX_BYTES (4ull << 30)
+/* PT_LOAD segments kept per module to place its other mappings. */
+#define MODULE_MAX_SEGMENTS 16u
 
 struct sym_func {
 	uint64_t start, size; /* link-time */
@@ -25,8 +27,10 @@ struct sym_module {
 	char *path;
 	uint32_t dev_major, dev_minor;
 	uint64_t inode;
-	uint64_t load_key; /* mapping start - file offset: one load of the file */
-	uint64_t bias;
+	uint64_t load_key; /* mapping start - file offset, for modules without segments */
+	uint64_t bias;     /* one load of the file: mappings with the same bias */
+	struct elf_load_segment segs[MODULE_MAX_SEGMENTS];
+	uint32_t nsegs;
 	char build_id[ELF_BUILD_ID_HEX_CAP];
 	struct sym_func *funcs;
 	uint32_t nfuncs;
@@ -171,8 +175,12 @@ static void load_from_image(struct sym_module *m, const struct elf_image *img,
 	struct elf_section eh;
 	if (!elf_build_id_hex(img, m->build_id, sizeof(m->build_id)))
 		m->build_id[0] = 0;
-	if (!elf_load_bias(img, e->start, e->offset, &m->bias))
+	uint32_t n = elf_load_segments(img, m->segs, MODULE_MAX_SEGMENTS);
+	m->nsegs = RT_MIN(n, MODULE_MAX_SEGMENTS);
+	if (!elf_bias_of_mapping(m->segs, m->nsegs, e->start, e->offset, maps_elf_flags(e), &m->bias)) {
+		m->nsegs = 0;
 		return;
+	}
 	load_functions(m, img);
 	if (m->path[0] == '/')
 		debug_ref_read(img, &m->debug_ref);
@@ -195,7 +203,7 @@ static void vdso_clock_install(const struct elf_image *img, const struct maps_en
 	struct elf_symbol_iter it;
 	struct elf_symbol sym;
 	uint64_t bias;
-	if (!elf_load_bias(img, e->start, e->offset, &bias) || !elf_symbols_begin(img, SHT_DYNSYM, &it))
+	if (!elf_load_bias(img, e->start, e->offset, maps_elf_flags(e), &bias) || !elf_symbols_begin(img, SHT_DYNSYM, &it))
 		return;
 	while (elf_symbols_next(&it, &sym)) {
 		if (rt_streq(sym.name, VDSO_CLOCK_GETTIME)) {
@@ -272,12 +280,21 @@ static struct sym_module *module_create(const struct maps_entry *e)
 	return m;
 }
 
+/* The module of mapping e: same file and, placed by the module's program
+ * headers, the same load bias (lld maps one file at a different
+ * address - offset per segment, so that difference does not identify a load). */
 static struct sym_module *module_find(const struct maps_entry *e)
 {
 	for (struct sym_module *m = modules; m != NULL; m = m->next) {
-		if (m->inode == e->inode && m->dev_major == e->dev_major &&
-		    m->dev_minor == e->dev_minor && m->load_key == e->start - e->offset &&
-		    rt_strlen(m->path) == e->path_len && rt_memcmp(m->path, e->path, e->path_len) == 0)
+		if (m->inode != e->inode || m->dev_major != e->dev_major ||
+		    m->dev_minor != e->dev_minor || rt_strlen(m->path) != e->path_len ||
+		    rt_memcmp(m->path, e->path, e->path_len) != 0)
+			continue;
+		uint64_t bias;
+		if (m->nsegs > 0 ? elf_bias_of_mapping(m->segs, m->nsegs, e->start, e->offset,
+						       maps_elf_flags(e), &bias) &&
+					   bias == m->bias
+				 : m->load_key == e->start - e->offset)
 			return m;
 	}
 	return NULL;

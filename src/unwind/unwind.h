@@ -108,4 +108,10 @@ bool unwind_stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi);
 void unwind_code_reads_pause(void);
 void unwind_code_reads_resume(void);
 
+/* True once since the last call if an unwind met a pc (the interrupted one,
+ * or a return address) outside every published code range: code mapped
+ * since the last snapshot, so the module registry should be refreshed.
+ * Clears the flag.  [signal-safe] */
+bool unwind_take_unknown_code(void);
+
 #endif

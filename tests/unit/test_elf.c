@@ -126,7 +126,7 @@ static void test_corrupted_images(void)
 		uint64_t lo, hi, bias, off;
 		if (elf_open(&img, img_bytes, len)) {
 			(void)elf_build_id_hex(&img, hex, sizeof(hex));
-			(void)elf_load_bias(&img, 0x400000, 0x1000, &bias);
+			(void)elf_load_bias(&img, 0x400000, 0x1000, 5, &bias);
 			(void)elf_vaddr_to_offset(&img, 0x1000, &off);
 			struct elf_symbol_iter it;
 			struct elf_symbol sym;
