@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "cli/commands.h"
+#include "cli/symbolize.h"
 #include "cli/util.h"
 
 static int fail_exit(void)
@@ -84,7 +85,10 @@ static void print_report(const struct selection *sel, const struct cli_opts *o)
 static int load(const struct cli_opts *o, struct input_set *set)
 {
 	memset(set, 0, sizeof(*set));
-	return inputs_load(set, o->paths, o->n_paths);
+	int rc = inputs_load(set, o->paths, o->n_paths);
+	if (rc == 0)
+		inputs_symbolize(set, o->filters.debug_dirs, o->filters.n_debug_dirs);
+	return rc;
 }
 
 int cmd_report(int argc, char **argv)

@@ -29,9 +29,18 @@ static const char *const section_names[SEC_COUNT] = {
 	".debug_str_offsets", ".debug_addr", ".debug_ranges", ".debug_rnglists",
 };
 
+struct debug_symbol {
+	uint64_t start, size;
+	const char *name; /* in the mapped file */
+};
+
 struct debuginfo {
 	void *map;
 	size_t map_size;
+	struct elf_image img;
+	struct debug_symbol *symbols; /* sorted by start, built on first use */
+	uint32_t nsymbols;
+	bool symbols_tried;
 	void *owned[SEC_COUNT]; /* decompressed copies */
 	size_t owned_size[SEC_COUNT];
 	struct dwarf_index *index;
@@ -139,6 +148,7 @@ static bool section_bytes(struct debuginfo *di, const struct elf_image *img, uin
 static void debuginfo_release(struct debuginfo *di)
 {
 	dwarf_index_free(di->index);
+	rt_free(di->symbols);
 	for (uint32_t i = 0; i < SEC_COUNT; i++)
 		rt_free(di->owned[i]);
 	if (di->map != NULL)
@@ -165,6 +175,7 @@ static struct debuginfo *open_checked(const char *path, const char *want_id, boo
 	struct elf_image img;
 	if (di->map == NULL || !elf_open(&img, di->map, di->map_size))
 		goto fail;
+	di->img = img;
 	if (want_id != NULL && want_id[0]) {
 		char id[ELF_BUILD_ID_HEX_CAP];
 		if (!elf_build_id_hex(&img, id, sizeof(id)) || !rt_streq(id, want_id))
@@ -273,6 +284,96 @@ enum dwarf_lookup_status debuginfo_lookup(struct debuginfo *di, uint64_t addr,
 					  struct dwarf_frame frames[DWARF_MAX_FRAMES], uint32_t *n)
 {
 	return dwarf_lookup(di->index, addr, frames, n);
+}
+
+#define PAGE_DOWN(x) ((x) & ~(uint64_t)0xfff)
+
+bool debuginfo_mapping_vaddr(const struct debuginfo *di, uint64_t map_offset, uint64_t rel,
+			     uint64_t *vaddr)
+{
+	struct elf_segment seg;
+	uint64_t offset = map_offset + rel;
+	uint32_t n_exec = 0;
+	uint64_t only_exec = 0, same_page = 0;
+	bool have_same_page = false;
+	for (uint32_t i = 0; i < di->img.phnum; i++) {
+		if (!elf_segment_at(&di->img, i, &seg) || seg.type != PT_LOAD)
+			continue;
+		if (seg.filesz > 0 && offset >= seg.offset && offset - seg.offset < seg.filesz) {
+			*vaddr = offset - seg.offset + seg.vaddr;
+			return true;
+		}
+		if (seg.filesz == 0 && (seg.flags & PF_X)) {
+			n_exec++;
+			only_exec = PAGE_DOWN(seg.vaddr);
+			if (PAGE_DOWN(seg.vaddr) == PAGE_DOWN(map_offset)) {
+				same_page = PAGE_DOWN(seg.vaddr);
+				have_same_page = true;
+			}
+		}
+	}
+	if (have_same_page) {
+		*vaddr = same_page + (map_offset & 0xfff) + rel;
+		return true;
+	}
+	if (n_exec == 1) {
+		*vaddr = only_exec + (map_offset & 0xfff) + rel;
+		return true;
+	}
+	return false;
+}
+
+static bool symbol_before(const void *a, const void *b)
+{
+	return ((const struct debug_symbol *)a)->start < ((const struct debug_symbol *)b)->start;
+}
+
+static void load_symbols(struct debuginfo *di)
+{
+	struct elf_symbol_iter it;
+	struct elf_symbol sym;
+	uint32_t n = 0, cap = 0;
+	di->symbols_tried = true;
+	if (!elf_symbols_begin(&di->img, SHT_SYMTAB, &it))
+		return;
+	while (elf_symbols_next(&it, &sym) && n < UINT32_MAX / 2) {
+		if (sym.size == 0)
+			continue;
+		if (n == cap) {
+			uint32_t ncap = cap ? cap * 2 : 256;
+			struct debug_symbol *ns = rt_realloc(di->symbols, (size_t)ncap * sizeof(*ns));
+			if (ns == NULL)
+				break;
+			di->symbols = ns;
+			cap = ncap;
+		}
+		di->symbols[n].start = sym.value;
+		di->symbols[n].size = sym.size;
+		di->symbols[n].name = sym.name;
+		n++;
+	}
+	rt_sort(di->symbols, n, sizeof(*di->symbols), symbol_before);
+	di->nsymbols = n;
+}
+
+const char *debuginfo_symbol(struct debuginfo *di, uint64_t addr)
+{
+	if (!di->symbols_tried)
+		load_symbols(di);
+	uint32_t lo = 0, hi = di->nsymbols;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (di->symbols[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (uint32_t i = lo, k = 0; i > 0 && k < 4; i--, k++) {
+		const struct debug_symbol *f = &di->symbols[i - 1];
+		if (addr - f->start < f->size)
+			return f->name;
+	}
+	return NULL;
 }
 
 static size_t owned_bytes(const struct debuginfo *di)

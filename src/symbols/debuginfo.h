@@ -58,6 +58,18 @@ const char *debuginfo_path(const struct debuginfo *di);
 enum dwarf_lookup_status debuginfo_lookup(struct debuginfo *di, uint64_t addr,
 					  struct dwarf_frame frames[DWARF_MAX_FRAMES], uint32_t *n);
 
+/* The link-time address of the byte `rel` bytes into an executable mapping
+ * of the binary that starts at file offset map_offset: through the PT_LOAD
+ * headers' file extents when the file has them (an unstripped binary), else
+ * (a debug file, whose headers keep addresses but not file extents) through
+ * the executable PT_LOAD that starts at that offset or the only one. */
+bool debuginfo_mapping_vaddr(const struct debuginfo *di, uint64_t map_offset, uint64_t rel,
+			     uint64_t *vaddr);
+
+/* The .symtab function containing link-time address addr, or NULL (for
+ * code the DWARF does not cover; built on first use). */
+const char *debuginfo_symbol(struct debuginfo *di, uint64_t addr);
+
 /* Bytes held now and at the peak: inflated sections and the index (the
  * mapped file, page cache shared with everyone, is not counted). */
 size_t debuginfo_bytes(const struct debuginfo *di);
