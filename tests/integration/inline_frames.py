@@ -96,8 +96,8 @@ def llvm_chain(binary, vaddr):
     return frames
 
 
-def judge(name, path, binary, truth_binary, helper, tmp):
-    if not check("inline_frames %s profile written" % name, path is not None):
+def judge(name, path, binary, truth_binary, helper, tmp, suite="inline_frames"):
+    if not check(suite + " %s profile written" % name, path is not None):
         return
     samples, locations, mappings = parse_raw(path, tmp)
     total = sum(v for v, _ in samples) or 1
@@ -114,12 +114,12 @@ def judge(name, path, binary, truth_binary, helper, tmp):
             inlined += v
         if all(f[2] > 0 and f[1] for f in leaf[2]):
             lines += v
-    check("inline_frames %s helper is an inlined frame with file:line on > 90%% of CPU" % name,
+    check(suite + " %s helper is an inlined frame with file:line on > 90%% of CPU" % name,
           inlined / total > 0.90, "%.1f%%" % (100 * inlined / total))
-    check("inline_frames %s leaf file:line on > 90%% of CPU" % name, lines / total > 0.90,
+    check(suite + " %s leaf file:line on > 90%% of CPU" % name, lines / total > 0.90,
           "%.1f%%" % (100 * lines / total))
     flags = mappings[mids[0]][4] if mids else ""
-    check("inline_frames %s mapping has_functions and has_inline_frames" % name,
+    check(suite + " %s mapping has_functions and has_inline_frames" % name,
           "[FN]" in flags and "[IN]" in flags, flags)
     # Every leaf location of the binary against llvm-symbolizer.
     same = n = 0
@@ -139,7 +139,7 @@ def judge(name, path, binary, truth_binary, helper, tmp):
         n += 1
         if not ok and len(diffs) < 2:
             diffs.append((hex(vaddr), got, want))
-    check("inline_frames %s leaf chains equal llvm-symbolizer's (%d locations)" % (name, n),
+    check(suite + " %s leaf chains equal llvm-symbolizer's (%d locations)" % (name, n),
           n > 0 and same == n, "%d/%d agree; %s" % (same, n, diffs))
 
 
