@@ -70,12 +70,21 @@ struct scope {
 	uint32_t call_file, call_line;
 };
 
+/* One address range of a subprogram, and the block of scopes that follow
+ * it in entry order (its inlined calls, up to the next subprogram). */
+struct root {
+	uint64_t lo, hi;
+	uint32_t begin, end;
+};
+
 struct unit_cache {
 	struct abbrev_table abbrevs;
 	struct dw_line_table lines;
 	bool has_lines;
 	struct scope *scopes;
 	uint32_t nscopes, cap_scopes;
+	struct root *roots; /* sorted by lo */
+	uint32_t nroots;
 	size_t bytes;
 };
 
@@ -111,6 +120,8 @@ struct dwarf_index {
 	struct unit_range *ranges;
 	uint32_t nranges, cap_ranges;
 	size_t budget, bytes, peak, cache_bytes;
+	uint64_t decoded_bytes; /* decoded since creation: caps the work of evicting and decoding again */
+	bool thrashing;
 	uint64_t clock;
 	struct range_buf scratch;
 	struct arena_chunk *chunks;
@@ -177,9 +188,10 @@ static bool abbrev_scan(const struct dwarf_sections *s, uint64_t offset, uint64_
 }
 
 static bool abbrev_table_load(struct dwarf_index *ix, uint64_t offset, size_t max_bytes,
-			      struct abbrev_table *t)
+			      struct abbrev_table *t, bool *too_big)
 {
 	rt_memset(t, 0, sizeof(*t));
+	*too_big = false;
 	uint32_t cap = 0;
 	struct dw_cursor c;
 	if (offset >= ix->s.abbrev_size)
@@ -192,11 +204,15 @@ static bool abbrev_table_load(struct dwarf_index *ix, uint64_t offset, size_t ma
 			break;
 		if (t->n == cap) {
 			uint32_t ncap = cap ? cap * 2 : 64;
-			if (ncap > UINT32_MAX / 2 || (size_t)ncap * sizeof(*t->decls) > max_bytes)
+			if (ncap > UINT32_MAX / 2 || (size_t)ncap * sizeof(*t->decls) > max_bytes) {
+				*too_big = true;
 				goto fail;
+			}
 			struct abbrev *n = rt_realloc(t->decls, (size_t)ncap * sizeof(*n));
-			if (n == NULL)
+			if (n == NULL) {
+				*too_big = true;
 				goto fail;
+			}
 			t->decls = n;
 			cap = ncap;
 		}
@@ -564,6 +580,7 @@ static void cache_free(struct dwarf_index *ix, struct unit *u)
 	rt_free(k->abbrevs.decls);
 	dw_line_free(&k->lines);
 	rt_free(k->scopes);
+	rt_free(k->roots);
 	account(ix, 0, k->bytes);
 	ix->cache_bytes -= k->bytes;
 	rt_free(k);
@@ -590,7 +607,51 @@ static void evict_to(struct dwarf_index *ix, size_t target, const struct unit *k
 static size_t cache_bytes_of(const struct unit_cache *k)
 {
 	return sizeof(*k) + (size_t)k->abbrevs.n * sizeof(struct abbrev) + k->lines.bytes +
-	       (size_t)k->cap_scopes * sizeof(struct scope);
+	       (size_t)k->cap_scopes * sizeof(struct scope) + (size_t)k->nroots * sizeof(struct root);
+}
+
+static bool root_before(const void *a, const void *b)
+{
+	return ((const struct root *)a)->lo < ((const struct root *)b)->lo;
+}
+
+/* The roots of the scope list: every range of every subprogram with the
+ * block of scopes after it.  False when the budget ran out. */
+static bool build_roots(struct unit_cache *k, size_t max_bytes)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < k->nscopes; i++)
+		n += k->scopes[i].parent == NO_SCOPE;
+	if (n == 0)
+		return true;
+	if (cache_bytes_of(k) + (size_t)n * sizeof(struct root) > max_bytes)
+		return false;
+	k->roots = rt_malloc((size_t)n * sizeof(struct root));
+	if (k->roots == NULL)
+		return false;
+	for (uint32_t i = 0; i < k->nscopes;) {
+		if (k->scopes[i].parent != NO_SCOPE) {
+			i++;
+			continue;
+		}
+		uint32_t ranges_end = i + 1;
+		while (ranges_end < k->nscopes && k->scopes[ranges_end].parent == NO_SCOPE &&
+		       k->scopes[ranges_end].die == k->scopes[i].die)
+			ranges_end++;
+		uint32_t block_end = ranges_end;
+		while (block_end < k->nscopes && k->scopes[block_end].parent != NO_SCOPE)
+			block_end++;
+		for (uint32_t r = i; r < ranges_end; r++) {
+			struct root *rt = &k->roots[k->nroots++];
+			rt->lo = k->scopes[r].lo;
+			rt->hi = k->scopes[r].hi;
+			rt->begin = i;
+			rt->end = block_end;
+		}
+		i = ranges_end;
+	}
+	rt_sort(k->roots, k->nroots, sizeof(*k->roots), root_before);
+	return true;
 }
 
 static bool add_scope(struct unit_cache *k, size_t max_bytes, const struct scope *sc)
@@ -681,9 +742,10 @@ static enum decode_result decode_unit(struct dwarf_index *ix, struct unit *u, si
 	struct unit_cache *k = rt_calloc(1, sizeof(*k));
 	if (k == NULL)
 		return DECODE_TOO_BIG;
-	if (!abbrev_table_load(ix, u->abbrev_offset, max_bytes / 2, &k->abbrevs)) {
+	bool too_big;
+	if (!abbrev_table_load(ix, u->abbrev_offset, max_bytes / 2, &k->abbrevs, &too_big)) {
 		rt_free(k);
-		return DECODE_BROKEN;
+		return too_big ? DECODE_TOO_BIG : DECODE_BROKEN;
 	}
 	size_t used = cache_bytes_of(k);
 	if (u->has_stmt_list && used < max_bytes) {
@@ -695,10 +757,11 @@ static enum decode_result decode_unit(struct dwarf_index *ix, struct unit *u, si
 			return DECODE_TOO_BIG;
 		}
 	}
-	if (!decode_scopes(ix, u, k, max_bytes)) {
+	if (!decode_scopes(ix, u, k, max_bytes) || !build_roots(k, max_bytes)) {
 		rt_free(k->abbrevs.decls);
 		dw_line_free(&k->lines);
 		rt_free(k->scopes);
+		rt_free(k->roots);
 		rt_free(k);
 		return DECODE_TOO_BIG;
 	}
@@ -713,7 +776,7 @@ static enum dwarf_lookup_status unit_cache_get(struct dwarf_index *ix, struct un
 	u->last_use = ++ix->clock;
 	if (u->cache != NULL)
 		return DWARF_FOUND;
-	if (u->over_budget)
+	if (u->over_budget || ix->thrashing)
 		return DWARF_OVER_BUDGET;
 	if (u->broken)
 		return DWARF_NOT_FOUND;
@@ -738,6 +801,12 @@ static enum dwarf_lookup_status unit_cache_get(struct dwarf_index *ix, struct un
 		return DWARF_NOT_FOUND;
 	}
 	u->cache = k;
+	/* Units decoded again and again (a working set larger than the budget)
+	 * would cost a decode per lookup: past eight budgets of decoding, the
+	 * index stops decoding and lookups report the budget. */
+	ix->decoded_bytes += k->bytes;
+	if (ix->decoded_bytes > 8 * (uint64_t)ix->budget)
+		ix->thrashing = true;
 	ix->cache_bytes += k->bytes;
 	account(ix, k->bytes, 0);
 	return DWARF_FOUND;
@@ -949,12 +1018,27 @@ enum dwarf_lookup_status dwarf_lookup(struct dwarf_index *ix, uint64_t addr,
 	const struct unit_cache *k = u->cache;
 	uint32_t file = 0, line = 0;
 	bool has_line = k->has_lines && dw_line_find(&k->lines, addr, &file, &line);
-	/* The deepest scope containing addr. */
+	/* The deepest scope containing addr, in the blocks of the subprogram
+	 * ranges that contain it. */
 	uint32_t best = NO_SCOPE;
-	for (uint32_t i = 0; i < k->nscopes; i++) {
-		const struct scope *sc = &k->scopes[i];
-		if (addr >= sc->lo && addr < sc->hi && (best == NO_SCOPE || sc->depth >= k->scopes[best].depth))
-			best = i;
+	uint32_t lo = 0, hi = k->nroots;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (k->roots[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (uint32_t r = lo, back = 0; r > 0 && back < 16; r--, back++) {
+		const struct root *rt = &k->roots[r - 1];
+		if (addr < rt->lo || addr >= rt->hi)
+			continue;
+		for (uint32_t i = rt->begin; i < rt->end; i++) {
+			const struct scope *sc = &k->scopes[i];
+			if (addr >= sc->lo && addr < sc->hi &&
+			    (best == NO_SCOPE || sc->depth >= k->scopes[best].depth))
+				best = i;
+		}
 	}
 	if (best == NO_SCOPE && !has_line)
 		return DWARF_NOT_FOUND;

@@ -135,6 +135,17 @@ def main():
         ratio, diffs = agreement(mine, judge)
         check("dwarf_lines %s inline chains agree with llvm-symbolizer" % name, ratio >= 0.99,
               "%.1f%% of %d addresses; first differences %s" % (100 * ratio, len(addrs), diffs))
+    # A budget too small for the units: lookups report it, nothing breaks,
+    # and the index never holds more than the budget.
+    name, binary = variants[0]
+    addrs = sample_addresses(binary)
+    r = subprocess.run([QUERY, "--stats", "--budget", "12000", binary] + [hex(a) for a in addrs],
+                       capture_output=True, text=True)
+    stats = dict(zip(r.stderr.split("stats:")[-1].split()[::2], r.stderr.split("stats:")[-1].split()[1::2])) \
+        if "stats:" in r.stderr else {}
+    check("dwarf_lines a small budget is reported and never passed",
+          r.returncode == 0 and int(stats.get("over_budget", 0)) > 0 and int(stats.get("peak_bytes", 1 << 30)) <= 12000,
+          r.stderr[-300:])
     # Separate debug files: a stripped copy finds its debug file by build id
     # under a --dirs root, and by .gnu_debuglink beside it.
     name, binary = variants[0]
