@@ -230,6 +230,10 @@ int cmd_diff(int argc, char **argv)
 		rc = inputs_load(&base_set, &o.paths[0], 1);
 	if (rc == 0)
 		rc = inputs_load(&new_set, &o.paths[1], 1);
+	if (rc == 0) {
+		inputs_symbolize(&base_set, o.filters.debug_dirs, o.filters.n_debug_dirs);
+		inputs_symbolize(&new_set, o.filters.debug_dirs, o.filters.n_debug_dirs);
+	}
 	if (rc == 0)
 		rc = select_single(&base_set, &o.filters, &base);
 	if (rc == 0) {
@@ -344,6 +348,8 @@ int cmd_convert(int argc, char **argv)
 			      o.paths[0], o.paths[1]);
 	if (rc == 0)
 		rc = inputs_load(&set, o.paths, 1);
+	if (rc == 0)
+		inputs_symbolize(&set, o.filters.debug_dirs, o.filters.n_debug_dirs);
 	if (rc == 0)
 		rc = select_single(&set, &o.filters, &sel);
 	struct cli_buf out = {0};
