@@ -883,11 +883,15 @@ static void step_nested(struct parser *p, uint32_t *f)
 	}
 }
 
+/* f[3]: the template args in force before, restored at the end unless this
+ * local name is the encoding's own name (f[4]). */
 static void step_local(struct parser *p, uint32_t *f)
 {
 	switch (f[1]) {
 	case 0:
 		p->pos++;
+		f[3] = p->tparams;
+		f[4] = p->nframes >= 1 && p->nframes - 1 == p->tp_owner + 1;
 		f[1] = 1;
 		call(p, R_ENCODING);
 		return;
@@ -897,9 +901,17 @@ static void step_local(struct parser *p, uint32_t *f)
 			return;
 		}
 		p->pos++;
+		{
+			/* The enclosing function prints without its return type. */
+			uint32_t enc = p->nvalues > f[2] ? p->w->values[p->nvalues - 1] : NONE;
+			if (enc != NONE && nd(p, enc)->kind == N_ENC)
+				nd(p, enc)->a = NONE;
+		}
 		if (peek(p) == 's') {
 			p->pos++;
 			discriminator(p);
+			if (!f[4])
+				p->tparams = f[3];
 			uint32_t enc = pop_value(p, f[2]);
 			p->name_template = p->name_ctor = false;
 			ret(p, mk2(p, N_NESTED, enc, mk_cstr(p, "string literal")));
@@ -916,6 +928,8 @@ static void step_local(struct parser *p, uint32_t *f)
 		uint32_t name = pop_value(p, f[2]);
 		uint32_t enc = pop_value(p, f[2]);
 		discriminator(p);
+		if (!f[4])
+			p->tparams = f[3];
 		ret(p, mk2(p, N_NESTED, enc, name));
 	}
 	}
@@ -1056,6 +1070,50 @@ static void step_unqual(struct parser *p, uint32_t *f)
 	}
 }
 
+/* Dp <type>: when the type is a known pack (a template parameter bound to
+ * J...E) under pointers, references and qualifiers, one type per element,
+ * references collapsing (T& && is T&); otherwise "type...". */
+static uint32_t expand_pack(struct parser *p, uint32_t t)
+{
+	uint32_t chain[8], depth = 0, base = t;
+	while (base != NONE && depth < 8 && (nd(p, base)->kind == N_PTR || nd(p, base)->kind == N_QUAL)) {
+		chain[depth++] = base;
+		base = nd(p, base)->a;
+	}
+	if (base == NONE || nd(p, base)->kind != N_LIST || nd(p, base)->flags != 1)
+		return mk2(p, N_PACK, t, NONE);
+	if (depth == 0)
+		return base;
+	uint32_t count = nd(p, base)->b, first = nd(p, base)->a;
+	uint32_t from = p->nvalues;
+	for (uint32_t i = 0; i < count && !p->fail; i++) {
+		uint32_t cur = p->w->lists[first + i];
+		for (uint32_t k = depth; k > 0 && !p->fail; k--) {
+			const struct demangle_node *c = nd(p, chain[k - 1]);
+			bool is_ref = c->kind == N_PTR && c->s[0] == '&';
+			const struct demangle_node *cn = nd(p, cur);
+			if (is_ref && cn->kind == N_PTR && cn->s[0] == '&') {
+				/* collapse: && only when both are && */
+				if (c->len == 1 && cn->len == 2)
+					cur = mk_s(p, N_PTR, cn->a, "&", 1);
+				continue;
+			}
+			uint32_t n = mk2(p, c->kind, cur, NONE);
+			if (n != NONE) {
+				nd(p, n)->quals = c->quals;
+				nd(p, n)->s = c->s;
+				nd(p, n)->len = c->len;
+			}
+			cur = n;
+		}
+		push_value(p, cur);
+	}
+	uint32_t l = mk_list(p, from);
+	if (l != NONE)
+		nd(p, l)->flags = 1;
+	return l;
+}
+
 enum {
 	T_QUAL = 10, T_PTR, T_FUNC_RET, T_FUNC_PARAMS, T_ARRAY, T_MEM_CLASS, T_MEM_TYPE,
 	T_TARGS, T_NAME, T_PACK
@@ -1193,9 +1251,13 @@ static void step_type(struct parser *p, uint32_t *f)
 	}
 	case T_QUAL: {
 		uint32_t t = pop_value(p, f[2]);
-		uint32_t q = mk2(p, N_QUAL, t, NONE);
+		/* cv on an array type qualifies its elements: char const [3] */
+		bool array = t != NONE && nd(p, t)->kind == N_ARRAY;
+		uint32_t q = mk2(p, N_QUAL, array ? nd(p, t)->a : t, NONE);
 		if (q != NONE)
 			nd(p, q)->quals = (uint8_t)f[3];
+		if (array && q != NONE)
+			q = mk_s(p, N_ARRAY, q, nd(p, t)->s, nd(p, t)->len);
 		add_sub(p, q);
 		ret(p, q);
 		return;
@@ -1203,7 +1265,12 @@ static void step_type(struct parser *p, uint32_t *f)
 	case T_PTR: {
 		uint32_t t = pop_value(p, f[2]);
 		const char *s = f[3] == 'P' ? "*" : f[3] == 'R' ? "&" : "&&";
-		uint32_t n = mk_s(p, N_PTR, t, s, str_len(s));
+		uint32_t n;
+		if (f[3] != 'P' && t != NONE && nd(p, t)->kind == N_PTR && nd(p, t)->s[0] == '&')
+			/* reference collapsing: && only when both are && */
+			n = f[3] == 'R' && nd(p, t)->len == 2 ? mk_s(p, N_PTR, nd(p, t)->a, "&", 1) : t;
+		else
+			n = mk_s(p, N_PTR, t, s, str_len(s));
 		add_sub(p, n);
 		ret(p, n);
 		return;
@@ -1267,8 +1334,7 @@ static void step_type(struct parser *p, uint32_t *f)
 	}
 	case T_PACK: {
 		uint32_t t = pop_value(p, f[2]);
-		/* A known pack (a template parameter bound to J...E) expands in place. */
-		uint32_t n = t != NONE && nd(p, t)->kind == N_LIST ? t : mk2(p, N_PACK, t, NONE);
+		uint32_t n = expand_pack(p, t);
 		add_sub(p, n);
 		ret(p, n);
 		return;
@@ -1279,6 +1345,38 @@ static void step_type(struct parser *p, uint32_t *f)
 		ret(p, n);
 	}
 	}
+}
+
+/* Replaces each expanded pack among values[from..] by its elements. */
+static void splice_packs(struct parser *p, uint32_t from)
+{
+	uint32_t n = p->nvalues - from, extra = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct demangle_node *d = nd(p, p->w->values[from + i]);
+		if (d->kind == N_LIST && d->flags == 1)
+			extra += d->b;
+	}
+	if (extra == 0 && n == 0)
+		return;
+	/* Stage the result in the list arena, then copy it back. */
+	if (n + extra > DEMANGLE_MAX_NODES - p->nlists || from + n + extra > DEMANGLE_MAX_NODES) {
+		p->fail = true;
+		return;
+	}
+	uint32_t start = p->nlists, k = start;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t v = p->w->values[from + i];
+		const struct demangle_node *d = nd(p, v);
+		if (d->kind == N_LIST && d->flags == 1) {
+			for (uint32_t j = 0; j < d->b; j++)
+				p->w->lists[k++] = p->w->lists[d->a + j];
+		} else {
+			p->w->lists[k++] = v;
+		}
+	}
+	for (uint32_t i = start; i < k; i++)
+		p->w->values[from + i - start] = p->w->lists[i];
+	p->nvalues = from + (k - start);
 }
 
 /* f[3]: these args become tparams; f[4]: an argument pack (J ... E). */
@@ -1296,6 +1394,8 @@ static void step_targs(struct parser *p, uint32_t *f)
 		char c = peek(p);
 		if (c == 'E') {
 			p->pos++;
+			if (f[4]) /* a pack: packs expanded inside it are spliced in */
+				splice_packs(p, f[2]);
 			uint32_t l = mk_list(p, f[2]);
 			if (f[4] && l != NONE)
 				nd(p, l)->flags = 1; /* printed inline */
@@ -1378,6 +1478,7 @@ struct printer {
 	bool fail;
 	struct parser *p;
 	uint32_t ntasks;
+	char last; /* what c++filt takes as the last character printed */
 };
 
 /* Print tasks: a node, or a fixed string. */
@@ -1385,6 +1486,7 @@ struct printer {
 #define TASK_STR 1u
 #define TASK_CLOSE_ANGLE 2u
 #define TASK_OPEN_ANGLE 3u
+#define TASK_LAST_SPACE 4u
 
 static void emit(struct printer *pr, const char *s, uint32_t n)
 {
@@ -1394,6 +1496,8 @@ static void emit(struct printer *pr, const char *s, uint32_t n)
 	}
 	for (uint32_t i = 0; i < n; i++)
 		pr->out[pr->len++] = s[i];
+	if (n > 0)
+		pr->last = s[n - 1];
 }
 
 static void task(struct printer *pr, uint32_t kind, uint32_t node, const char *s, uint32_t len)
@@ -1427,7 +1531,16 @@ static void task_list(struct printer *pr, uint32_t list)
 {
 	struct demangle_node *l = nd(pr->p, list);
 	for (uint32_t i = l->b; i > 0 && !pr->fail; i--) {
-		task_node(pr, pr->p->w->lists[l->a + i - 1]);
+		uint32_t item = pr->p->w->lists[l->a + i - 1];
+		const struct demangle_node *d = nd(pr->p, item);
+		if (d->kind == N_LIST && d->flags == 1 && d->b == 0) {
+			/* An empty pack prints nothing; c++filt still counts the
+			 * ", " it took back as the last character. */
+			if (i > 1)
+				task(pr, TASK_LAST_SPACE, NONE, 0, 0);
+			continue;
+		}
+		task_node(pr, item);
 		if (i > 1)
 			task_str(pr, ", ");
 	}
@@ -1466,12 +1579,12 @@ static bool task_declarator(struct printer *pr, uint32_t n)
 		base = d->kind == N_MEMPTR ? d->b : d->a;
 	}
 	struct demangle_node *b = nd(pr->p, base);
-	if (b->kind == N_QUAL && nd(pr->p, b->a)->kind == N_FUNC) {
-		/* cv on a member function type: void (A::*)() const */
-		chain[depth++] = base;
-		base = b->a;
-		b = nd(pr->p, base);
+	if (depth == 32 && (b->kind == N_PTR || b->kind == N_QUAL || b->kind == N_MEMPTR)) {
+		pr->fail = true; /* deeper than we print */
+		return true;
 	}
+	/* A qualifier directly on the function (void (A::*)() const) is in
+	 * the chain; it prints after the parameters. */
 	if (depth == 0 || (b->kind != N_FUNC && b->kind != N_ARRAY))
 		return false;
 	/* Reverse order of printing: suffix, ")", chain outer..inner, " (", base head. */
@@ -1615,7 +1728,7 @@ static void print_task(struct printer *pr, uint32_t n)
 
 static size_t print_tree(struct parser *p, uint32_t root, char *out, size_t cap)
 {
-	struct printer pr = {out, cap, 0, false, p, 0};
+	struct printer pr = {out, cap, 0, false, p, 0, 0};
 	if (cap == 0)
 		return 0;
 	task_node(&pr, root);
@@ -1630,11 +1743,11 @@ static size_t print_tree(struct parser *p, uint32_t root, char *out, size_t cap)
 		if (kind == TASK_STR)
 			emit(&pr, (const char *)sv, len);
 		else if (kind == TASK_OPEN_ANGLE) /* operator< <int> */
-			emit(&pr, pr.len > 0 && pr.out[pr.len - 1] == '<' ? " <" : "<",
-			     pr.len > 0 && pr.out[pr.len - 1] == '<' ? 2u : 1u);
+			emit(&pr, pr.last == '<' ? " <" : "<", pr.last == '<' ? 2u : 1u);
 		else if (kind == TASK_CLOSE_ANGLE)
-			emit(&pr, pr.len > 0 && pr.out[pr.len - 1] == '>' ? " >" : ">",
-			     pr.len > 0 && pr.out[pr.len - 1] == '>' ? 2u : 1u);
+			emit(&pr, pr.last == '>' ? " >" : ">", pr.last == '>' ? 2u : 1u);
+		else if (kind == TASK_LAST_SPACE)
+			pr.last = ' ';
 		else
 			print_task(&pr, node);
 	}
