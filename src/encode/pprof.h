@@ -24,6 +24,7 @@ struct sw_frame_info {
 	const char *function; /* NULL: no symbol (the location keeps module+address) */
 	const char *file;     /* source file, NULL: unknown */
 	int64_t line;         /* source line, 0: unknown */
+	bool own_code;        /* the profiler's own frame: left out of the stack */
 };
 /* false: nothing is known about pc (the location gets its address only). */
 typedef bool (*sw_resolve_fn)(void *ctx, uint64_t pc, struct sw_frame_info *out);

@@ -103,6 +103,7 @@ struct elf_symbol {
 	uint64_t size;
 	const char *name; /* points into the image, terminated inside it */
 	uint8_t bind;     /* STB_* */
+	bool hidden_version; /* .dynsym: a non-default version (cfree@GLIBC_2.2.5, not @@) */
 };
 
 /* Iterates the defined function symbols (STT_FUNC, STT_GNU_IFUNC) of one
@@ -110,6 +111,7 @@ struct elf_symbol {
 struct elf_symbol_iter {
 	const struct elf_image *img;
 	struct elf_section symtab, strtab;
+	struct elf_section versym; /* size 0: none */
 	uint64_t next, count;
 };
 bool elf_symbols_begin(const struct elf_image *img, uint32_t symtab_type,

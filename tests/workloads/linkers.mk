@@ -24,3 +24,9 @@ endif
 $(LINKERS_WL)/rust_split: tests/workloads/rust_split.rs
 	@mkdir -p $(LINKERS_WL)
 	$(RUSTC) -O -g --edition 2021 $< -o $@
+
+# names.py: demangled names, glibc's aliases, our frames out of stacks.
+TEST_PROGRAMS += $(LINKERS_WL)/names_cxx
+$(LINKERS_WL)/names_cxx: tests/workloads/names_cxx.cpp
+	@mkdir -p $(LINKERS_WL)
+	g++ -O2 -g -Wall -Wextra -Werror $< -o $@ -lpthread
