@@ -82,7 +82,10 @@ uint32_t elf_load_segments(const struct elf_image *img, struct elf_load_segment 
  * read-only one), so the segment is chosen by offset and executability (and
  * writability when the mapping is writable; RELRO turns RW read-only).
  * Falls back to the segment containing map_offset (a mapping split later by
- * mprotect or munmap). */
+ * mprotect or munmap).  Executable mappings are placed exactly; a data
+ * mapping of a layout where two data segments share a file page (lld's RW
+ * and RELRO segments) cannot be told apart from the mapping alone: place
+ * such an object by the bias of its executable mapping. */
 bool elf_bias_of_mapping(const struct elf_load_segment *segs, uint32_t n, uint64_t map_start,
 			 uint64_t map_offset, uint32_t map_pf, uint64_t *bias);
 
