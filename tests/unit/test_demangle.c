@@ -40,6 +40,14 @@ static const char *const known[][2] = {
 	 "<rust_split::Xorshift as rust_split::Kernel>::run"},
 	{"_ZN4core3ops8function6FnOnce40call_once$u7b$$u7b$vtable.shim$u7d$$u7d$17h8865b1b242b3a282E",
 	 "core::ops::function::FnOnce::call_once{{vtable.shim}}"},
+	{"_RNvCs1234_7mycrate3foo", "mycrate::foo"},
+	{"_RINvMNtCsgEmfK2I1SDS_4core3stre18trim_start_matchesReECsgY6Mt91CT9J_14rustc_demangle",
+	 "<str>::trim_start_matches::<&str>"},
+	{"_RNvNtNtCsjrHSEGnQ3l9_3std6thread11main_thread4MAIN.0", "std::thread::main_thread::MAIN (.0)"},
+	{"_RNvXs0_NtNtCs7OxSQD10jZQ_18tracing_subscriber3fmt4timeFG0_QL1_INtNtB7_6format6WriterL0_EEINtNtCsgEm"
+	 "fK2I1SDS_4core6result6ResultuNtNtB1u_3fmt5ErrorENtB5_10FormatTime11format_time",
+	 "<for<'a, 'b> fn(&'a mut tracing_subscriber::fmt::format::Writer<'b>) -> core::result::Result<(), "
+	 "core::fmt::Error> as tracing_subscriber::fmt::time::FormatTime>::format_time"},
 };
 
 static void test_known_answers(void)
@@ -60,7 +68,8 @@ static void test_known_answers(void)
 static void test_rejects(void)
 {
 	const char *bad[] = {"main", "", "_Z", "_ZN", "_Z1", "_Z3foov.", "_Z1fS0_",
-			     "_Z1fT_", "_ZN3foo3barEvjunk", "_ZN5hello17h0123456789abcdefE3x", "_R"};
+			     "_Z1fT_", "_ZN3foo3barEvjunk", "_ZN5hello17h0123456789abcdefE3x", "_R",
+			     "_RNvCs1234_7mycrate", "_RB_", "_RNvB0_3foo", "_R0NvC3foo3bar"};
 	char out[64];
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		memset(out, 'x', sizeof(out));
