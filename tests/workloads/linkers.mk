@@ -30,3 +30,12 @@ TEST_PROGRAMS += $(LINKERS_WL)/names_cxx
 $(LINKERS_WL)/names_cxx: tests/workloads/names_cxx.cpp
 	@mkdir -p $(LINKERS_WL)
 	g++ -O2 -g -Wall -Wextra -Werror $< -o $@ -lpthread
+
+# maps_late.py: code mapped without dlopen (a hand-made loader).
+TEST_PROGRAMS += $(LINKERS_WL)/maps_late $(LINKERS_WL)/libmaps_late.so
+$(LINKERS_WL)/maps_late: tests/workloads/maps_late.c
+	@mkdir -p $(LINKERS_WL)
+	$(CC) $(WL_CFLAGS) $< -o $@
+$(LINKERS_WL)/libmaps_late.so: tests/workloads/maps_late_lib.c
+	@mkdir -p $(LINKERS_WL)
+	$(CC) $(WL_CFLAGS) -fPIC -shared -nostdlib $< -o $@
