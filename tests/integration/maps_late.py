@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 
-from checks import check, status
+from checks import check, check_terse, status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
@@ -24,7 +24,7 @@ def main():
     lib = os.path.join(WL, "libmaps_late.so")
     nm = subprocess.run(["nm", lib], capture_output=True, text=True).stdout
     m = re.search(r"^([0-9a-f]+) T late_hot_loop$", nm, re.M)
-    if not check("late_hot_loop found in libmaps_late.so", m is not None, nm[-300:]):
+    if not check_terse("late_hot_loop found in libmaps_late.so", m is not None, nm[-300:]):
         return
     with tempfile.TemporaryDirectory() as out:
         env = dict(os.environ, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out, LD_PRELOAD=SO,
