@@ -151,6 +151,8 @@ size_t demangle(const char *name, char *out, size_t cap, struct demangle_scratch
 	size_t len = length_of(name);
 	if (len > DEMANGLE_MAX_INPUT)
 		return 0;
+	if (name[1] == 'R')
+		return demangle_rust_v0(name, len, out, cap, scratch);
 	if (name[1] != 'Z')
 		return 0;
 	size_t n = demangle_rust_legacy(name, len, out, cap);

@@ -1,7 +1,7 @@
-/* Symbol demangling: Itanium C++ (_Z...) and Rust legacy
- * (_ZN...17h<hash>E), into the form c++filt prints (Rust: without the hash,
- * as rustfilt and perf print it).  Rust v0 (_R...) is not read yet: such
- * names stay mangled.
+/* Symbol demangling: Itanium C++ (_Z...) into the form c++filt prints;
+ * Rust legacy (_ZN...17h<hash>E) as c++filt prints it without the hash,
+ * and Rust v0 (_R...) as llvm-cxxfilt and rustfilt print it (no crate
+ * hashes), the forms perf shows.
  *
  * Freestanding and self-contained (no libc, no rt/): the library, the CLI
  * and the fuzzer compile it as is.  No recursion: the parsers run on
@@ -50,5 +50,7 @@ size_t demangle(const char *name, char *out, size_t cap, struct demangle_scratch
 size_t demangle_itanium(const char *name, size_t len, char *out, size_t cap,
 			struct demangle_scratch *scratch);
 size_t demangle_rust_legacy(const char *name, size_t len, char *out, size_t cap);
+size_t demangle_rust_v0(const char *name, size_t len, char *out, size_t cap,
+			struct demangle_scratch *scratch);
 
 #endif

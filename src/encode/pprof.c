@@ -84,6 +84,7 @@ struct enc_location {
 	uint32_t mapping_id; /* 0: none */
 	uint32_t first_line; /* into enc.lines */
 	uint32_t n_lines;    /* 0: no Line; else innermost first */
+	bool own_code;       /* the profiler's own frame: not written in stacks */
 };
 
 struct enc_stack {
@@ -372,6 +373,7 @@ static void location_resolve(struct enc *e, uint64_t pc, struct enc_location *lo
 	rt_memset(&fi, 0, sizeof(fi));
 	if (!e->resolve || !e->resolve(e->resolve_ctx, pc, &fi))
 		return;
+	loc->own_code = fi.own_code;
 	loc->mapping_id = mapping_id(e, &fi);
 	bool all_files = true, all_lines = true;
 	if (fi.function && fi.function[0]) {
@@ -443,10 +445,21 @@ static const struct enc_stack *stack_packed(struct enc *e, const struct profile_
 	}
 	uint8_t chunk[256];
 	size_t used = 0;
+	/* Our own frames (a thread's start trampoline) are left out, unless
+	 * nothing else would remain. */
+	bool keep_own = true;
+	for (uint32_t i = 0; i < v->depth && keep_own; i++) {
+		uint32_t id = location_id(e, v->pcs[i]);
+		if (!id)
+			return NULL;
+		keep_own = e->locations[id - 1].own_code;
+	}
 	for (uint32_t i = 0; i < v->depth; i++) {
 		uint32_t id = location_id(e, v->pcs[i]);
 		if (!id)
 			return NULL;
+		if (e->locations[id - 1].own_code && !keep_own)
+			continue;
 		used += pb_encode_varint(chunk + used, id);
 		if (used > sizeof(chunk) - 10) {
 			rt_buf_append(&e->packed, chunk, used);

@@ -11,6 +11,9 @@
 #ifndef STT_GNU_IFUNC
 #define STT_GNU_IFUNC 10
 #endif
+#ifndef SHT_GNU_VERSYM
+#define SHT_GNU_VERSYM 0x6fffffff
+#endif
 
 /* True when [off, off+len) lies inside the image. */
 static bool in_image(const struct elf_image *img, uint64_t off, uint64_t len)
@@ -312,6 +315,15 @@ bool elf_symbols_begin(const struct elf_image *img, uint32_t symtab_type,
 			return false;
 		it->count = it->symtab.size / sizeof(Elf64_Sym);
 		it->next = 1;
+		/* Symbol versions (.gnu.version) parallel .dynsym. */
+		for (uint32_t j = 1; symtab_type == SHT_DYNSYM && j < img->shnum; j++) {
+			struct elf_section v;
+			if (elf_section_at(img, j, &v) && v.type == SHT_GNU_VERSYM && v.link == i &&
+			    v.size / 2 >= it->count) {
+				it->versym = v;
+				break;
+			}
+		}
 		return true;
 	}
 	return false;
@@ -336,6 +348,11 @@ bool elf_symbols_next(struct elf_symbol_iter *it, struct elf_symbol *out)
 		out->size = sym.st_size;
 		out->name = name;
 		out->bind = ELF64_ST_BIND(sym.st_info);
+		out->hidden_version = false;
+		uint16_t ver;
+		if (it->versym.size > 0 &&
+		    copy_out(it->img, it->versym.offset + (it->next - 1) * 2, &ver, sizeof(ver)))
+			out->hidden_version = (ver & 0x8000) != 0;
 		return true;
 	}
 	return false;

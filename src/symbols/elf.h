@@ -83,7 +83,10 @@ uint32_t elf_load_segments(const struct elf_image *img, struct elf_load_segment 
  * read-only one), so the segment is chosen by offset and executability (and
  * writability when the mapping is writable; RELRO turns RW read-only).
  * Falls back to the segment containing map_offset (a mapping split later by
- * mprotect or munmap). */
+ * mprotect or munmap).  Executable mappings are placed exactly; a data
+ * mapping of a layout where two data segments share a file page (lld's RW
+ * and RELRO segments) cannot be told apart from the mapping alone: place
+ * such an object by the bias of its executable mapping. */
 bool elf_bias_of_mapping(const struct elf_load_segment *segs, uint32_t n, uint64_t map_start,
 			 uint64_t map_offset, uint32_t map_pf, uint64_t *bias);
 
@@ -104,6 +107,7 @@ struct elf_symbol {
 	uint64_t size;
 	const char *name; /* points into the image, terminated inside it */
 	uint8_t bind;     /* STB_* */
+	bool hidden_version; /* .dynsym: a non-default version (cfree@GLIBC_2.2.5, not @@) */
 };
 
 /* Iterates the defined function symbols (STT_FUNC, STT_GNU_IFUNC) of one
@@ -111,6 +115,7 @@ struct elf_symbol {
 struct elf_symbol_iter {
 	const struct elf_image *img;
 	struct elf_section symtab, strtab;
+	struct elf_section versym; /* size 0: none */
 	uint64_t next, count;
 };
 bool elf_symbols_begin(const struct elf_image *img, uint32_t symtab_type,

@@ -33,6 +33,7 @@ struct sw_frame_info {
 	struct sw_inlined_frame inlined[SW_MAX_INLINED];
 	uint32_t n_inlined;
 	bool debug_info; /* debug information was consulted for pc (has_inline_frames) */
+	bool own_code;   /* the profiler's own frame: left out of the stack */
 };
 /* false: nothing is known about pc (the location gets its address only). */
 typedef bool (*sw_resolve_fn)(void *ctx, uint64_t pc, struct sw_frame_info *out);

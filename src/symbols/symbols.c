@@ -4,6 +4,7 @@
 #include <linux/elf-em.h>
 #include <linux/elf.h>
 
+#include "rt/host.h"
 #include "rt/rt.h"
 #include "rt/sys.h"
 #include "symbols/debuginfo.h"
@@ -19,7 +20,7 @@
 struct sym_func {
 	uint64_t start, size; /* link-time */
 	uint32_t name;        /* offset into module names */
-	uint8_t bind;
+	uint32_t pref;        /* among aliases of one address, the highest is shown */
 };
 
 struct sym_module {
@@ -40,6 +41,7 @@ struct sym_module {
 	struct debug_ref debug_ref; /* where its DWARF is */
 	struct debuginfo *debug;    /* opened on first resolve, NULL if none */
 	bool debug_tried;
+	bool own; /* the profiler's own shared object */
 };
 
 struct sym_mapping {
@@ -75,10 +77,8 @@ static bool func_before(const void *pa, const void *pb)
 	const struct sym_func *a = pa, *b = pb;
 	if (a->start != b->start)
 		return a->start < b->start;
-	/* Among aliases the preferred one sorts last: global, then weak, then local. */
-	int ra = a->bind == STB_GLOBAL ? 2 : a->bind == STB_WEAK ? 1 : 0;
-	int rb = b->bind == STB_GLOBAL ? 2 : b->bind == STB_WEAK ? 1 : 0;
-	return ra < rb;
+	/* Among aliases the preferred one sorts last. */
+	return a->pref < b->pref;
 }
 
 
@@ -88,6 +88,21 @@ struct func_collector {
 	struct rt_buf names;
 	bool failed;
 };
+
+/* Which of several names of one address a person knows: global over weak
+ * over local, the default symbol version over an old one (free, not
+ * cfree@GLIBC_2.2.5), then fewer leading underscores (malloc, not
+ * __libc_malloc), then the shorter name. */
+static uint32_t alias_preference(const struct elf_symbol *sym, const char *name)
+{
+	uint32_t bind = sym->bind == STB_GLOBAL ? 2u : sym->bind == STB_WEAK ? 1u : 0u;
+	uint32_t underscores = 0;
+	while (name[underscores] == '_' && underscores < 15)
+		underscores++;
+	size_t len = rt_strlen(name);
+	uint32_t shortness = len >= 255 ? 0u : (uint32_t)(255 - len);
+	return bind << 24 | (sym->hidden_version ? 0u : 1u) << 23 | (15u - underscores) << 8 | shortness;
+}
 
 static void collect_symtab(const struct elf_image *img, uint32_t type, struct func_collector *fc)
 {
@@ -112,12 +127,16 @@ static void collect_symtab(const struct elf_image *img, uint32_t type, struct fu
 			fc->funcs = nf;
 			fc->cap = ncap;
 		}
+		const char *name = sym.name;
+		/* glibc's internal aliases: __GI_free is free. */
+		if (rt_starts_with(name, "__GI_") && name[5] != 0)
+			name += 5;
 		struct sym_func *f = &fc->funcs[fc->n++];
 		f->start = sym.value;
 		f->size = sym.size;
-		f->bind = sym.bind;
+		f->pref = alias_preference(&sym, name);
 		f->name = (uint32_t)fc->names.len;
-		rt_buf_append(&fc->names, sym.name, rt_strlen(sym.name) + 1);
+		rt_buf_append(&fc->names, name, rt_strlen(name) + 1);
 	}
 }
 
@@ -333,6 +352,17 @@ static void add_data_range(struct refresh_arrays *a, const struct maps_entry *e)
 	a->ndata++;
 }
 
+/* Mapping e holds this library's code, and it is not the main program's
+ * (a test program linked with our objects keeps its frames). */
+static bool is_own_code(const struct maps_entry *e)
+{
+	uint64_t here = (uint64_t)(uintptr_t)&symbols_resolve;
+	if (here < e->start || here >= e->end)
+		return false;
+	uint64_t entry = getauxval != NULL ? getauxval(9 /* AT_ENTRY */) : 0;
+	return entry == 0 || entry < e->start || entry >= e->end;
+}
+
 static bool build_arrays(const char *text, size_t len, struct refresh_arrays *a)
 {
 	struct maps_entry e;
@@ -366,6 +396,8 @@ static bool build_arrays(const char *text, size_t len, struct refresh_arrays *a)
 				modules = m;
 			}
 			m->seen_generation = generation;
+			if (is_own_code(&e))
+				m->own = true;
 		}
 		struct sym_mapping *sm = &a->maps[a->nmaps];
 		struct unwind_code_range *cr = &a->code[a->nmaps];
@@ -503,7 +535,9 @@ bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out)
 			out->map_path = sm->module->path;
 			out->build_id = sm->module->build_id;
 			out->function = module_function(sm->module, pc - sm->module->bias);
-			if (sm->module->path[0] == '/')
+			out->own_code = sm->module->own;
+			/* Our own frames are left out of stacks: no lines needed. */
+			if (sm->module->path[0] == '/' && !sm->module->own)
 				resolve_lines(sm->module, pc - sm->module->bias, out);
 		}
 	}

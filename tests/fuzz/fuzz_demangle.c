@@ -16,11 +16,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char small[24];
 	if (size > DEMANGLE_MAX_INPUT + 8)
 		size = DEMANGLE_MAX_INPUT + 8;
-	/* Most inputs get the _Z prefix so the parser sees them. */
+	/* Most inputs get a _Z or _R prefix so a parser sees them. */
 	size_t at = 0;
-	if (size > 0 && data[0] & 1) {
+	if (size > 0 && (data[0] & 3) != 0) {
 		name[0] = '_';
-		name[1] = 'Z';
+		name[1] = (data[0] & 3) == 1 ? 'Z' : 'R';
 		at = 2;
 	}
 	memcpy(name + at, data, size);

@@ -24,3 +24,18 @@ endif
 $(LINKERS_WL)/rust_split: tests/workloads/rust_split.rs
 	@mkdir -p $(LINKERS_WL)
 	$(RUSTC) -O -g --edition 2021 $< -o $@
+
+# names.py: demangled names, glibc's aliases, our frames out of stacks.
+TEST_PROGRAMS += $(LINKERS_WL)/names_cxx
+$(LINKERS_WL)/names_cxx: tests/workloads/names_cxx.cpp
+	@mkdir -p $(LINKERS_WL)
+	g++ -O2 -g -Wall -Wextra -Werror $< -o $@ -lpthread
+
+# maps_late.py: code mapped without dlopen (a hand-made loader).
+TEST_PROGRAMS += $(LINKERS_WL)/maps_late $(LINKERS_WL)/libmaps_late.so
+$(LINKERS_WL)/maps_late: tests/workloads/maps_late.c
+	@mkdir -p $(LINKERS_WL)
+	$(CC) $(WL_CFLAGS) $< -o $@
+$(LINKERS_WL)/libmaps_late.so: tests/workloads/maps_late_lib.c
+	@mkdir -p $(LINKERS_WL)
+	$(CC) $(WL_CFLAGS) -fPIC -shared -nostdlib $< -o $@
