@@ -2,7 +2,7 @@
 # $(BUILD)/stowaway rule in the Makefile).
 
 # Analysis code without main(), for the fuzzers.
-CLI_LIB_SRC := $(filter-out src/cli/main.c,$(sort $(wildcard src/cli/*.c))) $(sort $(wildcard src/demangle/*.c))
+CLI_LIB_SRC := $(filter-out src/cli/main.c,$(sort $(wildcard src/cli/*.c)))
 CLI_FUZZ_FLAGS := -std=gnu11 -O1 -g -Isrc -DSTOWAWAY_VERSION='"fuzz"' \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 
