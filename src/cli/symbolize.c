@@ -123,7 +123,7 @@ static void scan_dirs(struct debug_store *ds)
 				continue;
 			}
 			files++;
-			struct found_file f;
+			struct found_file f = {{0}, NULL};
 			file_build_id(path, f.build_id);
 			if (S_ISREG(st.st_mode) && f.build_id[0]) {
 				f.path = path;
@@ -203,7 +203,7 @@ static uint64_t intern_string(struct interner *in, const char *s)
 	size_t n = strlen(s);
 	if (n == 0)
 		return 0;
-	if (2 * (p->n_strings + 1) > in->n_str_slots)
+	if (in->str_slots == NULL || 2 * (p->n_strings + 1) > in->n_str_slots)
 		str_rehash(in);
 	size_t h = str_hash(s, n) & (in->n_str_slots - 1);
 	while (in->str_slots[h]) {
@@ -248,7 +248,7 @@ static uint64_t intern_function(struct interner *in, const char *symbol, const c
 	struct pp_profile *p = in->p;
 	uint64_t sys = intern_string(in, symbol);
 	uint64_t fi = file != NULL ? intern_string(in, file) : 0;
-	if (2 * (p->n_functions + 1) > in->n_fn_slots)
+	if (in->fn_slots == NULL || 2 * (p->n_functions + 1) > in->n_fn_slots)
 		fn_rehash(in);
 	size_t h = fn_hash(sys, fi) & (in->n_fn_slots - 1);
 	while (in->fn_slots[h]) {
@@ -286,7 +286,7 @@ static int needs_lines(const struct pp_location *l)
 }
 
 void symbolize_profile(struct pp_profile *p, struct debug_store *ds, unsigned char *touched,
-		       struct symbolize_stats *st)
+		       unsigned char *changed, struct symbolize_stats *st)
 {
 	struct interner in = {.p = p};
 	in.scratch = xmalloc(sizeof(*in.scratch));
@@ -335,6 +335,8 @@ void symbolize_profile(struct pp_profile *p, struct debug_store *ds, unsigned ch
 		loc->n_lines = count;
 		if (touched != NULL)
 			touched[loc->mapping_id - 1] = 1;
+		if (changed != NULL)
+			changed[i] = 1;
 		st->symbolized++;
 		st->inlined += count > 1;
 	}
@@ -351,7 +353,7 @@ void inputs_symbolize(struct input_set *set, char *const *dirs, size_t n_dirs)
 	struct debug_store *ds = debug_store_new(dirs, n_dirs);
 	for (size_t i = 0; i < set->n; i++) {
 		struct symbolize_stats st;
-		symbolize_profile(&set->items[i].prof, ds, NULL, &st);
+		symbolize_profile(&set->items[i].prof, ds, NULL, NULL, &st);
 	}
 	debug_store_free(ds);
 }
@@ -409,14 +411,8 @@ static int symbolize_file(const char *in_path, const char *out_path, struct debu
 	unsigned char *touched = xcalloc(p.n_mappings + 1, 1);
 	unsigned char *flags = xcalloc(p.n_mappings + 1, 1);
 	unsigned char *changed = xcalloc(p.n_locations + 1, 1);
-	/* Lines arrays that change are replaced: remember which. */
-	struct pp_line **before = xcalloc(p.n_locations + 1, sizeof(*before));
-	for (size_t i = 0; i < p.n_locations; i++)
-		before[i] = p.locations[i].lines;
 	struct symbolize_stats st;
-	symbolize_profile(&p, ds, touched, &st);
-	for (size_t i = 0; i < p.n_locations; i++)
-		changed[i] = p.locations[i].lines != before[i];
+	symbolize_profile(&p, ds, touched, changed, &st);
 	mapping_flags(&p, touched, flags);
 	rw.location_changed = changed;
 	rw.mapping_flags = flags;
@@ -433,7 +429,6 @@ static int symbolize_file(const char *in_path, const char *out_path, struct debu
 	free(touched);
 	free(flags);
 	free(changed);
-	free(before);
 	pprof_free(&p);
 	buf_free(&file);
 	buf_free(&raw);

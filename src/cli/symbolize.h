@@ -27,10 +27,10 @@ struct symbolize_stats {
 /* Gives every location of a mapping whose debug file is found, and that
  * lacks a line number, lines from the debug file (innermost first);
  * functions and strings are appended to p.  touched[mapping index] is set
- * for mappings whose locations changed (an array of p->n_mappings, may be
- * NULL). */
+ * for mappings whose locations changed, changed[location index] for those
+ * locations (arrays of p->n_mappings and p->n_locations; either may be NULL). */
 void symbolize_profile(struct pp_profile *p, struct debug_store *ds, unsigned char *touched,
-		       struct symbolize_stats *st);
+		       unsigned char *changed, struct symbolize_stats *st);
 
 /* Symbolizes every loaded profile in memory (report, flame, ... --debug-dir). */
 struct input_set;
