@@ -882,12 +882,13 @@ static uint32_t hash_str(const char *s, size_t n)
 static const char *intern_path(struct dwarf_index *ix, const char *const parts[3])
 {
 	char buf[4096];
+	char last = 0;
 	size_t n = 0;
 	for (uint32_t i = 0; i < 3; i++) {
 		if (parts[i] == NULL || parts[i][0] == 0)
 			continue;
 		size_t len = rt_strlen(parts[i]);
-		if (n > 0 && buf[n - 1] != '/') {
+		if (n > 0 && last != '/') {
 			if (n + 1 >= sizeof(buf))
 				return NULL;
 			buf[n++] = '/';
@@ -896,6 +897,7 @@ static const char *intern_path(struct dwarf_index *ix, const char *const parts[3
 			return NULL;
 		rt_memcpy(buf + n, parts[i], len);
 		n += len;
+		last = parts[i][len - 1];
 	}
 	if (n == 0)
 		return NULL;
