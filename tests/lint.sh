@@ -4,7 +4,7 @@
 set -u
 cd "$(dirname "$0")/.."
 fail=0
-lib_src=$(ls src/{rt,config,core,profile,encode,unwind,dwarf,symbols,collect,export}/*.c 2>/dev/null)
+lib_src=$(ls src/{rt,deflate,config,core,profile,encode,unwind,dwarf,symbols,collect,export,demangle}/*.c 2>/dev/null)
 cli_src=$(ls src/cli/*.c 2>/dev/null)
 mkdir -p build/lint
 

@@ -346,11 +346,12 @@ static void location_frames_build(const struct pp_profile *p, struct name_table 
 			const char *file = m ? pp_str(p, m->filename) : "";
 			const char *base = strrchr(file, '/');
 			base = base ? base + 1 : file;
-			if (base[0] && m && loc->address >= m->memory_start)
-				snprintf(label, sizeof(label), "%s+0x%llx", base,
-					 (unsigned long long)(loc->address - m->memory_start + m->file_offset));
-			else
+			if (base[0] && m && loc->address >= m->memory_start) {
+				uint64_t file_offset = loc->address - m->memory_start + m->file_offset;
+				snprintf(label, sizeof(label), "%s+0x%llx", base, (unsigned long long)file_offset);
+			} else {
 				snprintf(label, sizeof(label), base[0] ? "[%s]" : "<unknown>", base);
+			}
 			lf->ids[k++] = names_intern(names, label);
 			continue;
 		}

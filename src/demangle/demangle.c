@@ -6,7 +6,7 @@
 static size_t length_of(const char *s)
 {
 	size_t n = 0;
-	while (s[n] && n <= DEMANGLE_MAX_INPUT)
+	while (n <= DEMANGLE_MAX_INPUT && s[n])
 		n++;
 	return n;
 }

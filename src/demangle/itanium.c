@@ -57,10 +57,10 @@ struct parser {
 
 static uint32_t str_len(const char *s)
 {
-	uint32_t n = 0;
-	while (s[n] && n < DEMANGLE_MAX_INPUT)
-		n++;
-	return n;
+	const char *e = s;
+	while (*e && e - s < (long)DEMANGLE_MAX_INPUT)
+		e++;
+	return (uint32_t)(e - s);
 }
 
 static bool bytes_eq(const char *a, const char *b, uint32_t n)
@@ -582,7 +582,9 @@ static void step_encoding(struct parser *p, uint32_t *f)
 			} else if (c0 == 'T' && c1 == 'c') {
 				prefix = 6;
 				rule = R_ENCODING;
-				if (!call_offset(p) || !call_offset(p))
+				/* two offsets: this, then the result */
+				bool first = call_offset(p);
+				if (!first || !call_offset(p))
 					p->fail = true;
 			} else if (c0 == 'T' && (c1 == 'H' || c1 == 'W')) {
 				prefix = c1 == 'H' ? 7 : 8;

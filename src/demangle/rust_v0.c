@@ -81,9 +81,9 @@ static bool base62(struct v0 *v, uint64_t *out)
 		if (v_digit(c))
 			d = (uint64_t)(c - '0');
 		else if (v_lower(c))
-			d = (uint64_t)(c - 'a' + 10);
+			d = (uint64_t)(c - 'a') + 10;
 		else if (v_upper(c))
-			d = (uint64_t)(c - 'A' + 36);
+			d = (uint64_t)(c - 'A') + 36;
 		else if (c == '_') {
 			v->pos++;
 			*out = x + 1;
@@ -640,7 +640,7 @@ static void step_const(struct v0 *v, uint32_t *f)
 		if (v_digit(h))
 			d = (uint64_t)(h - '0');
 		else if (h >= 'a' && h <= 'f')
-			d = (uint64_t)(h - 'a' + 10);
+			d = (uint64_t)(h - 'a') + 10;
 		else {
 			v->fail = true;
 			return;

@@ -97,7 +97,7 @@ static uint32_t alias_preference(const struct elf_symbol *sym, const char *name)
 {
 	uint32_t bind = sym->bind == STB_GLOBAL ? 2u : sym->bind == STB_WEAK ? 1u : 0u;
 	uint32_t underscores = 0;
-	while (name[underscores] == '_' && underscores < 15)
+	while (underscores < 15 && name[underscores] == '_')
 		underscores++;
 	size_t len = rt_strlen(name);
 	uint32_t shortness = len >= 255 ? 0u : (uint32_t)(255 - len);
