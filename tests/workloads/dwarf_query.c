@@ -70,28 +70,28 @@ int main(int argc, char **argv)
 	/* --stats: every address is looked up twice; the first pass pays for
 	 * decoding units (cold), the second finds them cached (warm). */
 	for (int pass = 0; pass < (stats ? 2 : 1); pass++) {
-	double tp = now_ms();
-	for (i = first_arg; i < argc; i++) {
-		uint64_t addr = strtoull(argv[i], NULL, 16);
-		struct dwarf_frame fr[DWARF_MAX_FRAMES];
-		uint32_t n = 0;
-		enum dwarf_lookup_status stt = debuginfo_lookup(di, addr, fr, &n);
-		if (stt == DWARF_OVER_BUDGET)
-			over++;
-		if (pass > 0)
-			continue;
-		if (stt != DWARF_FOUND)
-			printf("??\n??:0\n\n");
-		for (uint32_t k = 0; k < n && stt == DWARF_FOUND; k++)
-			printf("%s\n%s:%u\n", fr[k].name ? fr[k].name : "??", fr[k].file ? fr[k].file : "??",
-			       fr[k].line);
-		if (stt == DWARF_FOUND)
-			printf("\n");
-	}
-	if (pass == 0)
-		t_first = now_ms() - tp;
-	else
-		t_second = now_ms() - tp;
+		double tp = now_ms();
+		for (i = first_arg; i < argc; i++) {
+			uint64_t addr = strtoull(argv[i], NULL, 16);
+			struct dwarf_frame fr[DWARF_MAX_FRAMES];
+			uint32_t n = 0;
+			enum dwarf_lookup_status stt = debuginfo_lookup(di, addr, fr, &n);
+			if (stt == DWARF_OVER_BUDGET)
+				over++;
+			if (pass > 0)
+				continue;
+			if (stt != DWARF_FOUND)
+				printf("??\n??:0\n\n");
+			for (uint32_t k = 0; k < n && stt == DWARF_FOUND; k++)
+				printf("%s\n%s:%u\n", fr[k].name ? fr[k].name : "??", fr[k].file ? fr[k].file : "??",
+				       fr[k].line);
+			if (stt == DWARF_FOUND)
+				printf("\n");
+		}
+		if (pass == 0)
+			t_first = now_ms() - tp;
+		else
+			t_second = now_ms() - tp;
 	}
 	if (stats) {
 		struct rusage ru;
