@@ -3,8 +3,6 @@
 
 # Analysis code without main(), for the fuzzers.
 CLI_LIB_SRC := $(filter-out src/cli/main.c,$(sort $(wildcard src/cli/*.c)))
-CLI_FUZZ_FLAGS := -std=gnu11 -O1 -g -Isrc -DSTOWAWAY_VERSION='"fuzz"' \
-	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 
 # Go's runtime/pprof as an independent producer of profiles.  Caches live
 # under build/ so a fresh machine (or root) needs no home directory.
@@ -19,7 +17,7 @@ CLI_FUZZ_LIB_SRC := $(filter src/rt/% src/deflate/% src/encode/pb.c src/demangle
 	src/symbols/elf.c src/symbols/debuginfo.c,$(CORE_SRC))
 $(BUILD)/fuzz/fuzz_pprof_decode: tests/fuzz/fuzz_pprof_decode.c $(CLI_LIB_SRC) $(CLI_FUZZ_LIB_SRC) $(wildcard src/cli/*.h)
 	@mkdir -p $(dir $@)
-	clang $(CLI_FUZZ_FLAGS) $< $(CLI_LIB_SRC) $(CLI_FUZZ_LIB_SRC) -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(CLI_LIB_SRC) $(CLI_FUZZ_LIB_SRC) -o $@
 
 # A stand-in library for the run/install tests (tests/integration/cli_run.sh).
 TEST_PROGRAMS += $(BUILD)/tests/cli_fake_lib.so

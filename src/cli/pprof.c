@@ -599,7 +599,9 @@ int pprof_decode(const unsigned char *data, size_t len, struct pp_profile *p)
 
 /* Every gzip member of in[0..len) into *out (at most max_out bytes in all).
  * The last member's ISIZE, or four times the input, is the first guess of
- * the size; the buffer doubles while the output does not fit. */
+ * the size, never more than DEFLATE can expand the input to (a forged ISIZE
+ * asks for nothing); the buffer doubles while the output does not fit. */
+#define DEFLATE_MAX_RATIO 1032 /* a 258-byte match costs at least 2 bits */
 static int gunzip_all(const unsigned char *in, size_t len, size_t max_out, struct cli_buf *out)
 {
 	size_t pos = 0;
@@ -608,6 +610,8 @@ static int gunzip_all(const unsigned char *in, size_t len, size_t max_out, struc
 		size_t room = gzip_trailer_size(in + pos, rest);
 		if (rest <= SIZE_MAX / 4 && room < 4 * rest)
 			room = 4 * rest;
+		if (rest <= SIZE_MAX / DEFLATE_MAX_RATIO && room > DEFLATE_MAX_RATIO * rest)
+			room = DEFLATE_MAX_RATIO * rest;
 		for (;;) {
 			if (room > max_out - out->len)
 				room = max_out - out->len;

@@ -6,7 +6,7 @@
  * nested (a signal handler calling malloc), and nested calls only forward.
  */
 #include "collect/alloc.h"
-#include "collect/collect.h"
+#include "collect/collector.h"
 #include "collect/context.h"
 #include "collect/sample.h"
 #include "rt/sys.h"

@@ -6,6 +6,7 @@
  * collector's once-a-second work (the CPU handler still ours?) and the
  * overhead cap; every few seconds it refreshes the module registry. */
 #include "collect/collect.h"
+#include "collect/collector.h"
 #include "collect/cpu.h"
 #include "collect/overhead.h"
 #include "collect/threads.h"

@@ -9,7 +9,7 @@
  * The handler touches only our preallocated ring and the thread's stack, and
  * never libc: errno is untouched because we make raw system calls only. */
 #include "collect/cpu.h"
-#include "collect/collect.h"
+#include "collect/collector.h"
 #include "collect/context.h"
 #include "collect/ring.h"
 #include "collect/sample.h"

@@ -1,6 +1,6 @@
 /* C++ exception sampling and the type-name demangler (exception.h). */
 #include "collect/exception.h"
-#include "collect/collect.h"
+#include "collect/collector.h"
 #include "collect/sample.h"
 
 #include "rt/sys.h"

@@ -74,8 +74,8 @@ static void timer_pause(struct timer_pause *p)
 		p->timer = timer;
 }
 
-/* After a failed exec: the timer runs again as before (if it is still the
- * thread's: profiling may have stopped meanwhile). */
+/* After a failed exec: the timer runs again with the setting it had (if it
+ * is still the thread's: profiling may have stopped meanwhile). */
 static void timer_resume(const struct timer_pause *p)
 {
 	if (p->timer < 0 || !collect_threads_active())

@@ -12,5 +12,4 @@ DEFLATE_FUZZ_SRC := $(filter src/deflate/% src/rt/%,$(CORE_SRC))
 FUZZERS += $(BUILD)/fuzz/fuzz_gzip $(BUILD)/fuzz/fuzz_inflate
 $(BUILD)/fuzz/fuzz_gzip $(BUILD)/fuzz/fuzz_inflate: $(BUILD)/fuzz/%: tests/fuzz/%.c $(DEFLATE_FUZZ_SRC) $(wildcard src/deflate/*.h)
 	@mkdir -p $(dir $@)
-	clang -std=gnu11 -g -O1 -Isrc -Itests -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=undefined $< $(DEFLATE_FUZZ_SRC) -lz -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(DEFLATE_FUZZ_SRC) -lz -o $@

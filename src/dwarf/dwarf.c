@@ -1,5 +1,6 @@
 /* The DWARF index: unit table, per-unit caches of line tables and scopes,
  * and lookups (see dwarf.h). */
+#include "dwarf/dwarf.h"
 #include "dwarf/internal.h"
 
 #include "rt/rt.h"

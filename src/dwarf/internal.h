@@ -2,7 +2,9 @@
 #ifndef STOWAWAY_DWARF_INTERNAL_H
 #define STOWAWAY_DWARF_INTERNAL_H
 
-#include "dwarf/dwarf.h"
+#include <stdbool.h>
+
+#include "dwarf/sections.h"
 #include "dwarf/read.h"
 
 /* Forms (DWARF 5, section 7.5.6, plus the GNU extensions). */

@@ -3,17 +3,6 @@
 
 #include "rt/rt.h"
 
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 bool export_parse_ipv4(const char *s, size_t n, uint8_t out[4])
 {
 	uint8_t bytes[4];
@@ -70,8 +59,8 @@ bool export_parse_ipv6(const char *s, size_t n, uint8_t out[16])
 		}
 		unsigned v = 0;
 		size_t start = i;
-		while (i < n && i - start < 4 && hex_value(s[i]) >= 0) {
-			v = v * 16 + (unsigned)hex_value(s[i]);
+		while (i < n && i - start < 4 && rt_hex_digit((unsigned char)s[i]) >= 0) {
+			v = v * 16 + (unsigned)rt_hex_digit((unsigned char)s[i]);
 			i++;
 		}
 		if (i == start)

@@ -2,6 +2,9 @@
 #include "rt/rt.h"
 #include "rt/sys.h"
 
+/* Bytes of a record before its name. */
+#define RECORD_HEADER __builtin_offsetof(struct sys_dirent64, name)
+
 long rt_dir_open(struct rt_dir *d, int dirfd, const char *path, uint32_t max_reads)
 {
 	d->pos = d->len = 0;
@@ -17,9 +20,10 @@ const char *rt_dir_next(struct rt_dir *d)
 	if (d->fd < 0)
 		return NULL;
 	for (;;) {
-		if (d->pos + sizeof(struct sys_dirent64) < d->len) {
+		if (d->pos < d->len) {
 			const struct sys_dirent64 *e = (const void *)(d->buf + d->pos);
-			if (e->reclen == 0 || d->pos + e->reclen > d->len) {
+			if (d->len - d->pos <= RECORD_HEADER || e->reclen <= RECORD_HEADER ||
+			    e->reclen > d->len - d->pos) {
 				d->pos = d->len; /* malformed: drop the rest of this read */
 				continue;
 			}

@@ -49,6 +49,8 @@ bool rt_eq_nocase(const char *s, size_t n, const char *lit);
 bool rt_parse_u64(const char *s, size_t n, uint64_t *out);
 bool rt_parse_i64(const char *s, size_t n, int64_t *out);
 bool rt_parse_hex_u64(const char *s, size_t n, uint64_t *out);
+/* The value of one hex digit (either case), or -1. */
+int rt_hex_digit(int c);
 
 /* ---- formatting [signal-safe] ----
  * Supports %% %c %s %.*s %.Ns %d %i %u %x %X %p with length modifiers l, ll, z
@@ -95,6 +97,17 @@ void *rt_pages_alloc(size_t size);
 void rt_pages_free(void *p, size_t size);
 /* Bytes currently held from the kernel by the allocator (for memory bounds and tests). */
 size_t rt_heap_mapped_bytes(void);
+/* Fault injection, in test builds only (compiled with RT_FAULT_INJECTION:
+ * libcore.a and libcore-san.a, never libstowaway.so).  rt_heap_fail_at(n,
+ * persistent) restarts the count of allocations (calls of rt_malloc,
+ * rt_calloc, rt_strdup, rt_pages_alloc, and rt_realloc when it must move)
+ * and makes the nth from now
+ * fail, and every later one too when persistent; n = 0 turns failures off.
+ * rt_heap_live_allocations() is the number of blocks and page runs not yet
+ * freed, for leak checks. */
+void rt_heap_fail_at(uint64_t n, bool persistent);
+uint64_t rt_heap_alloc_count(void);
+long rt_heap_live_allocations(void);
 /* Around fork: the prepare hook takes the allocator lock so the child never
  * inherits free lists in mid-update; parent and child release it. */
 void rt_heap_fork_prepare(void);

@@ -28,6 +28,17 @@ struct rt_buf;
  * Not signal-safe. */
 bool maps_read_self(struct rt_buf *b);
 
+/* The file behind a mapping, mapped read-only whole. */
+struct maps_file {
+	const uint8_t *data;
+	size_t size;
+};
+/* Maps `path` if it is still the file of mapping e (same device and inode)
+ * and holds at least an ELF header (at most 4 GiB).  False otherwise.
+ * Undo with maps_unmap_file. */
+bool maps_map_file(const struct maps_entry *e, const char *path, struct maps_file *out);
+void maps_unmap_file(struct maps_file *f);
+
 /* Parses one line (without its newline) of `len` bytes.  False if malformed. */
 bool maps_parse_line(const char *line, size_t len, struct maps_entry *out);
 

@@ -13,7 +13,6 @@
 #include "unwind/cfi.h"
 #include "unwind/unwind.h"
 
-#define ELF_MAX_BYTES (4ull << 30)
 /* PT_LOAD segments kept per module to place its other mappings. */
 #define MODULE_MAX_SEGMENTS 16u
 
@@ -236,25 +235,13 @@ static void vdso_clock_install(const struct elf_image *img, const struct maps_en
 
 static void load_from_file(struct sym_module *m, const struct maps_entry *e)
 {
-	struct statx st;
-	rt_memset(&st, 0, sizeof(st));
-	long fd = sys_open(m->path, O_RDONLY, 0);
-	if (fd < 0)
-		return;
-	long r = sys_statx((int)fd, "", AT_EMPTY_PATH, STATX_INO | STATX_SIZE, &st);
-	void *p = (void *)-1L;
-	/* The file must still be the one mapped (same device and inode). */
-	if (r == 0 && st.stx_ino == e->inode && st.stx_dev_major == e->dev_major &&
-	    st.stx_dev_minor == e->dev_minor && st.stx_size >= sizeof(Elf64_Ehdr) &&
-	    st.stx_size <= ELF_MAX_BYTES)
-		p = sys_mmap(NULL, (size_t)st.stx_size, PROT_READ, MAP_PRIVATE, (int)fd, 0);
-	(void)sys_close((int)fd);
-	if (SYS_IS_ERR(p))
+	struct maps_file f;
+	if (!maps_map_file(e, m->path, &f))
 		return;
 	struct elf_image img;
-	if (elf_open(&img, p, (size_t)st.stx_size))
+	if (elf_open(&img, f.data, f.size))
 		load_from_image(m, &img, e);
-	(void)sys_munmap(p, (size_t)st.stx_size);
+	maps_unmap_file(&f);
 }
 
 static void module_free(struct sym_module *m)

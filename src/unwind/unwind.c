@@ -523,6 +523,31 @@ bool unwind_stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi)
 	return found;
 }
 
+bool unwind_is_code(uint64_t pc)
+{
+	atomic_fetch_add(&active_unwinders, 1);
+	bool found = is_code(atomic_load(&current_snapshot), pc);
+	atomic_fetch_sub(&active_unwinders, 1);
+	return found;
+}
+
+bool unwind_after_syscall(uint64_t pc)
+{
+#if defined(__x86_64__)
+	static const uint8_t insn[2] = { 0x0f, 0x05 }; /* syscall */
+#else
+	static const uint8_t insn[4] = { 0x01, 0x00, 0x00, 0xd4 }; /* svc #0 */
+#endif
+	if (pc < sizeof(insn))
+		return false;
+	uint8_t code[sizeof(insn)];
+	atomic_fetch_add(&active_unwinders, 1);
+	bool found = read_code(atomic_load(&current_snapshot), pc - sizeof(insn), code, sizeof(code)) &&
+		     __builtin_memcmp(code, insn, sizeof(insn)) == 0;
+	atomic_fetch_sub(&active_unwinders, 1);
+	return found;
+}
+
 void unwind_code_reads_pause(void) { atomic_fetch_add(&code_reads_paused, 1); }
 
 void unwind_code_reads_resume(void) { atomic_fetch_sub(&code_reads_paused, 1); }

@@ -123,10 +123,40 @@ static void dir_lists_what_readdir_lists(void)
 	rmdir(path);
 }
 
+/* Short names make records of the smallest size (24 bytes): the last one in
+ * a read must be listed too. */
+static void dir_lists_short_names(void)
+{
+	char path[] = "/tmp/stowaway-dir-XXXXXX";
+	CHECK(mkdtemp(path) != NULL);
+	for (int i = 0; i < 26; i++) {
+		char f[64];
+		snprintf(f, sizeof(f), "%s/%c", path, 'a' + i);
+		int fd = open(f, O_CREAT | O_WRONLY, 0600);
+		CHECK(fd >= 0);
+		close(fd);
+	}
+	struct rt_dir *d = malloc(sizeof(*d));
+	CHECK(rt_dir_open(d, AT_FDCWD, path, 10) == 0);
+	int n = 0;
+	for (const char *name; (name = rt_dir_next(d)) != NULL;)
+		n += strlen(name) == 1 && name[0] >= 'a' && name[0] <= 'z';
+	rt_dir_close(d);
+	free(d);
+	CHECK_EQ_U64(n, 26);
+	for (int i = 0; i < 26; i++) {
+		char f[64];
+		snprintf(f, sizeof(f), "%s/%c", path, 'a' + i);
+		unlink(f);
+	}
+	rmdir(path);
+}
+
 int main(void)
 {
 	RUN(sort_matches_qsort);
 	RUN(sort_moves_whole_records);
 	RUN(dir_lists_what_readdir_lists);
+	RUN(dir_lists_short_names);
 	return CHECK_DONE();
 }
