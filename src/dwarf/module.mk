@@ -8,4 +8,4 @@ DWARF_FUZZ_RT := $(filter src/rt/%,$(CORE_SRC))
 FUZZERS += $(BUILD)/fuzz/fuzz_dwarf
 $(BUILD)/fuzz/fuzz_dwarf: tests/fuzz/fuzz_dwarf.c $(wildcard src/dwarf/*.c src/dwarf/*.h) $(DWARF_FUZZ_RT)
 	@mkdir -p $(dir $@)
-	clang $(SYMBOLS_FUZZ_FLAGS) $< $(wildcard src/dwarf/*.c) $(DWARF_FUZZ_RT) -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(wildcard src/dwarf/*.c) $(DWARF_FUZZ_RT) -o $@
