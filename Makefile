@@ -19,7 +19,7 @@ MUSL_CC   ?= musl-gcc
 BUILD     := build
 VERSION   := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
-LIB_DIRS  := rt deflate config core profile encode unwind symbols collect export
+LIB_DIRS  := rt deflate config core profile encode unwind dwarf symbols collect export demangle
 LIB_SRC   := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 SO_ONLY   := src/core/lifecycle.c $(wildcard src/*/*_hooks.c) src/rt/compiler_support.c
 # Library code compiled against vendored headers (mbedTLS) stays out of
@@ -108,9 +108,11 @@ $(BUILD)/libcore-san.a: $(SAN_OBJ)
 
 # The CLI is an ordinary static program linked against musl.  It links the
 # library's own freestanding objects for what both need (the runtime,
-# DEFLATE/gzip/CRC-32, the protobuf writer): one copy of each in the tree.
+# DEFLATE/gzip/CRC-32, the protobuf writer, the demangler, the ELF and DWARF
+# readers and debug-file search): one copy of each in the tree.
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
-CLI_LIB_OBJ := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(filter src/rt/% src/deflate/% src/encode/pb.c,$(CORE_SRC)))
+CLI_LIB_OBJ := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(filter src/rt/% src/deflate/% src/encode/pb.c \
+	src/demangle/% src/dwarf/% src/symbols/elf.c src/symbols/debuginfo.c,$(CORE_SRC)))
 $(BUILD)/libcli-shared.a: $(CLI_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/symbolize.h"
 #include "cli/util.h"
 
 #define LIB_NAME "libstowaway.so"
@@ -26,6 +27,9 @@ static const char usage[] =
 	"  folded PATH... [-o OUT]      folded stacks (root;...;leaf value)\n"
 	"  diff BASE NEW                functions whose share grew and shrank\n"
 	"  convert IN OUT               pprof <-> folded, by extension (.folded/.txt)\n"
+	"  symbolize PATH... --debug-dir DIR... [-o OUT]\n"
+	"                               fill names, file:line and inlined frames from debug\n"
+	"                               files under DIR (matched by build id)\n"
 	"  help                         this text\n"
 	"\n"
 	"PATH: pprof files (.pb.gz or raw), folded files (.folded, .collapsed, .txt)\n"
@@ -37,6 +41,7 @@ static const char usage[] =
 	"  --tag KEY=VALUE         samples with this label (repeatable)\n"
 	"  --focus REGEX           stacks with a function matching REGEX\n"
 	"report/diff: --top N (default 20, 0: all), --cum (sort/compare by cumulative), --raw\n"
+	"report/flame/folded: --debug-dir DIR symbolizes stripped binaries' frames first\n"
 	"flame: --title TEXT.  Environment: STOWAWAY_LIB overrides the library path.\n";
 
 static int fail(const char *fmt, const char *arg)
@@ -244,5 +249,7 @@ int main(int argc, char **argv)
 		return cmd_diff(sub_argc, sub_argv);
 	if (strcmp(cmd, "convert") == 0)
 		return cmd_convert(sub_argc, sub_argv);
+	if (strcmp(cmd, "symbolize") == 0)
+		return cmd_symbolize(sub_argc, sub_argv);
 	return fail("unknown command \"%s\" (see stowaway help)", cmd);
 }

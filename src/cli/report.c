@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cli/commands.h"
+#include "cli/symbolize.h"
 #include "cli/util.h"
 
 static int fail_exit(void)
@@ -85,7 +86,10 @@ static void print_report(const struct selection *sel, const struct cli_opts *o)
 static int load(const struct cli_opts *o, struct input_set *set)
 {
 	memset(set, 0, sizeof(*set));
-	return inputs_load(set, o->paths, o->n_paths);
+	int rc = inputs_load(set, o->paths, o->n_paths);
+	if (rc == 0)
+		inputs_symbolize(set, o->filters.debug_dirs, o->filters.n_debug_dirs);
+	return rc;
 }
 
 /* The comment a memory-triggered export carries (see collect/memguard.h). */
@@ -269,6 +273,10 @@ int cmd_diff(int argc, char **argv)
 		rc = inputs_load(&base_set, &o.paths[0], 1);
 	if (rc == 0)
 		rc = inputs_load(&new_set, &o.paths[1], 1);
+	if (rc == 0) {
+		inputs_symbolize(&base_set, o.filters.debug_dirs, o.filters.n_debug_dirs);
+		inputs_symbolize(&new_set, o.filters.debug_dirs, o.filters.n_debug_dirs);
+	}
 	if (rc == 0)
 		rc = select_single(&base_set, &o.filters, &base);
 	if (rc == 0) {
@@ -383,6 +391,8 @@ int cmd_convert(int argc, char **argv)
 			      o.paths[0], o.paths[1]);
 	if (rc == 0)
 		rc = inputs_load(&set, o.paths, 1);
+	if (rc == 0)
+		inputs_symbolize(&set, o.filters.debug_dirs, o.filters.n_debug_dirs);
 	if (rc == 0)
 		rc = select_single(&set, &o.filters, &sel);
 	struct cli_buf out = {0};

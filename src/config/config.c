@@ -496,6 +496,10 @@ void config_load(struct sw_config *cfg, const char *program)
 	load_u32("STOWAWAY_MAX_STACKS", 16, 1u << 22, 65536, &cfg->max_stacks);
 	load_overhead_limit(cfg);
 	load_u32("STOWAWAY_LOCK_SAMPLE_NS", 1, 4000000000u, 10000000u, &cfg->lock_sample_ns);
+	v = env_nonempty("STOWAWAY_DEBUG_DIRS");
+	if (v)
+		copy_setting("STOWAWAY_DEBUG_DIRS", v, cfg->debug_dirs, sizeof(cfg->debug_dirs));
+	load_u32("STOWAWAY_DEBUG_MEMORY_MB", 0, 4096, 64, &cfg->debug_memory_mb);
 	load_u32("STOWAWAY_LOCK_CHECK_EVERY", 1, 1u << 20, 65536, &cfg->lock_check_every);
 	load_u32("STOWAWAY_EXCEPTION_SAMPLE_EVERY", 1, 1000000000u, 20, &cfg->exception_sample_every);
 	load_bool("STOWAWAY_FOLLOW_EXEC", true, &cfg->follow_exec);

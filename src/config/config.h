@@ -92,6 +92,12 @@ struct sw_config {
 	uint32_t max_stacks;         /* STOWAWAY_MAX_STACKS distinct samples per period, default 65536 */
 	uint32_t max_overhead_ppm;   /* STOWAWAY_MAX_OVERHEAD_PCT in parts per million of application CPU, default 20000 (2%) */
 	uint32_t lock_sample_ns;     /* STOWAWAY_LOCK_SAMPLE_NS mean wait per sample, default 10 ms */
+
+	/* Symbols: extra roots searched for separate debug files before
+	 * /usr/lib/debug (':'-separated), and the memory one module's DWARF
+	 * index may hold (0: no line numbers or inlined frames). */
+	char debug_dirs[SW_CFG_PATH];  /* STOWAWAY_DEBUG_DIRS */
+	uint32_t debug_memory_mb;      /* STOWAWAY_DEBUG_MEMORY_MB, default 64, 0..4096 */
 	uint32_t lock_check_every;   /* STOWAWAY_LOCK_CHECK_EVERY most acquisitions per check, default 65536 */
 	uint32_t exception_sample_every; /* STOWAWAY_EXCEPTION_SAMPLE_EVERY, default 20 */
 	bool follow_exec;            /* STOWAWAY_FOLLOW_EXEC, default true */

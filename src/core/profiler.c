@@ -204,6 +204,9 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 		return -ENOMEM;
 	}
 	collect_before_export(p);
+	/* At exit, code mapped since the last refresh is named too. */
+	if (final)
+		(void)symbols_refresh();
 	char overhead_line[320], trigger_line[MEMGUARD_PATH_MAX + 200];
 	char oom_line[MEMGUARD_PATH_MAX + 120], trigger_tags[256];
 	const char *comments[3] = { overhead_line };
@@ -476,6 +479,7 @@ int profiler_start(const struct sw_config *cfg)
 	register_fork_handlers();
 	if (prof.n_exporters == 0)
 		rt_warn("no profile destination is usable; profiles are collected but not exported");
+	symbols_configure(cfg->debug_dirs, (size_t)cfg->debug_memory_mb << 20);
 	if (!symbols_refresh())
 		rt_warn("cannot read /proc/self/maps: stacks will have no symbols");
 	atomic_store(&prof.stop_requested, 0);

@@ -18,6 +18,8 @@ static _Atomic(struct snapshot *) current_snapshot;
 /* Unwinders currently running (handlers on any thread, the wall sampler). */
 static atomic_uint active_unwinders;
 static atomic_int code_reads_paused;
+/* Set when an unwind met a pc outside every code range (unwind_take_unknown_code). */
+static atomic_bool unknown_code_seen;
 
 /* Retired snapshots waiting for active_unwinders to be seen at 0.  Guarded by
  * the caller's serialization of publish/reclaim. */
@@ -156,7 +158,17 @@ static bool read_code(const struct snapshot *s, uint64_t addr, void *dst, size_t
 
 static bool is_code(const struct snapshot *s, uint64_t pc)
 {
-	return s != NULL && find_code(s, pc) != NULL;
+	if (s != NULL && find_code(s, pc) != NULL)
+		return true;
+	if (!atomic_load_explicit(&unknown_code_seen, memory_order_relaxed))
+		atomic_store_explicit(&unknown_code_seen, true, memory_order_relaxed);
+	return false;
+}
+
+bool unwind_take_unknown_code(void)
+{
+	return atomic_load_explicit(&unknown_code_seen, memory_order_relaxed) &&
+	       atomic_exchange_explicit(&unknown_code_seen, false, memory_order_relaxed);
 }
 
 /* ---- per-architecture frame steps ---- */
@@ -389,6 +401,7 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 	f.fp_known = true;
 	f.exact = (flags & UNWIND_FLAG_CALLER) == 0;
 	pcs[n++] = f.exact ? f.pc : f.pc - 1;
+	(void)is_code(s, f.exact ? f.pc : f.pc - 1); /* notes code mapped since the snapshot */
 	const struct cfi_row *row = row_for(s, &f, flags);
 	bool trampoline = at_signal_trampoline(s, &f, row);
 	/* Invariant n == i + 1: each iteration writes one pc or stops. */

@@ -118,4 +118,10 @@ bool unwind_is_code(uint64_t pc);
 void unwind_code_reads_pause(void);
 void unwind_code_reads_resume(void);
 
+/* True once since the last call if an unwind met a pc (the interrupted one,
+ * or a return address) outside every published code range: code mapped
+ * since the last snapshot, so the module registry should be refreshed.
+ * Clears the flag.  [signal-safe] */
+bool unwind_take_unknown_code(void);
+
 #endif
