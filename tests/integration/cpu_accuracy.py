@@ -17,9 +17,10 @@ from checks import check, status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
-WL = os.path.join(ROOT, "build", "workloads")
-VARIANTS = ["cpu_split-fp", "cpu_split-nofp", "cpu_split-musl-fp", "cpu_split-musl-nofp",
-            "cpu_split-cxx-nofp"]
+# STOWAWAY_WL: another build's workloads (aarch64.sh: launchers that run them under qemu).
+WL = os.environ.get("STOWAWAY_WL", os.path.join(ROOT, "build", "workloads"))
+VARIANTS = os.environ.get("STOWAWAY_VARIANTS", "cpu_split-fp cpu_split-nofp cpu_split-musl-fp "
+                          "cpu_split-musl-nofp cpu_split-cxx-nofp").split()
 LEAVES = ["alpha_leaf", "beta_leaf", "gamma_leaf", "delta_leaf"]
 # Each leaf's thread entry, which every one of its stacks must reach.
 ENTRY = {"alpha_leaf": "worker_ab", "beta_leaf": "worker_ab", "gamma_leaf": "worker_g",
