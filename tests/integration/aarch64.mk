@@ -15,7 +15,7 @@ A64_FLAGS := -O2 -g -Wall -Wextra -Werror
 
 A64_PROGS := cpu_split-fp cpu_split-nofp cpu_split-musl-fp cpu_split-musl-nofp \
 	alloc_known alloc_known-musl wall_torture wall_torture-musl prefork prefork-musl \
-	hello hello-musl pvr_probe
+	hello hello-musl pvr_probe demo-musl
 
 .PHONY: aarch64-build
 aarch64-build:
@@ -59,6 +59,10 @@ $(A64_WL)/hello: tests/workloads/hello.c
 $(A64_WL)/hello-musl: tests/workloads/hello.c
 	@mkdir -p $(dir $@)
 	$(A64_MUSL) $(A64_FLAGS) $< -o $@
+
+$(A64_WL)/demo-musl: tests/workloads/demo.c
+	@mkdir -p $(dir $@)
+	$(A64_MUSL) $(A64_FLAGS) -fno-omit-frame-pointer $< -o $@
 
 $(A64_WL)/pvr_probe: tests/workloads/pvr_probe.c
 	@mkdir -p $(dir $@)
