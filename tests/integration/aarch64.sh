@@ -107,8 +107,8 @@ STOWAWAY_VARIANTS="cpu_split-nofp cpu_split-musl-nofp cpu_split-fp cpu_split-mus
 	sub cpu "$ROOT/tests/integration/cpu_accuracy.py"
 STOWAWAY_ALLOC_DEFAULT_RUN=0 STOWAWAY_VARIANTS="alloc_known alloc_known-musl" sub alloc "$ROOT/tests/integration/alloc_known.py"
 # Wall: what qemu-user lets us check (aarch64_wall.py says why not more).
-STOWAWAY_VARIANTS="wall_torture wall_torture-musl" sub wall "$ROOT/tests/integration/aarch64_wall.py"
+STOWAWAY_VARIANTS="wall_torture wall_torture-musl" sub wall python3 "$ROOT/tests/integration/aarch64_wall.py"
 # Fork: 3 s per process, as thread creation under emulation costs more.
 STOWAWAY_FORK_SECONDS=3 STOWAWAY_VARIANTS="prefork prefork-musl" sub fork "$ROOT/tests/integration/fork.py"
-STOWAWAY_VARIANTS="hello hello-musl" sub upload "$ROOT/tests/integration/aarch64_upload.py"
+STOWAWAY_VARIANTS="hello hello-musl" sub upload python3 "$ROOT/tests/integration/aarch64_upload.py"
 finish

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Not run by tests/run.sh on its own (not executable): aarch64.sh runs it.
 """Upload from an aarch64 process to a loopback Datadog agent (used by
 aarch64.sh): the program runs under qemu-user with the aarch64 library
 preloaded, uploads each period, and the receiver checks the request the way

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Not run by tests/run.sh on its own (not executable): aarch64.sh runs it.
 """The wall profiler's known answer under qemu-user (used by aarch64.sh).
 
 wall_torture's threads each block in one kind of call for the whole run.
