@@ -13,7 +13,7 @@ A64_CC    := aarch64-linux-gnu-gcc
 A64_MUSL  := aarch64-linux-musl-gcc -mno-outline-atomics
 A64_FLAGS := -O2 -g -Wall -Wextra -Werror
 
-A64_PROGS := cpu_split-fp cpu_split-nofp cpu_split-musl-fp cpu_split-musl-nofp \
+A64_PROGS := cpu_split-fp cpu_split-nofp cpu_split-musl-fp cpu_split-musl-nofp cpu_split-pac \
 	alloc_known alloc_known-musl wall_torture wall_torture-musl prefork prefork-musl \
 	hello hello-musl pvr_probe demo-musl
 
@@ -29,6 +29,11 @@ $(A64_WL)/cpu_split-fp: tests/workloads/cpu_split.c
 $(A64_WL)/cpu_split-nofp: tests/workloads/cpu_split.c
 	@mkdir -p $(dir $@)
 	$(A64_CC) $(A64_FLAGS) -fomit-frame-pointer $< -o $@ -lpthread
+# Return addresses signed with pointer authentication (qemu emulates PAuth
+# with random keys): the unwinder must strip them.
+$(A64_WL)/cpu_split-pac: tests/workloads/cpu_split.c
+	@mkdir -p $(dir $@)
+	$(A64_CC) $(A64_FLAGS) -fomit-frame-pointer -mbranch-protection=standard $< -o $@ -lpthread
 $(A64_WL)/cpu_split-musl-fp: tests/workloads/cpu_split.c
 	@mkdir -p $(dir $@)
 	$(A64_MUSL) $(A64_FLAGS) -fno-omit-frame-pointer $< -o $@

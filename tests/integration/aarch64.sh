@@ -103,7 +103,7 @@ check "the aarch64 stowaway install installs its own library (exit $rc)" bash -c
 
 # ---- known answers, fork, upload: the x86-64 suites on the aarch64 build ----
 export STOWAWAY_SO="$A64_SO" STOWAWAY_WL="$RUN"
-STOWAWAY_VARIANTS="cpu_split-nofp cpu_split-musl-nofp cpu_split-fp cpu_split-musl-fp" \
+STOWAWAY_VARIANTS="cpu_split-nofp cpu_split-musl-nofp cpu_split-fp cpu_split-musl-fp cpu_split-pac" \
 	sub cpu "$ROOT/tests/integration/cpu_accuracy.py"
 STOWAWAY_ALLOC_DEFAULT_RUN=0 STOWAWAY_VARIANTS="alloc_known alloc_known-musl" sub alloc "$ROOT/tests/integration/alloc_known.py"
 # Wall: what qemu-user lets us check (aarch64_wall.py says why not more).
