@@ -17,8 +17,10 @@ A64_PROGS := cpu_split-fp cpu_split-nofp cpu_split-musl-fp cpu_split-musl-nofp c
 	alloc_known alloc_known-musl wall_torture wall_torture-musl prefork prefork-musl \
 	hello hello-musl pvr_probe demo-musl
 
+# After the host library: that build unpacks the mbedTLS source both share
+# (build/vendor), so two makes never unpack it at once.
 .PHONY: aarch64-build
-aarch64-build:
+aarch64-build: $(BUILD)/libstowaway.so
 	@$(MAKE) --no-print-directory ARCH=aarch64 lib cli
 
 $(A64)/libstowaway.so $(A64)/stowaway: aarch64-build
