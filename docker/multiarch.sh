@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Builds the init image and the musl example image for amd64 and arm64 from
+# Builds the init image and the example images for amd64 and arm64 from
 # the same Containerfiles and combines each pair in a multi-architecture
 # manifest (docs/containers.md, "Mixed clusters").  Both images are FROM
 # scratch with copied files only, so no emulation is needed to build them.
 #
 #   docker/multiarch.sh VERSION
 #       needs build/ (make) and build/aarch64/ (make ARCH=aarch64), plus the
-#       musl workloads build/workloads/{hello,demo}-musl and build/aarch64/workloads/{hello,demo}-musl
-#   result: localhost/stowaway-init:VERSION and
+#       workloads build/workloads/{hello,demo}{,-musl} and build/aarch64/workloads/{hello,demo}{,-musl}
+#   result: localhost/stowaway-init:VERSION,
+#           localhost/stowaway-example-glibc:VERSION and
 #           localhost/stowaway-example-musl:VERSION, each a manifest list
 #           with linux/amd64 and linux/arm64 entries
 # PODMAN (default: podman) is the command to run, e.g. with private storage.
@@ -39,5 +40,7 @@ build_pair() { # build_pair NAME STAGE-ARGS-AMD64 -- STAGE-ARGS-ARM64
 
 build_pair stowaway-init init build/stowaway build/libstowaway.so -- \
 	init build/aarch64/stowaway build/aarch64/libstowaway.so
+build_pair stowaway-example-glibc glibc build/workloads/hello:hello build/workloads/demo:demo -- \
+	glibc build/aarch64/workloads/hello:hello build/aarch64/workloads/demo:demo
 build_pair stowaway-example-musl musl build/workloads/hello-musl:hello build/workloads/demo-musl:demo -- \
 	musl build/aarch64/workloads/hello-musl:hello build/aarch64/workloads/demo-musl:demo

@@ -15,7 +15,7 @@ A64_FLAGS := -O2 -g -Wall -Wextra -Werror
 
 A64_PROGS := cpu_split-fp cpu_split-nofp cpu_split-musl-fp cpu_split-musl-nofp cpu_split-pac \
 	alloc_known alloc_known-musl wall_torture wall_torture-musl prefork prefork-musl \
-	hello hello-musl pvr_probe demo-musl
+	hello hello-musl pvr_probe demo demo-musl
 
 # After the host library: that build unpacks the mbedTLS source both share
 # (build/vendor), so two makes never unpack it at once.
@@ -67,6 +67,9 @@ $(A64_WL)/hello-musl: tests/workloads/hello.c
 	@mkdir -p $(dir $@)
 	$(A64_MUSL) $(A64_FLAGS) $< -o $@
 
+$(A64_WL)/demo: tests/workloads/demo.c
+	@mkdir -p $(dir $@)
+	$(A64_CC) $(A64_FLAGS) -fno-omit-frame-pointer $< -o $@ -lpthread
 $(A64_WL)/demo-musl: tests/workloads/demo.c
 	@mkdir -p $(dir $@)
 	$(A64_MUSL) $(A64_FLAGS) -fno-omit-frame-pointer $< -o $@
