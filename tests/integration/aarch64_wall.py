@@ -53,7 +53,7 @@ def traces(path):
 for prog in os.environ.get("STOWAWAY_VARIANTS", "wall_torture wall_torture-musl").split():
     with tempfile.TemporaryDirectory() as out:
         env = dict(os.environ, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out, LD_PRELOAD=SO,
-                   DD_SERVICE="wallq", STOWAWAY_PROFILES="wall")
+                   DD_SERVICE="wallq", STOWAWAY_PROFILES="wall", WALL_TORTURE_GATE="1")
         # Its own session, so a hang (a fork child once stopped under qemu,
         # docs/arm64.md) is killed whole and reported, not left behind.
         p = subprocess.Popen([os.path.join(WL, prog), str(SECONDS)], env=env, stdout=subprocess.PIPE,
