@@ -5,7 +5,8 @@
  *
  * Each architecture header defines:
  *  - ARCH_NAME, ARCH_ELF_MACHINE: what we were built for;
- *  - arch_syscall6(): the raw system call instruction;
+ *  - arch_syscall6(): the raw system call; ARCH_SYSCALL_INSN / _LEN: the
+ *    bytes of its instruction;
  *  - ARCH_SIGRETURN_ASM: our rt_sigreturn trampoline (symbol
  *    stowaway_sigreturn), and ARCH_SIGRETURN_CODE / _LEN / _SYSCALL_AT: the
  *    bytes of every rt_sigreturn trampoline (glibc, musl, the vDSO, ours),

@@ -51,6 +51,11 @@ struct unwind_regs {
 /* regs->pc is a return address (the registers are a caller's as its callee
  * returns): looked up and recorded minus 1, like every later frame. */
 #define UNWIND_FLAG_CALLER 4u
+/* regs->sp is only a lower bound of the first frame's stack pointer (a
+ * frame record found on the stack where records need not sit at the
+ * caller's sp, rt/arch.h ARCH_FRAME_RECORD_AT_CFA): rules based on sp are
+ * not used for that frame. */
+#define UNWIND_FLAG_SP_BOUND 8u
 
 enum unwind_end {
 	UNWIND_END_OUTERMOST = 0, /* reached the thread's first frame (RA undefined, fp 0, ra 0) */
@@ -61,6 +66,12 @@ enum unwind_end {
 /* The registers a signal interrupted, from the handler's ucontext.
  * [signal-safe] */
 void unwind_regs_from_ucontext(const void *ucontext, struct unwind_regs *out);
+
+/* True if the instruction just before pc is a system call instruction (an
+ * interrupted pc there is where a signal raised during the call was
+ * delivered), read through the snapshot's readable code ranges only.
+ * [signal-safe] */
+bool unwind_after_syscall(uint64_t pc);
 
 /* Writes up to `max` pcs, leaf first; returns how many.  pcs[0] is regs->pc
  * (minus 1 with UNWIND_FLAG_CALLER).
@@ -105,6 +116,10 @@ bool unwind_reclaim(void);
 /* Bounds [lo, hi) of the readable-writable range containing sp according to
  * the current snapshot (for the lead's per-thread registration).  [signal-safe] */
 bool unwind_stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi);
+
+/* True if pc lies in an executable mapping of the current snapshot.
+ * [signal-safe] */
+bool unwind_is_code(uint64_t pc);
 
 /* Around a dlclose (or anything that unmaps code): while paused, the
  * unwinder reads no code bytes, so a range about to disappear is never read.

@@ -24,6 +24,10 @@ static inline long arch_syscall6(long n, long a, long b, long c, long d, long e,
 	return x0;
 }
 
+/* The system call instruction's bytes. */
+#define ARCH_SYSCALL_INSN {0x01, 0x00, 0x00, 0xd4} /* svc #0 */
+#define ARCH_SYSCALL_INSN_LEN 4
+
 /* mov x8, #139; svc #0: rt_sigreturn, as the vDSO's __kernel_rt_sigreturn
  * (glibc and musl install no restorer on aarch64: the kernel returns
  * through the vDSO's). */

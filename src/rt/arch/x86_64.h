@@ -19,6 +19,10 @@ static inline long arch_syscall6(long n, long a, long b, long c, long d, long e,
 	return ret;
 }
 
+/* The system call instruction's bytes. */
+#define ARCH_SYSCALL_INSN {0x0f, 0x05} /* syscall */
+#define ARCH_SYSCALL_INSN_LEN 2
+
 /* mov $15, %rax; syscall: rt_sigreturn, as glibc's and musl's __restore_rt. */
 #define ARCH_SIGRETURN_ASM                                                     \
 	".text\n.hidden stowaway_sigreturn\n.type stowaway_sigreturn,@function\n" \
