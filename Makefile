@@ -17,6 +17,21 @@ CC        := gcc
 endif
 MUSL_CC   ?= musl-gcc
 BUILD     := build
+# Target architecture: the host's by default.  `make ARCH=aarch64` on an
+# x86-64 machine cross-builds the library and the CLI into build/aarch64/
+# with Debian's cross toolchain and musl (docs/arm64.md).
+HOST_ARCH := $(shell uname -m)
+ARCH      ?= $(HOST_ARCH)
+CROSS     :=
+ifneq ($(ARCH),$(HOST_ARCH))
+CROSS     := $(ARCH)-linux-gnu-
+CC        := $(CROSS)gcc
+MUSL_CC   := $(ARCH)-linux-musl-gcc
+BUILD     := build/$(ARCH)
+endif
+# aarch64: atomics inline (ARMv8.0 exclusives), not libgcc's outline helpers,
+# whose constructor would call the host's getauxval.
+ARCH_CFLAGS := $(if $(filter aarch64,$(ARCH)),-mno-outline-atomics)
 VERSION   := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
 LIB_DIRS  := rt deflate config core profile encode unwind dwarf symbols collect export demangle
@@ -34,7 +49,7 @@ WARN      := -Wall -Wextra -Werror -Wvla -Wshadow -Wpointer-arith -Wstrict-proto
 LIB_CFLAGS := -std=c11 -O2 -g -fPIC -fvisibility=hidden -ffreestanding -fno-builtin \
              -fno-stack-protector -fno-omit-frame-pointer -fno-strict-aliasing \
              -fno-semantic-interposition -fno-common -fno-tree-loop-distribute-patterns -ftls-model=initial-exec \
-             -DSTOWAWAY_VERSION='"$(VERSION)"' -Isrc $(WARN)
+             -DSTOWAWAY_VERSION='"$(VERSION)"' -Isrc $(WARN) $(ARCH_CFLAGS)
 LIB_LDFLAGS := -shared -nostdlib -Wl,--version-script=src/core/exports.map \
              -Wl,-z,now -Wl,-z,defs -Wl,-z,noexecstack -Wl,-z,relro -Wl,--build-id=sha1 \
              -Wl,--hash-style=both -Wl,-soname,libstowaway.so

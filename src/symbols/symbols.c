@@ -202,17 +202,11 @@ static void load_from_image(struct sym_module *m, const struct elf_image *img,
 	load_functions(m, img);
 	if (m->path[0] == '/')
 		debug_ref_read(img, &m->debug_ref);
-	/* The CFI interpreter models x86_64 registers; elsewhere frame pointers. */
-	if (img->machine == EM_X86_64 && elf_eh_frame(img, &eh) && elf_load_range(img, &lo, &hi) && hi > lo &&
+	/* CFI of the architecture we were built for (its register numbers). */
+	if (img->machine == ARCH_ELF_MACHINE && elf_eh_frame(img, &eh) && elf_load_range(img, &lo, &hi) && hi > lo &&
 	    hi - lo <= UINT32_MAX)
 		m->cfi = cfi_table_build(img->data + eh.offset, (size_t)eh.size, eh.addr, lo, hi - lo);
 }
-
-#if defined(__x86_64__)
-#define VDSO_CLOCK_GETTIME "__vdso_clock_gettime"
-#else
-#define VDSO_CLOCK_GETTIME "__kernel_clock_gettime"
-#endif
 
 /* Hands the vDSO's clock_gettime to rt (cheap clock reads everywhere), if
  * its address lies inside the vDSO mapping `e`. */
@@ -224,7 +218,7 @@ static void vdso_clock_install(const struct elf_image *img, const struct maps_en
 	if (!elf_load_bias(img, e->start, e->offset, maps_elf_flags(e), &bias) || !elf_symbols_begin(img, SHT_DYNSYM, &it))
 		return;
 	while (elf_symbols_next(&it, &sym)) {
-		if (rt_streq(sym.name, VDSO_CLOCK_GETTIME)) {
+		if (rt_streq(sym.name, ARCH_VDSO_CLOCK_GETTIME)) {
 			uint64_t at = sym.value + bias;
 			if (at >= e->start && at < e->end)
 				(void)rt_clock_use_vdso((uintptr_t)at);
