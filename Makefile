@@ -19,10 +19,14 @@ MUSL_CC   ?= musl-gcc
 BUILD     := build
 VERSION   := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
-LIB_DIRS  := rt config core profile encode unwind symbols collect export demangle
+LIB_DIRS  := rt deflate config core profile encode unwind symbols collect export demangle
 LIB_SRC   := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 SO_ONLY   := src/core/lifecycle.c $(wildcard src/*/*_hooks.c) src/rt/compiler_support.c
-CORE_SRC  := $(filter-out $(SO_ONLY),$(LIB_SRC))
+# Library code compiled against vendored headers (mbedTLS) stays out of
+# libcore.a, so unit tests build without the mbedTLS source; the programs
+# that reach TLS link its object (src/export/module.mk).
+VENDORED_SRC := src/export/tls.c
+CORE_SRC  := $(filter-out $(SO_ONLY) $(VENDORED_SRC),$(LIB_SRC))
 LIB_ASM   := $(wildcard src/*/*.S)
 
 WARN      := -Wall -Wextra -Werror -Wvla -Wshadow -Wpointer-arith -Wstrict-prototypes \
@@ -40,23 +44,33 @@ HOST_CFLAGS := -std=gnu11 -O1 -g -Isrc -Itests -DSTOWAWAY_VERSION='"$(VERSION)"'
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
 LIB_OBJ   := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(LIB_SRC)) $(patsubst src/%.S,$(BUILD)/obj/%.o,$(LIB_ASM))
-CORE_OBJ  := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(CORE_SRC))
+# Test builds (libcore.a, libcore-san.a) use an allocator that can be told
+# to fail (RT_FAULT_INJECTION, see rt.h); the .so and the CLI never do.
+CORE_OBJ  := $(patsubst $(BUILD)/obj/rt/heap.o,$(BUILD)/obj/rt/heap_fault.o,$(patsubst src/%.c,$(BUILD)/obj/%.o,$(CORE_SRC)))
 SAN_OBJ   := $(patsubst src/%.c,$(BUILD)/san/%.o,$(CORE_SRC))
 
 UNIT_SRC  := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 UNIT_SAN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/san/%,$(UNIT_SRC))
 
+# Fuzz targets (built by the fragments): one compiler and one set of flags.
+FUZZ_CC     := clang
+FUZZ_CFLAGS := -std=gnu11 -g -O1 -Isrc -Itests -DSTOWAWAY_VERSION='"fuzz"' \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+
 # Extended by fragments.
 # Objects added to the .so only (e.g. vendored mbedTLS built by vendor/*.mk).
 LIB_EXTRA_OBJ   :=
 UNIT_EXTRA_SRC  :=
 UNIT_EXTRA_LIBS :=
+# Unit tests that need a code generator (protoc-c) or vendored source
+# (mbedTLS): run by `make test`, not by `make check`.
+UNIT_OUTSIDE_CHECK :=
 TEST_PROGRAMS   :=
 BENCHES         :=
 FUZZERS         :=
 
-.PHONY: all lib cli test test-only unit integration lint bench demo fuzz soak deps clean
+.PHONY: all lib cli check test test-only unit integration lint bench demo fuzz soak deps clean
 all: lib cli
 
 -include $(sort $(wildcard src/*/*.mk vendor/*.mk tests/*/*.mk))
@@ -71,6 +85,11 @@ $(BUILD)/obj/%.o: src/%.c
 $(BUILD)/obj/%.o: src/%.S
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/rt/heap_fault.o: src/rt/heap.c
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) -DRT_FAULT_INJECTION -MMD -MP -c $< -o $@
+$(BUILD)/san/rt/heap.o: LIB_CFLAGS += -DRT_FAULT_INJECTION
 
 $(BUILD)/san/%.o: src/%.c
 	@mkdir -p $(dir $@)
@@ -87,12 +106,19 @@ $(BUILD)/libcore-san.a: $(SAN_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# The CLI is an ordinary static program linked against musl.
-CLI_SRC := $(sort $(wildcard src/cli/*.c)) $(wildcard src/demangle/*.c)
-$(BUILD)/stowaway: $(CLI_SRC) $(wildcard src/cli/*.h) src/stowaway.h
+# The CLI is an ordinary static program linked against musl.  It links the
+# library's own freestanding objects for what both need (the runtime,
+# DEFLATE/gzip/CRC-32, the protobuf writer, the demangler): one copy of each
+# in the tree.
+CLI_SRC := $(sort $(wildcard src/cli/*.c))
+CLI_LIB_OBJ := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(filter src/rt/% src/deflate/% src/encode/pb.c src/demangle/%,$(CORE_SRC)))
+$(BUILD)/libcli-shared.a: $(CLI_LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+$(BUILD)/stowaway: $(CLI_SRC) $(wildcard src/cli/*.h) src/stowaway.h $(BUILD)/libcli-shared.a
 	@mkdir -p $(BUILD)
 	$(MUSL_CC) -std=gnu11 -O2 -static -Isrc -DSTOWAWAY_VERSION='"$(VERSION)"' $(WARN) \
-		-Wno-missing-prototypes $(CLI_SRC) -o $@
+		-Wno-missing-prototypes $(CLI_SRC) $(BUILD)/libcli-shared.a -o $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcore.a $(UNIT_EXTRA_SRC)
 	@mkdir -p $(dir $@)
@@ -113,8 +139,25 @@ test: deps
 	@STOWAWAY_LINT=1 tests/run.sh
 
 # Run the tests without installing packages or linting (for quick iteration).
-test-only: test-build
+# With T=name, only what the matching tests need is built: just the unit test
+# binaries when T matches no integration script and no fuzz run (names as
+# tests/run.sh prints them: unit/test_x, asan/test_x, integration/x.py,
+# fuzz/short), everything otherwise.
+T ?=
+test_match = $(strip $(if $(T),$(foreach n,$(1),$(if $(findstring $(T),$(n)),$(n))),$(1)))
+TEST_OTHER_NAMES := fuzz/short $(patsubst tests/%,%,$(wildcard tests/integration/*.sh tests/integration/*.py))
+TEST_ONLY_NEEDS := $(if $(call test_match,$(TEST_OTHER_NAMES)),test-build,\
+	$(patsubst unit/%,$(BUILD)/tests/%,$(call test_match,$(patsubst tests/unit/%.c,unit/%,$(UNIT_SRC)))) \
+	$(patsubst asan/%,$(BUILD)/tests/san/%,$(call test_match,$(patsubst tests/unit/%.c,asan/%,$(UNIT_SRC)))))
+test-only: $(TEST_ONLY_NEEDS)
 	@tests/run.sh $(T)
+
+# `make check`: the unit tests, plain and under ASan+UBSan, in about a minute.
+# Needs no network and no tool beyond the compiler and zlib: no mbedTLS, Go
+# or protoc-c (the tests that need those run in `make test`).
+CHECK_NAMES := $(filter-out $(UNIT_OUTSIDE_CHECK),$(patsubst tests/unit/%.c,%,$(UNIT_SRC)))
+check: $(patsubst %,$(BUILD)/tests/%,$(CHECK_NAMES)) $(patsubst %,$(BUILD)/tests/san/%,$(CHECK_NAMES))
+	@tests/run.sh $(patsubst %,unit/%,$(CHECK_NAMES)) $(patsubst %,asan/%,$(CHECK_NAMES))
 
 lint: $(BUILD)/libstowaway.so
 	@tests/lint.sh
@@ -125,7 +168,12 @@ deps:
 bench: all $(TEST_PROGRAMS) $(BENCHES)
 	@tests/bench/run.sh
 
-demo: all $(TEST_PROGRAMS)
+# `make demo` works as the first command on a fresh Debian 12 machine: it
+# installs what the demo needs (tests/deps/demo.txt), builds the library, the
+# CLI and the demo workload only, and profiles it.
+demo:
+	@tests/deps.sh demo
+	@$(MAKE) --no-print-directory $(BUILD)/libstowaway.so $(BUILD)/stowaway $(BUILD)/workloads/demo
 	@tests/demo.sh
 
 fuzz: $(FUZZERS)
@@ -137,4 +185,11 @@ soak: all $(TEST_PROGRAMS)
 clean:
 	rm -rf $(BUILD) profiles
 
--include $(LIB_OBJ:.o=.d) $(SAN_OBJ:.o=.d)
+# The sources make builds, one "LIB file..." and one "CLI file..." line
+# (tests/lint.sh lints exactly these).
+print-sources:
+	@echo LIB $(LIB_SRC)
+	@echo CLI $(CLI_SRC)
+.PHONY: print-sources
+
+-include $(LIB_OBJ:.o=.d) $(SAN_OBJ:.o=.d) $(BUILD)/obj/rt/heap_fault.d

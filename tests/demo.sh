@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make demo: profiles the bundled demo workload (named threads burning CPU,
-# sleeping and allocating) and prints what it produced and its top functions.
+# sleeping and allocating) and prints what it produced, the top functions of
+# each kind and a CPU flame graph, with the commands the README shows.
 set -eu
 cd "$(dirname "$0")/.."
 out=profiles
@@ -12,14 +13,11 @@ DD_SERVICE=demo build/stowaway run --out "$out" --service demo -- build/workload
 echo
 echo "== files written"
 ls -l "$out"
-for kind in cpu wall alloc heap; do
-	files=$(ls "$out"/demo.*."$kind".*.pb.gz 2>/dev/null || true)
-	[ -n "$files" ] || continue
-	echo
-	echo "== top functions: $kind"
-	build/stowaway report --top 8 $files
-done
-if build/stowaway flame "$out"/demo.*.cpu.*.pb.gz --html -o "$out/flame.html" 2>/dev/null; then
-	echo
-	echo "== CPU flame graph: $out/flame.html (open in any browser, no network needed)"
-fi
+# The README's air-gapped commands, on the directory of every kind.
+echo
+echo "== stowaway report $out (top functions of each kind)"
+build/stowaway report --top 8 "$out"
+echo
+echo "== stowaway flame $out --html -o $out/flame.html"
+build/stowaway flame "$out" --html -o "$out/flame.html"
+echo "CPU flame graph: $out/flame.html (open in any browser, no network needed)"

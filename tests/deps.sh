@@ -2,9 +2,15 @@
 # Installs what the build and the tests need on a fresh Debian 12 machine.
 # Package lists live in tests/deps/*.txt (one package per line, # comments),
 # so each area of the project declares its own needs.
+# Usage: tests/deps.sh [AREA...]   (tests/deps/AREA.txt only; none: every list)
 set -eu
 cd "$(dirname "$0")/.."
-mapfile -t wanted < <(cat tests/deps/*.txt | sed 's/#.*//' | tr -s ' \t' '\n' | grep -v '^$' | sort -u)
+lists=()
+for area in "$@"; do
+	lists+=("tests/deps/$area.txt")
+done
+[ "${#lists[@]}" -gt 0 ] || lists=(tests/deps/*.txt)
+mapfile -t wanted < <(cat "${lists[@]}" | sed 's/#.*//' | tr -s ' \t' '\n' | grep -v '^$' | sort -u)
 missing=()
 for p in "${wanted[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

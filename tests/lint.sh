@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # make lint: gcc -fanalyzer, cppcheck and clang-tidy over the library and the
-# CLI, plus the freestanding include rule.  Any finding fails.
+# CLI, plus the freestanding include rule and the include layering.  Any
+# finding fails.
 set -u
 cd "$(dirname "$0")/.."
 fail=0
-lib_src=$(ls src/{rt,config,core,profile,encode,unwind,symbols,collect,export,demangle}/*.c 2>/dev/null)
-cli_src=$(ls src/cli/*.c 2>/dev/null)
+# Every source the Makefile builds, as it lists them.
+sources=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s --no-print-directory print-sources)
+lib_src=$(echo "$sources" | sed -n 's/^LIB //p')
+cli_src=$(echo "$sources" | sed -n 's/^CLI //p')
 mkdir -p build/lint
 
 # 1. Library code includes no libc header: only our headers, compiler
@@ -17,6 +20,12 @@ bad=$(grep -HnE '^\s*#\s*include\s*<' $lib_src src/*/*.h 2>/dev/null | grep -v '
 if [ -n "$bad" ]; then
 	echo "lint: library code includes libc headers:"
 	echo "$bad"
+	fail=1
+fi
+
+# 1b. Includes follow the folder order of tests/allowed-includes.txt, and no
+#     files include each other in a circle.
+if ! tests/layering.sh; then
 	fail=1
 fi
 
@@ -77,4 +86,4 @@ if [ "$fail" -ne 0 ]; then
 	echo "FAIL lint"
 	exit 1
 fi
-echo "PASS lint (gcc -fanalyzer, cppcheck, clang-tidy)"
+echo "PASS lint (layering, gcc -fanalyzer, cppcheck, clang-tidy)"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fetches the pinned mbedTLS 3.6 LTS source from Debian 13 (trixie) and
+# Fetches the mbedTLS source pinned in vendor/mbedtls.pin from Debian and
 # unpacks it into OUT_DIR (default build/vendor).
 #
 # No third-party source is committed and no mirror is named here: the
@@ -11,11 +11,13 @@
 # checksum pins the source itself.
 set -euo pipefail
 
-UPSTREAM_VERSION=3.6.6
-ORIG_SHA256=8fb65fae8dcae5840f793c0a334860a411f884cc537ea290ce1c52bb64ca007a
-SUITE=trixie
-
 cd "$(dirname "$0")/.."
+# shellcheck source=vendor/mbedtls.pin
+. vendor/mbedtls.pin
+UPSTREAM_VERSION=$MBEDTLS_VERSION
+ORIG_SHA256=$MBEDTLS_ORIG_SHA256
+SUITE=$MBEDTLS_SUITE
+
 out_dir="${1:-build/vendor}"
 dest="$out_dir/mbedtls-$UPSTREAM_VERSION"
 stamp="$dest/.stowaway-unpacked"

@@ -8,7 +8,7 @@
 # mbedTLS calls are defined (hidden) by vendor/mbedtls_libc.c for the .so;
 # test programs get them from their libc.
 
-MBEDTLS_VERSION := 3.6.6
+include vendor/mbedtls.pin
 MBEDTLS_DIR     := $(BUILD)/vendor/mbedtls-$(MBEDTLS_VERSION)
 MBEDTLS_STAMP   := $(MBEDTLS_DIR)/.stowaway-unpacked
 MBEDTLS_INC     := -isystem $(MBEDTLS_DIR)/include -isystem vendor -DMBEDTLS_CONFIG_FILE='"stowaway_mbedtls_config.h"'
@@ -36,6 +36,12 @@ LIB_EXTRA_OBJ    += $(MBEDTLS_OBJ) $(MBEDTLS_LIBC_OBJ)
 $(MBEDTLS_STAMP): vendor/fetch-mbedtls.sh
 	vendor/fetch-mbedtls.sh $(BUILD)/vendor && touch $@
 
+# $(BUILD)/vendor/mbedtls names the pinned tree for tools that read no make
+# variables (src/export/tls.lintflags, used by tests/lint.sh).
+$(BUILD)/vendor/mbedtls: $(MBEDTLS_STAMP)
+	ln -sfn mbedtls-$(MBEDTLS_VERSION) $@
+lint: $(BUILD)/vendor/mbedtls
+
 $(MBEDTLS_LIB_OBJ): $(BUILD)/vendor/obj/%.o: $(MBEDTLS_STAMP) vendor/stowaway_mbedtls_config.h
 	@mkdir -p $(dir $@)
 	$(CC) $(MBEDTLS_CFLAGS) -c $(MBEDTLS_DIR)/library/$*.c -o $@
@@ -52,3 +58,4 @@ $(MBEDTLS_OBJ): $(MBEDTLS_LIB_OBJ) $(BUILD)/obj/export/tls.o
 # The glue includes mbedTLS headers.
 $(BUILD)/obj/export/tls.o $(BUILD)/san/export/tls.o $(BUILD)/ubsan/export/tls.o: $(MBEDTLS_STAMP) vendor/stowaway_mbedtls_config.h
 $(BUILD)/obj/export/tls.o $(BUILD)/san/export/tls.o $(BUILD)/ubsan/export/tls.o: LIB_CFLAGS += $(MBEDTLS_INC)
+test-build: $(BUILD)/vendor/mbedtls

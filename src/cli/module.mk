@@ -2,9 +2,7 @@
 # $(BUILD)/stowaway rule in the Makefile).
 
 # Analysis code without main(), for the fuzzers.
-CLI_LIB_SRC := $(filter-out src/cli/main.c,$(sort $(wildcard src/cli/*.c))) $(sort $(wildcard src/demangle/*.c))
-CLI_FUZZ_FLAGS := -std=gnu11 -O1 -g -Isrc -DSTOWAWAY_VERSION='"fuzz"' \
-	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+CLI_LIB_SRC := $(filter-out src/cli/main.c,$(sort $(wildcard src/cli/*.c)))
 
 # Go's runtime/pprof as an independent producer of profiles.  Caches live
 # under build/ so a fresh machine (or root) needs no home directory.
@@ -14,14 +12,11 @@ $(BUILD)/tests/gen_pprof: tests/workloads/gen_pprof.go
 	cd tests/workloads && GOCACHE=$(abspath $(BUILD)/go-cache) GOPATH=$(abspath $(BUILD)/gopath) \
 		GO111MODULE=off GOFLAGS= go build -o $(abspath $@) gen_pprof.go
 
-FUZZERS += $(BUILD)/fuzz/fuzz_pprof_decode $(BUILD)/fuzz/fuzz_inflate
-$(BUILD)/fuzz/fuzz_pprof_decode: tests/fuzz/fuzz_pprof_decode.c $(CLI_LIB_SRC) $(wildcard src/cli/*.h)
+FUZZERS += $(BUILD)/fuzz/fuzz_pprof_decode
+CLI_FUZZ_LIB_SRC := $(filter src/rt/% src/deflate/% src/encode/pb.c src/demangle/%,$(CORE_SRC))
+$(BUILD)/fuzz/fuzz_pprof_decode: tests/fuzz/fuzz_pprof_decode.c $(CLI_LIB_SRC) $(CLI_FUZZ_LIB_SRC) $(wildcard src/cli/*.h)
 	@mkdir -p $(dir $@)
-	clang $(CLI_FUZZ_FLAGS) $< $(CLI_LIB_SRC) -o $@
-
-$(BUILD)/fuzz/fuzz_inflate: tests/fuzz/fuzz_inflate.c src/cli/inflate.c src/cli/util.c $(wildcard src/cli/*.h)
-	@mkdir -p $(dir $@)
-	clang $(CLI_FUZZ_FLAGS) $< src/cli/inflate.c src/cli/util.c -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(CLI_LIB_SRC) $(CLI_FUZZ_LIB_SRC) -o $@
 
 # A stand-in library for the run/install tests (tests/integration/cli_run.sh).
 TEST_PROGRAMS += $(BUILD)/tests/cli_fake_lib.so

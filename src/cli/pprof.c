@@ -5,8 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/inflate.h"
 #include "cli/util.h"
+#include "deflate/deflate.h"
+#include "encode/pb.h"
 
 enum wire_type { WIRE_VARINT = 0, WIRE_I64 = 1, WIRE_LEN = 2, WIRE_I32 = 5 };
 
@@ -593,12 +594,51 @@ int pprof_decode(const unsigned char *data, size_t len, struct pp_profile *p)
 	return rc;
 }
 
+/* Every gzip member of in[0..len) into *out (at most max_out bytes in all).
+ * The last member's ISIZE, or four times the input, is the first guess of
+ * the size, never more than DEFLATE can expand the input to (a forged ISIZE
+ * asks for nothing); the buffer doubles while the output does not fit. */
+#define DEFLATE_MAX_RATIO 1032 /* a 258-byte match costs at least 2 bits */
+static int gunzip_all(const unsigned char *in, size_t len, size_t max_out, struct cli_buf *out)
+{
+	size_t pos = 0;
+	do {
+		size_t rest = len - pos;
+		size_t room = gzip_trailer_size(in + pos, rest);
+		if (rest <= SIZE_MAX / 4 && room < 4 * rest)
+			room = 4 * rest;
+		if (rest <= SIZE_MAX / DEFLATE_MAX_RATIO && room > DEFLATE_MAX_RATIO * rest)
+			room = DEFLATE_MAX_RATIO * rest;
+		for (;;) {
+			if (room > max_out - out->len)
+				room = max_out - out->len;
+			out->data = xgrow(out->data, &out->cap, out->len + room + 1, 1);
+			size_t used = 0, n = 0;
+			int rc = gzip_decompress(in + pos, rest, out->data + out->len, room, &used, &n);
+			if (rc == DEFLATE_OK) {
+				out->len += n;
+				pos += used;
+				break;
+			}
+			if (rc != DEFLATE_NO_SPACE)
+				return cli_fail("%s", deflate_status_text(rc));
+			if (room == max_out - out->len)
+				return cli_fail("decompressed data exceeds %zu bytes", max_out);
+			room = room > SIZE_MAX / 2 ? SIZE_MAX : 2 * room + 1;
+		}
+		/* Trailing zero padding after the last member is tolerated. */
+		while (pos < len && in[pos] == 0)
+			pos++;
+	} while (pos < len);
+	return 0;
+}
+
 int pprof_decode_any(const unsigned char *data, size_t len, struct pp_profile *p)
 {
-	if (!is_gzip(data, len))
+	if (!gzip_is_gzip(data, len))
 		return pprof_decode(data, len, p);
 	struct cli_buf raw = {0};
-	int rc = gunzip(data, len, PPROF_MAX_DECODED, &raw);
+	int rc = gunzip_all(data, len, PPROF_MAX_DECODED, &raw);
 	if (rc == 0)
 		rc = pprof_decode(raw.data, raw.len, p);
 	else
@@ -649,33 +689,23 @@ struct pp_encoder {
 	int64_t time_nanos;
 };
 
+/* The library's protobuf writer (encode/pb.c) into the CLI's buffers. */
 static void put_varint(struct cli_buf *b, uint64_t v)
 {
-	unsigned char tmp[10];
-	size_t n = 0;
-	while (v >= 0x80) {
-		tmp[n++] = (unsigned char)(v | 0x80);
-		v >>= 7;
-	}
-	tmp[n++] = (unsigned char)v;
-	buf_append(b, tmp, n);
+	uint8_t tmp[10];
+	buf_append(b, tmp, pb_encode_varint(tmp, v));
 }
 
-static void put_key(struct cli_buf *b, unsigned field, unsigned wire)
+static void put_uint_field(struct cli_buf *b, uint32_t field, uint64_t v)
 {
-	put_varint(b, (uint64_t)field << 3 | wire);
+	uint8_t tmp[20];
+	buf_append(b, tmp, pb_encode_uint_field(tmp, field, v));
 }
 
-static void put_uint_field(struct cli_buf *b, unsigned field, uint64_t v)
+static void put_bytes_field(struct cli_buf *b, uint32_t field, const void *data, size_t len)
 {
-	put_key(b, field, WIRE_VARINT);
-	put_varint(b, v);
-}
-
-static void put_bytes_field(struct cli_buf *b, unsigned field, const void *data, size_t len)
-{
-	put_key(b, field, WIRE_LEN);
-	put_varint(b, len);
+	uint8_t tmp[20];
+	buf_append(b, tmp, pb_encode_len_header(tmp, field, len));
 	buf_append(b, data, len);
 }
 
@@ -773,9 +803,13 @@ void pp_encoder_finish(struct pp_encoder *e, int compress, struct cli_buf *out)
 	put_uint_field(&sub, 1, e->type);
 	put_uint_field(&sub, 2, e->unit);
 	put_bytes_field(&msg, 11, sub.data, sub.len);
-	if (compress)
-		gzip_compress(msg.data, msg.len, out);
-	else
+	if (compress) {
+		struct rt_buf packed = {0};
+		if (gz_compress(msg.data, msg.len, GZ_LEVEL_DEFAULT, &packed) != 0)
+			cli_out_of_memory();
+		buf_append(out, packed.data, packed.len);
+		rt_buf_free(&packed);
+	} else
 		buf_append(out, msg.data, msg.len);
 	buf_free(&msg);
 	buf_free(&sub);

@@ -465,6 +465,38 @@ int select_kind(const struct input_set *set, const char *kind, const struct filt
 	return 0;
 }
 
+/* The sample type tools show first for a profile, or "?" when it has none. */
+static const char *main_type_name(const struct pp_profile *p)
+{
+	long i = sample_type_index(p, NULL);
+	return i < 0 ? "?" : pp_str(p, p->sample_types[i].type);
+}
+
+/* The first profile of a kind. */
+static const struct pp_profile *kind_profile(const struct input_set *set, const char *kind)
+{
+	for (size_t j = 0; j < set->n; j++)
+		if (strcmp(set->items[j].kind, kind) == 0)
+			return &set->items[j].prof;
+	return NULL;
+}
+
+/* The one kind holding a CPU sample type ("cpu-time" from stowaway and
+ * Datadog's profilers, "cpu" from Go's runtime/pprof), or NULL. */
+static const char *cpu_kind(const struct input_set *set, const char **kinds, size_t n)
+{
+	const char *found = NULL;
+	for (size_t i = 0; i < n; i++) {
+		const struct pp_profile *p = kind_profile(set, kinds[i]);
+		if (sample_type_index(p, "cpu-time") < 0 && sample_type_index(p, "cpu") < 0)
+			continue;
+		if (found)
+			return NULL;
+		found = kinds[i];
+	}
+	return found;
+}
+
 int select_single(const struct input_set *set, const struct filters *f, struct selection *out)
 {
 	const char **kinds;
@@ -485,6 +517,27 @@ int select_single(const struct input_set *set, const struct filters *f, struct s
 	}
 	buf_append(&list, "", 1);
 	int rc = 0;
+	if (matching > 1 && !f->sample_index) {
+		/* Several kinds (a directory of the default kinds): the CPU profile,
+		 * as the user is told on stderr. */
+		const char *cpu = cpu_kind(set, kinds, n);
+		if (cpu) {
+			struct cli_buf others = {0};
+			for (size_t i = 0; i < n; i++) {
+				const struct pp_profile *p = kind_profile(set, kinds[i]);
+				if (kinds[i] != cpu)
+					buf_printf(&others, "%s%s", others.len ? ", " : "", main_type_name(p));
+			}
+			buf_append(&others, "", 1);
+			const struct pp_profile *p = kind_profile(set, cpu);
+			fprintf(stderr, "stowaway: note: the inputs hold %zu kinds of profile; showing %s "
+				"(the others: --sample-index %s)\n", matching, main_type_name(p),
+				(char *)others.data);
+			buf_free(&others);
+			chosen = cpu;
+			matching = 1;
+		}
+	}
 	if (matching == 0 && f->sample_index)
 		rc = cli_fail("no profile has sample type \"%s\" (kinds: %s)", f->sample_index, (char *)list.data);
 	else if (matching != 1)

@@ -6,7 +6,6 @@
 #include <time.h>
 
 #include "cli/commands.h"
-#include "cli/inflate.h"
 #include "cli/util.h"
 
 static int fail_exit(void)

@@ -6,6 +6,7 @@
  * nested (a signal handler calling malloc), and nested calls only forward.
  */
 #include "collect/alloc.h"
+#include "collect/collector.h"
 #include "collect/context.h"
 #include "collect/sample.h"
 #include "rt/sys.h"
@@ -87,7 +88,7 @@ static uint64_t sample_rate(void)
 
 static void thread_slot_init(struct alloc_thread *t)
 {
-	uint64_t n = atomic_fetch_add(&st.seed, 0x9e3779b97f4a7c15ull);
+	uint64_t n = atomic_fetch_add(&st.seed, RT_HASH_MUL64);
 	t->rng.s[0] = splitmix(n);
 	t->rng.s[1] = splitmix(n ^ 0x5851f42d4c957f2dull);
 	if ((t->rng.s[0] | t->rng.s[1]) == 0)
@@ -643,3 +644,19 @@ void alloc_sample_cost(uint64_t *measured_ns, uint64_t *measured_samples)
 }
 
 uint64_t alloc_samples_taken(void) { return atomic_load_explicit(&st.samples, memory_order_relaxed); }
+
+static int64_t alloc_period(const struct sw_config *cfg, enum sw_kind kind)
+{
+	RT_UNUSED(kind);
+	return (int64_t)cfg->alloc_sample_bytes;
+}
+
+const struct collector alloc_collector = {
+	.name = "alloc",
+	.kinds = SW_KIND_BIT(SW_KIND_ALLOC) | SW_KIND_BIT(SW_KIND_HEAP),
+	.start = alloc_collector_start,
+	.stop = alloc_collector_stop,
+	.after_fork_child = alloc_collector_after_fork_child,
+	.flush = alloc_collector_before_export,
+	.period = alloc_period,
+};

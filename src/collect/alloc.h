@@ -85,7 +85,7 @@ extern struct alloc_thread alloc_threads[ALLOC_THREAD_SLOTS];
 
 static inline uint32_t alloc_thread_hash(uintptr_t tp)
 {
-	return (uint32_t)(((uint64_t)tp * 0x9e3779b97f4a7c15ull) >> 52) & (ALLOC_THREAD_SLOTS - 1u);
+	return (uint32_t)(((uint64_t)tp * RT_HASH_MUL64) >> 52) & (ALLOC_THREAD_SLOTS - 1u);
 }
 
 /* Claims a slot for thread pointer tp (first use, or a full probe window).
@@ -176,7 +176,7 @@ extern _Atomic uint64_t alloc_live_filter_small[(1u << ALLOC_FILTER_SMALL_BITS) 
  * uses the top ALLOC_FILTER_SMALL_BITS of the same. */
 static inline uint32_t alloc_addr_hash(uintptr_t p)
 {
-	return (uint32_t)(((uint64_t)p * 0x9e3779b97f4a7c15ull) >> (64 - ALLOC_FILTER_BITS));
+	return (uint32_t)(((uint64_t)p * RT_HASH_MUL64) >> (64 - ALLOC_FILTER_BITS));
 }
 
 static inline bool alloc_filter_test(const _Atomic uint64_t *bits, uint32_t h)
@@ -190,7 +190,7 @@ static inline bool alloc_filter_test(const _Atomic uint64_t *bits, uint32_t h)
  * smaller table takes its low bits. */
 static inline uint32_t alloc_live_home(uintptr_t p)
 {
-	return (uint32_t)(((uint64_t)p * 0x9e3779b97f4a7c15ull) >> (64u - ALLOC_LIVE_HOME_BITS));
+	return (uint32_t)(((uint64_t)p * RT_HASH_MUL64) >> (64u - ALLOC_LIVE_HOME_BITS));
 }
 
 /* False when p is certainly not a live sampled allocation (the common case:

@@ -1,5 +1,5 @@
-# Allocation profiler (#7): known-answer workloads and the benchmark driver.
-# Included from src/collect/module.mk.
+# Allocation profiler: known-answer workloads and the benchmark driver.
+# Included by the Makefile (src/*/*.mk).
 ALLOC_WL_CFLAGS := -O2 -g -Wall -Wextra -Werror -fno-omit-frame-pointer -fno-builtin
 ALLOC_WL := $(BUILD)/workloads
 

@@ -13,9 +13,9 @@
  * ignored, realloc copies them out.
  */
 #include "collect/alloc.h"
+#include "rt/hooks.h"
 #include "rt/host.h"
 
-#define SW_EXPORT __attribute__((visibility("default")))
 #define CALLER_RA() ((uintptr_t)__builtin_return_address(0))
 
 typedef void *(*malloc_fn)(size_t);
@@ -66,17 +66,12 @@ static struct {
 #define RESOLVE_DONE 2
 static atomic_int resolve_state;
 
-static void *lookup_next(const char *name)
-{
-	return dlsym ? dlsym(HOST_RTLD_NEXT, name) : NULL;
-}
-
 /* dlsym returns a data pointer; POSIX specifies its conversion to a function
  * pointer, done here without a cast between the two kinds.  A name that is
  * not found leaves the field as it was. */
 #define LOOKUP(type, field, name)                                              \
 	do {                                                                   \
-		void *sym_ = lookup_next(name);                                \
+		void *sym_ = hook_next(name);                                \
 		type fn_;                                                      \
 		__builtin_memcpy(&fn_, &sym_, sizeof(sym_));                   \
 		if (fn_)                                                       \
@@ -93,8 +88,8 @@ static bool resolve(void)
 		return true;
 	if (s == RESOLVE_BUSY || !atomic_compare_exchange_strong(&resolve_state, &s, RESOLVE_BUSY))
 		return atomic_load(&resolve_state) == RESOLVE_DONE;
-	void *m = lookup_next("malloc");
-	void *f = lookup_next("free");
+	void *m = hook_next("malloc");
+	void *f = hook_next("free");
 	if (!m || !f) {
 		/* No allocator to forward to: keep the arena (bounded). */
 		atomic_store(&resolve_state, RESOLVE_NONE);
@@ -523,7 +518,7 @@ static void *cxx_lookup(enum cxx_op op)
 	void *f = atomic_load_explicit(&cxx_next[op], memory_order_acquire);
 	if (RT_LIKELY(f != NULL))
 		return f;
-	f = lookup_next(cxx_names[op]);
+	f = hook_next(cxx_names[op]);
 	if (f)
 		atomic_store_explicit(&cxx_next[op], f, memory_order_release);
 	return f;

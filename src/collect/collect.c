@@ -1,19 +1,17 @@
 /* The collector group and the sampler thread.
  *
- * The sampler thread ticks every 10 ms: it drains the CPU ring into the
- * recorder and advances the lock profiler's epoch; about once a second it reconciles the thread registry with
- * /proc/self/task and checks that our signal handler is still ours; every
- * few seconds it refreshes the module registry. */
+ * The sampler thread ticks every 10 ms: each collector's tick (the CPU ring
+ * drained into the recorder, the lock profiler's epoch advanced); about once
+ * a second it reconciles the thread registry with /proc/self/task, runs each
+ * collector's once-a-second work (the CPU handler still ours?) and the
+ * overhead cap; every few seconds it refreshes the module registry. */
 #include "collect/collect.h"
-#include "collect/alloc.h"
-#include "collect/context.h"
+#include "collect/collector.h"
 #include "collect/cpu.h"
-#include "collect/exception.h"
-#include "collect/lock.h"
 #include "collect/overhead.h"
 #include "collect/threads.h"
 #include "collect/wall.h"
-#include "core/thread.h"
+#include "rt/thread.h"
 #include "rt/sys.h"
 #include "symbols/symbols.h"
 #include "unwind/unwind.h"
@@ -25,6 +23,13 @@
  * chain can yield garbage pcs on every sample; an unchanged maps file costs
  * one read and a hash). */
 #define UNKNOWN_REFRESH_MIN_TICKS 10
+
+/* In the order they start (those that need threads after the first scan),
+ * stop, flush and forget the parent after a fork. */
+static const struct collector *const collectors[] = {
+	&cpu_collector, &wall_collector, &alloc_collector, &lock_collector, &exception_collector,
+};
+#define N_COLLECTORS RT_ARRAY_LEN(collectors)
 
 static struct {
 	atomic_int running;
@@ -54,11 +59,14 @@ static void *sampler_main(void *arg)
 	uint64_t tick = 0, last_unknown_refresh = 0;
 	while (atomic_load(&col.running)) {
 		(void)rt_sleep_ns(SAMPLER_TICK_NS);
-		cpu_drain();
-		lock_collector_tick();
+		for (size_t i = 0; i < N_COLLECTORS; i++)
+			if (collectors[i]->tick)
+				collectors[i]->tick();
 		if (++tick % SCAN_EVERY_TICKS == 0) {
 			(void)threads_scan();
-			cpu_check_handler();
+			for (size_t i = 0; i < N_COLLECTORS; i++)
+				if (collectors[i]->each_second)
+					collectors[i]->each_second();
 			overhead_tick(col.cfg);
 		}
 		/* New thread stacks and code mapped without dlopen; sooner when a
@@ -82,21 +90,20 @@ int collect_start(const struct sw_config *cfg, struct recorder *rec)
 	col.cfg = cfg;
 	int n = 0;
 	threads_set_hooks(&registry_hooks);
-	if ((cfg->kinds & SW_KIND_BIT(SW_KIND_CPU)) && cpu_start(cfg, rec) == 0)
-		n++;
-	if ((cfg->kinds & (SW_KIND_BIT(SW_KIND_ALLOC) | SW_KIND_BIT(SW_KIND_HEAP))) &&
-	    alloc_collector_start(cfg, rec) == 0)
-		n++;
-	if ((cfg->kinds & SW_KIND_BIT(SW_KIND_LOCK)) && lock_collector_start(cfg, rec) == 0)
-		n++;
-	if ((cfg->kinds & SW_KIND_BIT(SW_KIND_EXCEPTION)) && exception_collector_start(cfg, rec) == 0)
-		n++;
-	int live = threads_scan();
-	if (live < 0)
-		rt_warn("cannot read /proc/self/task (error %d): only threads started from now on "
-			"are profiled", -live);
-	if ((cfg->kinds & SW_KIND_BIT(SW_KIND_WALL)) && wall_start(cfg, rec) == 0)
-		n++;
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass == 1) {
+			int live = threads_scan();
+			if (live < 0)
+				rt_warn("cannot read /proc/self/task (error %d): only threads started "
+					"from now on are profiled", -live);
+		}
+		for (size_t i = 0; i < N_COLLECTORS; i++) {
+			const struct collector *c = collectors[i];
+			if (c->needs_threads == (pass == 1) && (cfg->kinds & c->kinds) &&
+			    c->start(cfg, rec) == 0)
+				n++;
+		}
+	}
 	atomic_store(&col.sampler_alive, 1);
 	int r = thread_spawn(sampler_main, NULL);
 	if (r < 0) {
@@ -113,11 +120,9 @@ void collect_stop(void)
 {
 	if (!atomic_exchange(&col.running, 0))
 		return;
-	cpu_stop();
-	wall_stop();
-	alloc_collector_stop();
-	lock_collector_stop();
-	exception_collector_stop();
+	for (size_t i = 0; i < N_COLLECTORS; i++)
+		if (collectors[i]->stop)
+			collectors[i]->stop();
 	/* Let the sampler drain what the handlers left (bounded wait). */
 	for (int i = 0; i < 100 && atomic_load(&col.sampler_alive); i++)
 		(void)rt_sleep_ns(1000000);
@@ -128,10 +133,20 @@ bool collect_threads_active(void) { return atomic_load(&col.running) != 0; }
 
 void collect_before_export(struct profile *finished)
 {
-	cpu_drain();
-	wall_drain();
-	alloc_collector_before_export(finished);
+	for (size_t i = 0; i < N_COLLECTORS; i++)
+		if (collectors[i]->flush)
+			collectors[i]->flush(finished);
 }
+
+int64_t collect_period(const struct sw_config *cfg, enum sw_kind kind)
+{
+	for (size_t i = 0; i < N_COLLECTORS; i++)
+		if ((collectors[i]->kinds & SW_KIND_BIT(kind)) && collectors[i]->period)
+			return collectors[i]->period(cfg, kind);
+	return 1;
+}
+
+size_t collect_describe(char *buf, size_t cap) { return overhead_describe(buf, cap); }
 
 void collect_after_fork_child(void)
 {
@@ -139,11 +154,10 @@ void collect_after_fork_child(void)
 	 * the parent's other threads, and no timer (timers are not inherited). */
 	thread_forget_own();
 	threads_reset();
-	cpu_after_fork_child();
-	wall_after_fork_child();
+	for (size_t i = 0; i < N_COLLECTORS; i++)
+		if (collectors[i]->after_fork_child)
+			collectors[i]->after_fork_child();
 	context_after_fork_child();
-	alloc_collector_after_fork_child();
-	lock_collector_after_fork_child();
 	if (!atomic_load(&col.running))
 		return;
 	uint64_t here = (uint64_t)(uintptr_t)&here, lo = 0, hi = 0;

@@ -1,15 +1,19 @@
 /* Collectors: everything that observes the host and feeds the recorder.
- * The profiler starts and stops them as a group; each enabled kind in the
- * configuration turns on its collector. */
+ * This header is the whole of what the profiler (core/) sees of them: the
+ * group that runs every collector through its contract (collector.h).  Each
+ * enabled kind in the configuration turns on the collector that feeds it. */
 #ifndef STOWAWAY_COLLECT_H
 #define STOWAWAY_COLLECT_H
 
+#include <stddef.h>
+
+#include "collect/context.h" /* the span context the public API sets */
 #include "config/config.h"
 #include "profile/profile.h"
 
-/* Starts the collectors of cfg->kinds feeding `rec`.  A collector that
- * cannot start logs why and stays off; the others still run.  Returns the
- * number of collectors running. */
+/* Starts the collectors of cfg->kinds feeding `rec`, and the sampler thread.
+ * A collector that cannot start logs why and stays off; the others still
+ * run.  Returns the number of collectors running. */
 int collect_start(const struct sw_config *cfg, struct recorder *rec);
 /* Stops every collector (no signal or timer of ours stays armed). */
 void collect_stop(void);
@@ -20,9 +24,14 @@ bool collect_threads_active(void);
  * and pending samples, registers the forking thread and restarts the
  * sampler thread. */
 void collect_after_fork_child(void);
-/* Called on the finished profile of a period before it is encoded, e.g. to
- * add the live-heap snapshot, and to describe effective rates in comments. */
+/* Called on the finished profile of a period before it is encoded: each
+ * collector's flush (e.g. the live-heap snapshot). */
 void collect_before_export(struct profile *finished);
+/* The pprof period of a kind's profile (1 for a kind no collector feeds). */
+int64_t collect_period(const struct sw_config *cfg, enum sw_kind kind);
+/* One line for every profile's comments: the effective rates and what the
+ * overhead cap did.  Returns its length. */
+size_t collect_describe(char *buf, size_t cap);
 /* With profiling on and STOWAWAY_FOLLOW_EXEC=false: removes this library
  * from the process's own LD_PRELOAD (in place, at start), so
  * no program it executes, by any path, inherits it.  Defined with the exec

@@ -23,7 +23,7 @@ static struct context_value *copies_of(const struct context_slot *s) { return va
 
 static inline uint32_t slot_hash(uintptr_t tp)
 {
-	return (uint32_t)(((uint64_t)tp * 0x9e3779b97f4a7c15ull) >> 40) & (CONTEXT_SLOTS - 1u);
+	return (uint32_t)(((uint64_t)tp * RT_HASH_MUL64) >> 40) & (CONTEXT_SLOTS - 1u);
 }
 
 static struct context_slot *find(uintptr_t tp)

@@ -9,6 +9,7 @@
  * The handler touches only our preallocated ring and the thread's stack, and
  * never libc: errno is untouched because we make raw system calls only. */
 #include "collect/cpu.h"
+#include "collect/collector.h"
 #include "collect/context.h"
 #include "collect/ring.h"
 #include "collect/sample.h"
@@ -102,10 +103,8 @@ static void timer_spec(struct sys_itimerspec *its)
 	rt_mutex_lock(&cpu.rng_lock);
 	uint64_t first = 1 + rt_rng_next(&cpu.rng) % period;
 	rt_mutex_unlock(&cpu.rng_lock);
-	its->interval.tv_sec = (long long)(period / 1000000000ull);
-	its->interval.tv_nsec = (long long)(period % 1000000000ull);
-	its->value.tv_sec = (long long)(first / 1000000000ull);
-	its->value.tv_nsec = (long long)(first % 1000000000ull);
+	its->interval = sys_timespec_of_ns(period);
+	its->value = sys_timespec_of_ns(first);
 }
 
 void cpu_thread_added(int slot, int tid, bool self)
@@ -199,7 +198,7 @@ int cpu_start(const struct sw_config *cfg, struct recorder *rec)
 	cpu.cfg = cfg;
 	cpu.rec = rec;
 	cpu.max_frames = cfg->max_frames;
-	atomic_store(&cpu.period_ns, 1000000000ull / cfg->cpu_hz);
+	atomic_store(&cpu.period_ns, RT_NS_PER_SEC / cfg->cpu_hz);
 	if (ring_init(&cpu.ring, RING_RECORDS,
 		      sizeof(struct cpu_record) + (cfg->max_frames + 2) * sizeof(uint64_t)) < 0)
 		return -ENOMEM;
@@ -275,7 +274,7 @@ void cpu_set_rate(uint32_t hz)
 {
 	if (hz == 0)
 		return;
-	uint64_t period = 1000000000ull / hz;
+	uint64_t period = RT_NS_PER_SEC / hz;
 	if (atomic_exchange(&cpu.period_ns, period) == period || !atomic_load(&cpu.running))
 		return;
 	/* Timer ids are allocated cyclically by the kernel, so an id deleted by
@@ -293,7 +292,7 @@ void cpu_set_rate(uint32_t hz)
 uint32_t cpu_rate(void)
 {
 	uint64_t period = atomic_load(&cpu.period_ns);
-	return period ? (uint32_t)((1000000000ull + period / 2) / period) : 0;
+	return period ? (uint32_t)((RT_NS_PER_SEC + period / 2) / period) : 0;
 }
 int cpu_signal(void) { return cpu.signo; }
 
@@ -303,3 +302,29 @@ void cpu_after_fork_child(void)
 	rt_mutex_reset(&cpu.rng_lock);
 	rt_rng_seed(&cpu.rng);
 }
+
+static void cpu_flush(struct profile *finished)
+{
+	RT_UNUSED(finished);
+	cpu_drain();
+}
+
+/* The rate in effect: the overhead cap may have lowered it. */
+static int64_t cpu_period(const struct sw_config *cfg, enum sw_kind kind)
+{
+	RT_UNUSED(kind);
+	uint32_t hz = cpu_rate();
+	return (int64_t)(RT_NS_PER_SEC / (hz ? hz : cfg->cpu_hz));
+}
+
+const struct collector cpu_collector = {
+	.name = "cpu",
+	.kinds = SW_KIND_BIT(SW_KIND_CPU),
+	.start = cpu_start,
+	.stop = cpu_stop,
+	.after_fork_child = cpu_after_fork_child,
+	.tick = cpu_drain,
+	.each_second = cpu_check_handler,
+	.flush = cpu_flush,
+	.period = cpu_period,
+};

@@ -3,20 +3,15 @@
  * unwinder stops reading code bytes while a library is being unmapped.
  * Exported; only in the .so. */
 #include "collect/collect.h"
+#include "rt/hooks.h"
 #include "rt/host.h"
 #include "rt/rt.h"
 #include "symbols/symbols.h"
 #include "unwind/unwind.h"
 
-#define SW_EXPORT __attribute__((visibility("default")))
 
 typedef void *(*dlopen_fn)(const char *, int);
 typedef int (*dlclose_fn)(void *);
-
-static void *next_symbol(const char *name)
-{
-	return dlsym ? dlsym(HOST_RTLD_NEXT, name) : NULL;
-}
 
 SW_EXPORT void *dlopen(const char *file, int mode);
 SW_EXPORT void *dlopen(const char *file, int mode)
@@ -24,7 +19,7 @@ SW_EXPORT void *dlopen(const char *file, int mode)
 	static _Atomic(dlopen_fn) next;
 	dlopen_fn fn = atomic_load(&next);
 	if (!fn) {
-		void *sym = next_symbol("dlopen");
+		void *sym = hook_next("dlopen");
 		__builtin_memcpy(&fn, &sym, sizeof(fn));
 		atomic_store(&next, fn);
 	}
@@ -42,7 +37,7 @@ SW_EXPORT int dlclose(void *handle)
 	static _Atomic(dlclose_fn) next;
 	dlclose_fn fn = atomic_load(&next);
 	if (!fn) {
-		void *sym = next_symbol("dlclose");
+		void *sym = hook_next("dlclose");
 		__builtin_memcpy(&fn, &sym, sizeof(fn));
 		atomic_store(&next, fn);
 	}

@@ -1,5 +1,6 @@
 /* C++ exception sampling and the type-name demangler (exception.h). */
 #include "collect/exception.h"
+#include "collect/collector.h"
 #include "collect/sample.h"
 
 #include "rt/sys.h"
@@ -268,3 +269,18 @@ int exception_collector_start(const struct sw_config *cfg, struct recorder *rec)
 }
 
 void exception_collector_stop(void) { atomic_store(&exception_hot.sampling, 0); }
+
+static int64_t exception_period(const struct sw_config *cfg, enum sw_kind kind)
+{
+	RT_UNUSED(cfg);
+	RT_UNUSED(kind);
+	return (int64_t)exception_collector_period();
+}
+
+const struct collector exception_collector = {
+	.name = "exception",
+	.kinds = SW_KIND_BIT(SW_KIND_EXCEPTION),
+	.start = exception_collector_start,
+	.stop = exception_collector_stop,
+	.period = exception_period,
+};

@@ -1,4 +1,4 @@
-/* C++ exception sampling (issue #13).
+/* C++ exception sampling.
  *
  * The interposed __cxa_throw and __cxa_rethrow (exception_hooks.c, only in
  * the .so) forward to the next definition (libstdc++ or libc++abi); before

@@ -12,10 +12,10 @@
  * frame cost a quarter of a throw/catch: one more FDE lookup per phase).
  */
 #include "collect/exception.h"
+#include "rt/hooks.h"
 #include "rt/host.h"
 #include "rt/sys.h"
 
-#define SW_EXPORT __attribute__((visibility("default")))
 #define CALLER_RA() ((uintptr_t)__builtin_return_address(0))
 #define SIG_ABRT 6
 
@@ -37,13 +37,7 @@ static _Atomic(void *) next_fn[NEXT_COUNT];
 
 static void *next_of(enum next_id id)
 {
-	void *f = atomic_load_explicit(&next_fn[id], memory_order_acquire);
-	if (RT_LIKELY(f != NULL))
-		return f;
-	f = dlsym ? dlsym(HOST_RTLD_NEXT, next_names[id]) : NULL;
-	if (f)
-		atomic_store_explicit(&next_fn[id], f, memory_order_release);
-	return f;
+	return hook_next_cached(&next_fn[id], next_names[id]);
 }
 
 /* No runtime to raise the exception: what std::terminate would do. */

@@ -24,6 +24,7 @@
 #include "collect/collect.h"
 #include "collect/threads.h"
 #include "config/config.h"
+#include "rt/hooks.h"
 #include "rt/host.h"
 #include "rt/rt.h"
 #include "rt/sys.h"
@@ -31,12 +32,8 @@
 
 #include <linux/stat.h>
 
-#define SW_EXPORT __attribute__((visibility("default")))
 #define ENV_MAX_ENTRIES (1u << 20)
 #define PRELOAD_ENTRY_MAX 4096
-#define MAPS_CHUNK 4096
-#define MAPS_LINE_MAX 8192
-#define MAPS_READS_MAX 100000
 #define AT_FDCWD_VALUE (-100)
 
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
@@ -45,24 +42,12 @@ typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 typedef int (*spawn_fn)(int *, const char *, const void *, const void *, char *const[],
 			char *const[]);
 
-/* The next definition of `name`, resolved once (dlsym's data pointer
- * converted without a cast between pointer kinds). */
-static void *next_symbol(_Atomic(void *) *cache, const char *name)
-{
-	void *sym = atomic_load(cache);
-	if (sym || !dlsym)
-		return sym;
-	sym = dlsym(HOST_RTLD_NEXT, name);
-	atomic_store(cache, sym);
-	return sym;
-}
-
 #define NEXT(type, var, name)                                                  \
 	static _Atomic(void *) cache_##name;                                   \
 	type var = NULL;                                                       \
 	do {                                                                   \
-		void *sym_ = next_symbol(&cache_##name, #name);                \
-		__builtin_memcpy(&var, &sym_, sizeof(var));                    \
+		void *sym_ = hook_next_cached(&cache_##name, #name);           \
+		HOOK_FN(var, sym_);                                            \
 	} while (0)
 
 /* ---- the calling thread's CPU timer ---- */
@@ -89,8 +74,8 @@ static void timer_pause(struct timer_pause *p)
 		p->timer = timer;
 }
 
-/* After a failed exec: the timer runs again as before (if it is still the
- * thread's: profiling may have stopped meanwhile). */
+/* After a failed exec: the timer runs again with the setting it had (if it
+ * is still the thread's: profiling may have stopped meanwhile). */
 static void timer_resume(const struct timer_pause *p)
 {
 	if (p->timer < 0 || !collect_threads_active())
@@ -108,44 +93,27 @@ static struct {
 	uint64_t inode;
 } self_file;
 
-/* Finds the file mapping that contains our own code in /proc/self/maps,
- * read in chunks (the file can be large). */
+/* Finds the file mapping that contains our own code in /proc/self/maps. */
 static void find_self_file(void)
 {
 	if (atomic_load(&self_file.state) != 0)
 		return;
 	uint64_t here = (uint64_t)(uintptr_t)&find_self_file;
-	char *chunk = rt_malloc(MAPS_CHUNK + MAPS_LINE_MAX);
-	if (!chunk)
-		return;
-	char *line = chunk + MAPS_CHUNK;
-	long fd = sys_open("/proc/self/maps", O_RDONLY, 0);
+	struct rt_buf text = { 0 };
 	int found = -1;
-	size_t line_len = 0;
-	for (int reads = 0; fd >= 0 && found < 0 && reads < MAPS_READS_MAX; reads++) {
-		long n = sys_read((int)fd, chunk, MAPS_CHUNK);
-		if (n <= 0)
-			break;
-		for (long i = 0; i < n && found < 0; i++) {
-			if (chunk[i] != '\n') {
-				if (line_len < MAPS_LINE_MAX)
-					line[line_len++] = chunk[i];
-				continue;
-			}
-			struct maps_entry e;
-			if (maps_parse_line(line, line_len, &e) && here >= e.start && here < e.end &&
-			    e.inode != 0) {
+	if (maps_read_self(&text)) {
+		size_t pos = 0;
+		struct maps_entry e;
+		while (found < 0 && maps_next((const char *)text.data, text.len, &pos, &e)) {
+			if (here >= e.start && here < e.end && e.inode != 0) {
 				self_file.dev_major = e.dev_major;
 				self_file.dev_minor = e.dev_minor;
 				self_file.inode = e.inode;
 				found = 1;
 			}
-			line_len = 0;
 		}
 	}
-	if (fd >= 0)
-		(void)sys_close((int)fd);
-	rt_free(chunk);
+	rt_buf_free(&text);
 	atomic_store(&self_file.state, found);
 }
 

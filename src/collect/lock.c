@@ -6,14 +6,12 @@
  * recorder's lock is the only one reached, and only for sampled events.
  */
 #include "collect/lock.h"
-
-#include <linux/elf.h>
+#include "collect/collector.h"
 
 #include "collect/exception.h"
 #include "collect/sample.h"
 #include "rt/sys.h"
-#include "symbols/elf.h"
-#include "symbols/maps.h"
+#include "symbols/data_symbols.h"
 #include "unwind/unwind.h"
 
 #define LOCK_MAX_FRAMES 128u
@@ -29,13 +27,9 @@
  * to make room, and by the sampler tick, which sweeps HELD_SWEEP slots
  * (the whole table every 0.64 s) so that such an entry does not keep every
  * unlock of the process off its fast path. */
-#define HELD_STALE_NS (60ull * 1000000000ull)
+#define HELD_STALE_NS (60ull * RT_NS_PER_SEC)
 #define HELD_SWEEP 16u
 
-#define MAPS_MAX_BYTES (64u << 20)
-#define ELF_MAX_BYTES (4ull << 30)
-#define INDEX_MAX_SYMBOLS (1u << 22)
-#define WRITABLE_RANGES 8u
 
 struct lock_hot lock_hot;
 
@@ -53,7 +47,7 @@ static struct {
 	atomic_uint check_every_max; /* STOWAWAY_LOCK_CHECK_EVERY, a power of two */
 	uint32_t max_frames;
 	_Atomic(struct held_slot *) held;
-	_Atomic(const struct lock_symbol_index *) index;
+	_Atomic(const struct data_symbol_index *) index;
 	atomic_ullong samples;
 	atomic_ullong held_dropped;
 	atomic_ullong record_failed;
@@ -173,153 +167,9 @@ uint64_t lock_collector_period(void)
 
 /* ---- lock names ---- */
 
-static void index_grow(struct lock_symbol_index *idx)
+void lock_name_format(const struct data_symbol_index *idx, uint64_t addr, char *out, size_t cap)
 {
-	uint32_t cap = idx->cap ? idx->cap * 2u : 1024u;
-	struct lock_symbol *s = rt_realloc(idx->syms, (size_t)cap * sizeof(*s));
-	if (!s) {
-		idx->names.failed = true;
-		return;
-	}
-	idx->syms = s;
-	idx->cap = cap;
-}
-
-/* Writable, not read-only after relocation: where a lock can live. */
-struct writable_ranges {
-	uint64_t lo[WRITABLE_RANGES], hi[WRITABLE_RANGES];
-	uint32_t n;
-	uint64_t relro_lo, relro_hi;
-};
-
-static void find_writable(const struct elf_image *img, struct writable_ranges *w)
-{
-	rt_memset(w, 0, sizeof(*w));
-	for (uint32_t i = 0; i < img->phnum; i++) {
-		struct elf_segment seg;
-		if (!elf_segment_at(img, i, &seg))
-			continue;
-		if (seg.type == PT_LOAD && (seg.flags & PF_W) && w->n < WRITABLE_RANGES) {
-			w->lo[w->n] = seg.vaddr;
-			w->hi[w->n] = seg.vaddr + seg.memsz;
-			w->n++;
-		} else if (seg.type == PT_GNU_RELRO) {
-			w->relro_lo = seg.vaddr;
-			w->relro_hi = seg.vaddr + seg.memsz;
-		}
-	}
-}
-
-static bool is_writable(const struct writable_ranges *w, uint64_t v)
-{
-	if (v >= w->relro_lo && v < w->relro_hi)
-		return false;
-	for (uint32_t i = 0; i < w->n; i++)
-		if (v >= w->lo[i] && v < w->hi[i])
-			return true;
-	return false;
-}
-
-bool lock_index_add_image(struct lock_symbol_index *idx, const struct elf_image *img,
-			  uint64_t bias)
-{
-	struct elf_symbol_iter it;
-	if (!elf_symbols_begin(img, SHT_SYMTAB, &it) && !elf_symbols_begin(img, SHT_DYNSYM, &it))
-		return true;
-	struct writable_ranges w;
-	find_writable(img, &w);
-	if (w.n == 0)
-		return true;
-	for (uint64_t i = 1; i < it.count && !idx->names.failed; i++) {
-		Elf64_Sym sym;
-		uint64_t off = it.symtab.offset + i * sizeof(sym);
-		if (off + sizeof(sym) > img->size)
-			break;
-		rt_memcpy(&sym, img->data + off, sizeof(sym));
-		if (ELF64_ST_TYPE(sym.st_info) != STT_OBJECT || sym.st_shndx == SHN_UNDEF ||
-		    sym.st_shndx >= SHN_LORESERVE || sym.st_size == 0 || !is_writable(&w, sym.st_value))
-			continue;
-		const char *name = elf_string_at(img, &it.strtab, sym.st_name);
-		if (!name || !name[0])
-			continue;
-		if (idx->n >= INDEX_MAX_SYMBOLS || idx->names.len > UINT32_MAX - 4096u)
-			break;
-		if (idx->n == idx->cap)
-			index_grow(idx);
-		if (idx->names.failed)
-			break;
-		struct lock_symbol *s = &idx->syms[idx->n++];
-		s->start = sym.st_value + bias;
-		s->size = sym.st_size;
-		s->name = (uint32_t)idx->names.len;
-		rt_buf_append(&idx->names, name, rt_strnlen(name, 1024) + 1);
-	}
-	return !idx->names.failed;
-}
-
-static bool sym_before(const struct lock_symbol *a, const struct lock_symbol *b)
-{
-	return a->start < b->start;
-}
-
-/* Heap sort: bounded, in place, no recursion. */
-static void sift_down(struct lock_symbol *a, uint32_t root, uint32_t n)
-{
-	for (uint32_t guard = 0; guard < 64; guard++) {
-		uint32_t child = 2u * root + 1u;
-		if (child >= n)
-			return;
-		if (child + 1u < n && sym_before(&a[child], &a[child + 1u]))
-			child++;
-		if (!sym_before(&a[root], &a[child]))
-			return;
-		struct lock_symbol t = a[root];
-		a[root] = a[child];
-		a[child] = t;
-		root = child;
-	}
-}
-
-void lock_index_finish(struct lock_symbol_index *idx)
-{
-	uint32_t n = idx->n;
-	for (uint32_t i = n / 2u; i > 0; i--)
-		sift_down(idx->syms, i - 1u, n);
-	for (uint32_t end = n; end > 1; end--) {
-		struct lock_symbol t = idx->syms[0];
-		idx->syms[0] = idx->syms[end - 1u];
-		idx->syms[end - 1u] = t;
-		sift_down(idx->syms, 0, end - 1u);
-	}
-}
-
-void lock_index_free(struct lock_symbol_index *idx)
-{
-	rt_free(idx->syms);
-	rt_buf_free(&idx->names);
-	rt_memset(idx, 0, sizeof(*idx));
-}
-
-/* The symbol whose range contains addr, or NULL. */
-static const struct lock_symbol *index_find(const struct lock_symbol_index *idx, uint64_t addr)
-{
-	if (!idx || idx->n == 0 || addr < idx->syms[0].start)
-		return NULL;
-	uint32_t lo = 0, hi = idx->n; /* last start <= addr is in [lo, hi) */
-	while (hi - lo > 1u) {
-		uint32_t mid = lo + (hi - lo) / 2u;
-		if (idx->syms[mid].start <= addr)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	const struct lock_symbol *s = &idx->syms[lo];
-	return addr - s->start < s->size ? s : NULL;
-}
-
-void lock_name_format(const struct lock_symbol_index *idx, uint64_t addr, char *out, size_t cap)
-{
-	const struct lock_symbol *s = index_find(idx, addr);
+	const struct data_symbol *s = data_symbols_find(idx, addr);
 	if (!s || s->name >= idx->names.len) {
 		rt_snprintf(out, cap, "0x%llx", (unsigned long long)addr);
 		return;
@@ -340,96 +190,11 @@ void lock_name_format(const struct lock_symbol_index *idx, uint64_t addr, char *
 		rt_snprintf(out + len, cap - len, "+0x%llx", (unsigned long long)(addr - s->start));
 }
 
-/* Reads /proc/self/maps whole into b. */
-static bool read_maps(struct rt_buf *b)
-{
-	long fd = sys_open("/proc/self/maps", O_RDONLY, 0);
-	if (fd < 0)
-		return false;
-	bool ok = true;
-	while (b->len < MAPS_MAX_BYTES) {
-		if (!rt_buf_reserve(b, 65536)) {
-			ok = false;
-			break;
-		}
-		long r = sys_read((int)fd, b->data + b->len, 65536);
-		if (r == -EINTR)
-			continue;
-		if (r < 0)
-			ok = false;
-		if (r <= 0)
-			break;
-		b->len += (size_t)r;
-	}
-	(void)sys_close((int)fd);
-	return ok;
-}
-
-/* Adds the data symbols of the file mapped by e (its first mapping). */
-static void index_add_file(struct lock_symbol_index *idx, const struct maps_entry *e)
-{
-	char path[1024];
-	if (e->path_len == 0 || e->path_len >= sizeof(path) || e->path[0] != '/')
-		return;
-	rt_memcpy(path, e->path, e->path_len);
-	path[e->path_len] = 0;
-	long fd = sys_open(path, O_RDONLY, 0);
-	if (fd < 0)
-		return;
-	struct statx sx;
-	rt_memset(&sx, 0, sizeof(sx));
-	long r = sys_statx((int)fd, "", AT_EMPTY_PATH, STATX_INO | STATX_SIZE, &sx);
-	void *p = (void *)-1L;
-	if (r == 0 && sx.stx_ino == e->inode && sx.stx_dev_major == e->dev_major &&
-	    sx.stx_dev_minor == e->dev_minor && sx.stx_size >= sizeof(Elf64_Ehdr) &&
-	    sx.stx_size <= ELF_MAX_BYTES)
-		p = sys_mmap(NULL, (size_t)sx.stx_size, PROT_READ, MAP_PRIVATE, (int)fd, 0);
-	(void)sys_close((int)fd);
-	if (SYS_IS_ERR(p))
-		return;
-	struct elf_image img;
-	uint64_t bias;
-	if (elf_open(&img, p, (size_t)sx.stx_size) && elf_load_bias(&img, e->start, e->offset, maps_elf_flags(e), &bias))
-		(void)lock_index_add_image(idx, &img, bias);
-	(void)sys_munmap(p, (size_t)sx.stx_size);
-}
-
-/* Indexes the writable data symbols of every module mapped now. */
-static struct lock_symbol_index *index_build(void)
-{
-	struct lock_symbol_index *idx = rt_calloc(1, sizeof(*idx));
-	if (!idx)
-		return NULL;
-	struct rt_buf maps = { 0 };
-	if (read_maps(&maps)) {
-		size_t pos = 0;
-		struct maps_entry e;
-		uint64_t last_inode = 0;
-		while (maps_next((const char *)maps.data, maps.len, &pos, &e)) {
-			/* One pass per loaded file: its mapping at offset 0. */
-			if (e.offset != 0 || e.inode == 0 || e.inode == last_inode)
-				continue;
-			last_inode = e.inode;
-			index_add_file(idx, &e);
-		}
-	}
-	rt_buf_free(&maps);
-	if (idx->names.failed) {
-		rt_warn("lock profiler: out of memory indexing data symbols; locks are named by "
-			"address");
-		lock_index_free(idx);
-		rt_free(idx);
-		return NULL;
-	}
-	lock_index_finish(idx);
-	return idx;
-}
-
 /* ---- the held table ---- */
 
 static uint32_t held_home(uintptr_t lock, uintptr_t tp)
 {
-	return (uint32_t)(((uint64_t)(lock ^ (tp >> 4)) * 0x9e3779b97f4a7c15ull) >> 56) &
+	return (uint32_t)(((uint64_t)(lock ^ (tp >> 4)) * RT_HASH_MUL64) >> 56) &
 	       (HELD_SLOTS - 1u);
 }
 
@@ -539,7 +304,7 @@ static _Atomic uintptr_t robust_set[ROBUST_SLOTS];
 
 static uint32_t robust_home(uintptr_t m)
 {
-	return (uint32_t)(((uint64_t)m * 0x9e3779b97f4a7c15ull) >> 52) & (ROBUST_SLOTS - 1u);
+	return (uint32_t)(((uint64_t)m * RT_HASH_MUL64) >> 52) & (ROBUST_SLOTS - 1u);
 }
 
 bool lock_robust_is(const void *mutex)
@@ -705,9 +470,12 @@ int lock_collector_start(const struct sw_config *cfg, struct recorder *rec)
 	sample_random_seed();
 	/* Built once: a hook may be reading it at any time. */
 	if (!atomic_load(&st.index)) {
-		struct lock_symbol_index *idx = index_build();
+		struct data_symbol_index *idx = data_symbols_build();
 		if (idx)
 			atomic_store_explicit(&st.index, idx, memory_order_release);
+		else
+			rt_warn("lock profiler: out of memory indexing data symbols; locks are named "
+				"by address");
 	}
 	atomic_store(&st.mean_ns, mean);
 	atomic_store(&st.check_every_max, every);
@@ -715,7 +483,7 @@ int lock_collector_start(const struct sw_config *cfg, struct recorder *rec)
 	atomic_store(&st.rec, rec);
 	uint32_t zero = 0;
 	(void)atomic_compare_exchange_strong(&lock_hot.epoch, &zero, 1u);
-	const struct lock_symbol_index *idx = atomic_load(&st.index);
+	const struct data_symbol_index *idx = atomic_load(&st.index);
 	rt_info("lock profiler on: one sample per %u ns of contended waiting on average, "
 		"at most one acquisition in %u checked per thread (%u data symbols for lock "
 		"names)", mean, every, idx ? idx->n : 0u);
@@ -744,3 +512,20 @@ void lock_collector_after_fork_child(void)
 	if (table)
 		rt_memset(table, 0, HELD_SLOTS * sizeof(struct held_slot));
 }
+
+static int64_t lock_period(const struct sw_config *cfg, enum sw_kind kind)
+{
+	RT_UNUSED(cfg);
+	RT_UNUSED(kind);
+	return (int64_t)lock_collector_period();
+}
+
+const struct collector lock_collector = {
+	.name = "lock",
+	.kinds = SW_KIND_BIT(SW_KIND_LOCK),
+	.start = lock_collector_start,
+	.stop = lock_collector_stop,
+	.after_fork_child = lock_collector_after_fork_child,
+	.tick = lock_collector_tick,
+	.period = lock_period,
+};

@@ -1,4 +1,4 @@
-/* Lock contention sampling (issue #13).
+/* Lock contention sampling.
  *
  * Which acquisitions are checked.  Knowing whether an acquisition is
  * contended takes a trylock before the blocking call, and glibc's trylock
@@ -61,10 +61,10 @@
  * the unlock (the stack holding the lock at that moment: for the usual
  * lock ... unlock in one function, the function that held it):
  * lock-release += weight/q and lock-release-hold += h*weight/q, unbiased
- * estimates of all releases and all held time.  (Tracking only the holds
- * of sampled contended acquisitions, as before, estimated the holds of
- * contended acquisitions only: how many acquisitions find their lock free
- * changes with scheduling, by several points of the hold shares.)  An
+ * estimates of all releases and all held time.  (The holds of sampled
+ * contended acquisitions alone would estimate the holds of contended
+ * acquisitions only: how many acquisitions find their lock free changes
+ * with scheduling, by several points of the hold shares.)  An
  * unlock reads one global count of outstanding checked holds, and only
  * when it is not zero the calling thread's own count (lock_held) before
  * searching the table.  A mutex released inside pthread_cond_wait stays
@@ -91,8 +91,8 @@
  * STOWAWAY_LOCK_SAMPLE_NS and STOWAWAY_LOCK_CHECK_EVERY and indexes the
  * data symbols for lock names.  0 or -errno (-EINVAL: kind not enabled). */
 int lock_collector_start(const struct sw_config *cfg, struct recorder *rec);
-/* New acquisitions are no longer sampled; releases of sampled ones still
- * are (until they are all released). */
+/* New acquisitions are not sampled after this; releases of sampled ones
+ * still are (until they are all released). */
 void lock_collector_stop(void);
 /* The sampler thread's tick (every 10 ms): each thread checks its next
  * acquisition; a slice of the held table is swept of stale entries. */
@@ -213,26 +213,9 @@ int32_t lock_draw_countdown(uint32_t every, double u);
  * gap/interval (down to 1) above twice it, else unchanged. */
 uint32_t lock_next_every(uint32_t every, uint64_t gap_ns, uint32_t max);
 
-/* Data-symbol index: sorted [start, start+size) ranges with names. */
-struct lock_symbol {
-	uint64_t start, size;
-	uint32_t name; /* offset into the index's names */
-};
-struct lock_symbol_index {
-	struct lock_symbol *syms;
-	uint32_t n, cap;
-	struct rt_buf names; /* NUL-terminated names, back to back */
-};
 /* Writes the name of the data symbol containing addr ("name" or
  * "name+0x10", demangled), else "0x<hex address>", into out[cap]. */
-void lock_name_format(const struct lock_symbol_index *idx, uint64_t addr, char *out, size_t cap);
-/* Adds the writable OBJECT symbols of one ELF image loaded with `bias`
- * (runtime = link-time + bias) to a growing index; call lock_index_finish
- * once after the last image.  False when out of memory. */
-struct elf_image;
-bool lock_index_add_image(struct lock_symbol_index *idx, const struct elf_image *img,
-			  uint64_t bias);
-void lock_index_finish(struct lock_symbol_index *idx);
-void lock_index_free(struct lock_symbol_index *idx);
+struct data_symbol_index;
+void lock_name_format(const struct data_symbol_index *idx, uint64_t addr, char *out, size_t cap);
 
 #endif

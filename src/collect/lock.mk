@@ -1,4 +1,4 @@
-# Lock and exception profilers (#13): known-answer workloads, semantics
+# Lock and exception profilers: known-answer workloads, semantics
 # checks and benchmark drivers.  Included by the Makefile (src/*/*.mk).
 LOCK_WL := $(BUILD)/workloads
 LOCK_WL_CFLAGS := -O2 -g -Wall -Wextra -Werror -fno-omit-frame-pointer

@@ -24,10 +24,10 @@
  * out of line and reached by tail calls.
  */
 #include "collect/lock.h"
+#include "rt/hooks.h"
 #include "rt/host.h"
 #include "rt/sys.h"
 
-#define SW_EXPORT __attribute__((visibility("default")))
 #define CALLER_RA() ((uintptr_t)__builtin_return_address(0))
 
 typedef int (*lock_fn)(void *);
@@ -86,7 +86,7 @@ static _Atomic(void *) next_fn[NEXT_COUNT];
 
 __attribute__((noinline)) static void *resolve(enum next_id id)
 {
-	void *f = dlsym ? dlsym(HOST_RTLD_NEXT, next_names[id]) : NULL;
+	void *f = hook_next(next_names[id]);
 	if (f)
 		atomic_store_explicit(&next_fn[id], f, memory_order_release);
 	else

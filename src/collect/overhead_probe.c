@@ -21,8 +21,9 @@
 #include "collect/overhead.h"
 #include "collect/alloc.h"
 #include "collect/cpu.h"
+#include "collect/threads.h"
 #include "collect/wall.h"
-#include "core/thread.h"
+#include "rt/thread.h"
 #include "rt/sys.h"
 
 #define OWN_THREADS_MAX 8
@@ -82,30 +83,19 @@ static bool own_known(int tid)
  * (baseline now); found later, a thread is new and all its CPU counts. */
 static void scan_own_threads(bool baseline_now)
 {
-	long fd = sys_open("/proc/self/task", O_RDONLY | O_DIRECTORY, 0);
-	if (fd < 0)
+	struct rt_dir dir;
+	if (rt_dir_open(&dir, AT_FDCWD, "/proc/self/task", TASK_DIR_READS_MAX) != 0)
 		return;
-	uint8_t buf[4096] = { 0 }; /* zeroed: the analyzers cannot see the kernel fill it */
-	for (int pass = 0; pass < 10000; pass++) {
-		long n = sys_getdents64((int)fd, buf, sizeof(buf));
-		if (n <= 0 || (size_t)n > sizeof(buf))
-			break;
-		for (long off = 0; off + (long)sizeof(struct sys_dirent64) < n;) {
-			const struct sys_dirent64 *d = (const void *)(buf + off);
-			if (d->reclen == 0 || off + d->reclen > n)
-				break;
-			off += d->reclen;
-			uint64_t tid;
-			if (!rt_parse_u64(d->name, rt_strnlen(d->name, 16), &tid) || tid > 0x7fffffff ||
-			    !thread_is_own((int)tid) || own_known((int)tid) ||
-			    probe.n_own >= OWN_THREADS_MAX)
-				continue;
-			probe.own[probe.n_own].tid = (int)tid;
-			probe.own[probe.n_own].last_ns = baseline_now ? rt_clock_ns(sys_thread_cpu_clock((int)tid)) : 0;
-			probe.n_own++;
-		}
+	for (const char *name; (name = rt_dir_next(&dir)) != NULL;) {
+		uint64_t tid;
+		if (!rt_parse_u64(name, rt_strnlen(name, 16), &tid) || tid > 0x7fffffff ||
+		    !thread_is_own((int)tid) || own_known((int)tid) || probe.n_own >= OWN_THREADS_MAX)
+			continue;
+		probe.own[probe.n_own].tid = (int)tid;
+		probe.own[probe.n_own].last_ns = baseline_now ? rt_clock_ns(sys_thread_cpu_clock((int)tid)) : 0;
+		probe.n_own++;
 	}
-	(void)sys_close((int)fd);
+	rt_dir_close(&dir);
 }
 
 /* CPU time our threads used since the previous call (the wall sampler's
@@ -230,7 +220,7 @@ static uint32_t delivered_hz(void)
 	uint64_t app = probe.win_process_ns > own ? probe.win_process_ns - own : 0;
 	if (app < 1000000ull)
 		return 0;
-	uint64_t hz = probe.win_samples * 1000000000ull / app;
+	uint64_t hz = probe.win_samples * RT_NS_PER_SEC / app;
 	return hz > UINT32_MAX ? UINT32_MAX : (uint32_t)hz;
 }
 

@@ -17,7 +17,7 @@ static uint64_t splitmix(uint64_t z)
 
 uint64_t sample_random_u64(void)
 {
-	return splitmix(atomic_fetch_add_explicit(&random_counter, 0x9e3779b97f4a7c15ull,
+	return splitmix(atomic_fetch_add_explicit(&random_counter, RT_HASH_MUL64,
 						  memory_order_relaxed));
 }
 
@@ -150,4 +150,22 @@ uint32_t sample_unwind_interrupted(const void *ucontext, uint64_t stack_lo, uint
 	if (end == UNWIND_END_TRUNCATED)
 		pcs[depth++] = SW_PC_TRUNCATED;
 	return depth;
+}
+
+/* Our own code: from the library's ELF header to the end of its text (both
+ * symbols are provided by the linker). */
+extern const char __ehdr_start[] __attribute__((visibility("hidden")));
+extern const char __etext[] __attribute__((visibility("hidden")));
+
+uint32_t sample_drop_own_leaves(uint64_t *pcs, uint32_t depth)
+{
+	uint64_t lo = (uint64_t)(uintptr_t)__ehdr_start, hi = (uint64_t)(uintptr_t)__etext;
+	uint32_t skip = 0;
+	while (skip + 1 < depth && pcs[skip] >= lo && pcs[skip] < hi)
+		skip++;
+	if (skip == 0)
+		return depth;
+	for (uint32_t i = skip; i < depth; i++)
+		pcs[i - skip] = pcs[i];
+	return depth - skip;
 }

@@ -11,6 +11,11 @@
  * (room for max + 1): "[unknown]" when nothing unwinds, "[truncated]" after
  * max frames.  stack_lo/stack_hi as for sample_capture_caller.  Returns the
  * depth.  [signal-safe] */
+/* Removes the leading frames that are in our own library's code (a signal
+ * delivered while one of our hooks ran), keeping at least one frame.
+ * Returns the new depth.  [signal-safe] */
+uint32_t sample_drop_own_leaves(uint64_t *pcs, uint32_t depth);
+
 uint32_t sample_unwind_interrupted(const void *ucontext, uint64_t stack_lo, uint64_t stack_hi,
 				   uint64_t *pcs, uint32_t max);
 

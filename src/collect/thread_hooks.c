@@ -6,11 +6,11 @@
 #include "collect/context.h"
 #include "collect/lock.h"
 #include "collect/threads.h"
-#include "core/thread.h"
+#include "rt/thread.h"
+#include "rt/hooks.h"
 #include "rt/sys.h"
 #include "symbols/symbols.h"
 
-#define SW_EXPORT __attribute__((visibility("default")))
 
 struct thread_start {
 	void *(*fn)(void *);

@@ -1,10 +1,10 @@
 /* Thread registry: open table of slots, linear probing on tid. */
 #include "collect/threads.h"
-#include "core/thread.h"
+#include "rt/thread.h"
 #include "rt/host.h"
 #include "rt/sys.h"
 
-#define NAME_REFRESH_NS 1000000000ull
+#define NAME_REFRESH_NS RT_NS_PER_SEC
 #define AUX_MINSIGSTKSZ 51
 /* Room our handlers need below the kernel's signal frame (the unwinder's
  * locals, the ring record's bookkeeping), with a margin. */
@@ -114,37 +114,28 @@ void threads_unregister(int slot, int tid)
 
 int threads_scan(void)
 {
-	long fd = sys_open("/proc/self/task", O_RDONLY | O_DIRECTORY, 0);
-	if (fd < 0)
-		return (int)fd;
+	struct rt_dir dir;
+	long err = rt_dir_open(&dir, AT_FDCWD, "/proc/self/task", TASK_DIR_READS_MAX);
+	if (err != 0)
+		return (int)err;
 	for (int s = 0; s < THREADS_MAX; s++)
 		thread_slots[s].scan_mark = false;
 	int live = 0;
-	uint8_t buf[8192];
-	for (int pass = 0; pass < 10000; pass++) {
-		long n = sys_getdents64((int)fd, buf, sizeof(buf));
-		if (n <= 0)
-			break;
-		for (long off = 0; off < n;) {
-			const struct sys_dirent64 *d = (const void *)(buf + off);
-			if (d->reclen == 0)
-				break;
-			off += d->reclen;
-			uint64_t tid;
-			if (!rt_parse_u64(d->name, rt_strnlen(d->name, 16), &tid) || tid > 0x7fffffff)
-				continue;
-			if (thread_is_own((int)tid))
-				continue;
-			int slot = threads_find((int)tid);
-			if (slot < 0)
-				slot = threads_register((int)tid, false, 0, 0);
-			if (slot >= 0) {
-				thread_slots[slot].scan_mark = true;
-				live++;
-			}
+	for (const char *name; (name = rt_dir_next(&dir)) != NULL;) {
+		uint64_t tid;
+		if (!rt_parse_u64(name, rt_strnlen(name, 16), &tid) || tid > 0x7fffffff)
+			continue;
+		if (thread_is_own((int)tid))
+			continue;
+		int slot = threads_find((int)tid);
+		if (slot < 0)
+			slot = threads_register((int)tid, false, 0, 0);
+		if (slot >= 0) {
+			thread_slots[slot].scan_mark = true;
+			live++;
 		}
 	}
-	(void)sys_close((int)fd);
+	rt_dir_close(&dir);
 	for (int s = 0; s < THREADS_MAX; s++) {
 		int tid = atomic_load(&thread_slots[s].tid);
 		if (tid && !thread_slots[s].scan_mark)

@@ -9,6 +9,8 @@
 #include "rt/rt.h"
 
 #define THREADS_MAX 4096
+/* getdents64 reads of /proc/self/task in one scan. */
+#define TASK_DIR_READS_MAX 10000u
 #define THREAD_NAME_MAX 16
 
 struct thread_slot {
@@ -39,7 +41,12 @@ struct thread_slot {
 	atomic_int wall_fd;         /* its file descriptor, or -1 */
 	atomic_ullong wall_pc, wall_sp, wall_fp;
 	atomic_ullong wall_tp;      /* thread pointer, for the hooks' slot lookup */
-	atomic_ullong wall_last_ns; /* monotonic time up to which wall time was attributed */
+	/* On-CPU and runnable time the sampler measured for this thread that
+	 * no running sample has carried yet: the next one takes it all. */
+	atomic_ullong wall_owed_ns;
+	/* 1 while wall_call_leave unblocks our signal: a sample delivered
+	 * there was raised inside the call. */
+	atomic_int wall_leave_state;
 };
 
 extern struct thread_slot thread_slots[THREADS_MAX];

@@ -1,19 +1,16 @@
 /* Wall-clock sampling without EINTR (see wall.h for the scheme). */
 #include "collect/wall.h"
+#include "collect/collector.h"
 #include "collect/context.h"
 #include "collect/ring.h"
 #include "collect/sample.h"
 #include "collect/threads.h"
-#include "core/thread.h"
+#include "rt/thread.h"
 #include "rt/sys.h"
 #include "symbols/symbols.h"
-#include "unwind/unwind.h"
-
-#include <linux/uio.h>
-
+#include "unwind/remote.h"
 
 #define RING_RECORDS 128u
-#define NS_PER_S 1000000000ull
 /* A running request that has not fired after this long (the thread did not
  * run through a scheduler tick) is withdrawn. */
 #define REQUEST_PATIENCE_NS 20000000ull
@@ -22,18 +19,16 @@
 #define PROC_FDS_MAX 256
 /* Thread names: re-read after a second (names are often set right after
  * the thread starts), then every 10 s. */
-#define NAME_YOUNG_NS (2 * NS_PER_S)
-#define NAME_REFRESH_YOUNG_NS NS_PER_S
-#define NAME_REFRESH_OLD_NS (10 * NS_PER_S)
-#define PENDING_FLUSH_NS NS_PER_S
-#define HANDLER_CHECK_NS NS_PER_S
+#define NAME_YOUNG_NS (2 * RT_NS_PER_SEC)
+#define NAME_REFRESH_YOUNG_NS RT_NS_PER_SEC
+#define NAME_REFRESH_OLD_NS (10 * RT_NS_PER_SEC)
+#define PENDING_FLUSH_NS RT_NS_PER_SEC
+#define HANDLER_CHECK_NS RT_NS_PER_SEC
 #define TP_BUCKETS 8192u
 #define SYSCALL_TEXT_MAX 256
 #define STOP_WAIT_MS 200
 /* Stack scan for code without unwind tables (musl): words read above sp,
  * and candidate return addresses tried at most. */
-#define SCAN_WORDS 256
-#define SCAN_TRIES 24
 
 /* One running sample as the handler leaves it; pcs has max_frames + 2 slots. */
 struct wall_record {
@@ -42,11 +37,28 @@ struct wall_record {
 	int slot;
 	uint32_t depth;
 	bool has_context;
+	int8_t state; /* enum wall_state */
 	uint64_t weight_ns;
 	struct context_value context; /* the thread's span context when sampled */
 	uint64_t pcs[];
 };
 
+
+/* Stacks of the interposed calls a thread waited in recently, keyed by the
+ * call's frame and return address: a thread alternating between a few
+ * waits (an event loop, a read loop and a poll) finds each stack without
+ * unwinding again, so a short call cannot end while its stack is read. */
+#define RECENT_FRAMES 4
+/* A call that ended while its stack was read is read again at once if the
+ * thread is back in a call from the same frame, at most this often. */
+#define UNWIND_RETRIES 2
+
+struct recent_frame {
+	uint64_t pc, sp, fp, ra;
+	uint64_t *pcs; /* max_frames + 2, or NULL */
+	uint32_t depth;
+	uint32_t used;  /* visit count when last used: the least recent goes */
+};
 
 #define CACHE_NONE 0
 #define CACHE_PUBLISHED 1 /* valid while wall_seq == cache_seq */
@@ -57,7 +69,6 @@ struct wall_private {
 	uint64_t request_ns; /* when the running request was armed */
 	uint64_t *stack;     /* cached stack (max_frames + 2), or NULL */
 	uint64_t cache_cpu;
-	uint64_t cache_pc, cache_sp, cache_fp; /* the published frame the cache came from */
 	uint64_t first_seen_ns;
 	uint64_t name_ns;
 	/* Samples of the cached stack not yet in the recorder (aggregated
@@ -79,6 +90,12 @@ struct wall_private {
 	uint8_t cache_state; /* enum wall_state */
 	uint8_t class_state;
 	bool pend_has_ctx;
+	struct recent_frame recent[RECENT_FRAMES];
+	uint32_t recent_clock;
+	/* visit_span(): the previous visit, and time not yet placed. */
+	bool visited;
+	uint64_t last_visit;
+	uint64_t unplaced;
 	char name[THREAD_NAME_MAX];
 };
 
@@ -177,13 +194,12 @@ static void give_back_fd(struct wall_private *w)
 
 /* ---- per-slot sampler state ---- */
 
-
 static bool thread_cpu_ns(int tid, uint64_t *out)
 {
 	struct __kernel_timespec ts = { 0, 0 };
 	if (sys_clock_gettime(sys_thread_cpu_clock(tid), &ts) != 0)
 		return false;
-	*out = (uint64_t)ts.tv_sec * NS_PER_S + (uint64_t)ts.tv_nsec;
+	*out = sys_timespec_ns(&ts);
 	return true;
 }
 
@@ -198,6 +214,8 @@ static void private_release(struct wall_private *w)
 		(void)sys_timer_delete(w->timer_id);
 	rt_free(w->stack);
 	rt_free(w->pend_ctx);
+	for (int i = 0; i < RECENT_FRAMES; i++)
+		rt_free(w->recent[i].pcs);
 	rt_memset(w, 0, sizeof(*w));
 	w->proc_fd = -1;
 	w->timer_id = -1;
@@ -222,18 +240,25 @@ static const char *private_name(struct wall_private *w, uint64_t now)
 	return w->name;
 }
 
-/* The wall time since the thread's previous sample, up to now; 0 if a
- * later instant was already taken (the thread's own handler, which reads
- * the clock after the sampler may have): the mark never moves back, so no
- * interval is counted twice.  Two parties at most race here, so a few
- * attempts suffice; a lost race leaves the time to the next sample. */
-static uint64_t take_elapsed(struct thread_slot *t, uint64_t now)
+/* The wall time this visit stands for: since the thread's previous visit,
+ * plus what an earlier visit could not place (the thread left its wait while
+ * its stack was read).  Every visit observes the state at its own instant
+ * and stands for the same span before it, so each place's total is an
+ * unbiased estimate of the time spent there however the thread alternates
+ * between running, system calls and waits.  The first visit only starts the
+ * count. */
+static uint64_t visit_span(struct wall_private *w, uint64_t now)
 {
-	uint64_t last = atomic_load(&t->wall_last_ns);
-	for (int attempt = 0; attempt < 4 && now > last; attempt++)
-		if (atomic_compare_exchange_weak(&t->wall_last_ns, &last, now))
-			return now - last;
-	return 0;
+	if (!w->visited) {
+		w->visited = true;
+		w->last_visit = now;
+		return 0;
+	}
+	uint64_t d = now > w->last_visit ? now - w->last_visit : 0;
+	w->last_visit = now;
+	d += w->unplaced;
+	w->unplaced = 0;
+	return d;
 }
 
 /* ctx: the thread's span context when the samples were taken, or NULL. */
@@ -271,10 +296,9 @@ static void flush_pending(struct wall_private *w, uint64_t now)
 	w->pend_ns = 0;
 }
 
-/* One sample of the cached stack. */
-static void account_cached(int slot, struct wall_private *w, uint64_t now)
+/* One sample of the cached stack, of `weight` ns. */
+static void account_cached(int slot, struct wall_private *w, uint64_t now, uint64_t weight)
 {
-	uint64_t weight = take_elapsed(&thread_slots[slot], now);
 	if (weight == 0)
 		return;
 	/* Samples taken under another span context must not share labels. */
@@ -295,17 +319,18 @@ static void account_cached(int slot, struct wall_private *w, uint64_t now)
 		flush_pending(w, now);
 }
 
-static void emit_cached(int slot, struct wall_private *w, uint64_t now)
+static void emit_cached(int slot, struct wall_private *w, uint64_t now, uint64_t weight)
 {
-	account_cached(slot, w, now);
+	account_cached(slot, w, now, weight);
 	atomic_fetch_add(&wall.cached, 1);
 }
 
-static uint32_t unwind_remote(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t *pcs)
+/* A published stack, with the markers of an empty or cut one. */
+static uint32_t unwind_published(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t *pcs)
 {
 	struct unwind_regs regs = { .pc = pc, .sp = sp, .fp = fp };
-	enum unwind_end end = UNWIND_END_OUTERMOST;
-	uint32_t depth = unwind_stack(&regs, pcs, wall.max_frames, UNWIND_FLAG_REMOTE, &end);
+	enum unwind_end end;
+	uint32_t depth = unwind_remote(&regs, pcs, wall.max_frames, &end);
 	if (depth == 0)
 		pcs[depth++] = SW_PC_UNKNOWN;
 	if (end == UNWIND_END_TRUNCATED)
@@ -353,127 +378,143 @@ static enum wall_state state_of_fd(struct wall_private *w, enum wall_state kind,
 	return (enum wall_state)w->class_state;
 }
 
+/* What identifies a published call's stack: its frame, and the return
+ * address into its caller (two callers at the same depth share the frame). */
+struct frame_key {
+	uint64_t pc, sp, fp, ra;
+};
+
+static bool same_key(const struct frame_key *k, uint64_t pc, uint64_t sp, uint64_t fp, uint64_t ra)
+{
+	return k->pc == pc && k->sp == sp && k->fp == fp && k->ra == ra;
+}
+
+/* Reads the published frame of call `seq`; false if the thread is no
+ * longer in that call (the values could mix two calls). */
+static bool read_published(struct thread_slot *t, uint32_t seq, struct frame_key *k)
+{
+	k->pc = atomic_load_explicit(&t->wall_pc, memory_order_relaxed);
+	k->sp = atomic_load_explicit(&t->wall_sp, memory_order_relaxed);
+	k->fp = atomic_load_explicit(&t->wall_fp, memory_order_relaxed);
+	/* Our wrappers keep frame pointers: the return address is above it. */
+	if (k->fp > UINT64_MAX - 16 || sys_read_memory((int)sys_getpid(), &k->ra, k->fp + 8, sizeof(k->ra)) != (long)sizeof(k->ra))
+		k->ra = 0;
+	return atomic_load(&t->wall_seq) == seq;
+}
+
+static struct recent_frame *recent_find(struct wall_private *w, const struct frame_key *k)
+{
+	for (int i = 0; i < RECENT_FRAMES; i++) {
+		struct recent_frame *r = &w->recent[i];
+		if (r->pcs && same_key((const struct frame_key *)r, k->pc, k->sp, k->fp, k->ra)) {
+			r->used = ++w->recent_clock;
+			return r;
+		}
+	}
+	return NULL;
+}
+
+static void recent_store(struct wall_private *w, const struct frame_key *k, const uint64_t *pcs, uint32_t depth)
+{
+	struct recent_frame *r = &w->recent[0];
+	for (int i = 1; i < RECENT_FRAMES && r->pcs; i++)
+		if (!w->recent[i].pcs || w->recent[i].used < r->used)
+			r = &w->recent[i];
+	if (!r->pcs) {
+		r->pcs = rt_malloc((wall.max_frames + 2) * sizeof(uint64_t));
+		if (!r->pcs)
+			return;
+	}
+	r->pc = k->pc;
+	r->sp = k->sp;
+	r->fp = k->fp;
+	r->ra = k->ra;
+	rt_memcpy(r->pcs, pcs, depth * sizeof(uint64_t));
+	r->depth = depth;
+	r->used = ++w->recent_clock;
+}
+
 /* Case 1: the thread is inside an interposed blocking call. */
-static void sample_published(int slot, struct wall_private *w, uint32_t seq, uint64_t now)
+static void sample_published(int slot, struct wall_private *w, uint32_t seq, uint64_t now, uint64_t span)
 {
 	struct thread_slot *t = &thread_slots[slot];
 	if (w->cache == CACHE_PUBLISHED && w->cache_seq == seq) {
-		emit_cached(slot, w, now);
+		emit_cached(slot, w, now, span);
 		return;
 	}
-	uint64_t pc = atomic_load_explicit(&t->wall_pc, memory_order_relaxed);
-	uint64_t sp = atomic_load_explicit(&t->wall_sp, memory_order_relaxed);
-	uint64_t fp = atomic_load_explicit(&t->wall_fp, memory_order_relaxed);
+	struct frame_key k;
+	const uint64_t *pcs = NULL;
+	uint32_t depth = 0;
+	for (int attempt = 0; attempt <= UNWIND_RETRIES; attempt++) {
+		if (attempt > 0) {
+			/* Back in a call from the same frame: that stack is the same. */
+			struct frame_key again;
+			seq = atomic_load(&t->wall_seq);
+			if (!(seq & 1u) || !read_published(t, seq, &again) ||
+			    !same_key(&k, again.pc, again.sp, again.fp, again.ra))
+				break;
+		} else if (!read_published(t, seq, &k)) {
+			break;
+		}
+		const struct recent_frame *r = recent_find(w, &k);
+		if (r) {
+			pcs = r->pcs;
+			depth = r->depth;
+			break;
+		}
+		depth = unwind_published(k.pc, k.sp, k.fp, wall.scratch);
+		if (atomic_load(&t->wall_seq) == seq) {
+			pcs = wall.scratch;
+			recent_store(w, &k, pcs, depth);
+			break;
+		}
+		atomic_fetch_add(&wall.unstable, 1);
+	}
+	if (!pcs) {
+		w->unplaced += span; /* it left the call meanwhile: the next visit places it */
+		return;
+	}
 	enum wall_state kind = (enum wall_state)atomic_load_explicit(&t->wall_kind, memory_order_relaxed);
 	int fd = atomic_load_explicit(&t->wall_fd, memory_order_relaxed);
-	if (w->cache == CACHE_PUBLISHED && w->cache_pc == pc && w->cache_sp == sp && w->cache_fp == fp &&
-	    w->cache_state == state_of_fd(w, kind, fd) && atomic_load(&t->wall_seq) == seq) {
-		/* A new call from the same frame (a wait in a loop): the frames
-		 * above it are those already cached. */
-		w->cache_seq = seq;
-		emit_cached(slot, w, now);
-		return;
-	}
-	uint32_t depth = unwind_remote(pc, sp, fp, wall.scratch);
-	if (atomic_load(&t->wall_seq) != seq) {
-		atomic_fetch_add(&wall.unstable, 1);
-		return; /* it left the call meanwhile: its time goes to the next sample */
-	}
-	if (cache_store(w, wall.scratch, depth, state_of_fd(w, kind, fd), now)) {
+	if (cache_store(w, pcs, depth, state_of_fd(w, kind, fd), now)) {
 		w->cache = CACHE_PUBLISHED;
 		w->cache_seq = seq;
-		w->cache_pc = pc;
-		w->cache_sp = sp;
-		w->cache_fp = fp;
 		atomic_fetch_add(&wall.published, 1);
-		account_cached(slot, w, now);
+		account_cached(slot, w, now, span);
+	} else {
+		w->unplaced += span;
 	}
 }
 
-static bool read_remote(uint64_t addr, void *dst, size_t n)
-{
-	struct iovec local = { dst, n };
-	struct iovec remote = { (void *)(uintptr_t)addr, n };
-	return sys_call6(__NR_process_vm_readv, sys_getpid(), (long)&local, 1, (long)&remote, 1, 0) ==
-	       (long)n;
-}
-
-/* For a system call made from code without unwind tables (musl is built
- * without them, and the frame pointer is not in /proc/.../syscall): finds
- * the lowest word above sp that is a return address from which the unwind
- * tables lead to the thread's first frame, and unwinds from there.  The
- * frames in between (inside the C library) are skipped.  0 if none. */
-static uint32_t unwind_by_scan(uint64_t leaf_pc, uint64_t sp, uint64_t *pcs)
-{
-	uint64_t lo, hi;
-	/* A stack newer than the last module refresh is found in /proc/self/maps. */
-	if (!unwind_stack_bounds(sp, &lo, &hi) && !symbols_stack_bounds_of(sp, &lo, &hi))
-		return 0;
-	if (hi <= sp || (sp & 7) != 0)
-		return 0;
-	uint64_t words[SCAN_WORDS] = { 0 };
-	size_t n = (size_t)RT_MIN((hi - sp) / 8, (uint64_t)SCAN_WORDS);
-	if (n < 2 || !read_remote(sp, words, n * 8))
-		return 0;
-	uint32_t tries = 0;
-	for (size_t i = 1; i < n && tries < SCAN_TRIES; i++) {
-		struct sw_frame_info info;
-		if (words[i] < 0x1000 || !symbols_resolve(NULL, words[i] - 1, &info))
-			continue;
-		tries++;
-		/* In frame-pointer code the caller's saved frame pointer sits
-		 * just below the return address. */
-		struct unwind_regs regs = { .pc = words[i] - 1, .sp = sp + 8 * (i + 1), .fp = words[i - 1] };
-		enum unwind_end end = UNWIND_END_BROKEN;
-		uint32_t depth = unwind_stack(&regs, pcs + 1, wall.max_frames - 1, UNWIND_FLAG_REMOTE, &end);
-		/* Accepted when the tables lead to the first frame, or at least
-		 * two callers up (musl's own outermost frames have no tables). */
-		if ((depth >= 2 && end != UNWIND_END_BROKEN) || depth >= 3) {
-			pcs[0] = leaf_pc;
-			depth++;
-			if (end == UNWIND_END_TRUNCATED)
-				pcs[depth++] = SW_PC_TRUNCATED;
-			return depth;
-		}
-	}
-	return 0;
-}
-
-/* Case 3: blocked in a system call we did not interpose. */
+/* Case 3: off CPU and not in an interposed call: blocked in a system call
+ * we did not interpose, or preempted in its own code (nr -1). */
 static void sample_syscall(int slot, struct wall_private *w, const struct wall_syscall_info *si,
-			   uint64_t cpu, uint64_t now)
+			   uint64_t cpu, uint64_t now, uint64_t span)
 {
-	struct unwind_regs regs = { .pc = si->pc, .sp = si->sp, .fp = 0 };
-	enum unwind_end end = UNWIND_END_OUTERMOST;
-	uint32_t depth = unwind_stack(&regs, wall.scratch, wall.max_frames, UNWIND_FLAG_REMOTE, &end);
-	/* One or two frames: the tables (or frame pointers, unknown here)
-	 * ran out at once, as in a C library built without unwind tables. */
-	if (depth <= 2 && end != UNWIND_END_TRUNCATED) {
-		uint64_t first[2] = { wall.scratch[0], wall.scratch[1] };
-		uint32_t scanned = unwind_by_scan(si->pc, si->sp, wall.scratch);
-		if (scanned > 0) {
-			depth = scanned;
-			end = UNWIND_END_OUTERMOST; /* a truncated scan added its marker */
-		} else {
-			wall.scratch[0] = first[0];
-			wall.scratch[1] = first[1];
-		}
-	}
+	enum unwind_end end;
+	/* A stack newer than the last module refresh is found in /proc/self/maps. */
+	uint32_t depth = unwind_remote_syscall(si->pc, si->sp, wall.scratch, wall.max_frames,
+					       symbols_stack_bounds_of, &end);
 	if (depth == 0)
 		wall.scratch[depth++] = SW_PC_UNKNOWN;
 	if (end == UNWIND_END_TRUNCATED)
 		wall.scratch[depth++] = SW_PC_TRUNCATED;
+	depth = sample_drop_own_leaves(wall.scratch, depth);
 	uint64_t cpu_after;
 	if (!thread_cpu_ns(w->tid, &cpu_after) || cpu_after != cpu) {
 		atomic_fetch_add(&wall.unstable, 1);
+		w->unplaced += span;
 		return;
 	}
-	if (!cache_store(w, wall.scratch, depth, wall_state_of_syscall(si->nr, si->arg0), now))
+	enum wall_state state = si->nr >= 0 ? wall_state_of_syscall(si->nr, si->arg0) : WALL_STATE_RUNNING;
+	if (!cache_store(w, wall.scratch, depth, state, now)) {
+		w->unplaced += span;
 		return;
+	}
 	w->cache = CACHE_SYSCALL;
 	w->cache_cpu = cpu;
 	atomic_fetch_add(&wall.syscall_samples, 1);
-	account_cached(slot, w, now);
+	account_cached(slot, w, now, span);
 }
 
 /* Case 4: arms the one-shot timer; false if it could not be armed. */
@@ -530,24 +571,28 @@ static void sample_slot(int slot, uint64_t now)
 	}
 	if (tid == 0)
 		return;
+	uint64_t span = visit_span(w, now);
 	if (atomic_load(&t->wall_inflight)) {
 		/* A running request is outstanding.  A thread that is inside an
 		 * interposed call now saw the flag and blocked our signal. */
 		uint32_t seq = atomic_load(&t->wall_seq);
 		if (seq & 1u) {
-			sample_published(slot, w, seq, now);
+			sample_published(slot, w, seq, now, span);
 			return;
 		}
-		if (now - w->request_ns < REQUEST_PATIENCE_NS + 2 * atomic_load(&wall.period_ns))
-			return;
-		cancel_request(t, w);
+		/* Still outside any wait since the request: most likely still
+		 * running, and the request's sample will say where. */
+		atomic_fetch_add(&t->wall_owed_ns, span);
+		if (now - w->request_ns >= REQUEST_PATIENCE_NS + 2 * atomic_load(&wall.period_ns))
+			cancel_request(t, w); /* the next visit looks again */
+		return;
 	}
 	/* Handshake: the flag first, then the thread's published state. */
 	atomic_store(&t->wall_inflight, 1);
 	uint32_t seq = atomic_load(&t->wall_seq);
 	if (seq & 1u) {
 		atomic_store(&t->wall_inflight, 0);
-		sample_published(slot, w, seq, now);
+		sample_published(slot, w, seq, now, span);
 		return;
 	}
 	uint64_t cpu;
@@ -557,7 +602,7 @@ static void sample_slot(int slot, uint64_t now)
 	}
 	if (w->cache == CACHE_SYSCALL && w->cache_cpu == cpu) {
 		atomic_store(&t->wall_inflight, 0);
-		emit_cached(slot, w, now);
+		emit_cached(slot, w, now, span);
 		/* Blocked all along, it did not need its descriptor: with none
 		 * left, it goes to a thread that moves (which would otherwise
 		 * open and close its file at every visit). */
@@ -568,13 +613,18 @@ static void sample_slot(int slot, uint64_t now)
 	struct wall_syscall_info si;
 	if (!read_syscall(w, &si)) {
 		atomic_store(&t->wall_inflight, 0);
+		w->unplaced += span;
 		return;
 	}
-	if (si.nr >= 0) {
+	if (si.nr >= -1) {
+		/* Off CPU: the kernel gave its registers. */
 		atomic_store(&t->wall_inflight, 0);
-		sample_syscall(slot, w, &si, cpu, now);
+		sample_syscall(slot, w, &si, cpu, now, span);
 		return;
 	}
+	/* On a CPU now: its own handler takes the stack at its next tick and
+	 * carries this span. */
+	atomic_fetch_add(&t->wall_owed_ns, span);
 	if (!request_running_sample(slot, w, now))
 		atomic_store(&t->wall_inflight, 0);
 }
@@ -596,17 +646,33 @@ static void wall_signal_handler(int sig, void *siv, void *ucv)
 		return; /* the request was withdrawn */
 	if (!wall.ring.mem)
 		return;
-	uint64_t weight = take_elapsed(t, rt_monotonic_ns());
+	/* Inside an interposed call (delivered on its return, or as its end
+	 * unblocks our signal): that call's time is counted by the visits that
+	 * found it there, so this is no place for the time found running
+	 * outside any call.  The next visit asks again. */
+	if ((atomic_load(&t->wall_seq) & 1u) ||
+	    atomic_load_explicit(&t->wall_leave_state, memory_order_relaxed) != 0)
+		return;
+	/* The sample carries the time visits found the thread running since
+	 * its previous running sample: the timer fires after the thread used
+	 * CPU, so where it lands is a CPU-weighted draw over its running. */
+	uint64_t weight = atomic_exchange(&t->wall_owed_ns, 0);
 	if (weight == 0)
 		return;
 	struct wall_record *rec = ring_reserve(&wall.ring);
 	if (!rec) {
 		/* The time is not lost: the thread's next sample carries it. */
-		atomic_fetch_sub(&t->wall_last_ns, weight);
+		atomic_fetch_add(&t->wall_owed_ns, weight);
 		atomic_fetch_add(&wall.dropped, 1);
 		return;
 	}
-	rec->depth = sample_unwind_interrupted(ucv, 0, 0, rec->pcs, wall.max_frames);
+	/* Raised during a system call, a CPU-clock signal is delivered
+	 * as the call returns, right after its instruction. */
+	struct unwind_regs regs;
+	unwind_regs_from_ucontext(ucv, &regs);
+	rec->state = (int8_t)(unwind_after_syscall(regs.pc) ? WALL_STATE_SYSCALL : WALL_STATE_RUNNING);
+	rec->depth = sample_drop_own_leaves(rec->pcs, sample_unwind_interrupted(ucv, 0, 0, rec->pcs,
+										 wall.max_frames));
 	rec->has_context = context_read_self(&rec->context);
 	rec->tid = tid;
 	rec->slot = (int)si->value;
@@ -628,7 +694,7 @@ static void drain_ring(void)
 		if (w->tid == r->tid)
 			name = private_name(w, now);
 		record_sample(r->has_context ? &r->context : NULL, r->tid, name, r->pcs, r->depth,
-			      WALL_STATE_RUNNING, 1, r->weight_ns);
+			      (enum wall_state)r->state, 1, r->weight_ns);
 		atomic_fetch_add(&wall.running_samples, 1);
 		ring_release(&wall.ring, r);
 	}
@@ -714,7 +780,7 @@ static void *wall_main(void *arg)
 	atomic_store(&wall.thread_tid, (int)sys_gettid());
 	uint64_t next = rt_monotonic_ns() + atomic_load(&wall.period_ns);
 	while (atomic_load(&wall.running)) {
-		struct __kernel_timespec ts = { (long long)(next / NS_PER_S), (long long)(next % NS_PER_S) };
+		struct __kernel_timespec ts = { (long long)(next / RT_NS_PER_SEC), (long long)(next % RT_NS_PER_SEC) };
 		(void)sys_clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 		if (!atomic_load(&wall.running))
 			break;
@@ -734,7 +800,7 @@ static void *wall_main(void *arg)
 
 /* ---- hooks side ---- */
 
-static uint32_t tp_bucket(uint64_t tp) { return (uint32_t)((tp >> 4) * 0x9E3779B97F4A7C15ull >> 51) % TP_BUCKETS; }
+static uint32_t tp_bucket(uint64_t tp) { return (uint32_t)((tp >> 4) * RT_HASH_MUL64 >> 51) % TP_BUCKETS; }
 
 static void tp_bind(int slot, uint64_t tp)
 {
@@ -808,7 +874,9 @@ void wall_call_leave(struct wall_call *c)
 	}
 	if (c->masked && !(c->old_mask & (1ull << (wall.signo - 1)))) {
 		uint64_t set = 1ull << (wall.signo - 1);
+		atomic_store_explicit(&t->wall_leave_state, 1, memory_order_relaxed);
 		(void)sys_rt_sigprocmask(SIG_UNBLOCK, &set, NULL);
+		atomic_store_explicit(&t->wall_leave_state, 0, memory_order_relaxed);
 	}
 }
 
@@ -822,7 +890,8 @@ void wall_thread_added(int slot, int tid, bool self)
 	atomic_store(&t->wall_seq, 0);
 	atomic_store(&t->wall_inflight, 0);
 	atomic_store(&t->wall_tp, 0);
-	atomic_store(&t->wall_last_ns, rt_monotonic_ns());
+	atomic_store(&t->wall_owed_ns, 0);
+	atomic_store(&t->wall_leave_state, 0);
 	atomic_fetch_or(&slot_bits[slot / 64], 1ull << (slot % 64));
 	if (self)
 		tp_bind(slot, rt_thread_pointer());
@@ -866,7 +935,7 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 	wall.rec = rec;
 	wall.max_frames = cfg->max_frames;
 	wall.configured_hz = cfg->wall_hz ? cfg->wall_hz : 100;
-	atomic_store(&wall.period_ns, NS_PER_S / wall.configured_hz);
+	atomic_store(&wall.period_ns, RT_NS_PER_SEC / wall.configured_hz);
 	wall.fd_floor = descriptor_floor();
 	if (ring_init(&wall.ring, RING_RECORDS,
 		      sizeof(struct wall_record) + (cfg->max_frames + 2) * sizeof(uint64_t)) < 0)
@@ -887,10 +956,9 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 	}
 	if (!atomic_load(&wall.signals_on))
 		rt_warn("no free real-time signal: wall profiling samples blocked threads only");
-	uint64_t now = rt_monotonic_ns();
 	for (int s = 0; s < THREADS_MAX; s++)
 		if (atomic_load(&thread_slots[s].tid)) {
-			atomic_store(&thread_slots[s].wall_last_ns, now);
+			atomic_store(&thread_slots[s].wall_owed_ns, 0);
 			atomic_fetch_or(&slot_bits[s / 64], 1ull << (s % 64));
 		}
 	atomic_store(&wall.hooks_on, 1);
@@ -921,6 +989,14 @@ void wall_stop(void)
 	/* The handler stays installed but finds no request: a signal already
 	 * queued must not meet the default action, which would end the process. */
 	wall_drain();
+	struct wall_stats st;
+	wall_get_stats(&st);
+	rt_debug("wall sampler: %llu ticks; samples: %llu published, %llu cached, %llu syscall, "
+		 "%llu running; %llu requests cancelled, %llu unstable, %llu dropped",
+		 (unsigned long long)st.ticks, (unsigned long long)st.samples_blocked_published,
+		 (unsigned long long)st.samples_blocked_cached, (unsigned long long)st.samples_blocked_syscall,
+		 (unsigned long long)st.samples_running, (unsigned long long)st.requests_cancelled,
+		 (unsigned long long)st.unstable, (unsigned long long)st.dropped);
 }
 
 bool wall_running(void) { return atomic_load(&wall.running) != 0; }
@@ -939,6 +1015,7 @@ void wall_after_fork_child(void)
 		w->timer_id = -1;
 		w->pend_count = 0; /* the parent's samples */
 		private_release(w);
+		atomic_store(&thread_slots[s].wall_owed_ns, 0);
 	}
 	wall.open_fds = 0;
 	for (uint32_t b = 0; b < TP_BUCKETS; b++)
@@ -969,13 +1046,36 @@ void wall_set_rate(uint32_t hz)
 		return;
 	/* Each sample is weighted by the time since the thread's previous one,
 	 * so totals stay true at any rate. */
-	atomic_store(&wall.period_ns, NS_PER_S / hz);
+	atomic_store(&wall.period_ns, RT_NS_PER_SEC / hz);
 }
 
 uint32_t wall_rate(void)
 {
 	uint64_t period = atomic_load(&wall.period_ns);
-	return period ? (uint32_t)(NS_PER_S / period) : 0;
+	return period ? (uint32_t)(RT_NS_PER_SEC / period) : 0;
 }
 
 int wall_thread_tid(void) { return atomic_load(&wall.running) ? atomic_load(&wall.thread_tid) : 0; }
+
+static void wall_flush(struct profile *finished)
+{
+	RT_UNUSED(finished);
+	wall_drain();
+}
+
+static int64_t wall_period(const struct sw_config *cfg, enum sw_kind kind)
+{
+	RT_UNUSED(kind);
+	return (int64_t)(RT_NS_PER_SEC / cfg->wall_hz);
+}
+
+const struct collector wall_collector = {
+	.name = "wall",
+	.kinds = SW_KIND_BIT(SW_KIND_WALL),
+	.needs_threads = true,
+	.start = wall_start,
+	.stop = wall_stop,
+	.after_fork_child = wall_after_fork_child,
+	.flush = wall_flush,
+	.period = wall_period,
+};

@@ -3,26 +3,36 @@
  * without ever interrupting a blocked system call.
  *
  * One sampler thread of ours visits at most wall_max_threads threads per
- * tick (fair rotation); each sample is weighted by the time since that
- * thread's previous sample, so totals stay true however few are visited.
- * Per visited thread, cheapest first:
- *  1. Blocked in an interposed call (wall_hooks.c): the call published its
- *     frame and made wall_seq odd.  The frozen stack is unwound from our
- *     thread (UNWIND_FLAG_REMOTE) and accepted if wall_seq did not move; it
- *     is reused as long as wall_seq stays the same.
+ * tick (fair rotation).  A visit observes where the thread is at that
+ * instant and places there the wall time since the thread's previous visit
+ * (every visit stands for the span before it, so each place's total is an
+ * unbiased estimate of the time spent there, however the thread alternates
+ * between running, system calls and waits).  Cheapest first:
+ *  1. Inside an interposed call (wall_hooks.c): the call published its
+ *     frame and made wall_seq odd.  Its stack is unwound from our thread
+ *     (UNWIND_FLAG_REMOTE), or found among the few stacks of calls the
+ *     thread made recently from the same frame and return address, and
+ *     accepted if wall_seq did not move (else read again once or twice
+ *     while the thread is back in a call from the same frame).
  *  2. Otherwise, if the thread's CPU clock has not moved since a stack was
  *     taken from its frozen system call, it has not run: that stack again.
  *  3. Otherwise /proc/self/task/TID/syscall (descriptor kept open, up to a
- *     budget that goes to the threads that move): in a system call, its
- *     sp/pc are unwound remotely with the CFI tables, and accepted if the
- *     CPU clock did not move meanwhile.  Never reused from sp/pc alone
- *     (different callers reach the same ones), but a stack equal to the
- *     cached one keeps aggregating with it.
- *  4. Running: a one-shot POSIX timer on the thread's CPU clock, delivered
- *     to that thread, makes it unwind itself in our signal handler.  Such a
- *     timer fires only while the thread runs, and on kernels that expire
- *     CPU timers in task work (x86-64 >= 5.10) the signal is raised on the
- *     return to user mode, so it never interrupts a system call at all.
+ *     budget that goes to the threads that move): off CPU, in a system call
+ *     or not, its sp/pc are unwound remotely with the CFI tables, and
+ *     accepted if the CPU clock did not move meanwhile.  Never reused from
+ *     sp/pc alone (different callers reach the same ones), but a stack
+ *     equal to the cached one keeps aggregating with it.
+ *  4. On a CPU: the span is owed to the thread's next running sample.  A
+ *     one-shot POSIX timer on the thread's CPU clock, delivered to that
+ *     thread, makes it unwind itself in our signal handler, which takes
+ *     all the time owed.  Such a timer fires only while the thread runs,
+ *     so where it lands is a CPU-weighted draw; a signal that arrives
+ *     inside an interposed call (on the call's return, or as the call
+ *     unblocks it) takes nothing, as that call's time is counted by case 1.
+ *     On kernels that expire CPU timers in task work (x86-64 >= 5.10) the
+ *     signal is raised on the return to user mode, so it never interrupts a
+ *     system call at all; one raised during a system call is delivered
+ *     right after its instruction, and that sample's state is "syscall".
  * Handshake (covers every kernel for the interposed calls): the sampler
  * sets wall_inflight, then reads wall_seq; a blocking call makes wall_seq
  * odd, then reads wall_inflight (both sequentially consistent).  Either the
@@ -37,14 +47,14 @@
 #include "config/config.h"
 #include "profile/profile.h"
 
-/* The label "state" of a sample. */
+/* The label "state" of a sample: what the thread was doing (docs/configuration.md). */
 enum wall_state {
-	WALL_STATE_RUNNING = 0,
-	WALL_STATE_SLEEPING, /* nanosleep, clock_nanosleep, pause */
-	WALL_STATE_WAITING,  /* futex, poll/select/epoll, wait4, semaphores, pipes */
-	WALL_STATE_NETWORK,  /* socket calls, read/write on a socket */
-	WALL_STATE_IO,       /* read/write on other files */
-	WALL_STATE_SYSCALL,  /* any other system call */
+	WALL_STATE_RUNNING = 0, /* in its own code, on a CPU or waiting for one */
+	WALL_STATE_SLEEPING,    /* nanosleep, clock_nanosleep, pause */
+	WALL_STATE_WAITING,     /* futex, poll/select/epoll, wait4, semaphores, pipes */
+	WALL_STATE_NETWORK,     /* socket calls, read/write on a socket */
+	WALL_STATE_IO,          /* read/write on other files */
+	WALL_STATE_SYSCALL,     /* any other system call, blocked or on a CPU */
 	WALL_STATE_COUNT
 };
 const char *wall_state_name(enum wall_state s);

@@ -1,4 +1,4 @@
-# Wall profiler (#6): the torture workload (glibc and musl) .
+# Wall profiler: the torture workload (glibc and musl).
 WALL_WL := $(BUILD)/workloads
 WALL_WL_CFLAGS := -O2 -g -Wall -Wextra -Werror
 
@@ -29,3 +29,15 @@ $(WALL_WL)/wall_reuse-musl: tests/workloads/wall_reuse.c
 	$(MUSL_CC) $(WALL_WL_CFLAGS) $< -o $@
 
 TEST_PROGRAMS += $(WALL_WL)/wall_reuse $(WALL_WL)/wall_reuse-musl
+
+# Known answers for threads that mix CPU-heavy system calls, user work and
+# waits (glibc and musl).
+$(WALL_WL)/wall_mixed: tests/workloads/wall_mixed.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WALL_WL_CFLAGS) -fno-optimize-sibling-calls $< -o $@ -lpthread
+
+$(WALL_WL)/wall_mixed-musl: tests/workloads/wall_mixed.c
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) $(WALL_WL_CFLAGS) -fno-optimize-sibling-calls $< -o $@
+
+TEST_PROGRAMS += $(WALL_WL)/wall_mixed $(WALL_WL)/wall_mixed-musl

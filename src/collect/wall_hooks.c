@@ -9,10 +9,10 @@
  * through untouched; sigset_t is 128 bytes in glibc and musl alike.
  */
 #include "collect/wall.h"
+#include "rt/hooks.h"
 #include "rt/host.h"
 #include "rt/sys.h"
 
-#define SW_EXPORT __attribute__((visibility("default")))
 #define SIGSET_BYTES 128
 
 /* The wrapper's own pc, sp and frame pointer, taken together so that the
@@ -27,19 +27,14 @@
 			 : "=r"((f).pc), "=r"((f).sp), "=r"((f).fp))
 #endif
 
-/* The next definition of `name`, resolved once.  dlsym returns a data
- * pointer; POSIX specifies its conversion to a function pointer, done
- * without a cast between the two kinds. */
+/* The next definition of `name`, resolved once found. */
 #define NEXT_FN(type, name)                                                    \
-	static _Atomic(type) next_##name;                                      \
+	static _Atomic(void *) next_##name;                                    \
 	static type resolve_##name(void)                                       \
 	{                                                                      \
-		type fn = atomic_load_explicit(&next_##name, memory_order_acquire); \
-		if (fn || !dlsym)                                              \
-			return fn;                                             \
-		void *sym = dlsym(HOST_RTLD_NEXT, #name);                      \
-		__builtin_memcpy(&fn, &sym, sizeof(fn));                       \
-		atomic_store_explicit(&next_##name, fn, memory_order_release); \
+		void *sym = hook_next_cached(&next_##name, #name);             \
+		type fn;                                                       \
+		HOOK_FN(fn, sym);                                              \
 		return fn;                                                     \
 	}
 

@@ -2,14 +2,13 @@
  * the destructor that flushes at exit, and the public API. */
 #include "core/profiler.h"
 #include "collect/collect.h"
-#include "collect/context.h"
 #include "config/config.h"
+#include "rt/hooks.h"
 #include "rt/host.h"
 #include "rt/rt.h"
 #include "rt/sys.h"
 #include "stowaway.h"
 
-#define SW_EXPORT __attribute__((visibility("default")))
 #define AUX_AT_SECURE 23
 
 /* Setuid/setgid programs (AT_SECURE) must not be influenced by the

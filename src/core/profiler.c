@@ -4,12 +4,8 @@
  * the exiting thread within the exit timeout. */
 #include "core/profiler.h"
 #include "collect/collect.h"
-#include "collect/cpu.h"
-#include "collect/exception.h"
-#include "collect/lock.h"
-#include "collect/overhead.h"
-#include "core/thread.h"
-#include "encode/gzip.h"
+#include "deflate/deflate.h"
+#include "rt/thread.h"
 #include "encode/pprof.h"
 #include "export/export.h"
 #include "profile/profile.h"
@@ -19,7 +15,7 @@
 #include "symbols/symbols.h"
 
 #define MAX_EXPORTERS 3
-#define FLUSH_MIN_TIMEOUT_NS (10ull * 1000000000ull)
+#define FLUSH_MIN_TIMEOUT_NS (10ull * RT_NS_PER_SEC)
 
 static struct {
 	atomic_int running;
@@ -64,29 +60,6 @@ const char *profiler_runtime_id(void)
 	return atomic_load(&prof.running) ? prof.runtime_id : "";
 }
 
-/* The sampling period a kind's profile declares (pprof period field). */
-static int64_t kind_period(const struct sw_config *cfg, enum sw_kind kind)
-{
-	switch (kind) {
-	case SW_KIND_CPU: {
-		/* The rate in effect: the overhead cap may have lowered it. */
-		uint32_t hz = cpu_rate();
-		return 1000000000ll / (hz ? hz : cfg->cpu_hz);
-	}
-	case SW_KIND_WALL:
-		return 1000000000ll / cfg->wall_hz;
-	case SW_KIND_ALLOC:
-	case SW_KIND_HEAP:
-		return (int64_t)cfg->alloc_sample_bytes;
-	case SW_KIND_LOCK:
-		return (int64_t)lock_collector_period();
-	case SW_KIND_EXCEPTION:
-		return (int64_t)exception_collector_period();
-	default:
-		return 1;
-	}
-}
-
 /* Encodes `mask` of the profile and gzips it into *gz.  0 or -errno. */
 static int encode_compressed(const struct profile *p, uint32_t mask, const struct pprof_opts *o,
 			     struct rt_buf *raw, struct rt_buf *gz)
@@ -116,7 +89,7 @@ static int export_period(bool final, uint64_t deadline_ns)
 		(void)symbols_refresh();
 	char overhead_line[320];
 	const char *overhead_comment[1] = { overhead_line };
-	(void)overhead_describe(overhead_line, sizeof(overhead_line));
+	(void)collect_describe(overhead_line, sizeof(overhead_line));
 	struct profile_stats st;
 	profile_get_stats(p, &st);
 
@@ -131,7 +104,7 @@ static int export_period(bool final, uint64_t deadline_ns)
 		if (!(cfg->kinds & SW_KIND_BIT(k)))
 			continue;
 		struct pprof_opts o;
-		pprof_opts_for_kind(&o, (enum sw_kind)k, kind_period(cfg, (enum sw_kind)k));
+		pprof_opts_for_kind(&o, (enum sw_kind)k, collect_period(cfg, (enum sw_kind)k));
 		o.comments = overhead_comment;
 		o.n_comments = 1;
 		uint32_t mask = sw_kind_value_mask((enum sw_kind)k);
@@ -190,8 +163,7 @@ static bool wait_until(uint64_t deadline_ns)
 		if (now >= deadline_ns)
 			return true;
 		uint64_t left = deadline_ns - now;
-		struct __kernel_timespec ts = { (long long)(left / 1000000000ull),
-						(long long)(left % 1000000000ull) };
+		struct __kernel_timespec ts = sys_timespec_of_ns(left);
 		(void)sys_futex((volatile int *)&prof.wake, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, seen,
 				&ts);
 	}
@@ -202,7 +174,7 @@ static void *scheduler_main(void *arg)
 {
 	RT_UNUSED(arg);
 	(void)sys_prctl(15 /* PR_SET_NAME */, (long)"stowaway-sched", 0, 0, 0);
-	uint64_t period_ns = (uint64_t)prof.cfg->upload_period_s * 1000000000ull;
+	uint64_t period_ns = (uint64_t)prof.cfg->upload_period_s * RT_NS_PER_SEC;
 	uint64_t next = rt_monotonic_ns() + period_ns;
 	while (wait_until(next)) {
 		rt_mutex_lock(&prof.export_lock);

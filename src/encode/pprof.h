@@ -5,7 +5,8 @@
  * One call per output: a kind's file selects that kind's slots
  * (sw_kind_value_mask), the "combined" upload selects every enabled slot.
  * Samples whose selected values are all zero are left out.  Symbolization is
- * a callback so this module does not depend on the symbols module.  Only
+ * a callback (its types in symbols/frame.h), so the encoder links without
+ * the symbols module.  Only
  * rt_* memory is used; ids and strings are deduplicated with hash tables, so
  * the cost is linear in the profile's size.
  */
@@ -13,21 +14,7 @@
 #define STOWAWAY_ENCODE_PPROF_H
 
 #include "profile/profile.h"
-
-/* What the symbolizer knows about one program counter.  The encoder zeroes
- * the struct before each call; strings must stay valid until the encode
- * call returns. */
-struct sw_frame_info {
-	uint64_t map_start, map_limit, map_offset; /* mapping; limit 0: none */
-	const char *map_path; /* "" or NULL: unknown */
-	const char *build_id; /* hex of NT_GNU_BUILD_ID, "" or NULL: unknown */
-	const char *function; /* NULL: no symbol (the location keeps module+address) */
-	const char *file;     /* source file, NULL: unknown */
-	int64_t line;         /* source line, 0: unknown */
-	bool own_code;        /* the profiler's own frame: left out of the stack */
-};
-/* false: nothing is known about pc (the location gets its address only). */
-typedef bool (*sw_resolve_fn)(void *ctx, uint64_t pc, struct sw_frame_info *out);
+#include "symbols/frame.h"
 
 #define PPROF_NO_SLOT (-1)
 

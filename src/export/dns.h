@@ -1,6 +1,6 @@
-/* Host name resolution without libc: /etc/hosts, then a minimal DNS stub
- * resolver (A and AAAA over UDP to the /etc/resolv.conf nameservers).
- * The parsers are pure functions over bytes, shared with tests and fuzzers. */
+/* The texts of host name resolution: /etc/hosts, /etc/resolv.conf, and DNS
+ * queries and answers (A and AAAA).  Pure functions over bytes, no sockets,
+ * shared with tests and fuzzers; resolve.h sends the queries. */
 #ifndef STOWAWAY_EXPORT_DNS_H
 #define STOWAWAY_EXPORT_DNS_H
 
@@ -47,9 +47,5 @@ int export_dns_build_query(uint8_t *buf, size_t cap, uint16_t id, const char *na
  * malformed or unrelated message, -2 for NXDOMAIN. */
 int export_dns_parse_response(const uint8_t *msg, size_t n, uint16_t id, const char *name,
 			      uint16_t qtype, struct export_dns_addr *out, size_t max);
-
-/* /etc/hosts, then DNS; count (> 0) or -errno (-ENOENT: unknown name). */
-int export_dns_resolve(const char *name, struct export_dns_addr *out, size_t max,
-		       uint64_t deadline_ns);
 
 #endif

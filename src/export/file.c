@@ -108,45 +108,35 @@ static void enforce_retention(struct file_exporter *fe, int dirfd)
 {
 	if (fe->max_files == 0)
 		return;
-	long fd = sys_openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-	if (fd < 0)
+	struct rt_dir dir;
+	if (rt_dir_open(&dir, dirfd, ".", RETENTION_SCAN_MAX) != 0)
 		return;
 	/* Count first, then keep the `excess` oldest in a small array. */
 	enum { OLDEST_MAX = 64 };
 	struct old_file oldest[OLDEST_MAX];
 	uint32_t count = 0, n_oldest = 0;
-	uint8_t buf[8192] = { 0 }; /* the analyzers cannot see getdents fill it */
-	for (int pass = 0; pass < RETENTION_SCAN_MAX; pass++) {
-		long n = sys_getdents64((int)fd, buf, sizeof(buf));
-		if (n <= 0)
-			break;
-		for (long off = 0; off < n;) {
-			const struct sys_dirent64 *d = (const void *)(buf + off);
-			if (d->reclen == 0)
-				break;
-			off += d->reclen;
-			if (!is_profile_file(d->name))
-				continue;
-			count++;
-			struct statx st = { 0 };
-			if (sys_statx(dirfd, d->name, 0, STATX_MTIME, &st) != 0)
-				continue;
-			uint64_t m = (uint64_t)st.stx_mtime.tv_sec * 1000000000ull + st.stx_mtime.tv_nsec;
-			/* Insert into the sorted (oldest first) array, dropping the newest. */
-			uint32_t pos = n_oldest;
-			while (pos > 0 && oldest[pos - 1].mtime_ns > m)
-				pos--;
-			if (pos >= OLDEST_MAX)
-				continue;
-			uint32_t last = n_oldest < OLDEST_MAX ? n_oldest : OLDEST_MAX - 1;
-			rt_memmove(&oldest[pos + 1], &oldest[pos], (last - pos) * sizeof(oldest[0]));
-			oldest[pos].mtime_ns = m;
-			rt_strlcpy(oldest[pos].name, d->name, sizeof(oldest[pos].name));
-			if (n_oldest < OLDEST_MAX)
-				n_oldest++;
-		}
+	for (const char *name; (name = rt_dir_next(&dir)) != NULL;) {
+		if (!is_profile_file(name))
+			continue;
+		count++;
+		struct statx st = { 0 };
+		if (sys_statx(dirfd, name, 0, STATX_MTIME, &st) != 0)
+			continue;
+		uint64_t m = (uint64_t)st.stx_mtime.tv_sec * RT_NS_PER_SEC + st.stx_mtime.tv_nsec;
+		/* Insert into the sorted (oldest first) array, dropping the newest. */
+		uint32_t pos = n_oldest;
+		while (pos > 0 && oldest[pos - 1].mtime_ns > m)
+			pos--;
+		if (pos >= OLDEST_MAX)
+			continue;
+		uint32_t last = n_oldest < OLDEST_MAX ? n_oldest : OLDEST_MAX - 1;
+		rt_memmove(&oldest[pos + 1], &oldest[pos], (last - pos) * sizeof(oldest[0]));
+		oldest[pos].mtime_ns = m;
+		rt_strlcpy(oldest[pos].name, name, sizeof(oldest[pos].name));
+		if (n_oldest < OLDEST_MAX)
+			n_oldest++;
 	}
-	(void)sys_close((int)fd);
+	rt_dir_close(&dir);
 	uint32_t excess = count > fe->max_files ? count - fe->max_files : 0;
 	for (uint32_t i = 0; i < excess && i < n_oldest; i++)
 		(void)sys_unlinkat(dirfd, oldest[i].name, 0);

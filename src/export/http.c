@@ -2,6 +2,7 @@
 #include "export/http.h"
 
 #include "export/net.h"
+#include "export/resolve.h"
 #include "export/tls.h"
 #include "rt/rt.h"
 #include "rt/sys.h"

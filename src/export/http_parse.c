@@ -126,17 +126,6 @@ static void keep_body(struct http_response *out, const uint8_t *p, size_t n)
 	out->body[RT_MIN(out->body_len, sizeof(out->body) - 1)] = '\0';
 }
 
-static int hex_digit(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static enum http_parse_result parse_chunked(const uint8_t *buf, size_t n, size_t pos,
 					    struct http_response *out)
 {
@@ -149,10 +138,10 @@ static enum http_parse_result parse_chunked(const uint8_t *buf, size_t n, size_t
 			return r;
 		uint64_t size = 0;
 		size_t i = 0;
-		while (i < len && hex_digit(line[i]) >= 0) {
+		while (i < len && rt_hex_digit(line[i]) >= 0) {
 			if (i >= MAX_CHUNK_DIGITS)
 				return HTTP_PARSE_ERROR;
-			size = size * 16 + (uint64_t)hex_digit(line[i]);
+			size = size * 16 + (uint64_t)rt_hex_digit(line[i]);
 			i++;
 		}
 		if (i == 0 || (i < len && line[i] != ';' && line[i] != ' ' && line[i] != '\t'))

@@ -1,8 +1,6 @@
 /* Deadline-bounded socket I/O on raw system calls; see net.h. */
 #include "export/net.h"
 
-#include "export/dns.h"
-#include "export/url.h"
 #include "rt/rt.h"
 #include "rt/sys.h"
 
@@ -80,8 +78,7 @@ static int remaining_timespec(uint64_t deadline_ns, struct __kernel_timespec *ts
 	if (now >= deadline_ns)
 		return -ETIMEDOUT;
 	uint64_t left = deadline_ns - now;
-	ts->tv_sec = (long long)(left / 1000000000u);
-	ts->tv_nsec = (long long)(left % 1000000000u);
+	*ts = sys_timespec_of_ns(left);
 	return 0;
 }
 
@@ -174,50 +171,4 @@ long export_recv_some(int fd, void *p, size_t n, uint64_t deadline_ns)
 			return rc;
 	}
 	return -ETIMEDOUT;
-}
-
-static int literal_address(const char *host, uint16_t port, struct export_sockaddr *out)
-{
-	size_t n = rt_strlen(host);
-	uint8_t ip[16];
-	if (export_parse_ipv4(host, n, ip)) {
-		export_sockaddr_ipv4(out, ip, port);
-		return 1;
-	}
-	if (export_parse_ipv6(host, n, ip)) {
-		export_sockaddr_ipv6(out, ip, port);
-		return 1;
-	}
-	return 0;
-}
-
-int export_resolve(const char *host, uint16_t port, struct export_sockaddr *out, size_t max,
-		   uint64_t deadline_ns)
-{
-	if (max == 0)
-		return -EINVAL;
-	if (literal_address(host, port, out))
-		return 1;
-	if (rt_eq_nocase(host, rt_strlen(host), "localhost")) {
-		static const uint8_t v4[4] = {127, 0, 0, 1};
-		export_sockaddr_ipv4(out, v4, port);
-		if (max < 2)
-			return 1;
-		uint8_t v6[16] = {0};
-		v6[15] = 1;
-		export_sockaddr_ipv6(&out[1], v6, port);
-		return 2;
-	}
-	struct export_dns_addr addrs[EXPORT_DNS_MAX_ADDRS];
-	size_t cap = RT_MIN(max, RT_ARRAY_LEN(addrs));
-	int found = export_dns_resolve(host, addrs, cap, deadline_ns);
-	if (found < 0)
-		return found;
-	for (int i = 0; i < found; i++) {
-		if (addrs[i].is_ipv6)
-			export_sockaddr_ipv6(&out[i], addrs[i].ip, port);
-		else
-			export_sockaddr_ipv4(&out[i], addrs[i].ip, port);
-	}
-	return found;
 }

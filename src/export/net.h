@@ -1,5 +1,5 @@
-/* Sockets for the exporters: addresses, name resolution without libc, and
- * non-blocking connect/send/recv bounded by CLOCK_MONOTONIC deadlines.
+/* Sockets for the exporters: addresses and non-blocking connect/send/recv
+ * bounded by CLOCK_MONOTONIC deadlines (names are resolved by resolve.h).
  * Every function returns -errno on failure (-ETIMEDOUT past the deadline)
  * and never blocks past its deadline. */
 #ifndef STOWAWAY_EXPORT_NET_H
@@ -57,11 +57,5 @@ int export_wait_fd(int fd, short events, uint64_t deadline_ns);
 int export_send_all(int fd, const void *p, size_t n, uint64_t deadline_ns);
 /* Receives at least one byte: count, 0 at end of stream, or -errno. */
 long export_recv_some(int fd, void *p, size_t n, uint64_t deadline_ns);
-
-/* Up to `max` addresses of host:port: IP literals and "localhost" directly,
- * else /etc/hosts, else DNS (A and AAAA over UDP to the /etc/resolv.conf
- * nameservers).  Returns the count (> 0) or -errno (-ENOENT: no such name). */
-int export_resolve(const char *host, uint16_t port, struct export_sockaddr *out, size_t max,
-		   uint64_t deadline_ns);
 
 #endif

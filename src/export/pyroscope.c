@@ -82,8 +82,8 @@ void export_pyroscope_target(const struct sw_config *cfg, const char *path_prefi
 		export_append_url_encoded(out, (const char *)name.data, name.len);
 	rt_buf_free(&name);
 	rt_buf_appendf(out, "&from=%llu&until=%llu&format=pprof&spyName=stowaway",
-		       (unsigned long long)(start_ns / 1000000000u),
-		       (unsigned long long)((end_ns + 999999999u) / 1000000000u));
+		       (unsigned long long)(start_ns / RT_NS_PER_SEC),
+		       (unsigned long long)((end_ns + RT_NS_PER_SEC - 1) / RT_NS_PER_SEC));
 	if (kind == SW_KIND_CPU)
 		rt_buf_appendf(out, "&sampleRate=%u", cfg->cpu_hz);
 }

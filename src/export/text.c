@@ -41,10 +41,10 @@ void export_civil_from_unix(int64_t unix_s, struct export_civil_time *out)
 void export_append_rfc3339_ns(struct rt_buf *b, uint64_t realtime_ns)
 {
 	struct export_civil_time t;
-	export_civil_from_unix((int64_t)(realtime_ns / 1000000000u), &t);
+	export_civil_from_unix((int64_t)(realtime_ns / RT_NS_PER_SEC), &t);
 	rt_buf_appendf(b, "%04lld-%02u-%02uT%02u:%02u:%02u.%09uZ", (long long)t.year, t.month,
 		       t.day, t.hour, t.minute, t.second,
-		       (unsigned)(realtime_ns % 1000000000u));
+		       (unsigned)(realtime_ns % RT_NS_PER_SEC));
 }
 
 static const char hex_digits[] = "0123456789abcdef";

@@ -65,7 +65,7 @@ void export_tls_heap_reset_peak(void) { atomic_store(&heap_peak, atomic_load(&he
 
 long long export_tls_time(long long *now)
 {
-	long long t = (long long)(rt_realtime_ns() / 1000000000u);
+	long long t = (long long)(rt_realtime_ns() / RT_NS_PER_SEC);
 	if (now)
 		*now = t;
 	return t;

@@ -22,7 +22,7 @@ void export_tls_config_destroy(struct export_tls_config *cfg);
  * *out, or -errno (-EACCES: the certificate was rejected).
  *
  * -EPROTONOSUPPORT: the server chose TLS 1.2 and signed with RSA-PSS,
- * which mbedTLS 3.6.6 offers (TLS 1.3 needs it) but rejects in TLS 1.2;
+ * which mbedTLS 3.6 offers (TLS 1.3 needs it) but rejects in TLS 1.2;
  * reconnect and call again with tls12_only, which offers TLS 1.2 with
  * PKCS#1 v1.5 RSA signatures only.  (The server picked TLS 1.2 itself,
  * so this loses nothing it would have negotiated.) */

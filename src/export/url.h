@@ -8,6 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* export_parse_ipv4/6: URL hosts may be IP literals. */
+#include "export/ip.h"
+
 enum export_url_scheme { EXPORT_URL_HTTP, EXPORT_URL_HTTPS, EXPORT_URL_UNIX };
 
 #define EXPORT_URL_HOST_MAX 256  /* DNS names are at most 253 bytes */
@@ -27,11 +30,5 @@ struct export_url {
  * 1..65535, control characters and spaces, and anything that does not fit.
  * Returns false (out unspecified) on malformed input. */
 bool export_url_parse(const char *s, size_t n, struct export_url *out);
-
-/* IPv4 dotted quad (exactly four decimal parts 0..255) -> network order bytes. */
-bool export_parse_ipv4(const char *s, size_t n, uint8_t out[4]);
-/* IPv6 text form (RFC 4291 section 2.2, "::" compression, optional trailing
- * dotted quad; no zone id) -> network order bytes. */
-bool export_parse_ipv6(const char *s, size_t n, uint8_t out[16]);
 
 #endif

@@ -74,11 +74,9 @@ void sw_htab_free(struct sw_htab *t)
 	t->count = 0;
 }
 
-#define HASH_MUL 0x9e3779b97f4a7c15ull
-
 uint64_t sw_hash_u64(uint64_t h, uint64_t v)
 {
-	h = (h ^ v) * HASH_MUL;
+	h = (h ^ v) * RT_HASH_MUL64;
 	return h ^ (h >> 29);
 }
 

@@ -17,6 +17,8 @@ $(PROFILE_PB_DIR)/profile.pb-c.o: $(PROFILE_PB_C) $(PROFILE_PB_H)
 $(PROFILE_PB_DIR)/profile.pb-c.san.o: $(PROFILE_PB_C) $(PROFILE_PB_H)
 	$(CC) -std=gnu11 -O1 -g $(SAN_FLAGS) -I$(PROFILE_PB_DIR) -c $< -o $@
 
+# protoc-c is a code generator: test_pprof runs in `make test`, not `make check`.
+UNIT_OUTSIDE_CHECK += test_pprof
 $(BUILD)/tests/test_pprof: tests/unit/test_pprof.c $(BUILD)/libcore.a $(PROFILE_PB_DIR)/profile.pb-c.o
 	@mkdir -p $(dir $@)
 	$(CC) $(HOST_CFLAGS) -I$(PROFILE_PB_DIR) $< $(PROFILE_PB_DIR)/profile.pb-c.o \
@@ -46,5 +48,4 @@ PPROF_FUZZ_SRC := src/profile/profile.c src/profile/htab.c src/encode/pb.c src/e
 	$(filter src/rt/%,$(CORE_SRC))
 $(BUILD)/fuzz/fuzz_pprof_encode: tests/fuzz/fuzz_pprof_encode.c $(PPROF_FUZZ_SRC) $(PROFILE_PB_C) $(PROFILE_PB_H)
 	@mkdir -p $(dir $@)
-	clang -std=gnu11 -g -O1 -Isrc -Itests -I$(PROFILE_PB_DIR) -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=undefined $< $(PPROF_FUZZ_SRC) $(PROFILE_PB_C) -lprotobuf-c -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(PROFILE_PB_DIR) $< $(PPROF_FUZZ_SRC) $(PROFILE_PB_C) -lprotobuf-c -o $@

@@ -34,7 +34,44 @@ static struct {
 
 static size_t round_pages(size_t n) { return (n + PAGE_SIZE_BYTES - 1) & ~(size_t)(PAGE_SIZE_BYTES - 1); }
 
-void *rt_pages_alloc(size_t size)
+#ifdef RT_FAULT_INJECTION
+/* Test builds: allocation number `fail_at` (1-based, counted over
+ * rt_malloc and rt_pages_alloc calls since the last rt_heap_fail_at) fails,
+ * and every later one too when persistent.  `live` counts blocks and page
+ * runs not yet freed, for leak checks. */
+static struct {
+	atomic_ulong count;
+	atomic_ulong fail_at; /* 0: never */
+	atomic_bool persistent;
+	atomic_long live;
+} fault;
+
+void rt_heap_fail_at(uint64_t n, bool persistent)
+{
+	atomic_store(&fault.count, 0);
+	atomic_store(&fault.persistent, persistent);
+	atomic_store(&fault.fail_at, n);
+}
+
+uint64_t rt_heap_alloc_count(void) { return atomic_load(&fault.count); }
+long rt_heap_live_allocations(void) { return atomic_load(&fault.live); }
+
+static bool fault_fails(void)
+{
+	uint64_t n = atomic_fetch_add(&fault.count, 1) + 1;
+	uint64_t at = atomic_load(&fault.fail_at);
+	return at != 0 && (n == at || (n > at && atomic_load(&fault.persistent)));
+}
+#define FAULT_FAILS() fault_fails()
+#define FAULT_LIVE(delta) atomic_fetch_add(&fault.live, (delta))
+#else
+#define FAULT_FAILS() false
+#define FAULT_LIVE(delta) ((void)0)
+#endif
+
+/* Whole pages from the kernel, without the fault hook (the small-block
+ * arenas come from here: a failure is injected per rt_malloc instead). */
+static void *pages_map(size_t size)
 {
 	if (size == 0 || size > ((size_t)1 << 46))
 		return NULL;
@@ -46,13 +83,29 @@ void *rt_pages_alloc(size_t size)
 	return p;
 }
 
+static void pages_unmap(void *p, size_t size)
+{
+	size = round_pages(size);
+	if (sys_munmap(p, size) == 0)
+		atomic_fetch_sub(&heap.mapped, size);
+}
+
+void *rt_pages_alloc(size_t size)
+{
+	if (FAULT_FAILS())
+		return NULL;
+	void *p = pages_map(size);
+	if (p)
+		FAULT_LIVE(1);
+	return p;
+}
+
 void rt_pages_free(void *p, size_t size)
 {
 	if (!p)
 		return;
-	size = round_pages(size);
-	if (sys_munmap(p, size) == 0)
-		atomic_fetch_sub(&heap.mapped, size);
+	FAULT_LIVE(-1);
+	pages_unmap(p, size);
 }
 
 size_t rt_heap_mapped_bytes(void) { return atomic_load(&heap.mapped); }
@@ -75,7 +128,7 @@ static void *small_alloc(unsigned cls)
 	}
 	if (heap.arena_left < block) {
 		/* The tail of the old arena is abandoned: at most one block's worth. */
-		uint8_t *arena = rt_pages_alloc(HEAP_ARENA_SIZE);
+		uint8_t *arena = pages_map(HEAP_ARENA_SIZE);
 		if (!arena)
 			return NULL;
 		heap.arena_cursor = arena;
@@ -89,18 +142,19 @@ static void *small_alloc(unsigned cls)
 
 void *rt_malloc(size_t size)
 {
-	if (size > ((size_t)1 << 46))
+	if (size > ((size_t)1 << 46) || FAULT_FAILS())
 		return NULL;
 	size_t total = size + HEAP_HEADER;
 	struct heap_header *h;
 	if (total > ((size_t)1 << HEAP_MAX_SHIFT)) {
 		size_t map = round_pages(total);
-		h = rt_pages_alloc(map);
+		h = pages_map(map);
 		if (!h)
 			return NULL;
 		h->magic = HEAP_MAGIC_LARGE;
 		h->class_index = 0;
 		h->map_size = map;
+		FAULT_LIVE(1);
 		return (uint8_t *)h + HEAP_HEADER;
 	}
 	unsigned cls = class_for(total);
@@ -112,6 +166,7 @@ void *rt_malloc(size_t size)
 	h->magic = HEAP_MAGIC_SMALL;
 	h->class_index = cls;
 	h->map_size = 0;
+	FAULT_LIVE(1);
 	return (uint8_t *)h + HEAP_HEADER;
 }
 
@@ -133,13 +188,15 @@ void rt_free(void *p)
 		return;
 	struct heap_header *h = header_of(p);
 	if (h->magic == HEAP_MAGIC_LARGE) {
-		rt_pages_free(h, h->map_size);
+		FAULT_LIVE(-1);
+		pages_unmap(h, h->map_size);
 		return;
 	}
 	if (h->magic != HEAP_MAGIC_SMALL || h->class_index >= HEAP_CLASSES) {
 		rt_log_once(RT_LOG_ERROR, "internal error: rt_free of a pointer not from our heap");
 		return;
 	}
+	FAULT_LIVE(-1);
 	unsigned cls = h->class_index;
 	h->magic = 0;
 	struct heap_free_block *b = (struct heap_free_block *)(void *)h;

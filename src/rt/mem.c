@@ -166,21 +166,27 @@ bool rt_parse_i64(const char *s, size_t n, int64_t *out)
 	return true;
 }
 
+int rt_hex_digit(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 bool rt_parse_hex_u64(const char *s, size_t n, uint64_t *out)
 {
 	uint64_t v = 0;
 	if (n == 0 || n > 16)
 		return false;
 	for (size_t i = 0; i < n; i++) {
-		char c = ascii_lower(s[i]);
-		unsigned d;
-		if (c >= '0' && c <= '9')
-			d = (unsigned)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			d = (unsigned)(c - 'a' + 10);
-		else
+		int d = rt_hex_digit((unsigned char)s[i]);
+		if (d < 0)
 			return false;
-		v = (v << 4) | d;
+		v = (v << 4) | (unsigned)d;
 	}
 	*out = v;
 	return true;

@@ -17,6 +17,12 @@
 #define RT_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define RT_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define RT_UNUSED(x) ((void)(x))
+/* Nanoseconds in a second. */
+#define RT_NS_PER_SEC 1000000000ull
+/* 2^64 / golden ratio, odd: the multiplier of Fibonacci hashing (the top
+ * bits of key * RT_HASH_MUL64 index a power-of-two table) and the step of
+ * splitmix64. */
+#define RT_HASH_MUL64 0x9e3779b97f4a7c15ull
 #define RT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define RT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
@@ -43,6 +49,8 @@ bool rt_eq_nocase(const char *s, size_t n, const char *lit);
 bool rt_parse_u64(const char *s, size_t n, uint64_t *out);
 bool rt_parse_i64(const char *s, size_t n, int64_t *out);
 bool rt_parse_hex_u64(const char *s, size_t n, uint64_t *out);
+/* The value of one hex digit (either case), or -1. */
+int rt_hex_digit(int c);
 
 /* ---- formatting [signal-safe] ----
  * Supports %% %c %s %.*s %.Ns %d %i %u %x %X %p with length modifiers l, ll, z
@@ -51,6 +59,13 @@ bool rt_parse_hex_u64(const char *s, size_t n, uint64_t *out);
 size_t rt_vsnprintf(char *buf, size_t cap, const char *fmt, va_list ap);
 size_t rt_snprintf(char *buf, size_t cap, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* ---- sorting [signal-safe] ----
+ * Sorts n elements of `size` bytes in place so that no element is before its
+ * predecessor: heap sort, no allocation, no recursion, O(n log n), not
+ * stable.  before(a, b) is a strict order ("a sorts before b"). */
+typedef bool (*rt_sort_before)(const void *a, const void *b);
+void rt_sort(void *base, size_t n, size_t size, rt_sort_before before);
 
 /* ---- growable byte buffer on our heap ----
  * After any failed growth `failed` is set and further appends are ignored,
@@ -82,6 +97,17 @@ void *rt_pages_alloc(size_t size);
 void rt_pages_free(void *p, size_t size);
 /* Bytes currently held from the kernel by the allocator (for memory bounds and tests). */
 size_t rt_heap_mapped_bytes(void);
+/* Fault injection, in test builds only (compiled with RT_FAULT_INJECTION:
+ * libcore.a and libcore-san.a, never libstowaway.so).  rt_heap_fail_at(n,
+ * persistent) restarts the count of allocations (calls of rt_malloc,
+ * rt_calloc, rt_strdup, rt_pages_alloc, and rt_realloc when it must move)
+ * and makes the nth from now
+ * fail, and every later one too when persistent; n = 0 turns failures off.
+ * rt_heap_live_allocations() is the number of blocks and page runs not yet
+ * freed, for leak checks. */
+void rt_heap_fail_at(uint64_t n, bool persistent);
+uint64_t rt_heap_alloc_count(void);
+long rt_heap_live_allocations(void);
 /* Around fork: the prepare hook takes the allocator lock so the child never
  * inherits free lists in mid-update; parent and child release it. */
 void rt_heap_fork_prepare(void);
@@ -190,6 +216,24 @@ void rt_log(enum rt_log_level level, const char *fmt, ...) __attribute__((format
 long rt_read_file(const char *path, char *buf, size_t cap);
 /* Writes all n bytes, retrying short writes and EINTR; 0 or -errno. */
 long rt_write_all(int fd, const void *buf, size_t n);
+
+/* ---- directory listing ----
+ * Entries of a directory, "." and ".." included, in the kernel's order.  At
+ * most max_reads getdents64 calls of one buffer each; a malformed record
+ * ends that buffer.  Not signal-safe (the iterator is 8 KiB: keep it off
+ * small stacks). */
+struct rt_dir {
+	int fd;
+	uint32_t reads, max_reads;
+	size_t pos, len;
+	uint8_t buf[8192];
+};
+/* Opens path, relative to dirfd (AT_FDCWD: -100), close-on-exec; 0 or -errno.
+ * rt_dir_next then yields nothing on failure. */
+long rt_dir_open(struct rt_dir *d, int dirfd, const char *path, uint32_t max_reads);
+/* The next entry's name (valid until the next call), or NULL at the end. */
+const char *rt_dir_next(struct rt_dir *d);
+void rt_dir_close(struct rt_dir *d);
 
 /* ---- environment ----
  * Value of NAME from the environment the process started with, or NULL. */

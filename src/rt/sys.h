@@ -18,6 +18,9 @@
 #include <linux/mman.h>
 #include <linux/futex.h>
 #include <linux/stat.h>
+#include <linux/uio.h>
+
+#include "rt/rt.h"
 
 #if !defined(__x86_64__) && !defined(__aarch64__)
 #error "stowaway supports x86_64 and aarch64"
@@ -147,6 +150,15 @@ static inline long sys_madvise(void *addr, size_t len, int advice)
 
 /* Processes and threads */
 static inline long sys_getpid(void) { return SYS0(__NR_getpid); }
+/* Copies n bytes at addr in process pid (ours too) into dst through the
+ * kernel, so an unmapped address fails instead of faulting.  Bytes copied
+ * (short if the range ends in a hole) or -errno. */
+static inline long sys_read_memory(int pid, void *dst, uint64_t addr, size_t n)
+{
+	struct iovec local = { dst, n };
+	struct iovec remote = { (void *)(uintptr_t)addr, n };
+	return sys_call6(__NR_process_vm_readv, pid, (long)&local, 1, (long)&remote, 1, 0);
+}
 static inline long sys_gettid(void) { return SYS0(__NR_gettid); }
 static inline long sys_getuid(void) { return SYS0(__NR_getuid); }
 static inline long sys_geteuid(void) { return SYS0(__NR_geteuid); }
@@ -158,6 +170,16 @@ static inline long sys_prctl(int op, long a, long b, long c, long d)
 	return SYS5(__NR_prctl, op, a, b, c, d);
 }
 static inline long sys_exit_group(int code) { return SYS1(__NR_exit_group, code); }
+/* Nanoseconds to a timespec and back. */
+static inline struct __kernel_timespec sys_timespec_of_ns(uint64_t ns)
+{
+	struct __kernel_timespec ts = { (long long)(ns / RT_NS_PER_SEC), (long long)(ns % RT_NS_PER_SEC) };
+	return ts;
+}
+static inline uint64_t sys_timespec_ns(const struct __kernel_timespec *ts)
+{
+	return (uint64_t)ts->tv_sec * RT_NS_PER_SEC + (uint64_t)ts->tv_nsec;
+}
 static inline long sys_futex(volatile int *uaddr, int op, int val, const struct __kernel_timespec *ts)
 {
 	return SYS6(__NR_futex, uaddr, op, val, ts, 0, 0);

@@ -8,17 +8,12 @@
 typedef int (*vdso_clock_fn)(int clockid, struct __kernel_timespec *ts);
 static atomic_uintptr_t vdso_clock; /* vdso_clock_fn, 0: none */
 
-static uint64_t timespec_ns(const struct __kernel_timespec *ts)
-{
-	return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
-}
-
 static uint64_t syscall_clock_ns(int clockid)
 {
 	struct __kernel_timespec ts = { 0, 0 }; /* the analyzers cannot see the syscall write it */
 	if (sys_clock_gettime(clockid, &ts) != 0)
 		return 0;
-	return timespec_ns(&ts);
+	return sys_timespec_ns(&ts);
 }
 
 uint64_t rt_clock_ns(int clockid)
@@ -27,7 +22,7 @@ uint64_t rt_clock_ns(int clockid)
 	if (fn != 0 && (clockid == CLOCK_MONOTONIC || clockid == CLOCK_REALTIME)) {
 		struct __kernel_timespec ts = { 0, 0 };
 		if (((vdso_clock_fn)fn)(clockid, &ts) == 0)
-			return timespec_ns(&ts);
+			return sys_timespec_ns(&ts);
 	}
 	return syscall_clock_ns(clockid);
 }
@@ -41,7 +36,7 @@ bool rt_clock_use_vdso(uintptr_t fn)
 	uint64_t before = syscall_clock_ns(CLOCK_MONOTONIC);
 	int r = ((vdso_clock_fn)fn)(CLOCK_MONOTONIC, &ts);
 	uint64_t after = syscall_clock_ns(CLOCK_MONOTONIC);
-	uint64_t mid = timespec_ns(&ts);
+	uint64_t mid = sys_timespec_ns(&ts);
 	if (r != 0 || before == 0 || mid < before || mid > after) {
 		rt_log_once(RT_LOG_WARN, "the vDSO's clock_gettime disagrees with the kernel; "
 					 "clocks are read through system calls");
@@ -63,6 +58,6 @@ uint64_t rt_process_cpu_ns(void) { return syscall_clock_ns(CLOCK_PROCESS_CPUTIME
 
 bool rt_sleep_ns(uint64_t ns)
 {
-	struct __kernel_timespec ts = { (long long)(ns / 1000000000ull), (long long)(ns % 1000000000ull) };
+	struct __kernel_timespec ts = sys_timespec_of_ns(ns);
 	return sys_clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL) == 0;
 }

@@ -5,6 +5,69 @@
 #include <linux/elf.h>
 
 #include "rt/rt.h"
+#include "rt/sys.h"
+
+#define MAPS_READ_CHUNK 65536
+#define MAPS_MAX_BYTES (64u << 20)
+#define MAPPED_FILE_MAX (4ull << 30)
+#define ELF64_EHDR_BYTES 64u
+
+bool maps_read_self(struct rt_buf *b)
+{
+	long fd = sys_open("/proc/self/maps", O_RDONLY, 0);
+	if (fd < 0)
+		return false;
+	bool ok = true;
+	while (b->len < MAPS_MAX_BYTES) {
+		if (!rt_buf_reserve(b, MAPS_READ_CHUNK)) {
+			ok = false;
+			break;
+		}
+		long n = sys_read((int)fd, b->data + b->len, MAPS_READ_CHUNK);
+		if (n == -EINTR)
+			continue;
+		if (n < 0) {
+			ok = false;
+			break;
+		}
+		if (n == 0)
+			break;
+		b->len += (size_t)n;
+	}
+	(void)sys_close((int)fd);
+	return ok && !b->failed;
+}
+
+bool maps_map_file(const struct maps_entry *e, const char *path, struct maps_file *out)
+{
+	out->data = NULL;
+	out->size = 0;
+	long fd = sys_open(path, O_RDONLY, 0);
+	if (fd < 0)
+		return false;
+	struct statx st;
+	rt_memset(&st, 0, sizeof(st));
+	long r = sys_statx((int)fd, "", AT_EMPTY_PATH, STATX_INO | STATX_SIZE, &st);
+	void *p = (void *)-1L;
+	if (r == 0 && st.stx_ino == e->inode && st.stx_dev_major == e->dev_major &&
+	    st.stx_dev_minor == e->dev_minor && st.stx_size >= ELF64_EHDR_BYTES &&
+	    st.stx_size <= MAPPED_FILE_MAX)
+		p = sys_mmap(NULL, (size_t)st.stx_size, PROT_READ, MAP_PRIVATE, (int)fd, 0);
+	(void)sys_close((int)fd);
+	if (SYS_IS_ERR(p))
+		return false;
+	out->data = p;
+	out->size = (size_t)st.stx_size;
+	return true;
+}
+
+void maps_unmap_file(struct maps_file *f)
+{
+	if (f->data)
+		(void)sys_munmap((void *)(uintptr_t)f->data, f->size);
+	f->data = NULL;
+	f->size = 0;
+}
 
 /* Length of the run of non-space bytes at s[0..n). */
 static size_t token_len(const char *s, size_t n, char stop)

@@ -1,5 +1,5 @@
-/* A parser for /proc/self/maps lines.  Pure functions over a byte buffer,
- * so they can be fuzzed; reading the file lives in symbols.c. */
+/* /proc/self/maps: the one reader of the file, and a parser for its lines
+ * (pure functions over a byte buffer, so they can be fuzzed). */
 #ifndef STOWAWAY_SYMBOLS_MAPS_H
 #define STOWAWAY_SYMBOLS_MAPS_H
 
@@ -21,6 +21,23 @@ struct maps_entry {
 	const char *path;
 	size_t path_len;
 };
+
+struct rt_buf;
+/* Appends the whole of /proc/self/maps to b (cut at 64 MiB, about 400k
+ * mappings).  False if it cannot be opened or read, or b failed to grow.
+ * Not signal-safe. */
+bool maps_read_self(struct rt_buf *b);
+
+/* The file behind a mapping, mapped read-only whole. */
+struct maps_file {
+	const uint8_t *data;
+	size_t size;
+};
+/* Maps `path` if it is still the file of mapping e (same device and inode)
+ * and holds at least an ELF header (at most 4 GiB).  False otherwise.
+ * Undo with maps_unmap_file. */
+bool maps_map_file(const struct maps_entry *e, const char *path, struct maps_file *out);
+void maps_unmap_file(struct maps_file *f);
 
 /* Parses one line (without its newline) of `len` bytes.  False if malformed. */
 bool maps_parse_line(const char *line, size_t len, struct maps_entry *out);

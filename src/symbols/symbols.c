@@ -12,10 +12,6 @@
 #include "unwind/cfi.h"
 #include "unwind/unwind.h"
 
-#define MAPS_READ_CHUNK 65536
-/* Larger /proc/self/maps texts are cut here (about 400k mappings). */
-#define MAPS_MAX_BYTES (64u << 20)
-#define ELF_MAX_BYTES (4ull << 30)
 /* PT_LOAD segments kept per module to place its other mappings. */
 #define MODULE_MAX_SEGMENTS 16u
 
@@ -56,34 +52,6 @@ static uint32_t nmappings;
 static uint64_t generation;
 static uint64_t last_maps_hash;
 
-/* ---- reading /proc/self/maps ---- */
-
-static bool read_maps(struct rt_buf *b)
-{
-	long fd = sys_open("/proc/self/maps", O_RDONLY, 0);
-	if (fd < 0)
-		return false;
-	bool ok = true;
-	while (b->len < MAPS_MAX_BYTES) {
-		if (!rt_buf_reserve(b, MAPS_READ_CHUNK)) {
-			ok = false;
-			break;
-		}
-		long n = sys_read((int)fd, b->data + b->len, MAPS_READ_CHUNK);
-		if (n == -EINTR)
-			continue;
-		if (n < 0) {
-			ok = false;
-			break;
-		}
-		if (n == 0)
-			break;
-		b->len += (size_t)n;
-	}
-	(void)sys_close((int)fd);
-	return ok && !b->failed;
-}
-
 static uint64_t fnv1a(const uint8_t *p, size_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
@@ -96,48 +64,15 @@ static uint64_t fnv1a(const uint8_t *p, size_t n)
 
 /* ---- function symbol tables ---- */
 
-static bool func_before(const struct sym_func *a, const struct sym_func *b)
+static bool func_before(const void *pa, const void *pb)
 {
+	const struct sym_func *a = pa, *b = pb;
 	if (a->start != b->start)
 		return a->start < b->start;
 	/* Among aliases the preferred one sorts last. */
 	return a->pref < b->pref;
 }
 
-static void sort_funcs(struct sym_func *a, size_t n)
-{
-	for (size_t k = n / 2 + 1; k-- > 0;) {
-		size_t root = k;
-		while (2 * root + 1 < n) {
-			size_t c = 2 * root + 1;
-			if (c + 1 < n && func_before(&a[c], &a[c + 1]))
-				c++;
-			if (!func_before(&a[root], &a[c]))
-				break;
-			struct sym_func t = a[root];
-			a[root] = a[c];
-			a[c] = t;
-			root = c;
-		}
-	}
-	for (size_t end = n; end-- > 1;) {
-		struct sym_func t = a[0];
-		a[0] = a[end];
-		a[end] = t;
-		size_t root = 0;
-		while (2 * root + 1 < end) {
-			size_t c = 2 * root + 1;
-			if (c + 1 < end && func_before(&a[c], &a[c + 1]))
-				c++;
-			if (!func_before(&a[root], &a[c]))
-				break;
-			t = a[root];
-			a[root] = a[c];
-			a[c] = t;
-			root = c;
-		}
-	}
-}
 
 struct func_collector {
 	struct sym_func *funcs;
@@ -209,7 +144,7 @@ static void load_functions(struct sym_module *m, const struct elf_image *img)
 		rt_buf_free(&fc.names);
 		return;
 	}
-	sort_funcs(fc.funcs, fc.n);
+	rt_sort(fc.funcs, fc.n, sizeof(fc.funcs[0]), func_before);
 	/* Keep the last (preferred) entry of each address. */
 	size_t out = 0;
 	for (size_t i = 0; i < fc.n; i++) {
@@ -291,25 +226,13 @@ static void vdso_clock_install(const struct elf_image *img, const struct maps_en
 
 static void load_from_file(struct sym_module *m, const struct maps_entry *e)
 {
-	struct statx st;
-	rt_memset(&st, 0, sizeof(st));
-	long fd = sys_open(m->path, O_RDONLY, 0);
-	if (fd < 0)
-		return;
-	long r = sys_statx((int)fd, "", AT_EMPTY_PATH, STATX_INO | STATX_SIZE, &st);
-	void *p = (void *)-1L;
-	/* The file must still be the one mapped (same device and inode). */
-	if (r == 0 && st.stx_ino == e->inode && st.stx_dev_major == e->dev_major &&
-	    st.stx_dev_minor == e->dev_minor && st.stx_size >= sizeof(Elf64_Ehdr) &&
-	    st.stx_size <= ELF_MAX_BYTES)
-		p = sys_mmap(NULL, (size_t)st.stx_size, PROT_READ, MAP_PRIVATE, (int)fd, 0);
-	(void)sys_close((int)fd);
-	if (SYS_IS_ERR(p))
+	struct maps_file f;
+	if (!maps_map_file(e, m->path, &f))
 		return;
 	struct elf_image img;
-	if (elf_open(&img, p, (size_t)st.stx_size))
+	if (elf_open(&img, f.data, f.size))
 		load_from_image(m, &img, e);
-	(void)sys_munmap(p, (size_t)st.stx_size);
+	maps_unmap_file(&f);
 }
 
 static void module_free(struct sym_module *m)
@@ -475,7 +398,7 @@ bool symbols_refresh(void)
 	struct refresh_arrays a;
 	bool ok = false;
 	rt_memset(&a, 0, sizeof(a));
-	if (!read_maps(&text)) {
+	if (!maps_read_self(&text)) {
 		rt_buf_free(&text);
 		return false;
 	}
@@ -567,7 +490,7 @@ bool symbols_stack_bounds_of(uint64_t sp, uint64_t *lo, uint64_t *hi)
 	struct maps_entry e;
 	size_t pos = 0;
 	bool found = false;
-	if (read_maps(&text)) {
+	if (maps_read_self(&text)) {
 		while (!found && maps_next((const char *)text.data, text.len, &pos, &e)) {
 			if (sp >= e.start && sp < e.end && is_stack_candidate(&e)) {
 				*lo = e.start;

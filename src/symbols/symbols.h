@@ -12,8 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* struct sw_frame_info and the resolver callback type live with the encoder. */
-#include "encode/pprof.h"
+#include "symbols/frame.h"
 
 /* Rereads /proc/self/maps; loads modules that appeared, retires the ones that
  * disappeared, and publishes a new unwind snapshot.  Cheap when the maps did

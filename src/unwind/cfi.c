@@ -644,32 +644,9 @@ static void run_fde(const uint8_t *data, size_t size, uint64_t addr, const struc
 	builder_push(b, f->pc_end, &none);
 }
 
-/* In-place heap sort of FDEs by pc_begin (no recursion, no allocation). */
-static void sift_down(struct fde_desc *a, size_t root, size_t n)
+static bool fde_before(const void *a, const void *b)
 {
-	while (2 * root + 1 < n) {
-		size_t child = 2 * root + 1;
-		if (child + 1 < n && a[child + 1].pc_begin > a[child].pc_begin)
-			child++;
-		if (a[root].pc_begin >= a[child].pc_begin)
-			return;
-		struct fde_desc t = a[root];
-		a[root] = a[child];
-		a[child] = t;
-		root = child;
-	}
-}
-
-static void sort_fdes(struct fde_desc *a, size_t n)
-{
-	for (size_t i = n / 2; i-- > 0;)
-		sift_down(a, i, n);
-	for (size_t end = n; end-- > 1;) {
-		struct fde_desc t = a[0];
-		a[0] = a[end];
-		a[end] = t;
-		sift_down(a, 0, end);
-	}
+	return ((const struct fde_desc *)a)->pc_begin < ((const struct fde_desc *)b)->pc_begin;
 }
 
 /* Collects FDE descriptors of every entry whose range lies in [base, base+limit). */
@@ -737,7 +714,7 @@ struct cfi_table *cfi_table_build(const uint8_t *data, size_t size, uint64_t eh_
 	struct fde_desc *fdes = collect_fdes(data, size, eh_addr, base, limit, &nfdes);
 	if (fdes == NULL)
 		return NULL;
-	sort_fdes(fdes, nfdes);
+	rt_sort(fdes, nfdes, sizeof(fdes[0]), fde_before);
 	struct builder b;
 	rt_memset(&b, 0, sizeof(b));
 	b.base = base;

@@ -41,5 +41,4 @@ FUZZERS += $(BUILD)/fuzz/fuzz_ehframe
 $(BUILD)/fuzz/fuzz_ehframe: tests/fuzz/fuzz_ehframe.c src/unwind/cfi.c src/unwind/cfi.h \
 		$(filter src/rt/%,$(CORE_SRC))
 	@mkdir -p $(dir $@)
-	clang -std=gnu11 -g -O1 -Isrc -Itests -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=undefined $< src/unwind/cfi.c $(filter src/rt/%,$(CORE_SRC)) -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $< src/unwind/cfi.c $(filter src/rt/%,$(CORE_SRC)) -o $@

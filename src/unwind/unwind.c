@@ -1,8 +1,6 @@
 /* The signal-safe unwinder and its published snapshot (see unwind.h). */
 #include "unwind/unwind.h"
 
-#include <linux/uio.h>
-
 #include "rt/rt.h"
 #include "rt/sys.h"
 
@@ -95,13 +93,6 @@ struct stack_view {
 	uint8_t block[REMOTE_BLOCK];
 };
 
-static long read_via_kernel(int pid, void *dst, uint64_t addr, size_t n)
-{
-	struct iovec local = {dst, n};
-	struct iovec remote = {(void *)(uintptr_t)addr, n};
-	return sys_call6(__NR_process_vm_readv, pid, (long)&local, 1, (long)&remote, 1, 0);
-}
-
 static bool read_word(struct stack_view *v, uint64_t addr, uint64_t *out)
 {
 	if ((addr & 7) != 0 || addr < v->lo || addr >= v->hi || v->hi - addr < 8)
@@ -115,7 +106,7 @@ static bool read_word(struct stack_view *v, uint64_t addr, uint64_t *out)
 		/* Only the part of the block inside the bounds is requested. */
 		uint64_t from = RT_MAX(block, v->lo & ~(uint64_t)7);
 		uint64_t to = RT_MIN(block + REMOTE_BLOCK, v->hi);
-		long got = read_via_kernel(v->pid, v->block + (from - block), from, (size_t)(to - from));
+		long got = sys_read_memory(v->pid, v->block + (from - block), from, (size_t)(to - from));
 		if (got != (long)(to - from))
 			return false;
 		v->block_addr = block;
@@ -528,6 +519,31 @@ bool unwind_stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi)
 	atomic_fetch_add(&active_unwinders, 1);
 	const struct snapshot *s = atomic_load(&current_snapshot);
 	bool found = s != NULL && find_data(s, sp, lo, hi);
+	atomic_fetch_sub(&active_unwinders, 1);
+	return found;
+}
+
+bool unwind_is_code(uint64_t pc)
+{
+	atomic_fetch_add(&active_unwinders, 1);
+	bool found = is_code(atomic_load(&current_snapshot), pc);
+	atomic_fetch_sub(&active_unwinders, 1);
+	return found;
+}
+
+bool unwind_after_syscall(uint64_t pc)
+{
+#if defined(__x86_64__)
+	static const uint8_t insn[2] = { 0x0f, 0x05 }; /* syscall */
+#else
+	static const uint8_t insn[4] = { 0x01, 0x00, 0x00, 0xd4 }; /* svc #0 */
+#endif
+	if (pc < sizeof(insn))
+		return false;
+	uint8_t code[sizeof(insn)];
+	atomic_fetch_add(&active_unwinders, 1);
+	bool found = read_code(atomic_load(&current_snapshot), pc - sizeof(insn), code, sizeof(code)) &&
+		     __builtin_memcmp(code, insn, sizeof(insn)) == 0;
 	atomic_fetch_sub(&active_unwinders, 1);
 	return found;
 }

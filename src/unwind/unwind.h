@@ -58,6 +58,12 @@ enum unwind_end {
  * [signal-safe] */
 void unwind_regs_from_ucontext(const void *ucontext, struct unwind_regs *out);
 
+/* True if the instruction just before pc is a system call instruction (an
+ * interrupted pc there is where a signal raised during the call was
+ * delivered), read through the snapshot's readable code ranges only.
+ * [signal-safe] */
+bool unwind_after_syscall(uint64_t pc);
+
 /* Writes up to `max` pcs, leaf first; returns how many.  pcs[0] is regs->pc
  * (minus 1 with UNWIND_FLAG_CALLER).
  * Every later pc is a return address minus 1 (it points into the call
@@ -101,6 +107,10 @@ bool unwind_reclaim(void);
 /* Bounds [lo, hi) of the readable-writable range containing sp according to
  * the current snapshot (for the lead's per-thread registration).  [signal-safe] */
 bool unwind_stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi);
+
+/* True if pc lies in an executable mapping of the current snapshot.
+ * [signal-safe] */
+bool unwind_is_code(uint64_t pc);
 
 /* Around a dlclose (or anything that unmaps code): while paused, the
  * unwinder reads no code bytes, so a range about to disappear is never read.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CPU profiling overhead and fairness (issue #5 item 7).
+# CPU profiling overhead and fairness.
 #
 # A fixed amount of identical CPU work on 4 threads
 # (build/workloads/bench_cpu_work-nofp: no frame pointers, so every sample

@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "encode/gzip.h"
+#include "deflate/deflate.h"
 #include "encode/pprof.h"
 
 #define STACKS 10000

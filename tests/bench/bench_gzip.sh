@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Our gzip (src/encode/deflate.c) against gzip(1) -6 and -1 on the same
+# Our gzip (src/deflate/) against gzip(1) -6 and -1 on the same
 # synthetic pprof bodies in the same run: output size ratio and speed ratio.
 # Each compressor runs REPS times per body, the fastest run counts; gzip(1)
 # is timed around its process (start-up is about 1 ms of ~100 ms).

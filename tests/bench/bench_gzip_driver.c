@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "encode/gzip.h"
+#include "deflate/deflate.h"
 #include "unit/test_gzip_corpus.h"
 
 static int read_all(const char *path, struct corpus_buf *b)

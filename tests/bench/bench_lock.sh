@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Lock and exception profilers (#13): an uncontended pthread_mutex_lock/
+# Lock and exception profilers: an uncontended pthread_mutex_lock/
 # unlock loop and a throw/catch loop, without the library, with the library
 # loaded but these profiles off, and with them on (default sampling rates).
 # The lock loop also runs under a minimal forwarding interposer

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The library's size and what loading it costs (issue #3's closing numbers).
+# The library's size and what loading it costs.
 #
 # Size: file bytes and text/data/bss from size(1).  Cost: a trivial program
 # (build/workloads/hello: one thread, a few allocations, exits) is run many

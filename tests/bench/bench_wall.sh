@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Wall sampler cost (#6): CPU time of our wall sampler thread, as % of one
+# Wall sampler cost: CPU time of our wall sampler thread, as % of one
 # core and per tick, with 10, 100 and 1000 waiting host threads at the
 # defaults (100 Hz, 32 threads per tick).  The threads are a mix: a quarter
 # each in pthread_cond_wait and nanosleep loops (interposed), in a held

@@ -4,5 +4,4 @@ FUZZERS += $(BUILD)/fuzz/fuzz_config
 CONFIG_FUZZ_SRC := src/config/config.c src/collect/wall_proc.c $(filter src/rt/%,$(CORE_SRC))
 $(BUILD)/fuzz/fuzz_config: tests/fuzz/fuzz_config.c $(CONFIG_FUZZ_SRC)
 	@mkdir -p $(dir $@)
-	clang -std=gnu11 -g -O1 -Isrc -Itests -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=undefined $< $(CONFIG_FUZZ_SRC) -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(CONFIG_FUZZ_SRC) -o $@

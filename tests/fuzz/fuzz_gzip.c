@@ -8,7 +8,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "encode/gzip.h"
+#include "deflate/deflate.h"
 
 static void die(const char *what, int level, size_t n)
 {

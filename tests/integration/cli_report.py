@@ -220,8 +220,20 @@ def body(tmp):
     check("go_heap_humanised_mib", re.search(r"MiB\s+\S+%\s+\S+%\s+\S+MiB\s+\S+%\s+main\.allocBig", out.stdout) is not None, out.stdout)
     out = run("report", gdir)
     check("report_groups_kinds", out.stdout.count("kind: ") == 2, out.stdout)
+    # One-kind commands on several kinds: the CPU profile, said on stderr.
     out = run("folded", gdir)
-    check("folded_needs_one_kind", out.returncode == 1 and out.stderr.startswith("stowaway: "), out.stderr)
+    check("folded_several_kinds_uses_cpu", out.returncode == 0 and out.stdout == run("folded", cpu).stdout and
+          len(out.stdout) > 0 and out.stderr.startswith("stowaway: note: ") and "showing cpu " in out.stderr,
+          out.stderr)
+    # Several kinds and none of them CPU: still an error naming them.
+    ndir = os.path.join(tmp, "no-cpu")
+    os.makedirs(ndir)
+    shutil.copy(heap, ndir)
+    with open(os.path.join(ndir, "stacks.folded"), "w") as f:
+        f.write("main;work 3\n")
+    out = run("folded", ndir)
+    check("folded_needs_one_kind", out.returncode == 1 and out.stderr.startswith("stowaway: ") and
+          "--sample-index" in out.stderr, out.stderr)
 
     # The library's own profiles (when it is built): match go tool pprof too.
     lib = os.path.join(ROOT, "build", "libstowaway.so")

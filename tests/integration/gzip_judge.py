@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent judges of our gzip output (src/encode/deflate.c).
+"""Independent judges of our gzip output (src/deflate/).
 
 1. build/tests/test_gzip --corpus-dir writes the unit-test corpus (empty, one
    byte, all byte values, random 1 MiB, repetitive 4 MiB, text, matches at

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "encode/gzip.h"
+#include "deflate/deflate.h"
 #include "encode/pprof.h"
 
 #define APP_START 0x400000ull

@@ -1,5 +1,5 @@
 """Shared by the integration suites: pprof's printed durations in ns, and
-the wall-time stacks of a profile as go tool pprof -traces prints them (an
+the stacks of a profile as go tool pprof -traces prints them (an
 independent decoder)."""
 import subprocess
 
@@ -12,9 +12,10 @@ def to_ns(text):
     return float(text)
 
 
-def traces(path, env):
-    """[(labels dict, [function names leaf first], wall ns)] from pprof -traces."""
-    out = subprocess.run(["go", "tool", "pprof", "-traces", "-sample_index=wall-time", path],
+def traces(path, env, index="wall-time"):
+    """[(labels dict, [function names leaf first], value)] from pprof -traces,
+    the value of sample type `index` (wall-time or cpu-time: ns)."""
+    out = subprocess.run(["go", "tool", "pprof", "-traces", "-sample_index=" + index, path],
                          capture_output=True, text=True, check=True, env=env).stdout
     result = []
     labels, stack, value = {}, [], None

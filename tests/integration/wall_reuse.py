@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Wall sampler stack reuse for raw waits (issue #6), glibc and musl hosts.
+"""Wall sampler stack reuse for raw waits, glibc and musl hosts.
 
 build/workloads/wall_reuse runs threads blocked in futex waits made with an
 inline system call instruction (no interposed wrapper sees them: the sampler

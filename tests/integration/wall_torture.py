@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Wall profiler torture test (issue #6), glibc and musl hosts.
+"""Wall profiler torture test, glibc and musl hosts.
 
 build/workloads/wall_torture runs one thread per blocking call (nanosleep,
 clock_nanosleep, usleep, read on a pipe and a socket, recv with

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "encode/gzip.h"
+#include "deflate/deflate.h"
 #include "unit/check.h"
 #include "unit/test_gzip_corpus.h"
 

@@ -3,7 +3,7 @@
 #define _GNU_SOURCE
 #include "check.h"
 #include "collect/wall.h"
-#include "core/thread.h"
+#include "rt/thread.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* core/thread.c is only in the .so; these tests start no sampler thread. */
+/* Stand-ins for rt/thread.c: these tests start no sampler thread. */
 int thread_spawn(void *(*fn)(void *), void *arg)
 {
 	(void)fn;

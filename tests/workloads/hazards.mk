@@ -1,4 +1,4 @@
-# Hazard workloads (issue #9): each built for glibc and musl.  Used by
+# Hazard workloads: each built for glibc and musl.  Used by
 # tests/integration/hazards_*.py and tests/soak.sh.
 # (Own names: workloads.mk, which defines WL, is included after this file.)
 HZ_WL := $(BUILD)/workloads

@@ -1,4 +1,4 @@
-/* Wall sampler stack reuse (#6): threads blocked in raw futex waits made
+/* Wall sampler stack reuse: threads blocked in raw futex waits made
  * with an inline system call instruction, which no interposed wrapper sees,
  * so the sampler takes their stacks from /proc/self/task/TID/syscall and
  * reuses a stack while the thread's CPU clock stands still.

@@ -1,0 +1,324 @@
+/* DEFLATE decoder: canonical Huffman decoding one bit at a time, as RFC 1951
+ * describes it, into a caller-sized output buffer.  No state outside the
+ * call, no allocation: safe in a signal handler. */
+#include "deflate/deflate.h"
+
+#include "rt/rt.h"
+
+#define MAX_BITS 15
+#define MAX_LITLEN_CODES 288
+#define MAX_DIST_CODES 30
+#define NUM_LENGTH_CODES 29
+#define NUM_CODE_LENGTH_CODES 19
+#define END_OF_BLOCK 256
+
+struct bit_reader {
+	const uint8_t *in;
+	size_t len;
+	size_t pos;
+	uint32_t bit_buf;
+	unsigned bit_count;
+};
+
+/* Reads `need` bits (0..16), least significant first. */
+static int get_bits(struct bit_reader *br, unsigned need, uint32_t *val)
+{
+	while (br->bit_count < need) {
+		if (br->pos >= br->len)
+			return DEFLATE_TRUNCATED;
+		br->bit_buf |= (uint32_t)br->in[br->pos++] << br->bit_count;
+		br->bit_count += 8;
+	}
+	*val = br->bit_buf & ((1u << need) - 1u);
+	br->bit_buf >>= need;
+	br->bit_count -= need;
+	return DEFLATE_OK;
+}
+
+struct huffman {
+	uint16_t count[MAX_BITS + 1];      /* codes of each length */
+	uint16_t symbol[MAX_LITLEN_CODES]; /* symbols ordered by code */
+};
+
+/* Builds a canonical code from code lengths; rejects over-subscribed sets.
+ * Incomplete sets are allowed (RFC 1951 permits a single distance code);
+ * decoding an unassigned code then fails. */
+static int huffman_build(struct huffman *h, const uint8_t *lengths, unsigned n)
+{
+	uint16_t offsets[MAX_BITS + 1];
+	rt_memset(h->count, 0, sizeof(h->count));
+	for (unsigned i = 0; i < n; i++)
+		h->count[lengths[i]]++;
+	int left = 1;
+	for (unsigned len = 1; len <= MAX_BITS; len++) {
+		left <<= 1;
+		left -= h->count[len];
+		if (left < 0)
+			return DEFLATE_OVERSUBSCRIBED;
+	}
+	offsets[1] = 0;
+	for (unsigned len = 1; len < MAX_BITS; len++)
+		offsets[len + 1] = (uint16_t)(offsets[len] + h->count[len]);
+	for (unsigned i = 0; i < n; i++)
+		if (lengths[i] != 0)
+			h->symbol[offsets[lengths[i]]++] = (uint16_t)i;
+	return DEFLATE_OK;
+}
+
+static int huffman_decode(struct bit_reader *br, const struct huffman *h, unsigned *sym)
+{
+	int code = 0, first = 0, index = 0;
+	for (unsigned len = 1; len <= MAX_BITS; len++) {
+		uint32_t bit;
+		int rc = get_bits(br, 1, &bit);
+		if (rc != DEFLATE_OK)
+			return rc;
+		code |= (int)bit;
+		int count = h->count[len];
+		if (code - first < count) {
+			*sym = h->symbol[index + (code - first)];
+			return DEFLATE_OK;
+		}
+		index += count;
+		first += count;
+		first <<= 1;
+		code <<= 1;
+	}
+	return DEFLATE_BAD_CODE;
+}
+
+/* Length codes 257..285 and distance codes 0..29 (RFC 1951, 3.2.5). */
+static const uint16_t length_base[NUM_LENGTH_CODES] = {
+	3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27,
+	31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
+static const uint8_t length_extra[NUM_LENGTH_CODES] = {
+	0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
+static const uint16_t dist_base[MAX_DIST_CODES] = {
+	1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129,
+	193, 257, 385, 513, 769, 1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
+static const uint8_t dist_extra[MAX_DIST_CODES] = {
+	0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
+
+struct inflate_out {
+	uint8_t *data;
+	size_t len;
+	size_t cap;
+};
+
+static int inflate_stored(struct bit_reader *br, struct inflate_out *o)
+{
+	br->bit_buf = 0; /* discard the rest of the current byte */
+	br->bit_count = 0;
+	if (br->len - br->pos < 4)
+		return DEFLATE_TRUNCATED;
+	unsigned len = br->in[br->pos] | (unsigned)br->in[br->pos + 1] << 8;
+	unsigned nlen = br->in[br->pos + 2] | (unsigned)br->in[br->pos + 3] << 8;
+	br->pos += 4;
+	if (len != (~nlen & 0xffffu))
+		return DEFLATE_BAD_STORED_LENGTH;
+	if (br->len - br->pos < len)
+		return DEFLATE_TRUNCATED;
+	if (len == 0)
+		return DEFLATE_OK;
+	if (o->cap - o->len < len)
+		return DEFLATE_NO_SPACE;
+	rt_memcpy(o->data + o->len, br->in + br->pos, len);
+	o->len += len;
+	br->pos += len;
+	return DEFLATE_OK;
+}
+
+static int inflate_codes(struct bit_reader *br, struct inflate_out *o, const struct huffman *lit,
+			 const struct huffman *dist)
+{
+	for (;;) {
+		unsigned sym;
+		int rc = huffman_decode(br, lit, &sym);
+		if (rc != DEFLATE_OK)
+			return rc;
+		if (sym < 256) {
+			if (o->len == o->cap)
+				return DEFLATE_NO_SPACE;
+			o->data[o->len++] = (uint8_t)sym;
+			continue;
+		}
+		if (sym == END_OF_BLOCK)
+			return DEFLATE_OK;
+		sym -= 257;
+		if (sym >= NUM_LENGTH_CODES)
+			return DEFLATE_BAD_LENGTH_CODE;
+		uint32_t extra;
+		rc = get_bits(br, length_extra[sym], &extra);
+		if (rc != DEFLATE_OK)
+			return rc;
+		size_t length = length_base[sym] + extra;
+		unsigned dsym;
+		rc = huffman_decode(br, dist, &dsym);
+		if (rc != DEFLATE_OK)
+			return rc;
+		if (dsym >= MAX_DIST_CODES)
+			return DEFLATE_BAD_DISTANCE_CODE;
+		rc = get_bits(br, dist_extra[dsym], &extra);
+		if (rc != DEFLATE_OK)
+			return rc;
+		size_t distance = dist_base[dsym] + extra;
+		if (distance > o->len)
+			return DEFLATE_BAD_DISTANCE;
+		if (o->cap - o->len < length)
+			return DEFLATE_NO_SPACE;
+		uint8_t *d = o->data + o->len;
+		const uint8_t *from = d - distance;
+		for (size_t i = 0; i < length; i++) /* byte by byte: copies may overlap */
+			d[i] = from[i];
+		o->len += length;
+	}
+}
+
+static int fixed_tables(struct huffman *lit, struct huffman *dist)
+{
+	uint8_t lengths[MAX_LITLEN_CODES];
+	unsigned i = 0;
+	for (; i < 144; i++)
+		lengths[i] = 8;
+	for (; i < 256; i++)
+		lengths[i] = 9;
+	for (; i < 280; i++)
+		lengths[i] = 7;
+	for (; i < MAX_LITLEN_CODES; i++)
+		lengths[i] = 8;
+	int rc = huffman_build(lit, lengths, MAX_LITLEN_CODES);
+	if (rc != DEFLATE_OK)
+		return rc;
+	for (i = 0; i < MAX_DIST_CODES; i++)
+		lengths[i] = 5;
+	return huffman_build(dist, lengths, MAX_DIST_CODES);
+}
+
+static int dynamic_tables(struct bit_reader *br, struct huffman *lit, struct huffman *dist)
+{
+	static const uint8_t order[NUM_CODE_LENGTH_CODES] = {16, 17, 18, 0, 8,  7, 9,  6, 10, 5,
+							    11, 4,  12, 3, 13, 2, 14, 1, 15};
+	uint8_t lengths[MAX_LITLEN_CODES + MAX_DIST_CODES];
+	uint32_t hlit, hdist, hclen;
+	int rc = get_bits(br, 5, &hlit);
+	if (rc == DEFLATE_OK)
+		rc = get_bits(br, 5, &hdist);
+	if (rc == DEFLATE_OK)
+		rc = get_bits(br, 4, &hclen);
+	if (rc != DEFLATE_OK)
+		return rc;
+	hlit += 257;
+	hdist += 1;
+	hclen += 4;
+	if (hlit > 286 || hdist > 30)
+		return DEFLATE_BAD_CODE_COUNTS;
+	rt_memset(lengths, 0, sizeof(lengths));
+	for (unsigned i = 0; i < hclen; i++) {
+		uint32_t v;
+		rc = get_bits(br, 3, &v);
+		if (rc != DEFLATE_OK)
+			return rc;
+		lengths[order[i]] = (uint8_t)v;
+	}
+	struct huffman code_lengths;
+	rc = huffman_build(&code_lengths, lengths, NUM_CODE_LENGTH_CODES);
+	if (rc != DEFLATE_OK)
+		return rc;
+	unsigned total = hlit + hdist, n = 0;
+	while (n < total) {
+		unsigned sym;
+		rc = huffman_decode(br, &code_lengths, &sym);
+		if (rc != DEFLATE_OK)
+			return rc;
+		if (sym < 16) {
+			lengths[n++] = (uint8_t)sym;
+			continue;
+		}
+		uint8_t value = 0;
+		uint32_t repeat;
+		if (sym == 16) {
+			if (n == 0)
+				return DEFLATE_BAD_CODE_LENGTHS;
+			value = lengths[n - 1];
+			rc = get_bits(br, 2, &repeat);
+			repeat += 3;
+		} else if (sym == 17) {
+			rc = get_bits(br, 3, &repeat);
+			repeat += 3;
+		} else {
+			rc = get_bits(br, 7, &repeat);
+			repeat += 11;
+		}
+		if (rc != DEFLATE_OK)
+			return rc;
+		if (n + repeat > total)
+			return DEFLATE_BAD_CODE_LENGTHS;
+		rt_memset(lengths + n, value, repeat);
+		n += repeat;
+	}
+	if (lengths[END_OF_BLOCK] == 0)
+		return DEFLATE_NO_END_OF_BLOCK;
+	rc = huffman_build(lit, lengths, hlit);
+	if (rc != DEFLATE_OK)
+		return rc;
+	return huffman_build(dist, lengths + hlit, hdist);
+}
+
+int deflate_decompress(const void *in, size_t in_len, void *out, size_t out_cap, size_t *in_used,
+		       size_t *out_len)
+{
+	struct bit_reader br = {.in = in, .len = in_len};
+	struct inflate_out o = {.data = out, .cap = out ? out_cap : 0};
+	struct huffman lit, dist;
+	uint32_t last;
+	do {
+		uint32_t type;
+		int rc = get_bits(&br, 1, &last);
+		if (rc == DEFLATE_OK)
+			rc = get_bits(&br, 2, &type);
+		if (rc != DEFLATE_OK)
+			return rc;
+		if (type == 0) {
+			rc = inflate_stored(&br, &o);
+		} else if (type == 1) {
+			rc = fixed_tables(&lit, &dist);
+			if (rc == DEFLATE_OK)
+				rc = inflate_codes(&br, &o, &lit, &dist);
+		} else if (type == 2) {
+			rc = dynamic_tables(&br, &lit, &dist);
+			if (rc == DEFLATE_OK)
+				rc = inflate_codes(&br, &o, &lit, &dist);
+		} else {
+			rc = DEFLATE_BAD_BLOCK_TYPE;
+		}
+		if (rc != DEFLATE_OK)
+			return rc;
+	} while (!last);
+	if (in_used)
+		*in_used = br.pos; /* unused bits of the last byte are padding */
+	*out_len = o.len;
+	return DEFLATE_OK;
+}
+
+const char *deflate_status_text(int status)
+{
+	switch (status) {
+	case DEFLATE_OK: return "no error";
+	case DEFLATE_TRUNCATED: return "compressed data is truncated";
+	case DEFLATE_NO_SPACE: return "decompressed data is larger than its buffer";
+	case DEFLATE_BAD_BLOCK_TYPE: return "compressed data has an invalid block type";
+	case DEFLATE_BAD_STORED_LENGTH: return "compressed data has a corrupt stored block";
+	case DEFLATE_BAD_CODE_COUNTS: return "compressed data has bad code counts";
+	case DEFLATE_BAD_CODE_LENGTHS: return "compressed data has invalid code lengths";
+	case DEFLATE_NO_END_OF_BLOCK: return "compressed data has no end-of-block code";
+	case DEFLATE_OVERSUBSCRIBED: return "compressed data has an over-subscribed Huffman code";
+	case DEFLATE_BAD_CODE: return "compressed data has an invalid Huffman code";
+	case DEFLATE_BAD_LENGTH_CODE: return "compressed data has an invalid length code";
+	case DEFLATE_BAD_DISTANCE_CODE: return "compressed data has an invalid distance code";
+	case DEFLATE_BAD_DISTANCE: return "compressed data refers before its start";
+	case DEFLATE_BAD_HEADER: return "compressed data has an invalid or unsupported header";
+	case DEFLATE_BAD_CHECKSUM: return "compressed data fails its checksum (corrupt data)";
+	case DEFLATE_BAD_SIZE: return "gzip length mismatch (corrupt data)";
+	default: return "unknown decompression error";
+	}
+}

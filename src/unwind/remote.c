@@ -1,0 +1,75 @@
+/* Remote unwinding strategies for blocked threads (see remote.h). */
+#include "unwind/remote.h"
+
+#include "rt/rt.h"
+#include "rt/sys.h"
+
+#define SCAN_WORDS 256
+#define SCAN_TRIES 24
+
+uint32_t unwind_remote(const struct unwind_regs *regs, uint64_t *pcs, uint32_t max,
+		       enum unwind_end *end)
+{
+	*end = UNWIND_END_OUTERMOST;
+	return unwind_stack(regs, pcs, max, UNWIND_FLAG_REMOTE, end);
+}
+
+/* The scan: 0 if no word above sp leads anywhere.  On success pcs[0] is
+ * leaf_pc and *truncated tells whether max cut the stack. */
+static uint32_t unwind_by_scan(uint64_t leaf_pc, uint64_t sp, uint64_t *pcs, uint32_t max,
+			       unwind_stack_bounds_fn bounds, bool *truncated)
+{
+	uint64_t lo, hi;
+	if (max < 2)
+		return 0;
+	if (!unwind_stack_bounds(sp, &lo, &hi) && !(bounds && bounds(sp, &lo, &hi)))
+		return 0;
+	if (hi <= sp || (sp & 7) != 0)
+		return 0;
+	uint64_t words[SCAN_WORDS] = { 0 };
+	size_t n = (size_t)RT_MIN((hi - sp) / 8, (uint64_t)SCAN_WORDS);
+	if (n < 2 || sys_read_memory((int)sys_getpid(), words, sp, n * 8) != (long)(n * 8))
+		return 0;
+	uint32_t tries = 0;
+	for (size_t i = 1; i < n && tries < SCAN_TRIES; i++) {
+		if (words[i] < 0x1000 || !unwind_is_code(words[i] - 1))
+			continue;
+		tries++;
+		/* In frame-pointer code the caller's saved frame pointer sits
+		 * just below the return address. */
+		struct unwind_regs regs = { .pc = words[i] - 1, .sp = sp + 8 * (i + 1), .fp = words[i - 1] };
+		enum unwind_end end = UNWIND_END_BROKEN;
+		uint32_t depth = unwind_stack(&regs, pcs + 1, max - 1, UNWIND_FLAG_REMOTE, &end);
+		/* Accepted when the tables lead to the first frame, or at least
+		 * two callers up (musl's own outermost frames have no tables). */
+		if ((depth >= 2 && end != UNWIND_END_BROKEN) || depth >= 3) {
+			pcs[0] = leaf_pc;
+			*truncated = end == UNWIND_END_TRUNCATED;
+			return depth + 1;
+		}
+	}
+	return 0;
+}
+
+uint32_t unwind_remote_syscall(uint64_t pc, uint64_t sp, uint64_t *pcs, uint32_t max,
+			       unwind_stack_bounds_fn bounds, enum unwind_end *end)
+{
+	struct unwind_regs regs = { .pc = pc, .sp = sp, .fp = 0 };
+	*end = UNWIND_END_OUTERMOST;
+	uint32_t depth = unwind_stack(&regs, pcs, max, UNWIND_FLAG_REMOTE, end);
+	/* One or two frames: the tables (or frame pointers, unknown here)
+	 * ran out at once, as in a C library built without unwind tables. */
+	if (depth <= 2 && *end != UNWIND_END_TRUNCATED) {
+		uint64_t first[2] = { pcs[0], max > 1 ? pcs[1] : 0 };
+		bool truncated = false;
+		uint32_t scanned = unwind_by_scan(pc, sp, pcs, max, bounds, &truncated);
+		if (scanned > 0) {
+			*end = truncated ? UNWIND_END_TRUNCATED : UNWIND_END_OUTERMOST;
+			return scanned;
+		}
+		pcs[0] = first[0];
+		if (max > 1)
+			pcs[1] = first[1];
+	}
+	return depth;
+}

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Wall-clock accuracy where threads mix CPU-heavy system calls, user work
+and blocking waits inside one thread, as servers do (glibc and musl hosts).
+
+build/workloads/wall_mixed runs a read(/dev/zero)/poll alternation, an
+epoll event loop with user work and write() of 2 MiB per event, and a
+writer whose pipe blocks about half the time; each thread measures the wall
+and CPU time inside each of its phase functions with the monotonic and
+thread CPU clocks.  The library profiles cpu and wall at the highest wall
+rate (1000 Hz).  Judged with go tool pprof -traces:
+ - each phase function's share of its thread's wall time within 3 points of
+   the share the thread measured;
+ - a function's wall time never below its CPU time in the CPU profile of
+   the same run (10% and 50 ms allowed for the two profiles' sampling);
+ - the state label of each phase (io, waiting, running);
+ - no stack starts in our own library's internal functions (the symbols
+   nm lists as local to libstowaway.so)."""
+import collections
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+from pprof_traces import traces
+from checks import check, status
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
+WL = os.path.join(ROOT, "build", "workloads")
+SECONDS = float(os.environ.get("WALL_MIXED_SECONDS", "4"))
+
+# The state each phase's time must carry (>= 90% of it).
+STATES = {"read_phase": "io", "poll_phase": "waiting", "wait_events": "waiting",
+          "handle_work": "running", "reply_write": "io", "produce": "running",
+          "push_write": "waiting"}
+
+
+def our_local_functions():
+    out = subprocess.run(["nm", "--defined-only", SO], capture_output=True, text=True,
+                         check=True).stdout
+    return {line.split()[2] for line in out.splitlines()
+            if len(line.split()) == 3 and line.split()[1] == "t"}
+
+
+def run_variant(exe_name, ours):
+    exe = os.path.join(WL, exe_name)
+    if not os.access(exe, os.X_OK):
+        check(f"{exe_name}: built", False, exe + " missing (make test-build)")
+        return
+    with tempfile.TemporaryDirectory() as out:
+        env = dict(os.environ, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out,
+                   LD_PRELOAD=SO, DD_SERVICE="wallmixed", STOWAWAY_WALL_HZ="1000",
+                   STOWAWAY_PROFILES="cpu,wall")
+        proc = subprocess.run([exe, str(SECONDS)], env=env, capture_output=True, text=True,
+                              timeout=120)
+        check(f"{exe_name}: runs", proc.returncode == 0, proc.stderr[-300:])
+        truth = []
+        for line in proc.stdout.splitlines():
+            parts = line.split()
+            if parts and parts[0] == "phase":
+                truth.append((parts[1], parts[2], int(parts[3]), int(parts[4])))
+        check(f"{exe_name}: every phase reported", len(truth) == 7, str(len(truth)))
+        walls = glob.glob(os.path.join(out, "wallmixed.*.wall.*.pb.gz"))
+        cpus = glob.glob(os.path.join(out, "wallmixed.*.cpu.*.pb.gz"))
+        check(f"{exe_name}: one wall and one cpu profile written", len(walls) == 1 and len(cpus) == 1,
+              str(walls + cpus))
+        if len(walls) != 1 or len(cpus) != 1:
+            return
+        pprof_env = dict(os.environ, HOME=out, PPROF_TMPDIR=out)
+        wall = traces(walls[0], pprof_env)
+        cpu = traces(cpus[0], pprof_env, "cpu-time")
+        for thread, function, true_wall, life in truth:
+            mine = [(lab, s, v) for lab, s, v in wall if lab.get("thread name") == thread]
+            total = sum(v for _, _, v in mine)
+            under = [(lab, v) for lab, s, v in mine if function in s]
+            wall_ns = sum(v for _, v in under)
+            got, want = (wall_ns / total if total else 0), true_wall / life
+            check(f"{exe_name}: {thread}: {function} share of its thread within 3 points",
+                  abs(got - want) <= 0.03, f"profile {100 * got:.1f}%, truth {100 * want:.1f}%")
+            cpu_ns = sum(v for lab, s, v in cpu if lab.get("thread name") == thread and function in s)
+            check(f"{exe_name}: {thread}: {function} wall time not below its CPU time",
+                  wall_ns >= 0.9 * cpu_ns - 50e6,
+                  f"wall {wall_ns / 1e9:.3f}s, cpu profile {cpu_ns / 1e9:.3f}s")
+            states = collections.Counter()
+            for lab, v in under:
+                states[lab.get("state")] += v
+            want_state = STATES[function]
+            check(f"{exe_name}: {thread}: {function} time is '{want_state}'",
+                  wall_ns > 0 and states[want_state] >= 0.9 * wall_ns,
+                  {k: round(v / 1e9, 3) for k, v in states.items()})
+        leaves = collections.Counter()
+        for _, stack, v in wall:
+            if stack and stack[0] in ours:
+                leaves[stack[0]] += v
+        check(f"{exe_name}: no wall stack starts in our own functions", not leaves,
+              {k: round(v / 1e9, 3) for k, v in leaves.items()})
+
+
+ours = our_local_functions()
+check("our library's local functions listed by nm", len(ours) > 50, str(len(ours)))
+for variant in ["wall_mixed", "wall_mixed-musl"]:
+    run_variant(variant, ours)
+sys.exit(status())
