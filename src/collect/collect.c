@@ -7,6 +7,7 @@
  * overhead cap; every few seconds it refreshes the module registry. */
 #include "collect/collect.h"
 #include "collect/collector.h"
+#include "collect/otel_context.h"
 #include "collect/cpu.h"
 #include "collect/overhead.h"
 #include "collect/threads.h"
@@ -68,6 +69,7 @@ static void *sampler_main(void *arg)
 				if (collectors[i]->each_second)
 					collectors[i]->each_second();
 			overhead_tick(col.cfg);
+			otel_context_find_key_map_if_wanted();
 		}
 		/* New thread stacks and code mapped without dlopen; sooner when a
 		 * sample met code outside every known mapping. */
@@ -90,6 +92,8 @@ int collect_start(const struct sw_config *cfg, struct recorder *rec)
 	col.cfg = cfg;
 	int n = 0;
 	threads_set_hooks(&registry_hooks);
+	/* Before any sampler runs: where tracers publish each thread's span. */
+	otel_context_refresh();
 	for (int pass = 0; pass < 2; pass++) {
 		if (pass == 1) {
 			int live = threads_scan();
@@ -136,6 +140,12 @@ void collect_before_export(struct profile *finished)
 	for (size_t i = 0; i < N_COLLECTORS; i++)
 		if (collectors[i]->flush)
 			collectors[i]->flush(finished);
+}
+
+uint64_t collect_endpoint_counts_take(void (*fn)(void *ctx, const char *name, uint64_t count),
+				      void *ctx)
+{
+	return context_endpoint_counts_take(fn, ctx);
 }
 
 int64_t collect_period(const struct sw_config *cfg, enum sw_kind kind)

@@ -99,8 +99,77 @@ int context_set_span(uint64_t local_root_span_id, uint64_t span_id)
 	return 0;
 }
 
+/* ---- requests per endpoint ---- */
+
+#define ENDPOINT_SLOTS 256u /* power of two */
+#define ENDPOINT_PROBES 32u
+
+enum { EP_EMPTY = 0, EP_WRITING, EP_READY };
+
+struct endpoint_slot {
+	atomic_uint state;
+	uint32_t hash;
+	atomic_ullong count;
+	char name[CONTEXT_ENDPOINT_MAX];
+};
+
+static struct endpoint_slot endpoint_table[ENDPOINT_SLOTS];
+static atomic_ullong endpoints_dropped;
+
+static uint32_t endpoint_hash(const char *s, size_t n)
+{
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * 16777619u;
+	return h;
+}
+
+static void endpoint_count(const char *name)
+{
+	size_t n = rt_strnlen(name, CONTEXT_ENDPOINT_MAX - 1);
+	uint32_t h = endpoint_hash(name, n);
+	for (uint32_t i = 0; i < ENDPOINT_PROBES; i++) {
+		struct endpoint_slot *e = &endpoint_table[(h + i) & (ENDPOINT_SLOTS - 1)];
+		unsigned st = atomic_load_explicit(&e->state, memory_order_acquire);
+		if (st == EP_EMPTY) {
+			unsigned expect = EP_EMPTY;
+			if (atomic_compare_exchange_strong(&e->state, &expect, EP_WRITING)) {
+				rt_memcpy(e->name, name, n);
+				e->name[n] = '\0';
+				e->hash = h;
+				atomic_store_explicit(&e->state, EP_READY, memory_order_release);
+				atomic_fetch_add_explicit(&e->count, 1, memory_order_relaxed);
+				return;
+			}
+			st = atomic_load_explicit(&e->state, memory_order_acquire);
+		}
+		if (st == EP_READY && e->hash == h && rt_strncmp(e->name, name, n) == 0 &&
+		    e->name[n] == '\0') {
+			atomic_fetch_add_explicit(&e->count, 1, memory_order_relaxed);
+			return;
+		}
+	}
+	atomic_fetch_add_explicit(&endpoints_dropped, 1, memory_order_relaxed);
+}
+
+uint64_t context_endpoint_counts_take(void (*fn)(void *ctx, const char *name, uint64_t count),
+				      void *ctx)
+{
+	for (uint32_t i = 0; i < ENDPOINT_SLOTS; i++) {
+		struct endpoint_slot *e = &endpoint_table[i];
+		if (atomic_load_explicit(&e->state, memory_order_acquire) != EP_READY)
+			continue;
+		uint64_t c = atomic_exchange_explicit(&e->count, 0, memory_order_relaxed);
+		if (c)
+			fn(ctx, e->name, c);
+	}
+	return atomic_exchange_explicit(&endpoints_dropped, 0, memory_order_relaxed);
+}
+
 int context_set_endpoint(const char *endpoint)
 {
+	if (endpoint && endpoint[0])
+		endpoint_count(endpoint);
 	struct context_slot *s = self_slot(true);
 	if (!s)
 		return -ENOSPC;
@@ -167,14 +236,41 @@ void context_thread_exiting(void)
 		atomic_store_explicit(&s->key, 0, memory_order_release);
 }
 
+/* No API context: only the fields a label could come from are cleared. */
+static void clear_api_fields(struct context_value *v)
+{
+	v->local_root_span_id = 0;
+	v->span_id = 0;
+	v->endpoint[0] = '\0';
+	for (int i = 0; i < CONTEXT_LABELS; i++)
+		v->labels[i].key[0] = '\0';
+}
+
 bool context_read_self(struct context_value *out)
 {
 	struct context_slot *s = self_slot(false);
-	if (!s)
+	bool otel = otel_context_present();
+	if (!s && !otel)
 		return false;
-	unsigned cur = atomic_load_explicit(&s->active, memory_order_acquire);
-	*out = copies_of(s)[cur];
-	return true;
+	if (s) {
+		unsigned cur = atomic_load_explicit(&s->active, memory_order_acquire);
+		*out = copies_of(s)[cur];
+	} else {
+		clear_api_fields(out);
+	}
+	bool have_otel = otel && otel_context_read_self(&out->otel);
+	if (!have_otel)
+		out->otel.span_id = 0;
+	return s != NULL || have_otel;
+}
+
+bool context_read_thread(int slot, int tid, uintptr_t thread_pointer, struct context_value *out)
+{
+	bool api = context_read_slot(slot, tid, out);
+	if (!api)
+		clear_api_fields(out);
+	bool have_otel = otel_context_read_thread(thread_pointer, &out->otel);
+	return api || have_otel;
 }
 
 unsigned context_generation(int slot, int tid)
@@ -217,6 +313,18 @@ void context_to_labels(struct context_labels *out)
 		out->labels[n++] = (struct sw_label){ .key = SW_LABEL_SPAN_ID,
 						      .num = (int64_t)v->span_id };
 	}
+	else if (v->otel.span_id && !v->span_id) {
+		otel_trace_id_hex(v->otel.trace_id, out->trace_id_hex);
+		out->labels[n++] = (struct sw_label){ .key = SW_LABEL_SPAN_ID,
+						      .num = (int64_t)v->otel.span_id };
+		out->labels[n++] = (struct sw_label){ .key = SW_LABEL_TRACE_ID,
+						      .str = out->trace_id_hex };
+	}
+	for (uint32_t i = 0; v->otel.span_id && i < v->otel.n_attrs && i < OTEL_ATTRS_MAX; i++) {
+		const char *key = otel_context_key_name(v->otel.attrs[i].key);
+		if (key)
+			out->labels[n++] = (struct sw_label){ .key = key, .str = v->otel.attrs[i].value };
+	}
 	if (v->endpoint[0])
 		out->labels[n++] = (struct sw_label){ .key = SW_LABEL_TRACE_ENDPOINT,
 						      .str = v->endpoint };
@@ -230,6 +338,10 @@ void context_to_labels(struct context_labels *out)
 
 void context_after_fork_child(void)
 {
+	/* The parent's requests are counted in the parent's profiles. */
+	for (uint32_t i = 0; i < ENDPOINT_SLOTS; i++)
+		atomic_store(&endpoint_table[i].count, 0);
+	atomic_store(&endpoints_dropped, 0);
 	uintptr_t tp = rt_thread_pointer();
 	int tid = (int)sys_gettid();
 	for (uint32_t i = 0; i < CONTEXT_SLOTS; i++) {

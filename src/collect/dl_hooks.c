@@ -1,8 +1,10 @@
 /* dlopen/dlclose interposition: the module registry (symbols and unwind
- * tables) is refreshed right after code appears or disappears, and the
+ * tables) and the OpenTelemetry thread-context sites are refreshed right
+ * after code appears or disappears, and the
  * unwinder stops reading code bytes while a library is being unmapped.
  * Exported; only in the .so. */
 #include "collect/collect.h"
+#include "collect/otel_context.h"
 #include "rt/hooks.h"
 #include "rt/host.h"
 #include "rt/rt.h"
@@ -26,8 +28,10 @@ SW_EXPORT void *dlopen(const char *file, int mode)
 	if (!fn)
 		return NULL;
 	void *handle = fn(file, mode);
-	if (handle && collect_threads_active())
+	if (handle && collect_threads_active()) {
 		(void)symbols_refresh();
+		otel_context_dlopened(handle);
+	}
 	return handle;
 }
 
@@ -48,6 +52,7 @@ SW_EXPORT int dlclose(void *handle)
 	unwind_code_reads_pause();
 	int r = fn(handle);
 	(void)symbols_refresh();
+	otel_context_refresh();
 	unwind_code_reads_resume();
 	return r;
 }

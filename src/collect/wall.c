@@ -53,8 +53,14 @@ struct wall_record {
  * thread is back in a call from the same frame, at most this often. */
 #define UNWIND_RETRIES 2
 
-struct recent_frame {
+/* What identifies a published call's stack: its frame, and the return
+ * address into its caller (two callers at the same depth share the frame). */
+struct frame_key {
 	uint64_t pc, sp, fp, ra;
+};
+
+struct recent_frame {
+	struct frame_key key;
 	uint64_t *pcs; /* max_frames + 2, or NULL */
 	uint32_t depth;
 	uint32_t used;  /* visit count when last used: the least recent goes */
@@ -297,21 +303,55 @@ static void flush_pending(struct wall_private *w, uint64_t now)
 }
 
 /* One sample of the cached stack, of `weight` ns. */
-static void account_cached(int slot, struct wall_private *w, uint64_t now, uint64_t weight)
+static bool same_otel_span(const struct wall_private *w, const struct otel_span *otel)
+{
+	const struct otel_span *pend = w->pend_has_ctx ? &w->pend_ctx->otel : NULL;
+	if (!pend || pend->span_id == 0)
+		return otel->span_id == 0;
+	if (pend->span_id != otel->span_id || rt_memcmp(pend->trace_id, otel->trace_id, 16) != 0 ||
+	    pend->n_attrs != otel->n_attrs)
+		return false;
+	for (uint32_t i = 0; i < otel->n_attrs && i < OTEL_ATTRS_MAX; i++)
+		if (pend->attrs[i].key != otel->attrs[i].key ||
+		    !rt_streq(pend->attrs[i].value, otel->attrs[i].value))
+			return false;
+	return true;
+}
+
+/* One sample of the cached stack, of `weight` ns.  `otel_read`: the thread's
+ * OpenTelemetry span read while the caller knew the stack still stood, or
+ * NULL to read it now. */
+static void account_cached(int slot, struct wall_private *w, uint64_t now, uint64_t weight,
+			   const struct otel_span *otel_read)
 {
 	if (weight == 0)
 		return;
 	/* Samples taken under another span context must not share labels. */
 	int ctx_slot = atomic_load(&thread_slots[slot].context_slot);
 	unsigned gen = context_generation(ctx_slot, w->tid);
-	if (w->pend_count && gen != w->pend_gen)
+	/* An OpenTelemetry span has no generation: its record is read (a no-op
+	 * without a writer in the process). */
+	struct otel_span otel;
+	if (otel_read)
+		otel = *otel_read;
+	else
+		(void)otel_context_read_thread(atomic_load(&thread_slots[slot].wall_tp), &otel);
+	if (w->pend_count && (gen != w->pend_gen || !same_otel_span(w, &otel)))
 		flush_pending(w, now);
 	if (w->pend_count == 0) {
 		w->pend_since = now;
 		w->pend_gen = gen;
-		if (gen && !w->pend_ctx)
+		bool want = gen || otel.span_id;
+		if (want && !w->pend_ctx)
 			w->pend_ctx = rt_malloc(sizeof(*w->pend_ctx));
-		w->pend_has_ctx = gen && w->pend_ctx && context_read_slot(ctx_slot, w->tid, w->pend_ctx);
+		w->pend_has_ctx = false;
+		if (want && w->pend_ctx) {
+			bool api = gen && context_read_slot(ctx_slot, w->tid, w->pend_ctx);
+			if (!api)
+				rt_memset(w->pend_ctx, 0, sizeof(*w->pend_ctx));
+			w->pend_ctx->otel = otel;
+			w->pend_has_ctx = api || otel.span_id;
+		}
 	}
 	w->pend_count++;
 	w->pend_ns += weight;
@@ -319,9 +359,10 @@ static void account_cached(int slot, struct wall_private *w, uint64_t now, uint6
 		flush_pending(w, now);
 }
 
-static void emit_cached(int slot, struct wall_private *w, uint64_t now, uint64_t weight)
+static void emit_cached(int slot, struct wall_private *w, uint64_t now, uint64_t weight,
+			const struct otel_span *otel)
 {
-	account_cached(slot, w, now, weight);
+	account_cached(slot, w, now, weight, otel);
 	atomic_fetch_add(&wall.cached, 1);
 }
 
@@ -378,15 +419,9 @@ static enum wall_state state_of_fd(struct wall_private *w, enum wall_state kind,
 	return (enum wall_state)w->class_state;
 }
 
-/* What identifies a published call's stack: its frame, and the return
- * address into its caller (two callers at the same depth share the frame). */
-struct frame_key {
-	uint64_t pc, sp, fp, ra;
-};
-
-static bool same_key(const struct frame_key *k, uint64_t pc, uint64_t sp, uint64_t fp, uint64_t ra)
+static bool same_key(const struct frame_key *a, const struct frame_key *b)
 {
-	return k->pc == pc && k->sp == sp && k->fp == fp && k->ra == ra;
+	return a->pc == b->pc && a->sp == b->sp && a->fp == b->fp && a->ra == b->ra;
 }
 
 /* Reads the published frame of call `seq`; false if the thread is no
@@ -397,8 +432,11 @@ static bool read_published(struct thread_slot *t, uint32_t seq, struct frame_key
 	k->sp = atomic_load_explicit(&t->wall_sp, memory_order_relaxed);
 	k->fp = atomic_load_explicit(&t->wall_fp, memory_order_relaxed);
 	/* Our wrappers keep frame pointers: the return address is above it. */
-	if (k->fp > UINT64_MAX - 16 || sys_read_memory((int)sys_getpid(), &k->ra, k->fp + 8, sizeof(k->ra)) != (long)sizeof(k->ra))
-		k->ra = 0;
+	uint64_t ra = 0;
+	if (k->fp > UINT64_MAX - 16 ||
+	    sys_read_memory((int)sys_getpid(), &ra, k->fp + 8, sizeof(ra)) != (long)sizeof(ra))
+		ra = 0;
+	k->ra = ra;
 	return atomic_load(&t->wall_seq) == seq;
 }
 
@@ -406,7 +444,7 @@ static struct recent_frame *recent_find(struct wall_private *w, const struct fra
 {
 	for (int i = 0; i < RECENT_FRAMES; i++) {
 		struct recent_frame *r = &w->recent[i];
-		if (r->pcs && same_key((const struct frame_key *)r, k->pc, k->sp, k->fp, k->ra)) {
+		if (r->pcs && same_key(&r->key, k)) {
 			r->used = ++w->recent_clock;
 			return r;
 		}
@@ -425,33 +463,43 @@ static void recent_store(struct wall_private *w, const struct frame_key *k, cons
 		if (!r->pcs)
 			return;
 	}
-	r->pc = k->pc;
-	r->sp = k->sp;
-	r->fp = k->fp;
-	r->ra = k->ra;
+	r->key = *k;
 	rt_memcpy(r->pcs, pcs, depth * sizeof(uint64_t));
 	r->depth = depth;
 	r->used = ++w->recent_clock;
 }
 
 /* Case 1: the thread is inside an interposed blocking call. */
+/* The thread's OpenTelemetry span, read while it is still inside call `seq`
+ * (checked after the read), so a thread leaving the call and its span
+ * meanwhile is not labelled with nothing, or with its next span. */
+static bool read_otel_in_call(struct thread_slot *t, uint32_t seq, struct otel_span *out)
+{
+	(void)otel_context_read_thread(atomic_load(&t->wall_tp), out);
+	return !otel_context_present() || atomic_load(&t->wall_seq) == seq;
+}
+
 static void sample_published(int slot, struct wall_private *w, uint32_t seq, uint64_t now, uint64_t span)
 {
 	struct thread_slot *t = &thread_slots[slot];
+	struct otel_span otel;
 	if (w->cache == CACHE_PUBLISHED && w->cache_seq == seq) {
-		emit_cached(slot, w, now, span);
+		if (!read_otel_in_call(t, seq, &otel)) {
+			w->unplaced += span; /* it left the call meanwhile: the next visit places it */
+			return;
+		}
+		emit_cached(slot, w, now, span, &otel);
 		return;
 	}
-	struct frame_key k;
+	struct frame_key k = { 0, 0, 0, 0 };
 	const uint64_t *pcs = NULL;
 	uint32_t depth = 0;
 	for (int attempt = 0; attempt <= UNWIND_RETRIES; attempt++) {
 		if (attempt > 0) {
 			/* Back in a call from the same frame: that stack is the same. */
-			struct frame_key again;
+			struct frame_key again = { 0, 0, 0, 0 };
 			seq = atomic_load(&t->wall_seq);
-			if (!(seq & 1u) || !read_published(t, seq, &again) ||
-			    !same_key(&k, again.pc, again.sp, again.fp, again.ra))
+			if (!(seq & 1u) || !read_published(t, seq, &again) || !same_key(&k, &again))
 				break;
 		} else if (!read_published(t, seq, &k)) {
 			break;
@@ -476,11 +524,15 @@ static void sample_published(int slot, struct wall_private *w, uint32_t seq, uin
 	}
 	enum wall_state kind = (enum wall_state)atomic_load_explicit(&t->wall_kind, memory_order_relaxed);
 	int fd = atomic_load_explicit(&t->wall_fd, memory_order_relaxed);
+	if (!read_otel_in_call(t, seq, &otel)) {
+		w->unplaced += span;
+		return;
+	}
 	if (cache_store(w, pcs, depth, state_of_fd(w, kind, fd), now)) {
 		w->cache = CACHE_PUBLISHED;
 		w->cache_seq = seq;
 		atomic_fetch_add(&wall.published, 1);
-		account_cached(slot, w, now, span);
+		account_cached(slot, w, now, span, &otel);
 	} else {
 		w->unplaced += span;
 	}
@@ -514,7 +566,7 @@ static void sample_syscall(int slot, struct wall_private *w, const struct wall_s
 	w->cache = CACHE_SYSCALL;
 	w->cache_cpu = cpu;
 	atomic_fetch_add(&wall.syscall_samples, 1);
-	account_cached(slot, w, now, span);
+	account_cached(slot, w, now, span, NULL);
 }
 
 /* Case 4: arms the one-shot timer; false if it could not be armed. */
@@ -602,7 +654,7 @@ static void sample_slot(int slot, uint64_t now)
 	}
 	if (w->cache == CACHE_SYSCALL && w->cache_cpu == cpu) {
 		atomic_store(&t->wall_inflight, 0);
-		emit_cached(slot, w, now, span);
+		emit_cached(slot, w, now, span, NULL);
 		/* Blocked all along, it did not need its descriptor: with none
 		 * left, it goes to a thread that moves (which would otherwise
 		 * open and close its file at every visit). */

@@ -11,7 +11,7 @@
 
 #include "rt/rt.h"
 
-enum pb_wire { PB_WIRE_VARINT = 0, PB_WIRE_LEN = 2 };
+enum pb_wire { PB_WIRE_VARINT = 0, PB_WIRE_FIXED64 = 1, PB_WIRE_LEN = 2, PB_WIRE_FIXED32 = 5 };
 
 /* Bytes of v as a varint (1..10). */
 size_t pb_varint_size(uint64_t v);
@@ -32,5 +32,24 @@ void pb_put_int64(struct rt_buf *b, uint32_t field, int64_t v);
 /* Tag and length of a length-delimited field; the caller appends len bytes next. */
 void pb_put_len_header(struct rt_buf *b, uint32_t field, size_t len);
 void pb_put_bytes(struct rt_buf *b, uint32_t field, const void *p, size_t len);
+/* A fixed64 field (little-endian, 8 bytes). */
+void pb_put_fixed64(struct rt_buf *b, uint32_t field, uint64_t v);
+
+/* ---- reading: a bounds-checked cursor over wire-format bytes ----
+ * Every function returns false on malformed or truncated input and never
+ * reads outside [p, end). */
+struct pb_in {
+	const uint8_t *p, *end;
+};
+bool pb_in_varint(struct pb_in *r, uint64_t *out);
+/* The next field's number and wire type; false at the end or on bad input. */
+bool pb_in_key(struct pb_in *r, uint32_t *field, enum pb_wire *wire);
+/* A length-delimited field's bytes as a sub-reader. */
+bool pb_in_len(struct pb_in *r, struct pb_in *sub);
+/* Skips a field of the given wire type. */
+bool pb_in_skip(struct pb_in *r, enum pb_wire wire);
+/* A varint field's value; for LEN fields of a packed repeated varint, call
+ * pb_in_len and then pb_in_varint until the sub-reader is empty. */
+static inline bool pb_in_done(const struct pb_in *r) { return r->p >= r->end; }
 
 #endif

@@ -45,6 +45,7 @@ enum {
 	F_MAPPING_HAS_FUNCTIONS = 7,
 	F_MAPPING_HAS_FILENAMES = 8,
 	F_MAPPING_HAS_LINE_NUMBERS = 9,
+	F_MAPPING_HAS_INLINE_FRAMES = 10,
 };
 enum { F_LOCATION_ID = 1, F_LOCATION_MAPPING_ID = 2, F_LOCATION_ADDRESS = 3, F_LOCATION_LINE = 4 };
 enum { F_LINE_FUNCTION_ID = 1, F_LINE_LINE = 2 };
@@ -58,7 +59,7 @@ struct enc_string {
 struct enc_mapping {
 	uint64_t start, limit, offset;
 	uint32_t path, build_id; /* string indices */
-	uint32_t locations, with_function, with_file, with_line;
+	uint32_t locations, with_function, with_file, with_line, with_debug_info;
 };
 
 /* A demangled name, alive until the encoder is freed. */
@@ -71,13 +72,19 @@ struct enc_function {
 	uint32_t name, system_name, file; /* string indices */
 };
 
+/* One Line of a location: a function and its line (0: unknown). */
+struct enc_line {
+	uint32_t function_id;
+	int64_t line;
+};
+
 struct enc_location {
 	uint64_t pc;
 	uint64_t address;
-	uint32_t mapping_id;  /* 0: none */
-	uint32_t function_id; /* 0: no Line */
-	int64_t line;
-	bool own_code; /* the profiler's own frame: not written in stacks */
+	uint32_t mapping_id; /* 0: none */
+	uint32_t first_line; /* into enc.lines */
+	uint32_t n_lines;    /* 0: no Line; else innermost first */
+	bool own_code;       /* the profiler's own frame: not written in stacks */
 };
 
 struct enc_stack {
@@ -112,6 +119,9 @@ struct enc {
 	uint32_t n_locations, cap_locations;
 	struct sw_htab location_index;
 
+	struct enc_line *lines; /* every location's lines, in order */
+	uint32_t n_lines, cap_lines;
+
 	struct enc_stack *stacks; /* by profile stack id */
 	uint32_t n_stacks;
 	struct rt_buf packed; /* packed location ids of every translated stack */
@@ -135,6 +145,7 @@ static void enc_free(struct enc *e)
 	}
 	rt_free(e->locations);
 	sw_htab_free(&e->location_index);
+	rt_free(e->lines);
 	rt_free(e->stacks);
 	rt_buf_free(&e->packed);
 }
@@ -326,13 +337,35 @@ static bool location_eq(const void *ctx, uint32_t idx)
 	return k->e->locations[idx].pc == k->pc;
 }
 
+/* Appends one Line to the location being built (its lines are the last ones). */
+static void add_line(struct enc *e, struct enc_location *loc, const char *function, const char *file,
+		     int64_t line)
+{
+	uint32_t fid = function_id(e, function, file);
+	void *arr = e->lines;
+	if (e->failed || fid == 0 ||
+	    !sw_array_reserve(&arr, &e->cap_lines, e->n_lines + 1, sizeof(*e->lines))) {
+		e->failed = true;
+		return;
+	}
+	e->lines = arr;
+	if (loc->n_lines == 0)
+		loc->first_line = e->n_lines;
+	e->lines[e->n_lines].function_id = fid;
+	e->lines[e->n_lines].line = line > 0 ? line : 0;
+	e->n_lines++;
+	loc->n_lines++;
+}
+
 /* Fills a new location for pc: synthetic frames get their fixed name and no
- * mapping; real ones get what the resolver knows, never a guessed name. */
+ * mapping; real ones get what the resolver knows, never a guessed name.
+ * Frames inlined at pc come first, the function they were inlined into
+ * last (the order pprof reads). */
 static void location_resolve(struct enc *e, uint64_t pc, struct enc_location *loc)
 {
 	const char *synthetic = sw_synthetic_frame_name(pc);
 	if (synthetic) {
-		loc->function_id = function_id(e, synthetic, NULL);
+		add_line(e, loc, synthetic, NULL, 0);
 		return;
 	}
 	loc->address = pc;
@@ -342,19 +375,28 @@ static void location_resolve(struct enc *e, uint64_t pc, struct enc_location *lo
 		return;
 	loc->own_code = fi.own_code;
 	loc->mapping_id = mapping_id(e, &fi);
+	bool all_files = true, all_lines = true;
 	if (fi.function && fi.function[0]) {
-		loc->function_id = function_id(e, fi.function, fi.file);
-		loc->line = fi.line > 0 ? fi.line : 0;
+		uint32_t n_inlined = fi.n_inlined <= SW_MAX_INLINED ? fi.n_inlined : SW_MAX_INLINED;
+		for (uint32_t i = 0; i < n_inlined; i++) {
+			const struct sw_inlined_frame *f = &fi.inlined[i];
+			const char *name = f->function && f->function[0] ? f->function : "[inlined]";
+			add_line(e, loc, name, f->file, f->line);
+			all_files = all_files && f->file && f->file[0];
+			all_lines = all_lines && f->line > 0;
+		}
+		add_line(e, loc, fi.function, fi.file, fi.line);
+		all_files = all_files && fi.file && fi.file[0];
+		all_lines = all_lines && fi.line > 0;
 	}
 	if (loc->mapping_id && !e->failed) {
 		struct enc_mapping *m = &e->mappings[loc->mapping_id - 1];
 		m->locations++;
-		if (loc->function_id) {
+		if (loc->n_lines) {
 			m->with_function++;
-			if (fi.file && fi.file[0])
-				m->with_file++;
-			if (loc->line)
-				m->with_line++;
+			m->with_file += all_files;
+			m->with_line += all_lines;
+			m->with_debug_info += fi.debug_info;
 		}
 	}
 }
@@ -549,6 +591,8 @@ static void put_mapping(struct rt_buf *out, uint32_t id, const struct enc_mappin
 	bool has_functions = m->locations && m->with_function == m->locations;
 	bool has_filenames = has_functions && m->with_file == m->locations;
 	bool has_lines = has_functions && m->with_line == m->locations;
+	/* Inlined frames were looked for at every location (debug information). */
+	bool has_inline = has_functions && m->with_debug_info == m->locations;
 	size_t size = pb_uint_field_size(F_MAPPING_ID, id);
 	if (m->start)
 		size += pb_uint_field_size(F_MAPPING_MEMORY_START, m->start);
@@ -566,6 +610,8 @@ static void put_mapping(struct rt_buf *out, uint32_t id, const struct enc_mappin
 		size += pb_uint_field_size(F_MAPPING_HAS_FILENAMES, 1);
 	if (has_lines)
 		size += pb_uint_field_size(F_MAPPING_HAS_LINE_NUMBERS, 1);
+	if (has_inline)
+		size += pb_uint_field_size(F_MAPPING_HAS_INLINE_FRAMES, 1);
 
 	pb_put_len_header(out, F_PROFILE_MAPPING, size);
 	pb_put_uint(out, F_MAPPING_ID, id);
@@ -585,23 +631,28 @@ static void put_mapping(struct rt_buf *out, uint32_t id, const struct enc_mappin
 		pb_put_uint(out, F_MAPPING_HAS_FILENAMES, 1);
 	if (has_lines)
 		pb_put_uint(out, F_MAPPING_HAS_LINE_NUMBERS, 1);
+	if (has_inline)
+		pb_put_uint(out, F_MAPPING_HAS_INLINE_FRAMES, 1);
 }
 
-static void put_location(struct rt_buf *out, uint32_t id, const struct enc_location *l)
+static size_t line_size(const struct enc_line *l)
 {
-	size_t line_size = 0;
-	if (l->function_id) {
-		line_size = pb_uint_field_size(F_LINE_FUNCTION_ID, l->function_id);
-		if (l->line)
-			line_size += pb_uint_field_size(F_LINE_LINE, (uint64_t)l->line);
-	}
+	size_t n = pb_uint_field_size(F_LINE_FUNCTION_ID, l->function_id);
+	if (l->line)
+		n += pb_uint_field_size(F_LINE_LINE, (uint64_t)l->line);
+	return n;
+}
+
+static void put_location(struct rt_buf *out, uint32_t id, const struct enc_location *l,
+			 const struct enc_line *lines)
+{
 	size_t size = pb_uint_field_size(F_LOCATION_ID, id);
 	if (l->mapping_id)
 		size += pb_uint_field_size(F_LOCATION_MAPPING_ID, l->mapping_id);
 	if (l->address)
 		size += pb_uint_field_size(F_LOCATION_ADDRESS, l->address);
-	if (l->function_id)
-		size += pb_len_field_size(F_LOCATION_LINE, line_size);
+	for (uint32_t i = 0; i < l->n_lines; i++)
+		size += pb_len_field_size(F_LOCATION_LINE, line_size(&lines[l->first_line + i]));
 
 	pb_put_len_header(out, F_PROFILE_LOCATION, size);
 	pb_put_uint(out, F_LOCATION_ID, id);
@@ -609,11 +660,12 @@ static void put_location(struct rt_buf *out, uint32_t id, const struct enc_locat
 		pb_put_uint(out, F_LOCATION_MAPPING_ID, l->mapping_id);
 	if (l->address)
 		pb_put_uint(out, F_LOCATION_ADDRESS, l->address);
-	if (l->function_id) {
-		pb_put_len_header(out, F_LOCATION_LINE, line_size);
-		pb_put_uint(out, F_LINE_FUNCTION_ID, l->function_id);
-		if (l->line)
-			pb_put_int64(out, F_LINE_LINE, l->line);
+	for (uint32_t i = 0; i < l->n_lines; i++) {
+		const struct enc_line *ln = &lines[l->first_line + i];
+		pb_put_len_header(out, F_LOCATION_LINE, line_size(ln));
+		pb_put_uint(out, F_LINE_FUNCTION_ID, ln->function_id);
+		if (ln->line)
+			pb_put_int64(out, F_LINE_LINE, ln->line);
 	}
 }
 
@@ -659,8 +711,22 @@ void pprof_opts_for_kind(struct pprof_opts *o, enum sw_kind kind, int64_t period
 }
 
 #define MAX_COMMENTS 64 /* opts->comments plus the recorder notes */
-#define MAX_NOTES 2 /* the recorder's overflow and dropped-label notes */
+#define MAX_NOTES 3 /* the recorder's overflow, dropped-label and timeline notes */
 #define COMMENT_BYTES 160
+
+static const char *type_name(const struct pprof_opts *o, uint32_t slot)
+{
+	if (o->type_names && o->type_names[slot])
+		return o->type_names[slot];
+	return sw_value_type_name((enum sw_value_slot)slot);
+}
+
+static const char *unit_name(const struct pprof_opts *o, uint32_t slot)
+{
+	if (o->unit_names && o->unit_names[slot])
+		return o->unit_names[slot];
+	return sw_value_unit_name((enum sw_value_slot)slot);
+}
 
 static bool slot_valid(int slot, uint32_t mask, bool must_be_selected)
 {
@@ -679,7 +745,7 @@ static void put_tables(struct enc *e, struct rt_buf *out, const struct pprof_opt
 	for (uint32_t i = 0; i < e->n_mappings; i++)
 		put_mapping(out, i + 1, &e->mappings[i]);
 	for (uint32_t i = 0; i < e->n_locations; i++)
-		put_location(out, i + 1, &e->locations[i]);
+		put_location(out, i + 1, &e->locations[i], e->lines);
 	for (uint32_t i = 0; i < e->n_functions; i++)
 		put_function(out, i + 1, &e->functions[i]);
 
@@ -688,11 +754,11 @@ static void put_tables(struct enc *e, struct rt_buf *out, const struct pprof_opt
 	uint32_t doc = str_index(e, o->doc_url);
 	uint32_t period_type = 0, period_unit = 0, default_type = 0;
 	if (o->period_slot != PPROF_NO_SLOT) {
-		period_type = str_index(e, sw_value_type_name((enum sw_value_slot)o->period_slot));
-		period_unit = str_index(e, sw_value_unit_name((enum sw_value_slot)o->period_slot));
+		period_type = str_index(e, type_name(o, (uint32_t)o->period_slot));
+		period_unit = str_index(e, unit_name(o, (uint32_t)o->period_slot));
 	}
 	if (o->default_slot != PPROF_NO_SLOT)
-		default_type = str_index(e, sw_value_type_name((enum sw_value_slot)o->default_slot));
+		default_type = str_index(e, type_name(o, (uint32_t)o->default_slot));
 	uint32_t comments[MAX_COMMENTS];
 	uint32_t n_comments = 0;
 	for (uint32_t i = 0; i < o->n_comments && n_comments < MAX_COMMENTS - MAX_NOTES; i++)
@@ -767,8 +833,8 @@ int pprof_encode(const struct profile *p, uint32_t slot_mask, const struct pprof
 			slots[n_slots++] = (uint8_t)s;
 	}
 	for (uint32_t i = 0; i < n_slots; i++) {
-		uint32_t type = str_index(&e, sw_value_type_name((enum sw_value_slot)slots[i]));
-		uint32_t unit = str_index(&e, sw_value_unit_name((enum sw_value_slot)slots[i]));
+		uint32_t type = str_index(&e, type_name(o, slots[i]));
+		uint32_t unit = str_index(&e, unit_name(o, slots[i]));
 		put_value_type(out, F_PROFILE_SAMPLE_TYPE, type, unit);
 	}
 
@@ -796,6 +862,11 @@ int pprof_encode(const struct profile *p, uint32_t slot_mask, const struct pprof
 		rt_snprintf(notes[n_notes++], COMMENT_BYTES,
 			    "stowaway: %llu labels beyond %u per sample were dropped",
 			    (unsigned long long)st.dropped_labels, (unsigned)SW_MAX_LABELS);
+	if (st.timeline_dropped)
+		rt_snprintf(notes[n_notes++], COMMENT_BYTES,
+			    "stowaway: %llu samples carry no end_timestamp_ns (the timeline's %u "
+			    "samples per period were spent)",
+			    (unsigned long long)st.timeline_dropped, (unsigned)st.timeline_samples);
 	if (!e.failed)
 		put_tables(&e, out, o, notes, n_notes);
 

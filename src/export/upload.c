@@ -17,6 +17,8 @@ const char *export_status_reason(enum export_endpoint_kind endpoint, int status)
 			return "API key rejected: check DD_API_KEY and DD_SITE";
 		if (endpoint == EXPORT_ENDPOINT_PYROSCOPE)
 			return "not authorised: check the Pyroscope token or basic auth";
+		if (endpoint == EXPORT_ENDPOINT_OTLP)
+			return "not authorised: check OTEL_EXPORTER_OTLP_HEADERS";
 		return "forbidden by the agent";
 	case 404:
 		if (endpoint == EXPORT_ENDPOINT_AGENT)

@@ -18,6 +18,7 @@ enum export_endpoint_kind {
 	EXPORT_ENDPOINT_AGENT,     /* Datadog agent */
 	EXPORT_ENDPOINT_INTAKE,    /* Datadog agentless intake */
 	EXPORT_ENDPOINT_PYROSCOPE,
+	EXPORT_ENDPOINT_OTLP,      /* OpenTelemetry collector (OTLP/HTTP) */
 };
 
 /* Per-exporter memory of what was already logged. */

@@ -83,6 +83,7 @@ bool elf_section_at(const struct elf_image *img, uint32_t i, struct elf_section 
 	out->type = sh.sh_type;
 	out->link = sh.sh_link;
 	out->entsize = sh.sh_entsize;
+	out->flags = sh.sh_flags;
 	return in_image(img, out->offset, out->size);
 }
 

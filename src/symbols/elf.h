@@ -35,6 +35,7 @@ struct elf_section {
 	uint32_t type;
 	uint32_t link;
 	uint64_t entsize;
+	uint64_t flags; /* SHF_* */
 };
 
 struct elf_segment {

@@ -7,6 +7,7 @@
 #include "rt/host.h"
 #include "rt/rt.h"
 #include "rt/sys.h"
+#include "symbols/debuginfo.h"
 #include "symbols/elf.h"
 #include "symbols/maps.h"
 #include "unwind/cfi.h"
@@ -36,6 +37,9 @@ struct sym_module {
 	char *names;
 	struct cfi_table *cfi;
 	uint64_t seen_generation;
+	struct debug_ref debug_ref; /* where its DWARF is */
+	struct debuginfo *debug;    /* opened on first resolve, NULL if none */
+	bool debug_tried;
 	bool own; /* the profiler's own shared object */
 };
 
@@ -51,6 +55,9 @@ static struct sym_mapping *mappings;       /* executable mappings, sorted */
 static uint32_t nmappings;
 static uint64_t generation;
 static uint64_t last_maps_hash;
+static char debug_dirs[1024];
+static size_t dwarf_budget = (size_t)64 << 20;
+static bool over_budget_said;
 
 static uint64_t fnv1a(const uint8_t *p, size_t n)
 {
@@ -193,17 +200,13 @@ static void load_from_image(struct sym_module *m, const struct elf_image *img,
 		return;
 	}
 	load_functions(m, img);
-	/* The CFI interpreter models x86_64 registers; elsewhere frame pointers. */
-	if (img->machine == EM_X86_64 && elf_eh_frame(img, &eh) && elf_load_range(img, &lo, &hi) && hi > lo &&
+	if (m->path[0] == '/')
+		debug_ref_read(img, &m->debug_ref);
+	/* CFI of the architecture we were built for (its register numbers). */
+	if (img->machine == ARCH_ELF_MACHINE && elf_eh_frame(img, &eh) && elf_load_range(img, &lo, &hi) && hi > lo &&
 	    hi - lo <= UINT32_MAX)
 		m->cfi = cfi_table_build(img->data + eh.offset, (size_t)eh.size, eh.addr, lo, hi - lo);
 }
-
-#if defined(__x86_64__)
-#define VDSO_CLOCK_GETTIME "__vdso_clock_gettime"
-#else
-#define VDSO_CLOCK_GETTIME "__kernel_clock_gettime"
-#endif
 
 /* Hands the vDSO's clock_gettime to rt (cheap clock reads everywhere), if
  * its address lies inside the vDSO mapping `e`. */
@@ -215,7 +218,7 @@ static void vdso_clock_install(const struct elf_image *img, const struct maps_en
 	if (!elf_load_bias(img, e->start, e->offset, maps_elf_flags(e), &bias) || !elf_symbols_begin(img, SHT_DYNSYM, &it))
 		return;
 	while (elf_symbols_next(&it, &sym)) {
-		if (rt_streq(sym.name, VDSO_CLOCK_GETTIME)) {
+		if (rt_streq(sym.name, ARCH_VDSO_CLOCK_GETTIME)) {
 			uint64_t at = sym.value + bias;
 			if (at >= e->start && at < e->end)
 				(void)rt_clock_use_vdso((uintptr_t)at);
@@ -241,6 +244,7 @@ static void module_free(struct sym_module *m)
 	rt_free(m->funcs);
 	rt_free(m->names);
 	cfi_table_free(m->cfi);
+	debuginfo_free(m->debug);
 	rt_free(m);
 }
 
@@ -439,6 +443,54 @@ bool symbols_refresh(void)
 	return ok;
 }
 
+void symbols_configure(const char *dirs, size_t budget)
+{
+	rt_mutex_lock(&registry_lock);
+	rt_strlcpy(debug_dirs, dirs != NULL ? dirs : "", sizeof(debug_dirs));
+	dwarf_budget = budget;
+	rt_mutex_unlock(&registry_lock);
+}
+
+/* Source lines and inlined frames of link-time address addr from the
+ * module's debug information, opened the first time. */
+static void resolve_lines(struct sym_module *m, uint64_t addr, struct sw_frame_info *out)
+{
+	if (!m->debug_tried) {
+		m->debug_tried = true;
+		if (dwarf_budget > 0 && (m->debug_ref.has_dwarf || m->debug_ref.build_id[0] ||
+					 m->debug_ref.debuglink[0]))
+			m->debug = debuginfo_open(m->path, &m->debug_ref, debug_dirs, dwarf_budget);
+	}
+	if (m->debug == NULL)
+		return;
+	struct dwarf_frame fr[DWARF_MAX_FRAMES];
+	uint32_t n = 0;
+	enum dwarf_lookup_status st = debuginfo_lookup(m->debug, addr, fr, &n);
+	if (st == DWARF_OVER_BUDGET && !over_budget_said) {
+		over_budget_said = true;
+		rt_warn("debug information of %s needs more than STOWAWAY_DEBUG_MEMORY_MB=%zu; "
+			"some of its frames have no lines or inlined frames",
+			debuginfo_path(m->debug), dwarf_budget >> 20);
+	}
+	/* Looked up: an address the DWARF does not cover has no inlined frames. */
+	out->debug_info = st != DWARF_OVER_BUDGET;
+	if (st != DWARF_FOUND || n == 0)
+		return;
+	const struct dwarf_frame *outer = &fr[n - 1];
+	if (out->function == NULL)
+		out->function = outer->name;
+	out->file = outer->file;
+	out->line = outer->line;
+	/* Inlined frames, innermost first; a deeper chain keeps the innermost. */
+	uint32_t k = n - 1 < SW_MAX_INLINED ? n - 1 : SW_MAX_INLINED;
+	for (uint32_t i = 0; i < k; i++) {
+		out->inlined[i].function = fr[i].name;
+		out->inlined[i].file = fr[i].file;
+		out->inlined[i].line = fr[i].line;
+	}
+	out->n_inlined = k;
+}
+
 bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out)
 {
 	RT_UNUSED(ctx);
@@ -465,6 +517,9 @@ bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out)
 			out->build_id = sm->module->build_id;
 			out->function = module_function(sm->module, pc - sm->module->bias);
 			out->own_code = sm->module->own;
+			/* Our own frames are left out of stacks: no lines needed. */
+			if (sm->module->path[0] == '/' && !sm->module->own)
+				resolve_lines(sm->module, pc - sm->module->bias, out);
 		}
 	}
 	rt_mutex_unlock(&registry_lock);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz/fuzz_env.h"
+
 #include "collect/wall.h"
 #include "config/config.h"
 
@@ -91,16 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* The whole configuration: input lines are values of the settings, in
 	 * order (a value may be empty); then config_load, quietly. */
-	for (size_t i = 0; i < N_NAMES; i++)
-		unsetenv(names[i]);
-	char *line = text;
-	for (size_t i = 0; i < N_NAMES && line; i++) {
-		char *nl = strchr(line, '\n');
-		if (nl)
-			*nl = 0;
-		setenv(names[i], line, 1);
-		line = nl ? nl + 1 : NULL;
-	}
+	fuzz_set_env_lines(names, N_NAMES, text);
 	setenv("STOWAWAY_LOG_LEVEL", "error", 1);
 	static struct sw_config cfg;
 	config_load(&cfg, "fuzz");

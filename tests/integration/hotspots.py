@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import pprof_raw
 from checks import check, status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -21,25 +22,8 @@ ENDPOINTS = {0: "POST /checkout", 1: "GET /search", 2: "POST /login"}
 def parse_raw(path, whole_stack=False):
     """Samples as (leaf function, labels dict) from `go tool pprof -raw`;
     with whole_stack, (list of functions leaf first, labels)."""
-    out = subprocess.run(["go", "tool", "pprof", "-raw", path], capture_output=True, text=True,
-                         check=True).stdout
-    samples_part = out.split("Samples:", 1)[1].split("Locations", 1)[0]
-    locations_part = out.split("Locations", 1)[1].split("Mappings", 1)[0]
-    functions = {}
-    for line in locations_part.splitlines():
-        m = re.match(r"\s+(\d+): 0x[0-9a-f]+ M=\d+ (\S+)", line)
-        if m:
-            functions[m.group(1)] = m.group(2)
-    samples = []
-    for line in samples_part.splitlines()[1:]:
-        m = re.match(r"\s+\d+\s+\d+: ([\d ]+)$", line)
-        if m:
-            stack = [functions.get(i, "?") for i in m.group(1).split()]
-            samples.append([stack if whole_stack else stack[0], {}])
-        elif samples and line.strip():
-            for key, value in re.findall(r"([\w ]+?):\[([^\]]*)\]", line):
-                samples[-1][1][key.strip()] = value
-    return samples
+    return [[stack if whole_stack else stack[0], labels]
+            for _, stack, labels in pprof_raw.samples(path)]
 
 
 for prog in ["hotspots", "hotspots-musl"]:
