@@ -40,7 +40,9 @@ def flat_by_function(path, index):
         parts = line.split()
         if len(parts) >= 6 and parts[1].endswith("%") and parts[4].endswith("%"):
             value = float(parts[0].rstrip("B")) if parts[0] != "0" else 0.0
-            flat[parts[5]] = flat.get(parts[5], 0.0) + value
+            # C++ functions read as c++filt prints them: "new_objects(int)"
+            name = parts[5].split("(")[0]
+            flat[name] = flat.get(name, 0.0) + value
     return flat, total or 0.0
 
 
