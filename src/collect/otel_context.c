@@ -140,19 +140,37 @@ void otel_context_refresh(void)
 	otel_context_find_key_map();
 }
 
+struct base_probe {
+	uint64_t base;
+	bool defined_not_static;
+};
+
+static void probe_site(const struct tls_symbol_site *site, void *ctx)
+{
+	struct base_probe *p = ctx;
+	if (site->module_base == p->base && !site->is_static)
+		p->defined_not_static = true;
+}
+
 void otel_context_dlopened(void *handle)
 {
 	struct refresh_walk w = { 0 };
-	/* This thread's copy of the library's variable (dlsym of a TLS symbol
-	 * gives the calling thread's address, allocating it if needed).  The
-	 * handle's first word is the module's load bias in glibc (struct
+	/* The handle's first word is the module's load bias in glibc (struct
 	 * link_map's l_addr, public through dlinfo) and musl (struct dso's
-	 * base). */
-	void *addr = handle && dlsym ? dlsym(handle, OTEL_CONTEXT_SYMBOL) : NULL;
-	if (addr) {
-		w.hint = true;
-		w.hint_base = *(const uint64_t *)handle;
-		w.hint_delta = (intptr_t)((uintptr_t)addr - rt_thread_pointer());
+	 * base).  Only when the new module defines the variable and the
+	 * loader's table does not show this thread's copy, dlsym gives it (for
+	 * a TLS symbol, the calling thread's address, allocated if needed); a
+	 * dlsym that fails would leave a message for the program's dlerror(). */
+	struct base_probe probe = { handle ? *(const uint64_t *)handle : 0, false };
+	if (handle && dlsym &&
+	    tls_symbol_sites(OTEL_CONTEXT_SYMBOL, oc.static_extent, probe_site, &probe) > 0 &&
+	    probe.defined_not_static) {
+		void *addr = dlsym(handle, OTEL_CONTEXT_SYMBOL);
+		if (addr) {
+			w.hint = true;
+			w.hint_base = probe.base;
+			w.hint_delta = (intptr_t)((uintptr_t)addr - rt_thread_pointer());
+		}
 	}
 	refresh(&w);
 	otel_context_find_key_map();
