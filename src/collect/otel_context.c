@@ -225,7 +225,7 @@ bool otel_context_read_self(struct otel_span *out)
 		uintptr_t rec = *(const volatile uintptr_t *)(tp + (uintptr_t)s->tp_delta);
 		if (rec == 0)
 			continue;
-		uint8_t hdr[OTEL_RECORD_HEADER];
+		uint8_t hdr[OTEL_RECORD_HEADER] = { 0 };
 		atomic_fetch_add_explicit(&oc.reads, 1, memory_order_relaxed);
 		if (!peek(hdr, rec, sizeof(hdr)) || !accept(hdr, out))
 			continue;
@@ -254,7 +254,7 @@ bool otel_context_read_thread(uintptr_t thread_pointer, struct otel_span *out)
 		uintptr_t rec = 0, again = 0;
 		if (!peek(&rec, slot, sizeof(rec)) || rec == 0)
 			continue;
-		uint8_t hdr[OTEL_RECORD_HEADER];
+		uint8_t hdr[OTEL_RECORD_HEADER] = { 0 };
 		atomic_fetch_add_explicit(&oc.reads, 1, memory_order_relaxed);
 		/* The kernel copies the ranges in order: a pointer unchanged after
 		 * the record means the record was not detached while we read it. */
@@ -442,7 +442,7 @@ static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] 
  * u64, payload_size u32, payload pointer), payload, header again. */
 static bool read_process_context(uintptr_t addr, struct key_map *m)
 {
-	uint8_t hdr[PROCESS_CTX_HEADER], again[PROCESS_CTX_HEADER];
+	uint8_t hdr[PROCESS_CTX_HEADER] = { 0 }, again[PROCESS_CTX_HEADER] = { 0 };
 	if (!peek(hdr, addr, sizeof(hdr)) || rt_memcmp(hdr, "OTEL_CTX", 8) != 0)
 		return false;
 	uint32_t version = le32(hdr + 8), size = le32(hdr + 20);
