@@ -17,9 +17,24 @@ CC        := gcc
 endif
 MUSL_CC   ?= musl-gcc
 BUILD     := build
+# Target architecture: the host's by default.  `make ARCH=aarch64` on an
+# x86-64 machine cross-builds the library and the CLI into build/aarch64/
+# with Debian's cross toolchain and musl (docs/arm64.md).
+HOST_ARCH := $(shell uname -m)
+ARCH      ?= $(HOST_ARCH)
+CROSS     :=
+ifneq ($(ARCH),$(HOST_ARCH))
+CROSS     := $(ARCH)-linux-gnu-
+CC        := $(CROSS)gcc
+MUSL_CC   := $(ARCH)-linux-musl-gcc
+BUILD     := build/$(ARCH)
+endif
+# aarch64: atomics inline (ARMv8.0 exclusives), not libgcc's outline helpers,
+# whose constructor would call the host's getauxval.
+ARCH_CFLAGS := $(if $(filter aarch64,$(ARCH)),-mno-outline-atomics)
 VERSION   := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
-LIB_DIRS  := rt deflate config core profile encode unwind symbols collect export
+LIB_DIRS  := rt deflate config core profile encode unwind dwarf symbols collect export demangle
 LIB_SRC   := $(sort $(foreach d,$(LIB_DIRS),$(wildcard src/$(d)/*.c)))
 SO_ONLY   := src/core/lifecycle.c $(wildcard src/*/*_hooks.c) src/rt/compiler_support.c
 # Library code compiled against vendored headers (mbedTLS) stays out of
@@ -34,7 +49,7 @@ WARN      := -Wall -Wextra -Werror -Wvla -Wshadow -Wpointer-arith -Wstrict-proto
 LIB_CFLAGS := -std=c11 -O2 -g -fPIC -fvisibility=hidden -ffreestanding -fno-builtin \
              -fno-stack-protector -fno-omit-frame-pointer -fno-strict-aliasing \
              -fno-semantic-interposition -fno-common -fno-tree-loop-distribute-patterns -ftls-model=initial-exec \
-             -DSTOWAWAY_VERSION='"$(VERSION)"' -Isrc $(WARN)
+             -DSTOWAWAY_VERSION='"$(VERSION)"' -Isrc $(WARN) $(ARCH_CFLAGS)
 LIB_LDFLAGS := -shared -nostdlib -Wl,--version-script=src/core/exports.map \
              -Wl,-z,now -Wl,-z,defs -Wl,-z,noexecstack -Wl,-z,relro -Wl,--build-id=sha1 \
              -Wl,--hash-style=both -Wl,-soname,libstowaway.so
@@ -108,9 +123,11 @@ $(BUILD)/libcore-san.a: $(SAN_OBJ)
 
 # The CLI is an ordinary static program linked against musl.  It links the
 # library's own freestanding objects for what both need (the runtime,
-# DEFLATE/gzip/CRC-32, the protobuf writer): one copy of each in the tree.
+# DEFLATE/gzip/CRC-32, the protobuf writer, the demangler, the ELF and DWARF
+# readers and debug-file search): one copy of each in the tree.
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
-CLI_LIB_OBJ := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(filter src/rt/% src/deflate/% src/encode/pb.c,$(CORE_SRC)))
+CLI_LIB_OBJ := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(filter src/rt/% src/deflate/% src/encode/pb.c \
+	src/demangle/% src/dwarf/% src/symbols/elf.c src/symbols/debuginfo.c,$(CORE_SRC)))
 $(BUILD)/libcli-shared.a: $(CLI_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^

@@ -35,8 +35,38 @@ interpreter_of() { # the PT_INTERP path of an ELF file, empty for static
 	readelf -l -W "$1" | sed -n 's/.*\[Requesting program interpreter: \(.*\)\]$/\1/p'
 }
 
+# glibc for aarch64 programs on an x86-64 build machine (`ldd` cannot run
+# them): every DT_NEEDED library, found in the cross toolchain's sysroot and
+# installed where an arm64 Debian has it (/lib/aarch64-linux-gnu, one of the
+# loader's built-in directories), and the loader at its PT_INTERP path.
+A64_SYSROOT=/usr/aarch64-linux-gnu/lib
+stage_glibc_deps_aarch64() { # stage_glibc_deps_aarch64 PROGRAM
+	local interp todo=("$1") seen=" " f lib
+	interp=$(interpreter_of "$1")
+	[ -n "$interp" ] || die "$1 has no program interpreter (static?)"
+	[ -f "$A64_SYSROOT/$(basename "$interp")" ] || die "$1: $interp not in $A64_SYSROOT (libc6-dev-arm64-cross)"
+	put "$A64_SYSROOT/$(basename "$interp")" "$interp"
+	# Each library is queued once; the set of libraries bounds the loop.
+	while [ "${#todo[@]}" -gt 0 ]; do
+		f=${todo[0]}
+		todo=("${todo[@]:1}")
+		for lib in $(readelf -d -W "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p'); do
+			case "$seen" in *" $lib "*) continue ;; esac
+			seen="$seen$lib "
+			[ "$lib" = "$(basename "$interp")" ] && continue
+			[ -f "$A64_SYSROOT/$lib" ] || die "$1: $lib not found in $A64_SYSROOT"
+			put "$A64_SYSROOT/$lib" "/lib/aarch64-linux-gnu/$lib"
+			todo+=("$A64_SYSROOT/$lib")
+		done
+	done
+}
+
 # glibc: everything `ldd` resolves, at the same absolute path.
 stage_glibc_deps() { # stage_glibc_deps PROGRAM
+	if readelf -h "$1" | grep -q 'Machine:.*AArch64'; then
+		stage_glibc_deps_aarch64 "$1"
+		return
+	fi
 	local line path
 	local listing
 	listing=$(ldd "$1") || die "ldd $1 failed (not a dynamic glibc program?)"

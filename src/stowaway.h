@@ -59,6 +59,12 @@ int stowaway_set_thread_name(const char *name);
 /* Copies this process's runtime id (a UUID, shared by all of its profiles
  * and new after fork) into buf; -ESRCH when profiling is not running. */
 int stowaway_runtime_id(char *buf, size_t size);
+/* Adopts the tracer's runtime id (a UUID such as dd-trace's runtime-id), so
+ * the profiles' runtime-id tag links them to that tracer's traces.  Works
+ * before or after profiling starts; -EINVAL when id is not a UUID.  After
+ * fork the child has a new id of its own: call it again in the child with
+ * the child tracer's id. */
+int stowaway_set_runtime_id(const char *runtime_id);
 
 #ifdef __cplusplus
 }

@@ -29,6 +29,16 @@ if ! tests/layering.sh; then
 	fail=1
 fi
 
+# 1c. Architecture tests live only in the per-architecture layer
+#     (src/rt/arch.h, src/rt/arch/*.h): nowhere else in the library.
+bad=$(grep -HnE '__(x86_64|aarch64|i386|arm)__' $lib_src src/*/*.h 2>/dev/null | grep -v '^src/cli/' |
+	grep -v '^src/rt/arch\.h:')
+if [ -n "$bad" ]; then
+	echo "lint: architecture test outside src/rt/arch.h and src/rt/arch/:"
+	echo "$bad"
+	fail=1
+fi
+
 # Extra flags for one file (e.g. a vendored include path) live beside it in
 # <file>.lintflags and apply to every tool.
 # (Printed as is and split on spaces by the caller: quotes stay literal, as
@@ -50,6 +60,23 @@ export -f analyze_one extra_flags
 printf '%s\n' $lib_src $cli_src | xargs -P 2 -I{} bash -c 'analyze_one {}' >build/lint/analyzer.txt
 if [ -s build/lint/analyzer.txt ]; then
 	cat build/lint/analyzer.txt
+	fail=1
+fi
+
+# 2b. The library's other architecture: the files whose code depends on
+#     src/rt/arch/aarch64.h, analysed with the aarch64 cross compiler.
+if command -v aarch64-linux-gnu-gcc >/dev/null; then
+	for f in src/rt/*.c src/unwind/*.c src/symbols/symbols.c src/collect/sample.c src/collect/wall_hooks.c; do
+		aarch64-linux-gnu-gcc -std=c11 -O1 -fPIC -ffreestanding -fno-builtin -Isrc -Wvla \
+			-mno-outline-atomics -DSTOWAWAY_VERSION=\"lint\" -Wall -Wextra -Werror \
+			-fanalyzer -c "$f" -o /dev/null 2>&1
+	done >build/lint/analyzer-aarch64.txt
+	if [ -s build/lint/analyzer-aarch64.txt ]; then
+		cat build/lint/analyzer-aarch64.txt
+		fail=1
+	fi
+else
+	echo "lint: aarch64-linux-gnu-gcc not found (tests/deps/aarch64.txt)"
 	fail=1
 fi
 

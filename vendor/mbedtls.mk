@@ -9,7 +9,8 @@
 # test programs get them from their libc.
 
 include vendor/mbedtls.pin
-MBEDTLS_DIR     := $(BUILD)/vendor/mbedtls-$(MBEDTLS_VERSION)
+# The source is unpacked once under build/vendor, shared by every ARCH.
+MBEDTLS_DIR     := build/vendor/mbedtls-$(MBEDTLS_VERSION)
 MBEDTLS_STAMP   := $(MBEDTLS_DIR)/.stowaway-unpacked
 MBEDTLS_INC     := -isystem $(MBEDTLS_DIR)/include -isystem vendor -DMBEDTLS_CONFIG_FILE='"stowaway_mbedtls_config.h"'
 
@@ -25,7 +26,7 @@ MBEDTLS_MODULES := aes asn1parse asn1write base64 bignum bignum_core bignum_mod 
 MBEDTLS_LIB_OBJ := $(patsubst %,$(BUILD)/vendor/obj/%.o,$(MBEDTLS_MODULES))
 MBEDTLS_CFLAGS  := -std=c99 -O2 -g -fPIC -fvisibility=hidden -ffreestanding \
 	-fno-stack-protector -fno-common -fno-strict-aliasing -ffunction-sections \
-	-fdata-sections -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=0 $(MBEDTLS_INC) \
+	-fdata-sections $(ARCH_CFLAGS) -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=0 $(MBEDTLS_INC) \
 	-DMBEDTLS_TEST_SW_INET_PTON # our own inet_pton, not libc's
 
 # The partially linked library and our libc replacements, in the .so only.
@@ -34,7 +35,7 @@ MBEDTLS_LIBC_OBJ := $(BUILD)/vendor/obj/mbedtls_libc.o
 LIB_EXTRA_OBJ    += $(MBEDTLS_OBJ) $(MBEDTLS_LIBC_OBJ)
 
 $(MBEDTLS_STAMP): vendor/fetch-mbedtls.sh
-	vendor/fetch-mbedtls.sh $(BUILD)/vendor && touch $@
+	vendor/fetch-mbedtls.sh build/vendor && touch $@
 
 # $(BUILD)/vendor/mbedtls names the pinned tree for tools that read no make
 # variables (src/export/tls.lintflags, used by tests/lint.sh).
@@ -52,8 +53,8 @@ $(MBEDTLS_LIBC_OBJ): vendor/mbedtls_libc.c
 
 # Roots: every mbedtls_/psa_ symbol the TLS glue refers to.
 $(MBEDTLS_OBJ): $(MBEDTLS_LIB_OBJ) $(BUILD)/obj/export/tls.o
-	roots=$$(nm -u $(BUILD)/obj/export/tls.o | awk '$$2 ~ /^(mbedtls_|psa_)/ { print "-u", $$2 }'); \
-	ld -r --gc-sections $$roots -o $@ $(MBEDTLS_LIB_OBJ)
+	roots=$$($(CROSS)nm -u $(BUILD)/obj/export/tls.o | awk '$$2 ~ /^(mbedtls_|psa_)/ { print "-u", $$2 }'); \
+	$(CROSS)ld -r --gc-sections $$roots -o $@ $(MBEDTLS_LIB_OBJ)
 
 # The glue includes mbedTLS headers.
 $(BUILD)/obj/export/tls.o $(BUILD)/san/export/tls.o $(BUILD)/ubsan/export/tls.o: $(MBEDTLS_STAMP) vendor/stowaway_mbedtls_config.h

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/symbolize.h"
 #include "cli/util.h"
 
 /* One frame of the merged call tree, in depth-first order.  Depth 0 is the
@@ -307,6 +308,8 @@ int cmd_flame(int argc, char **argv)
 		rc = cli_fail("flame needs -o OUT.svg (or -o OUT.html with --html; -o - for standard output)");
 	if (rc == 0)
 		rc = inputs_load(&set, o.paths, o.n_paths);
+	if (rc == 0)
+		inputs_symbolize(&set, o.filters.debug_dirs, o.filters.n_debug_dirs);
 	if (rc == 0)
 		rc = select_single(&set, &o.filters, &sel);
 	struct cli_buf out = {0};

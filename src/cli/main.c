@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/symbolize.h"
 #include "cli/util.h"
 
 #define LIB_NAME "libstowaway.so"
@@ -26,6 +27,9 @@ static const char usage[] =
 	"  folded PATH... [-o OUT]      folded stacks (root;...;leaf value)\n"
 	"  diff BASE NEW                functions whose share grew and shrank\n"
 	"  convert IN OUT               pprof <-> folded, by extension (.folded/.txt)\n"
+	"  symbolize PATH... --debug-dir DIR... [-o OUT]\n"
+	"                               fill names, file:line and inlined frames from debug\n"
+	"                               files under DIR (matched by build id)\n"
 	"  help                         this text\n"
 	"\n"
 	"PATH: pprof files (.pb.gz or raw), folded files (.folded, .collapsed, .txt)\n"
@@ -37,6 +41,7 @@ static const char usage[] =
 	"  --tag KEY=VALUE         samples with this label (repeatable)\n"
 	"  --focus REGEX           stacks with a function matching REGEX\n"
 	"report/diff: --top N (default 20, 0: all), --cum (sort/compare by cumulative), --raw\n"
+	"report/flame/folded: --debug-dir DIR symbolizes stripped binaries' frames first\n"
 	"flame: --title TEXT.  Environment: STOWAWAY_LIB overrides the library path.\n";
 
 static int fail(const char *fmt, const char *arg)
@@ -175,6 +180,33 @@ static int cmd_run(int argc, char **argv)
 	return e == ENOENT ? 127 : 126;
 }
 
+/* The ELF e_machine of a file's bytes, or -1 if they are not ELF. */
+static int elf_machine(const struct cli_buf *b)
+{
+	if (b->len < 20 || memcmp(b->data, "\177ELF", 4) != 0)
+		return -1;
+	const unsigned char *h = b->data;
+	return h[5] == 2 ? (h[18] << 8) | h[19] : h[18] | (h[19] << 8); /* EI_DATA: big or little */
+}
+
+/* Refuses a library built for another architecture than this program's
+ * (an init image of the wrong platform): preloaded, it would be refused
+ * by a glibc loader but make a musl loader stop every program it starts. */
+static int check_same_machine(const char *lib, const char *self)
+{
+	struct cli_buf l = {0}, me = {0};
+	int rc = read_file(lib, MAX_INSTALL_FILE, &l);
+	if (rc == 0)
+		rc = read_file(self, MAX_INSTALL_FILE, &me);
+	if (rc == 0 && elf_machine(&l) != elf_machine(&me))
+		rc = cli_fail("install: %s is built for ELF machine %d, this node runs machine %d "
+			      "(use the image of this node's platform)", lib, elf_machine(&l),
+			      elf_machine(&me));
+	buf_free(&l);
+	buf_free(&me);
+	return rc;
+}
+
 static int install_one(const char *src, const char *dir, const char *name)
 {
 	struct cli_buf data = {0};
@@ -203,9 +235,9 @@ static int cmd_install(int argc, char **argv)
 	if (!lib)
 		return fail("%s", cli_err);
 	char *self = self_path();
-	int rc = install_one(lib, argv[0], LIB_NAME);
-	if (rc == 0 && !self)
-		rc = cli_fail("cannot read /proc/self/exe");
+	int rc = self ? check_same_machine(lib, self) : cli_fail("cannot read /proc/self/exe");
+	if (rc == 0)
+		rc = install_one(lib, argv[0], LIB_NAME);
 	if (rc == 0)
 		rc = install_one(self, argv[0], "stowaway");
 	free(lib);
@@ -244,5 +276,7 @@ int main(int argc, char **argv)
 		return cmd_diff(sub_argc, sub_argv);
 	if (strcmp(cmd, "convert") == 0)
 		return cmd_convert(sub_argc, sub_argv);
+	if (strcmp(cmd, "symbolize") == 0)
+		return cmd_symbolize(sub_argc, sub_argv);
 	return fail("unknown command \"%s\" (see stowaway help)", cmd);
 }

@@ -149,6 +149,13 @@ static int parse_filter_option(int argc, char **argv, int *i, struct cli_opts *o
 			f->has_since = 1;
 		else
 			f->has_until = 1;
+	} else if (is_option(arg, "--debug-dir")) {
+		if (option_value(argc, argv, i, "--debug-dir", &v) != 0)
+			return -1;
+		f->debug_dirs = realloc(f->debug_dirs, (f->n_debug_dirs + 1) * sizeof(*f->debug_dirs));
+		if (!f->debug_dirs)
+			cli_out_of_memory();
+		f->debug_dirs[f->n_debug_dirs++] = (char *)v;
 	} else if (is_option(arg, "--thread")) {
 		if (option_value(argc, argv, i, "--thread", &v) != 0)
 			return -1;
@@ -252,6 +259,7 @@ void free_opts(struct cli_opts *o)
 	if (o->filters.has_focus)
 		regfree(&o->filters.focus);
 	free(o->filters.tags);
+	free(o->filters.debug_dirs);
 	free(o->paths);
 	memset(o, 0, sizeof(*o));
 }

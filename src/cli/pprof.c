@@ -274,8 +274,14 @@ static int decode_mapping(struct pb_reader *r, struct pp_mapping *m)
 		int rc;
 		if (field == 1)
 			rc = pb_scalar(r, wire, &m->id);
+		else if (field == 2)
+			rc = pb_scalar(r, wire, &m->memory_start);
+		else if (field == 4)
+			rc = pb_scalar(r, wire, &m->file_offset);
 		else if (field == 5)
 			rc = pb_scalar(r, wire, &m->filename);
+		else if (field == 6)
+			rc = pb_scalar(r, wire, &m->build_id);
 		else
 			rc = pb_skip(r, wire);
 		if (rc != 0)
@@ -313,7 +319,7 @@ static int decode_function(struct pb_reader *r, struct pp_function *f)
 }
 
 struct decode_caps {
-	size_t sample_types, samples, mappings, locations, functions, strings, string_lens;
+	size_t sample_types, samples, mappings, locations, functions, strings, string_lens, comments;
 };
 
 static int decode_field(struct pb_reader *r, uint64_t field, unsigned wire, struct pp_profile *p,
@@ -394,9 +400,11 @@ static int decode_field(struct pb_reader *r, uint64_t field, unsigned wire, stru
 			return -1;
 		p->period = (int64_t)v;
 		return 0;
+	case 13:
+		return pb_repeated(r, wire, &p->comments, &p->n_comments, &caps->comments);
 	case 14:
 		return pb_scalar(r, wire, &p->default_sample_type);
-	default: /* drop/keep frames, comments, doc url: not needed */
+	default: /* drop/keep frames, doc url: not needed */
 		return pb_skip(r, wire);
 	}
 }
@@ -481,7 +489,8 @@ static int resolve_mappings(struct pp_profile *p, struct id_index **table)
 		return cli_fail("profile has too many mappings");
 	*table = xcalloc(p->n_mappings, sizeof(**table));
 	for (size_t i = 0; i < p->n_mappings; i++) {
-		if (check_str(p, p->mappings[i].filename, "mapping file name") != 0)
+		if (check_str(p, p->mappings[i].filename, "mapping file name") != 0 ||
+		    check_str(p, p->mappings[i].build_id, "mapping build id") != 0)
 			return -1;
 		(*table)[i].id = p->mappings[i].id;
 		(*table)[i].index = (uint32_t)i;
@@ -554,6 +563,9 @@ static int resolve(struct pp_profile *p, const size_t *value_counts)
 	if (check_value_type(p, &p->period_type) != 0 ||
 	    check_str(p, p->default_sample_type, "default sample type") != 0)
 		return -1;
+	for (size_t i = 0; i < p->n_comments; i++)
+		if (check_str(p, p->comments[i], "comment") != 0)
+			return -1;
 	struct id_index *functions = NULL, *locations = NULL, *mappings = NULL;
 	int rc = resolve_functions(p, &functions);
 	if (rc == 0)
@@ -629,6 +641,15 @@ static int gunzip_all(const unsigned char *in, size_t len, size_t max_out, struc
 	return 0;
 }
 
+int pprof_raw_bytes(const unsigned char *data, size_t len, struct cli_buf *raw)
+{
+	if (!gzip_is_gzip(data, len)) {
+		buf_append(raw, data, len);
+		return 0;
+	}
+	return gunzip_all(data, len, PPROF_MAX_DECODED, raw);
+}
+
 int pprof_decode_any(const unsigned char *data, size_t len, struct pp_profile *p)
 {
 	if (!gzip_is_gzip(data, len))
@@ -661,6 +682,7 @@ void pprof_free(struct pp_profile *p)
 	free(p->strings);
 	free(p->string_lens);
 	free(p->sample_types);
+	free(p->comments);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -817,4 +839,88 @@ void pp_encoder_finish(struct pp_encoder *e, int compress, struct cli_buf *out)
 	free(e->is_frame);
 	buf_free(&e->samples);
 	free(e);
+}
+
+/* ---- rewriting a decoded-then-modified profile ---- */
+
+static void put_location(struct cli_buf *out, const struct pp_profile *p, const struct pp_location *l)
+{
+	struct cli_buf msg = {0}, line = {0};
+	put_uint_field(&msg, 1, l->id);
+	if (l->mapping_id)
+		put_uint_field(&msg, 2, p->mappings[l->mapping_id - 1].id);
+	if (l->address)
+		put_uint_field(&msg, 3, l->address);
+	for (size_t i = 0; i < l->n_lines; i++) {
+		line.len = 0;
+		put_uint_field(&line, 1, p->functions[l->lines[i].function].id);
+		if (l->lines[i].line)
+			put_uint_field(&line, 2, (uint64_t)l->lines[i].line);
+		put_bytes_field(&msg, 4, line.data, line.len);
+	}
+	put_bytes_field(out, 4, msg.data, msg.len);
+	buf_free(&msg);
+	buf_free(&line);
+}
+
+static void put_function(struct cli_buf *out, const struct pp_function *f)
+{
+	struct cli_buf msg = {0};
+	put_uint_field(&msg, 1, f->id);
+	if (f->name)
+		put_uint_field(&msg, 2, f->name);
+	if (f->system_name)
+		put_uint_field(&msg, 3, f->system_name);
+	if (f->filename)
+		put_uint_field(&msg, 4, f->filename);
+	if (f->start_line)
+		put_uint_field(&msg, 5, (uint64_t)f->start_line);
+	put_bytes_field(out, 5, msg.data, msg.len);
+	buf_free(&msg);
+}
+
+int pprof_rewrite(const unsigned char *raw, size_t len, const struct pp_profile *p,
+		  const struct pp_rewrite *rw, struct cli_buf *out)
+{
+	struct pb_reader r = {.p = raw, .len = len};
+	size_t nth_location = 0, nth_mapping = 0;
+	while (r.pos < r.len) {
+		size_t start = r.pos;
+		uint64_t field;
+		unsigned wire;
+		if (pb_key(&r, &field, &wire) != 0 || pb_skip(&r, wire) != 0)
+			return cli_fail("malformed profile");
+		if (field == 4 && wire == WIRE_LEN) {
+			size_t i = nth_location++;
+			if (i < p->n_locations && rw->location_changed[i]) {
+				put_location(out, p, &p->locations[i]);
+				continue;
+			}
+		} else if (field == 3 && wire == WIRE_LEN) {
+			size_t i = nth_mapping++;
+			if (i < p->n_mappings && rw->mapping_flags[i]) {
+				/* The same message with has_* fields appended (the last value wins). */
+				struct pb_reader m = {.p = raw, .len = r.pos, .pos = start};
+				struct pb_reader body;
+				uint64_t f2;
+				unsigned w2;
+				if (pb_key(&m, &f2, &w2) != 0 || pb_sub(&m, &body) != 0)
+					return cli_fail("malformed mapping");
+				struct cli_buf msg = {0};
+				buf_append(&msg, body.p, body.len);
+				for (uint32_t k = 0; k < 4; k++)
+					if (rw->mapping_flags[i] & (1u << k))
+						put_uint_field(&msg, 7 + k, 1);
+				put_bytes_field(out, 3, msg.data, msg.len);
+				buf_free(&msg);
+				continue;
+			}
+		}
+		buf_append(out, raw + start, r.pos - start);
+	}
+	for (size_t i = rw->old_functions; i < p->n_functions; i++)
+		put_function(out, &p->functions[i]);
+	for (size_t i = rw->old_strings; i < p->n_strings; i++)
+		put_bytes_field(out, 6, p->strings[i], p->string_lens[i]);
+	return 0;
 }

@@ -43,7 +43,9 @@ struct pp_line {
 
 struct pp_mapping {
 	uint64_t id;
+	uint64_t memory_start, file_offset;
 	uint64_t filename;
+	uint64_t build_id; /* string index */
 };
 
 struct pp_location {
@@ -81,16 +83,34 @@ struct pp_profile {
 	struct pp_value_type period_type;
 	int64_t period;
 	uint64_t default_sample_type;
+	uint64_t *comments; /* string indexes, checked in range */
+	size_t n_comments;
 };
 
 /* Decodes raw (uncompressed) protobuf bytes. On failure *p is left empty. */
 int pprof_decode(const unsigned char *data, size_t len, struct pp_profile *p);
+/* The uncompressed protobuf of gzip-compressed or raw profile bytes, appended to *raw. */
+struct cli_buf;
+int pprof_raw_bytes(const unsigned char *data, size_t len, struct cli_buf *raw);
 /* Decodes gzip-compressed or raw profile bytes. */
 int pprof_decode_any(const unsigned char *data, size_t len, struct pp_profile *p);
 void pprof_free(struct pp_profile *p);
 
 /* A string of the profile by index (indexes were validated by the decoder). */
 const char *pp_str(const struct pp_profile *p, uint64_t index);
+
+/* What changed in a decoded profile since it was decoded from `raw`. */
+struct pp_rewrite {
+	size_t old_strings, old_functions;      /* counts at decode time: the rest are new */
+	const unsigned char *location_changed;  /* by location index */
+	const unsigned char *mapping_flags;     /* by mapping index: bits 0..3 = has_functions,
+						 * has_filenames, has_line_numbers, has_inline_frames */
+};
+/* Writes raw (the protobuf p was decoded from) with the changed locations
+ * re-encoded, flags set on mappings, and new functions and strings appended;
+ * every other field is copied as it was. */
+int pprof_rewrite(const unsigned char *raw, size_t len, const struct pp_profile *p,
+		  const struct pp_rewrite *rw, struct cli_buf *out);
 
 /* Encodes one-sample-type profiles from stacks of names: used by `convert`.
  * stacks: n_stacks stacks, each frames[0..depth) leaf first. */

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "cli/util.h"
+#include "demangle/demangle.h"
 
 /* Profile files larger than this are refused (compressed size). */
 #define MAX_INPUT_FILE ((size_t)1 << 30)
@@ -338,12 +339,19 @@ static void location_frames_build(const struct pp_profile *p, struct name_table 
 		const struct pp_location *loc = &p->locations[i];
 		lf->start[i] = k;
 		if (loc->n_lines == 0) {
-			/* Unsymbolized: named after its binary, as pprof does. */
+			/* Unsymbolized: its binary and file offset (what a symbolizer
+			 * needs later), "libc.so.6+0x1234". */
 			char label[256];
-			const char *file = loc->mapping_id ? pp_str(p, p->mappings[loc->mapping_id - 1].filename) : "";
+			const struct pp_mapping *m = loc->mapping_id ? &p->mappings[loc->mapping_id - 1] : NULL;
+			const char *file = m ? pp_str(p, m->filename) : "";
 			const char *base = strrchr(file, '/');
 			base = base ? base + 1 : file;
-			snprintf(label, sizeof(label), base[0] ? "[%s]" : "<unknown>", base);
+			if (base[0] && m && loc->address >= m->memory_start) {
+				uint64_t file_offset = loc->address - m->memory_start + m->file_offset;
+				snprintf(label, sizeof(label), "%s+0x%llx", base, (unsigned long long)file_offset);
+			} else {
+				snprintf(label, sizeof(label), base[0] ? "[%s]" : "<unknown>", base);
+			}
 			lf->ids[k++] = names_intern(names, label);
 			continue;
 		}
@@ -354,6 +362,12 @@ static void location_frames_build(const struct pp_profile *p, struct name_table 
 				name = pp_str(p, fn->system_name);
 			if (!name[0])
 				name = "?";
+			/* Profiles from other writers may carry mangled names. */
+			static struct demangle_scratch scratch;
+			char readable[1024];
+			if (name[0] == '_' && name[1] == 'Z' &&
+			    demangle(name, readable, sizeof(readable), &scratch) > 0)
+				name = readable;
 			lf->ids[k++] = names_intern(names, name);
 		}
 	}

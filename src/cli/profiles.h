@@ -44,6 +44,8 @@ struct filters {
 	size_t n_tags;
 	int has_focus;
 	regex_t focus;              /* keep stacks with a matching function */
+	char **debug_dirs;          /* --debug-dir: symbolize stripped binaries' frames first */
+	size_t n_debug_dirs;
 };
 
 /* What one kind, one sample type and the filters selected. */

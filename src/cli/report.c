@@ -1,11 +1,13 @@
 /* report, diff, folded and convert: tables and text from stack sets. */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cli/commands.h"
+#include "cli/symbolize.h"
 #include "cli/util.h"
 
 static int fail_exit(void)
@@ -84,7 +86,50 @@ static void print_report(const struct selection *sel, const struct cli_opts *o)
 static int load(const struct cli_opts *o, struct input_set *set)
 {
 	memset(set, 0, sizeof(*set));
-	return inputs_load(set, o->paths, o->n_paths);
+	int rc = inputs_load(set, o->paths, o->n_paths);
+	if (rc == 0)
+		inputs_symbolize(set, o->filters.debug_dirs, o->filters.n_debug_dirs);
+	return rc;
+}
+
+/* The comment a memory-triggered export carries (see collect/memguard.h). */
+#define MEMORY_TRIGGER_PREFIX "memory trigger:"
+
+static const char *memory_trigger_comment(const struct pp_profile *p)
+{
+	for (size_t i = 0; i < p->n_comments; i++) {
+		const char *c = pp_str(p, p->comments[i]);
+		if (strncmp(c, MEMORY_TRIGGER_PREFIX, sizeof(MEMORY_TRIGGER_PREFIX) - 1) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+/* Points out the newest profile exported because memory neared its limit
+ * (a heap profile when there is one): what a post-mortem opens first. */
+static void print_memory_trigger(const struct input_set *set)
+{
+	const struct input *best = NULL;
+	size_t count = 0;
+	for (size_t i = 0; i < set->n; i++) {
+		const struct input *in = &set->items[i];
+		if (!memory_trigger_comment(&in->prof))
+			continue;
+		count++;
+		bool heap = strstr(in->kind, "heap-live") != NULL;
+		bool best_heap = best && strstr(best->kind, "heap-live") != NULL;
+		if (!best || in->prof.time_nanos > best->prof.time_nanos ||
+		    (in->prof.time_nanos == best->prof.time_nanos && heap && !best_heap))
+			best = in;
+	}
+	if (!best)
+		return;
+	char when[32];
+	format_time(when, sizeof(when), best->prof.time_nanos);
+	printf("\n%zu profile files come from memory-triggered exports; the newest: %s (%s)\n  %s\n",
+	       count, best->path,
+	       when, memory_trigger_comment(&best->prof));
+	printf("  see it alone with: stowaway report %s\n", best->path);
 }
 
 int cmd_report(int argc, char **argv)
@@ -117,6 +162,8 @@ int cmd_report(int argc, char **argv)
 	}
 	if (rc == 0 && printed == 0)
 		rc = cli_fail("no profile has sample type \"%s\"", o.filters.sample_index);
+	if (rc == 0)
+		print_memory_trigger(&set);
 	free(kinds);
 	inputs_free(&set);
 	free_opts(&o);
@@ -226,6 +273,10 @@ int cmd_diff(int argc, char **argv)
 		rc = inputs_load(&base_set, &o.paths[0], 1);
 	if (rc == 0)
 		rc = inputs_load(&new_set, &o.paths[1], 1);
+	if (rc == 0) {
+		inputs_symbolize(&base_set, o.filters.debug_dirs, o.filters.n_debug_dirs);
+		inputs_symbolize(&new_set, o.filters.debug_dirs, o.filters.n_debug_dirs);
+	}
 	if (rc == 0)
 		rc = select_single(&base_set, &o.filters, &base);
 	if (rc == 0) {
@@ -340,6 +391,8 @@ int cmd_convert(int argc, char **argv)
 			      o.paths[0], o.paths[1]);
 	if (rc == 0)
 		rc = inputs_load(&set, o.paths, 1);
+	if (rc == 0)
+		inputs_symbolize(&set, o.filters.debug_dirs, o.filters.n_debug_dirs);
 	if (rc == 0)
 		rc = select_single(&set, &o.filters, &sel);
 	struct cli_buf out = {0};

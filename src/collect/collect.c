@@ -15,10 +15,15 @@
 #include "rt/thread.h"
 #include "rt/sys.h"
 #include "symbols/symbols.h"
+#include "unwind/unwind.h"
 
 #define SAMPLER_TICK_NS 10000000ull
 #define SCAN_EVERY_TICKS 100
 #define REFRESH_EVERY_TICKS 300
+/* Refreshes asked for by unknown code: at most one per 100 ms (a broken frame
+ * chain can yield garbage pcs on every sample; an unchanged maps file costs
+ * one read and a hash). */
+#define UNKNOWN_REFRESH_MIN_TICKS 10
 
 /* In the order they start (those that need threads after the first scan),
  * stop, flush and forget the parent after a fork. */
@@ -52,7 +57,7 @@ static void *sampler_main(void *arg)
 {
 	RT_UNUSED(arg);
 	(void)sys_prctl(15 /* PR_SET_NAME */, (long)"stowaway-sample", 0, 0, 0);
-	uint64_t tick = 0;
+	uint64_t tick = 0, last_unknown_refresh = 0;
 	while (atomic_load(&col.running)) {
 		(void)rt_sleep_ns(SAMPLER_TICK_NS);
 		for (size_t i = 0; i < N_COLLECTORS; i++)
@@ -66,9 +71,14 @@ static void *sampler_main(void *arg)
 			overhead_tick(col.cfg);
 			otel_context_find_key_map_if_wanted();
 		}
-		/* New thread stacks and code mapped without dlopen. */
-		if (tick % REFRESH_EVERY_TICKS == 0)
+		/* New thread stacks and code mapped without dlopen; sooner when a
+		 * sample met code outside every known mapping. */
+		if (tick % REFRESH_EVERY_TICKS == 0 ||
+		    (tick - last_unknown_refresh >= UNKNOWN_REFRESH_MIN_TICKS &&
+		     unwind_take_unknown_code())) {
+			last_unknown_refresh = tick;
 			(void)symbols_refresh();
+		}
 	}
 	cpu_drain();
 	atomic_store(&col.sampler_alive, 0);
@@ -130,6 +140,12 @@ void collect_before_export(struct profile *finished)
 	for (size_t i = 0; i < N_COLLECTORS; i++)
 		if (collectors[i]->flush)
 			collectors[i]->flush(finished);
+}
+
+uint64_t collect_endpoint_counts_take(void (*fn)(void *ctx, const char *name, uint64_t count),
+				      void *ctx)
+{
+	return context_endpoint_counts_take(fn, ctx);
 }
 
 int64_t collect_period(const struct sw_config *cfg, enum sw_kind kind)

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "collect/context.h" /* the span context the public API sets */
+#include "collect/memguard.h" /* the memory guard the scheduler polls */
 #include "config/config.h"
 #include "profile/profile.h"
 
@@ -27,6 +28,11 @@ void collect_after_fork_child(void);
 /* Called on the finished profile of a period before it is encoded: each
  * collector's flush (e.g. the live-heap snapshot). */
 void collect_before_export(struct profile *finished);
+/* Requests per trace endpoint since the previous call (the hotspots API's
+ * stowaway_set_endpoint counts them): calls fn for each and resets the
+ * counts; returns how many requests could not be told apart. */
+uint64_t collect_endpoint_counts_take(void (*fn)(void *ctx, const char *name, uint64_t count),
+				      void *ctx);
 /* The pprof period of a kind's profile (1 for a kind no collector feeds). */
 int64_t collect_period(const struct sw_config *cfg, enum sw_kind kind);
 /* One line for every profile's comments: the effective rates and what the

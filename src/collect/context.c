@@ -99,8 +99,77 @@ int context_set_span(uint64_t local_root_span_id, uint64_t span_id)
 	return 0;
 }
 
+/* ---- requests per endpoint ---- */
+
+#define ENDPOINT_SLOTS 256u /* power of two */
+#define ENDPOINT_PROBES 32u
+
+enum { EP_EMPTY = 0, EP_WRITING, EP_READY };
+
+struct endpoint_slot {
+	atomic_uint state;
+	uint32_t hash;
+	atomic_ullong count;
+	char name[CONTEXT_ENDPOINT_MAX];
+};
+
+static struct endpoint_slot endpoint_table[ENDPOINT_SLOTS];
+static atomic_ullong endpoints_dropped;
+
+static uint32_t endpoint_hash(const char *s, size_t n)
+{
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * 16777619u;
+	return h;
+}
+
+static void endpoint_count(const char *name)
+{
+	size_t n = rt_strnlen(name, CONTEXT_ENDPOINT_MAX - 1);
+	uint32_t h = endpoint_hash(name, n);
+	for (uint32_t i = 0; i < ENDPOINT_PROBES; i++) {
+		struct endpoint_slot *e = &endpoint_table[(h + i) & (ENDPOINT_SLOTS - 1)];
+		unsigned st = atomic_load_explicit(&e->state, memory_order_acquire);
+		if (st == EP_EMPTY) {
+			unsigned expect = EP_EMPTY;
+			if (atomic_compare_exchange_strong(&e->state, &expect, EP_WRITING)) {
+				rt_memcpy(e->name, name, n);
+				e->name[n] = '\0';
+				e->hash = h;
+				atomic_store_explicit(&e->state, EP_READY, memory_order_release);
+				atomic_fetch_add_explicit(&e->count, 1, memory_order_relaxed);
+				return;
+			}
+			st = atomic_load_explicit(&e->state, memory_order_acquire);
+		}
+		if (st == EP_READY && e->hash == h && rt_strncmp(e->name, name, n) == 0 &&
+		    e->name[n] == '\0') {
+			atomic_fetch_add_explicit(&e->count, 1, memory_order_relaxed);
+			return;
+		}
+	}
+	atomic_fetch_add_explicit(&endpoints_dropped, 1, memory_order_relaxed);
+}
+
+uint64_t context_endpoint_counts_take(void (*fn)(void *ctx, const char *name, uint64_t count),
+				      void *ctx)
+{
+	for (uint32_t i = 0; i < ENDPOINT_SLOTS; i++) {
+		struct endpoint_slot *e = &endpoint_table[i];
+		if (atomic_load_explicit(&e->state, memory_order_acquire) != EP_READY)
+			continue;
+		uint64_t c = atomic_exchange_explicit(&e->count, 0, memory_order_relaxed);
+		if (c)
+			fn(ctx, e->name, c);
+	}
+	return atomic_exchange_explicit(&endpoints_dropped, 0, memory_order_relaxed);
+}
+
 int context_set_endpoint(const char *endpoint)
 {
+	if (endpoint && endpoint[0])
+		endpoint_count(endpoint);
 	struct context_slot *s = self_slot(true);
 	if (!s)
 		return -ENOSPC;
@@ -269,6 +338,10 @@ void context_to_labels(struct context_labels *out)
 
 void context_after_fork_child(void)
 {
+	/* The parent's requests are counted in the parent's profiles. */
+	for (uint32_t i = 0; i < ENDPOINT_SLOTS; i++)
+		atomic_store(&endpoint_table[i].count, 0);
+	atomic_store(&endpoints_dropped, 0);
 	uintptr_t tp = rt_thread_pointer();
 	int tid = (int)sys_gettid();
 	for (uint32_t i = 0; i < CONTEXT_SLOTS; i++) {

@@ -86,7 +86,16 @@ unsigned context_generation(int slot, int tid);
  * named by the process context's key map. */
 void context_to_labels(struct context_labels *out);
 
-/* In a fork child: only the forking thread survives; other slots are freed. */
+/* Requests per endpoint: every context_set_endpoint with a non-empty
+ * endpoint counts one request for it (lock-free; at most 256 distinct
+ * endpoints are told apart, later ones are counted as dropped).  Calls fn
+ * for each endpoint counted since the previous call, resets the counts and
+ * returns how many requests could not be counted. */
+uint64_t context_endpoint_counts_take(void (*fn)(void *ctx, const char *name, uint64_t count),
+				      void *ctx);
+
+/* In a fork child: only the forking thread survives; other slots are freed
+ * and the request counts start from zero. */
 void context_after_fork_child(void);
 
 #endif

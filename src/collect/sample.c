@@ -32,7 +32,6 @@ void sample_random_seed(void)
 	(void)atomic_compare_exchange_strong(&random_counter, &zero, seed | 1u);
 }
 
-#if defined(__x86_64__)
 /* Our frames between here and the hook are at most this far up the stack. */
 #define OWN_FRAMES_SPAN (64u * 1024u)
 
@@ -62,7 +61,6 @@ static bool hook_caller_regs(uintptr_t ra, uint64_t sp, uint64_t fp, uint64_t st
 	}
 	return false;
 }
-#endif
 
 __attribute__((noinline)) uint32_t sample_capture_caller(uintptr_t ra, uint64_t stack_lo, uint64_t stack_hi,
 							 uint64_t *buf, uint32_t cap, uint32_t *depth)
@@ -70,24 +68,19 @@ __attribute__((noinline)) uint32_t sample_capture_caller(uintptr_t ra, uint64_t 
 	struct unwind_regs regs;
 	rt_memset(&regs, 0, sizeof(regs));
 	uint64_t pc, sp, fp;
-#if defined(__x86_64__)
-	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"
-			 : "=&r"(pc), "=&r"(sp), "=&r"(fp));
-#else
-	__asm__ volatile("adr %0, .\n\tmov %1, sp\n\tmov %2, x29" : "=&r"(pc), "=&r"(sp), "=&r"(fp));
-#endif
+	ARCH_HERE(pc, sp, fp);
 	regs.stack_lo = stack_lo;
 	regs.stack_hi = stack_hi;
 	enum unwind_end end = UNWIND_END_OUTERMOST;
-#if defined(__x86_64__)
-	if (ra != 0 && cap > SAMPLE_OWN_FRAMES && hook_caller_regs(ra, sp, fp, stack_hi, &regs)) {
+	/* The trick needs frame records that sit right below the caller's sp. */
+	if (ARCH_FRAME_RECORD_AT_CFA && ra != 0 && cap > SAMPLE_OWN_FRAMES &&
+	    hook_caller_regs(ra, sp, fp, stack_hi, &regs)) {
 		uint32_t n = unwind_stack(&regs, buf, cap - SAMPLE_OWN_FRAMES, UNWIND_FLAG_CALLER, &end);
 		*depth = n;
 		if (end == UNWIND_END_TRUNCATED && n > 1)
 			buf[n - 1] = SW_PC_TRUNCATED;
 		return 0;
 	}
-#endif
 	regs.pc = pc;
 	regs.sp = sp;
 	regs.fp = fp;

@@ -33,6 +33,9 @@ struct thread_slot {
 	 * by the thread before the seq becomes odd).  wall_inflight is 1 while
 	 * a wall signal may be on its way to the thread. */
 	atomic_uint wall_seq;
+	/* 1 while wall_call_leave unblocks our signal: a sample delivered
+	 * there was raised inside the call. */
+	atomic_int wall_leave_state;
 	uint64_t name_read_ns;    /* sampler thread only */
 	char name[THREAD_NAME_MAX]; /* sampler thread only (comm) */
 	atomic_int wall_inflight;
@@ -41,12 +44,9 @@ struct thread_slot {
 	atomic_int wall_fd;         /* its file descriptor, or -1 */
 	atomic_ullong wall_pc, wall_sp, wall_fp;
 	atomic_ullong wall_tp;      /* thread pointer, for the hooks' slot lookup */
-	/* On-CPU and runnable time the sampler measured for this thread that
-	 * no running sample has carried yet: the next one takes it all. */
+	/* Wall time that visits found the thread running outside any call
+	 * and no running sample has carried yet: the next one takes it all. */
 	atomic_ullong wall_owed_ns;
-	/* 1 while wall_call_leave unblocks our signal: a sample delivered
-	 * there was raised inside the call. */
-	atomic_int wall_leave_state;
 };
 
 extern struct thread_slot thread_slots[THREADS_MAX];

@@ -53,8 +53,14 @@ struct wall_record {
  * thread is back in a call from the same frame, at most this often. */
 #define UNWIND_RETRIES 2
 
-struct recent_frame {
+/* What identifies a published call's stack: its frame, and the return
+ * address into its caller (two callers at the same depth share the frame). */
+struct frame_key {
 	uint64_t pc, sp, fp, ra;
+};
+
+struct recent_frame {
+	struct frame_key key;
 	uint64_t *pcs; /* max_frames + 2, or NULL */
 	uint32_t depth;
 	uint32_t used;  /* visit count when last used: the least recent goes */
@@ -413,15 +419,9 @@ static enum wall_state state_of_fd(struct wall_private *w, enum wall_state kind,
 	return (enum wall_state)w->class_state;
 }
 
-/* What identifies a published call's stack: its frame, and the return
- * address into its caller (two callers at the same depth share the frame). */
-struct frame_key {
-	uint64_t pc, sp, fp, ra;
-};
-
-static bool same_key(const struct frame_key *k, uint64_t pc, uint64_t sp, uint64_t fp, uint64_t ra)
+static bool same_key(const struct frame_key *a, const struct frame_key *b)
 {
-	return k->pc == pc && k->sp == sp && k->fp == fp && k->ra == ra;
+	return a->pc == b->pc && a->sp == b->sp && a->fp == b->fp && a->ra == b->ra;
 }
 
 /* Reads the published frame of call `seq`; false if the thread is no
@@ -432,8 +432,11 @@ static bool read_published(struct thread_slot *t, uint32_t seq, struct frame_key
 	k->sp = atomic_load_explicit(&t->wall_sp, memory_order_relaxed);
 	k->fp = atomic_load_explicit(&t->wall_fp, memory_order_relaxed);
 	/* Our wrappers keep frame pointers: the return address is above it. */
-	if (k->fp > UINT64_MAX - 16 || sys_read_memory((int)sys_getpid(), &k->ra, k->fp + 8, sizeof(k->ra)) != (long)sizeof(k->ra))
-		k->ra = 0;
+	uint64_t ra = 0;
+	if (k->fp > UINT64_MAX - 16 ||
+	    sys_read_memory((int)sys_getpid(), &ra, k->fp + 8, sizeof(ra)) != (long)sizeof(ra))
+		ra = 0;
+	k->ra = ra;
 	return atomic_load(&t->wall_seq) == seq;
 }
 
@@ -441,7 +444,7 @@ static struct recent_frame *recent_find(struct wall_private *w, const struct fra
 {
 	for (int i = 0; i < RECENT_FRAMES; i++) {
 		struct recent_frame *r = &w->recent[i];
-		if (r->pcs && same_key((const struct frame_key *)r, k->pc, k->sp, k->fp, k->ra)) {
+		if (r->pcs && same_key(&r->key, k)) {
 			r->used = ++w->recent_clock;
 			return r;
 		}
@@ -460,10 +463,7 @@ static void recent_store(struct wall_private *w, const struct frame_key *k, cons
 		if (!r->pcs)
 			return;
 	}
-	r->pc = k->pc;
-	r->sp = k->sp;
-	r->fp = k->fp;
-	r->ra = k->ra;
+	r->key = *k;
 	rt_memcpy(r->pcs, pcs, depth * sizeof(uint64_t));
 	r->depth = depth;
 	r->used = ++w->recent_clock;
@@ -491,16 +491,15 @@ static void sample_published(int slot, struct wall_private *w, uint32_t seq, uin
 		emit_cached(slot, w, now, span, &otel);
 		return;
 	}
-	struct frame_key k;
+	struct frame_key k = { 0, 0, 0, 0 };
 	const uint64_t *pcs = NULL;
 	uint32_t depth = 0;
 	for (int attempt = 0; attempt <= UNWIND_RETRIES; attempt++) {
 		if (attempt > 0) {
 			/* Back in a call from the same frame: that stack is the same. */
-			struct frame_key again;
+			struct frame_key again = { 0, 0, 0, 0 };
 			seq = atomic_load(&t->wall_seq);
-			if (!(seq & 1u) || !read_published(t, seq, &again) ||
-			    !same_key(&k, again.pc, again.sp, again.fp, again.ra))
+			if (!(seq & 1u) || !read_published(t, seq, &again) || !same_key(&k, &again))
 				break;
 		} else if (!read_published(t, seq, &k)) {
 			break;

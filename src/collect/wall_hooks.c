@@ -17,15 +17,7 @@
 
 /* The wrapper's own pc, sp and frame pointer, taken together so that the
  * unwind tables of that pc describe that sp. */
-#if defined(__x86_64__)
-#define WALL_HERE(f)                                                           \
-	__asm__ volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2"   \
-			 : "=r"((f).pc), "=r"((f).sp), "=r"((f).fp))
-#else
-#define WALL_HERE(f)                                                           \
-	__asm__ volatile("adr %0, .\n\tmov %1, sp\n\tmov %2, x29"               \
-			 : "=r"((f).pc), "=r"((f).sp), "=r"((f).fp))
-#endif
+#define WALL_HERE(f) ARCH_HERE((f).pc, (f).sp, (f).fp)
 
 /* The next definition of `name`, resolved once found. */
 #define NEXT_FN(type, name)                                                    \

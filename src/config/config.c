@@ -66,6 +66,79 @@ bool config_parse_pct_ppm(const char *s, uint32_t lo_ppm, uint32_t hi_ppm, uint3
 	return true;
 }
 
+bool config_parse_thresholds(const char *s, uint32_t *out, uint32_t max, uint32_t *n)
+{
+	uint32_t vals[SW_MEMORY_THRESHOLDS_MAX];
+	uint32_t count = 0;
+	size_t len = rt_strnlen(s, 256), start = 0;
+	if (len == 256 || max > SW_MEMORY_THRESHOLDS_MAX)
+		return false;
+	for (size_t i = 0; i <= len; i++) {
+		if (i < len && s[i] != ',')
+			continue;
+		size_t a = start, b = i;
+		start = i + 1;
+		while (a < b && s[a] == ' ')
+			a++;
+		while (b > a && s[b - 1] == ' ')
+			b--;
+		char item[32];
+		if (b == a || b - a >= sizeof(item) || count == max)
+			return false;
+		rt_memcpy(item, s + a, b - a);
+		item[b - a] = 0;
+		uint32_t ppm;
+		if (!config_parse_pct_ppm(item, 1, 1000000, &ppm))
+			return false;
+		/* insertion into the ascending list, dropping duplicates */
+		uint32_t at = 0;
+		while (at < count && vals[at] < ppm)
+			at++;
+		if (at < count && vals[at] == ppm)
+			continue;
+		for (uint32_t k = count; k > at; k--)
+			vals[k] = vals[k - 1];
+		vals[at] = ppm;
+		count++;
+	}
+	if (count == 0)
+		return false;
+	rt_memcpy(out, vals, count * sizeof(vals[0]));
+	*n = count;
+	return true;
+}
+
+bool config_parse_bytes(const char *s, uint64_t *out)
+{
+	size_t n = rt_strnlen(s, 32), digits = 0;
+	while (digits < n && s[digits] >= '0' && s[digits] <= '9')
+		digits++;
+	uint64_t v;
+	if (digits == 0 || digits > 19 || !rt_parse_u64(s, digits, &v))
+		return false;
+	const char *unit = s + digits;
+	size_t ulen = n - digits;
+	unsigned shift = 0;
+	if (ulen > 0) {
+		static const char letters[] = "kmgt";
+		char c = (char)(unit[0] | 0x20);
+		const char *at = rt_memchr(letters, c, 4);
+		if (!at && !(ulen == 1 && c == 'b'))
+			return false;
+		if (at) {
+			shift = 10u * (unsigned)(at - letters + 1);
+			if (!(ulen == 1 || (ulen == 2 && (unit[1] | 0x20) == 'b') ||
+			      (ulen == 2 && unit[1] == 'i') ||
+			      (ulen == 3 && unit[1] == 'i' && (unit[2] | 0x20) == 'b')))
+				return false;
+		}
+	}
+	if (v == 0 || (shift && v > (UINT64_MAX >> shift)))
+		return false;
+	*out = v << shift;
+	return true;
+}
+
 bool config_parse_kinds(const char *s, uint32_t *out)
 {
 	uint32_t bits = 0;
@@ -220,6 +293,28 @@ static void load_bool(const char *name, bool dflt, bool *field)
 	}
 }
 
+static void load_memory_guard(struct sw_config *cfg)
+{
+	static const uint32_t defaults[] = { 800000, 900000, 950000 };
+	load_bool("STOWAWAY_MEMORY_GUARD", true, &cfg->memory_guard);
+	rt_memcpy(cfg->memory_thresholds_ppm, defaults, sizeof(defaults));
+	cfg->n_memory_thresholds = RT_ARRAY_LEN(defaults);
+	const char *v = env_nonempty("STOWAWAY_MEMORY_THRESHOLDS");
+	if (v && !config_parse_thresholds(v, cfg->memory_thresholds_ppm, SW_MEMORY_THRESHOLDS_MAX,
+					  &cfg->n_memory_thresholds)) {
+		rt_warn("STOWAWAY_MEMORY_THRESHOLDS=\"%.*s\" is not a list of up to %d percentages "
+			"in 1..100; using 80,90,95", 64, v, SW_MEMORY_THRESHOLDS_MAX);
+		rt_memcpy(cfg->memory_thresholds_ppm, defaults, sizeof(defaults));
+		cfg->n_memory_thresholds = RT_ARRAY_LEN(defaults);
+	}
+	v = env_nonempty("STOWAWAY_MEMORY_RSS_LIMIT");
+	if (v && !config_parse_bytes(v, &cfg->memory_rss_limit)) {
+		rt_warn("STOWAWAY_MEMORY_RSS_LIMIT=\"%.*s\" is not a size such as 512M or 2G; no "
+			"RSS limit", 64, v);
+		cfg->memory_rss_limit = 0;
+	}
+}
+
 static bool url_scheme_ok(const char *url)
 {
 	return rt_starts_with(url, "http://") || rt_starts_with(url, "https://") ||
@@ -253,12 +348,23 @@ static void load_agent(struct sw_config *cfg)
 		rt_warn("DD_PROFILING_AGENTLESS is set but DD_API_KEY is not; using the agent");
 		agentless = false;
 	}
-	if (key && (agentless || !agent_given))
-		agentless = true;
-	if (!key)
-		cfg->api_key[0] = 0;
-	else if (!agentless)
-		cfg->api_key[0] = 0; /* the agent adds the key itself: never send ours */
+	/* As in dd-trace-go and dd-trace-rb: the key alone never selects the
+	 * intake; the agent adds its own key. */
+	cfg->api_key_ignored_for_agent = key && !agentless && !agent_given;
+	if (!agentless)
+		cfg->api_key[0] = 0; /* never send ours to an agent */
+	const char *sock = env_nonempty("STOWAWAY_AGENT_SOCKET");
+	copy_setting("STOWAWAY_AGENT_SOCKET", sock ? sock : "/var/run/datadog/apm.socket",
+		     cfg->agent_socket, sizeof(cfg->agent_socket));
+	const char *xenv = env_nonempty("DD_EXTERNAL_ENV");
+	if (xenv)
+		copy_setting("DD_EXTERNAL_ENV", xenv, cfg->external_env, sizeof(cfg->external_env));
+	const char *cgf = env_nonempty("STOWAWAY_CGROUP_FILE");
+	if (cgf)
+		copy_setting("STOWAWAY_CGROUP_FILE", cgf, cfg->cgroup_file, sizeof(cfg->cgroup_file));
+	const char *cgm = env_nonempty("STOWAWAY_CGROUP_MOUNT");
+	if (cgm)
+		copy_setting("STOWAWAY_CGROUP_MOUNT", cgm, cfg->cgroup_mount, sizeof(cfg->cgroup_mount));
 
 	if (url && !url_scheme_ok(url)) {
 		rt_warn("DD_TRACE_AGENT_URL=\"%.*s\" is not http://, https:// or unix://; ignored",
@@ -267,6 +373,9 @@ static void load_agent(struct sw_config *cfg)
 	}
 	if (url) {
 		copy_setting("DD_TRACE_AGENT_URL", url, cfg->agent_url, sizeof(cfg->agent_url));
+	} else if (!host && !port_s && sys_faccessat(AT_FDCWD, cfg->agent_socket, 0 /* F_OK */) == 0) {
+		/* dd-trace libraries prefer the agent's socket when it exists. */
+		rt_snprintf(cfg->agent_url, sizeof(cfg->agent_url), "unix://%s", cfg->agent_socket);
 	} else {
 		uint32_t port = 8126;
 		if (port_s && !config_parse_u32_range(port_s, 1, 65535, &port)) {
@@ -370,6 +479,10 @@ void config_load(struct sw_config *cfg, const char *program)
 		copy_setting("STOWAWAY_PYROSCOPE_TENANT_ID", v, cfg->pyroscope_tenant,
 			     sizeof(cfg->pyroscope_tenant));
 
+	load_u32("STOWAWAY_PYROSCOPE_MAX_SAMPLES", 2, 1u << 22, 16000, &cfg->pyroscope_max_samples);
+	load_u32("STOWAWAY_PYROSCOPE_MAX_BYTES", 4096, 1u << 30, 4u * 1024 * 1024,
+		 &cfg->pyroscope_max_bytes);
+	load_bool("STOWAWAY_PYROSCOPE_THREAD_ID", false, &cfg->pyroscope_thread_ids);
 	load_agent(cfg);
 	load_u32("STOWAWAY_HTTP_TIMEOUT_MS", 100, 60000, 5000, &cfg->http_timeout_ms);
 
@@ -383,7 +496,15 @@ void config_load(struct sw_config *cfg, const char *program)
 	load_u32("STOWAWAY_MAX_STACKS", 16, 1u << 22, 65536, &cfg->max_stacks);
 	load_overhead_limit(cfg);
 	load_u32("STOWAWAY_LOCK_SAMPLE_NS", 1, 4000000000u, 10000000u, &cfg->lock_sample_ns);
+	v = env_nonempty("STOWAWAY_DEBUG_DIRS");
+	if (v)
+		copy_setting("STOWAWAY_DEBUG_DIRS", v, cfg->debug_dirs, sizeof(cfg->debug_dirs));
+	load_u32("STOWAWAY_DEBUG_MEMORY_MB", 0, 4096, 64, &cfg->debug_memory_mb);
 	load_u32("STOWAWAY_LOCK_CHECK_EVERY", 1, 1u << 20, 65536, &cfg->lock_check_every);
 	load_u32("STOWAWAY_EXCEPTION_SAMPLE_EVERY", 1, 1000000000u, 20, &cfg->exception_sample_every);
 	load_bool("STOWAWAY_FOLLOW_EXEC", true, &cfg->follow_exec);
+	load_bool("DD_PROFILING_TIMELINE_ENABLED", true, &cfg->timeline);
+	load_u32("STOWAWAY_TIMELINE_MAX_SAMPLES", 0, cfg->max_stacks, cfg->max_stacks / 2,
+		 &cfg->timeline_max_samples);
+	load_memory_guard(cfg);
 }

@@ -95,14 +95,9 @@ SW_EXPORT int stowaway_set_thread_name(const char *name)
 	return (int)sys_prctl(15 /* PR_SET_NAME */, (long)comm, 0, 0, 0);
 }
 
-SW_EXPORT int stowaway_runtime_id(char *buf, size_t size)
+SW_EXPORT int stowaway_runtime_id(char *buf, size_t size) { return profiler_runtime_id(buf, size); }
+
+SW_EXPORT int stowaway_set_runtime_id(const char *runtime_id)
 {
-	const char *id = profiler_runtime_id();
-	if (!buf || size == 0)
-		return -EINVAL;
-	if (!*id)
-		return -ESRCH;
-	if (rt_strlcpy(buf, id, size) >= size)
-		return -ERANGE;
-	return 0;
+	return profiler_set_runtime_id(runtime_id);
 }

@@ -8,6 +8,7 @@
 #include "rt/thread.h"
 #include "encode/otlp.h"
 #include "encode/pprof.h"
+#include "encode/pyroscope.h"
 #include "export/export.h"
 #include "export/otlp.h"
 #include "profile/profile.h"
@@ -32,7 +33,10 @@ static struct {
 	atomic_int wake;
 	atomic_int stop_requested;
 	uint32_t seq;
+	/* Guards runtime_id: a tracer may adopt its own id at any time. */
+	struct rt_mutex id_lock;
 	char runtime_id[37];
+	bool runtime_id_adopted; /* set by profiler_set_runtime_id before start */
 } prof;
 
 static void make_runtime_id(char out[37])
@@ -58,9 +62,44 @@ static void make_runtime_id(char out[37])
 	out[o] = 0;
 }
 
-const char *profiler_runtime_id(void)
+int profiler_runtime_id(char *buf, size_t size)
 {
-	return atomic_load(&prof.running) ? prof.runtime_id : "";
+	if (!buf || size == 0)
+		return -EINVAL;
+	if (!atomic_load(&prof.running))
+		return -ESRCH;
+	rt_mutex_lock(&prof.id_lock);
+	size_t n = rt_strlcpy(buf, prof.runtime_id, size);
+	rt_mutex_unlock(&prof.id_lock);
+	return n >= size ? -ERANGE : 0;
+}
+
+/* 8-4-4-4-12 hex digits, either case. */
+static bool is_uuid_text(const char *s)
+{
+	for (int i = 0; i < 36; i++) {
+		char c = s[i];
+		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+		bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+		if (dash ? c != '-' : !hex)
+			return false;
+	}
+	return s[36] == '\0';
+}
+
+int profiler_set_runtime_id(const char *id)
+{
+	if (!id || rt_strnlen(id, 37) != 36 || !is_uuid_text(id))
+		return -EINVAL;
+	rt_mutex_lock(&prof.id_lock);
+	for (int i = 0; i < 36; i++) {
+		char c = id[i];
+		prof.runtime_id[i] = (c >= 'A' && c <= 'F') ? (char)(c - 'A' + 'a') : c;
+	}
+	prof.runtime_id[36] = '\0';
+	prof.runtime_id_adopted = true;
+	rt_mutex_unlock(&prof.id_lock);
+	return 0;
 }
 
 /* Encodes `mask` of the profile and gzips it into *gz.  0 or -errno. */
@@ -74,6 +113,63 @@ static int encode_compressed(const struct profile *p, uint32_t mask, const struc
 	if (raw->failed)
 		return -ENOMEM;
 	return gz_compress(raw->data, raw->len, GZ_LEVEL_DEFAULT, gz);
+}
+
+struct endpoint_counts {
+	struct sw_endpoint_count items[SW_MAX_ENDPOINT_COUNTS];
+	size_t n;
+};
+
+static void add_endpoint_count(void *ctx, const char *name, uint64_t count)
+{
+	struct endpoint_counts *ec = ctx;
+	if (ec->n < SW_MAX_ENDPOINT_COUNTS)
+		ec->items[ec->n++] = (struct sw_endpoint_count){ name, count };
+}
+
+/* Pyroscope's profiles of every enabled kind, compressed; returns how many. */
+static size_t encode_pyroscope(const struct profile *p, const char *const *comments, uint32_t n_comments,
+			       struct sw_export_pyro_item *items, struct rt_buf *gz)
+{
+	const struct sw_config *cfg = prof.cfg;
+	uint32_t app_labels = export_pyroscope_series_labels(cfg);
+	struct pyro_limits lim = {
+		.max_samples = cfg->pyroscope_max_samples,
+		.max_bytes = cfg->pyroscope_max_bytes,
+		.max_sample_labels = app_labels < PYRO_MAX_SERIES_LABELS ?
+					     PYRO_MAX_SERIES_LABELS - app_labels : 0,
+		.thread_ids = cfg->pyroscope_thread_ids,
+	};
+	size_t n = 0;
+	for (unsigned k = 0; k < SW_KIND_COUNT; k++) {
+		if (!(cfg->kinds & SW_KIND_BIT(k)))
+			continue;
+		struct pprof_opts o;
+		pprof_opts_for_kind(&o, (enum sw_kind)k, collect_period(cfg, (enum sw_kind)k));
+		o.comments = comments;
+		o.n_comments = n_comments;
+		struct pyro_output out[PYRO_MAX_OUTPUTS];
+		int r = pyro_encode_kind(p, (enum sw_kind)k, &o, &lim, symbols_resolve, NULL, out);
+		if (r < 0)
+			rt_log_once(RT_LOG_WARN, "could not encode the %s profile for Pyroscope (error %d)",
+				    sw_kind_name((enum sw_kind)k), -r);
+		for (int i = 0; i < r; i++) {
+			if (gz_compress(out[i].raw.data, out[i].raw.len, GZ_LEVEL_DEFAULT, &gz[n]) == 0) {
+				items[n] = (struct sw_export_pyro_item){
+					.kind = (enum sw_kind)k,
+					.series = out[i].series,
+					.sample_type_config = out[i].sample_type_config,
+					.gz = gz[n].data,
+					.len = gz[n].len,
+				};
+				n++;
+			} else {
+				rt_buf_free(&gz[n]);
+			}
+			rt_buf_free(&out[i].raw);
+		}
+	}
+	return n;
 }
 
 /* The OTLP request of the profiles added to enc, with the resource of the
@@ -95,8 +191,10 @@ static void encode_otlp_request(struct otlp_encoder *enc, struct rt_buf *out)
 	}
 }
 
-/* Ends the current period and exports it.  Caller holds export_lock. */
-static int export_period(bool final, uint64_t deadline_ns)
+/* Ends the current period and exports it; `trigger` (or NULL) is the
+ * memory threshold that asked for this export out of period.  Caller holds
+ * export_lock. */
+static int export_period(bool final, uint64_t deadline_ns, const struct memguard_trigger *trigger)
 {
 	const struct sw_config *cfg = prof.cfg;
 	struct profile *p = recorder_swap(prof.rec);
@@ -106,9 +204,21 @@ static int export_period(bool final, uint64_t deadline_ns)
 		return -ENOMEM;
 	}
 	collect_before_export(p);
-	char overhead_line[320];
-	const char *overhead_comment[1] = { overhead_line };
+	/* At exit, code mapped since the last refresh is named too. */
+	if (final)
+		(void)symbols_refresh();
+	char overhead_line[320], trigger_line[MEMGUARD_PATH_MAX + 200];
+	char oom_line[MEMGUARD_PATH_MAX + 120], trigger_tags[256];
+	const char *comments[3] = { overhead_line };
+	uint32_t n_comments = 1;
 	(void)collect_describe(overhead_line, sizeof(overhead_line));
+	if (trigger) {
+		memguard_describe(trigger, trigger_line, sizeof(trigger_line));
+		memguard_tags(trigger, trigger_tags, sizeof(trigger_tags));
+		comments[n_comments++] = trigger_line;
+	}
+	if (memguard_take_oom_note(oom_line, sizeof(oom_line)))
+		comments[n_comments++] = oom_line;
 	struct profile_stats st;
 	profile_get_stats(p, &st);
 
@@ -126,8 +236,8 @@ static int export_period(bool final, uint64_t deadline_ns)
 			continue;
 		struct pprof_opts o;
 		pprof_opts_for_kind(&o, (enum sw_kind)k, collect_period(cfg, (enum sw_kind)k));
-		o.comments = overhead_comment;
-		o.n_comments = 1;
+		o.comments = comments;
+		o.n_comments = n_comments;
 		uint32_t mask = sw_kind_value_mask((enum sw_kind)k);
 		all_slots |= mask;
 		int r = encode_compressed(p, mask, &o, &raw, &gz[n_items]);
@@ -155,17 +265,39 @@ static int export_period(bool final, uint64_t deadline_ns)
 		encode_otlp_request(otlp_enc, &otlp_req);
 	otlp_encoder_destroy(otlp_enc);
 
+	struct sw_export_pyro_item pyro_items[SW_KIND_COUNT * PYRO_MAX_OUTPUTS];
+	struct rt_buf pyro_gz[SW_KIND_COUNT * PYRO_MAX_OUTPUTS];
+	rt_memset(pyro_gz, 0, sizeof(pyro_gz));
+	size_t n_pyro = 0;
+	if (cfg->pyroscope_url[0])
+		n_pyro = encode_pyroscope(p, comments, n_comments, pyro_items, pyro_gz);
+	struct endpoint_counts ec = { .n = 0 };
+	uint64_t uncounted = collect_endpoint_counts_take(add_endpoint_count, &ec);
+	if (uncounted)
+		rt_log_once(RT_LOG_INFO, "more than %u distinct endpoints: %llu requests were not "
+					 "counted in endpoint_counts",
+			    SW_MAX_ENDPOINT_COUNTS, (unsigned long long)uncounted);
+
+	char runtime_id[37];
+	rt_mutex_lock(&prof.id_lock);
+	rt_memcpy(runtime_id, prof.runtime_id, sizeof(runtime_id));
+	rt_mutex_unlock(&prof.id_lock);
 	struct sw_export_batch batch = {
 		.start_ns = st.start_ns,
 		.end_ns = st.end_ns,
 		.seq = prof.seq++,
 		.pid = (uint32_t)sys_getpid(),
-		.runtime_id = prof.runtime_id,
+		.runtime_id = runtime_id,
 		.items = items,
 		.n_items = n_items,
 		.combined_gz = combined.data,
 		.combined_len = combined.len,
 		.final = final,
+		.pyro_items = pyro_items,
+		.n_pyro_items = n_pyro,
+		.endpoint_counts = ec.items,
+		.n_endpoint_counts = ec.n,
+		.tags = trigger ? trigger_tags : NULL,
 		.otlp_request = otlp_req.data,
 		.otlp_len = otlp_req.len,
 	};
@@ -176,6 +308,8 @@ static int export_period(bool final, uint64_t deadline_ns)
 	}
 	for (size_t i = 0; i < n_items; i++)
 		rt_buf_free(&gz[i]);
+	for (size_t i = 0; i < n_pyro; i++)
+		rt_buf_free(&pyro_gz[i]);
 	rt_buf_free(&combined);
 	rt_buf_free(&otlp_req);
 	profile_release(p);
@@ -201,19 +335,45 @@ static bool wait_until(uint64_t deadline_ns)
 	return !atomic_load(&prof.stop_requested);
 }
 
+/* Exports at once when the memory guard reports a threshold crossed: files
+ * first (the file exporter is first in the list), then uploads. */
+static void export_for_memory(const struct memguard_trigger *t, uint64_t period_ns)
+{
+	char line[MEMGUARD_PATH_MAX + 200];
+	memguard_describe(t, line, sizeof(line));
+	rt_info("%s: exporting the live heap now", line);
+	rt_mutex_lock(&prof.export_lock);
+	if (!atomic_load(&prof.stop_requested))
+		(void)export_period(false, rt_monotonic_ns() + period_ns, t);
+	rt_mutex_unlock(&prof.export_lock);
+}
+
 static void *scheduler_main(void *arg)
 {
 	RT_UNUSED(arg);
 	(void)sys_prctl(15 /* PR_SET_NAME */, (long)"stowaway-sched", 0, 0, 0);
 	uint64_t period_ns = (uint64_t)prof.cfg->upload_period_s * RT_NS_PER_SEC;
 	uint64_t next = rt_monotonic_ns() + period_ns;
-	while (wait_until(next)) {
+	/* The memory guard is polled from this thread between periods. */
+	uint64_t next_poll = memguard_start(prof.cfg) ? rt_monotonic_ns() : UINT64_MAX;
+	while (wait_until(RT_MIN(next, next_poll))) {
+		uint64_t now = rt_monotonic_ns();
+		if (now >= next_poll) {
+			struct memguard_trigger t;
+			next_poll = memguard_poll(now, &t);
+			if (t.fired)
+				export_for_memory(&t, period_ns);
+		}
+		now = rt_monotonic_ns();
+		if (now < next)
+			continue;
 		rt_mutex_lock(&prof.export_lock);
 		if (!atomic_load(&prof.stop_requested))
-			(void)export_period(false, rt_monotonic_ns() + period_ns);
+			(void)export_period(false, rt_monotonic_ns() + period_ns, NULL);
 		rt_mutex_unlock(&prof.export_lock);
+		memguard_period_begin();
 		next += period_ns;
-		uint64_t now = rt_monotonic_ns();
+		now = rt_monotonic_ns();
 		if (next < now) /* an export overran: skip the missed ticks */
 			next = now + period_ns;
 	}
@@ -254,12 +414,16 @@ static void fork_child(void)
 	if (!atomic_load(&prof.running))
 		return;
 	rt_mutex_reset(&prof.export_lock);
+	rt_mutex_reset(&prof.id_lock);
+	/* A new process: its tracer makes a new id too and may adopt it again. */
 	make_runtime_id(prof.runtime_id);
+	prof.runtime_id_adopted = false;
 	prof.seq = 0;
 	recorder_after_fork_child(prof.rec);
 	symbols_after_fork_child();
 	create_exporters(prof.cfg);
 	atomic_store(&prof.stop_requested, 0);
+	memguard_after_fork_child();
 	collect_after_fork_child();
 	int r = thread_spawn(scheduler_main, NULL);
 	if (r < 0)
@@ -298,16 +462,24 @@ int profiler_start(const struct sw_config *cfg)
 		return 0;
 	prof.cfg = cfg;
 	struct profile_limits limits = { .max_samples = cfg->max_stacks };
+	if (cfg->timeline) {
+		limits.timeline_slots = sw_kind_value_mask(SW_KIND_CPU) | sw_kind_value_mask(SW_KIND_WALL);
+		limits.max_timeline_samples = cfg->timeline_max_samples;
+	}
 	if (!prof.rec)
 		prof.rec = recorder_create(&limits);
 	if (!prof.rec)
 		return -ENOMEM;
-	make_runtime_id(prof.runtime_id);
+	rt_mutex_lock(&prof.id_lock);
+	if (!prof.runtime_id_adopted)
+		make_runtime_id(prof.runtime_id);
+	rt_mutex_unlock(&prof.id_lock);
 	config_otlp_load(cfg, &prof.otlp);
 	create_exporters(cfg);
 	register_fork_handlers();
 	if (prof.n_exporters == 0)
 		rt_warn("no profile destination is usable; profiles are collected but not exported");
+	symbols_configure(cfg->debug_dirs, (size_t)cfg->debug_memory_mb << 20);
 	if (!symbols_refresh())
 		rt_warn("cannot read /proc/self/maps: stacks will have no symbols");
 	atomic_store(&prof.stop_requested, 0);
@@ -341,7 +513,7 @@ int profiler_stop(bool final_flush)
 			"exit timeout (%u ms)", cfg->exit_timeout_ms);
 		return -ETIMEDOUT;
 	}
-	int r = export_period(true, deadline);
+	int r = export_period(true, deadline, NULL);
 	rt_mutex_unlock(&prof.export_lock);
 	return r;
 }
@@ -354,7 +526,7 @@ int profiler_flush(void)
 	uint64_t deadline = rt_monotonic_ns() + timeout;
 	if (!lock_before(deadline))
 		return -ETIMEDOUT;
-	int r = export_period(false, deadline);
+	int r = export_period(false, deadline, NULL);
 	rt_mutex_unlock(&prof.export_lock);
 	return r;
 }

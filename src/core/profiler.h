@@ -5,6 +5,7 @@
 #define STOWAWAY_CORE_PROFILER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include "config/config.h"
 
 /* 0 on success (or already running), -errno when nothing could start. */
@@ -14,7 +15,12 @@ int profiler_start(const struct sw_config *cfg);
 int profiler_stop(bool final_flush);
 /* Exports the current period now.  -ESRCH when not running. */
 int profiler_flush(void);
-/* The UUID of this process's profiles (new after fork), "" when stopped. */
-const char *profiler_runtime_id(void);
+/* Copies the UUID of this process's profiles (new after fork) into buf:
+ * 0, -ESRCH when stopped, -ERANGE when buf is too small. */
+int profiler_runtime_id(char *buf, size_t size);
+/* Adopts a tracer's runtime id (a UUID, stored lower-case) for this and
+ * every later profile of this process, also before profiling starts;
+ * -EINVAL when id is not a UUID.  A fork child starts with a new random id. */
+int profiler_set_runtime_id(const char *id);
 
 #endif

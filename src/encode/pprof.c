@@ -10,6 +10,7 @@
 #include "encode/pprof.h"
 #include "encode/pb.h"
 #include "profile/htab.h"
+#include "demangle/demangle.h"
 
 #include <linux/errno.h>
 
@@ -44,6 +45,7 @@ enum {
 	F_MAPPING_HAS_FUNCTIONS = 7,
 	F_MAPPING_HAS_FILENAMES = 8,
 	F_MAPPING_HAS_LINE_NUMBERS = 9,
+	F_MAPPING_HAS_INLINE_FRAMES = 10,
 };
 enum { F_LOCATION_ID = 1, F_LOCATION_MAPPING_ID = 2, F_LOCATION_ADDRESS = 3, F_LOCATION_LINE = 4 };
 enum { F_LINE_FUNCTION_ID = 1, F_LINE_LINE = 2 };
@@ -57,19 +59,32 @@ struct enc_string {
 struct enc_mapping {
 	uint64_t start, limit, offset;
 	uint32_t path, build_id; /* string indices */
-	uint32_t locations, with_function, with_file, with_line;
+	uint32_t locations, with_function, with_file, with_line, with_debug_info;
+};
+
+/* A demangled name, alive until the encoder is freed. */
+struct demangled_name {
+	struct demangled_name *next;
+	char text[];
 };
 
 struct enc_function {
-	uint32_t name, file; /* string indices */
+	uint32_t name, system_name, file; /* string indices */
+};
+
+/* One Line of a location: a function and its line (0: unknown). */
+struct enc_line {
+	uint32_t function_id;
+	int64_t line;
 };
 
 struct enc_location {
 	uint64_t pc;
 	uint64_t address;
-	uint32_t mapping_id;  /* 0: none */
-	uint32_t function_id; /* 0: no Line */
-	int64_t line;
+	uint32_t mapping_id; /* 0: none */
+	uint32_t first_line; /* into enc.lines */
+	uint32_t n_lines;    /* 0: no Line; else innermost first */
+	bool own_code;       /* the profiler's own frame: not written in stacks */
 };
 
 struct enc_stack {
@@ -96,10 +111,16 @@ struct enc {
 	struct enc_function *functions;
 	uint32_t n_functions, cap_functions;
 	struct sw_htab function_index;
+	struct demangle_scratch *demangle; /* allocated on the first mangled name */
+	char *demangled;                   /* ENC_DEMANGLED_CAP bytes, with it */
+	struct demangled_name *kept;       /* readable names the string table points to */
 
 	struct enc_location *locations;
 	uint32_t n_locations, cap_locations;
 	struct sw_htab location_index;
+
+	struct enc_line *lines; /* every location's lines, in order */
+	uint32_t n_lines, cap_lines;
 
 	struct enc_stack *stacks; /* by profile stack id */
 	uint32_t n_stacks;
@@ -115,8 +136,16 @@ static void enc_free(struct enc *e)
 	sw_htab_free(&e->mapping_index);
 	rt_free(e->functions);
 	sw_htab_free(&e->function_index);
+	rt_free(e->demangle);
+	rt_free(e->demangled);
+	while (e->kept != NULL) {
+		struct demangled_name *d = e->kept;
+		e->kept = d->next;
+		rt_free(d);
+	}
 	rt_free(e->locations);
 	sw_htab_free(&e->location_index);
+	rt_free(e->lines);
 	rt_free(e->stacks);
 	rt_buf_free(&e->packed);
 }
@@ -245,10 +274,38 @@ static bool function_eq(const void *ctx, uint32_t idx)
 	return f->name == k->name && f->file == k->file;
 }
 
-/* Function id (1-based) for a name and source file, 0 on failure. */
+#define ENC_DEMANGLED_CAP 4096u
+
+/* The readable form of a symbol name: demangled (C++, Rust) when it is
+ * mangled, else the name itself. */
+static const char *readable_name(struct enc *e, const char *name)
+{
+	if (name == NULL || name[0] != '_' || name[1] != 'Z')
+		return name;
+	if (e->demangle == NULL) {
+		e->demangle = rt_malloc(sizeof(*e->demangle));
+		e->demangled = rt_malloc(ENC_DEMANGLED_CAP);
+		if (e->demangle == NULL || e->demangled == NULL)
+			return name; /* stays mangled; the profile is still right */
+	}
+	size_t n;
+	if (e->demangled == NULL ||
+	    (n = demangle(name, e->demangled, ENC_DEMANGLED_CAP, e->demangle)) == 0)
+		return name;
+	struct demangled_name *d = rt_malloc(sizeof(*d) + n + 1);
+	if (d == NULL)
+		return name;
+	rt_memcpy(d->text, e->demangled, n + 1);
+	d->next = e->kept;
+	e->kept = d;
+	return d->text;
+}
+
+/* Function id (1-based) for a symbol name and source file, 0 on failure:
+ * function.name is the readable form, function.system_name the symbol. */
 static uint32_t function_id(struct enc *e, const char *name, const char *file)
 {
-	struct function_key k = {e, str_index(e, name), str_index(e, file)};
+	struct function_key k = {e, str_index(e, readable_name(e, name)), str_index(e, file)};
 	uint32_t hash = sw_hash_fold(sw_hash_u64(SW_HASH_SEED, ((uint64_t)k.name << 32) | k.file));
 	uint32_t idx = sw_htab_lookup(&e->function_index, hash, function_eq, &k);
 	if (idx != SW_HTAB_NONE)
@@ -264,7 +321,7 @@ static uint32_t function_id(struct enc *e, const char *name, const char *file)
 		e->failed = true;
 		return 0;
 	}
-	e->functions[idx] = (struct enc_function){k.name, k.file};
+	e->functions[idx] = (struct enc_function){k.name, str_index(e, name), k.file};
 	e->n_functions++;
 	return idx + 1;
 }
@@ -280,13 +337,35 @@ static bool location_eq(const void *ctx, uint32_t idx)
 	return k->e->locations[idx].pc == k->pc;
 }
 
+/* Appends one Line to the location being built (its lines are the last ones). */
+static void add_line(struct enc *e, struct enc_location *loc, const char *function, const char *file,
+		     int64_t line)
+{
+	uint32_t fid = function_id(e, function, file);
+	void *arr = e->lines;
+	if (e->failed || fid == 0 ||
+	    !sw_array_reserve(&arr, &e->cap_lines, e->n_lines + 1, sizeof(*e->lines))) {
+		e->failed = true;
+		return;
+	}
+	e->lines = arr;
+	if (loc->n_lines == 0)
+		loc->first_line = e->n_lines;
+	e->lines[e->n_lines].function_id = fid;
+	e->lines[e->n_lines].line = line > 0 ? line : 0;
+	e->n_lines++;
+	loc->n_lines++;
+}
+
 /* Fills a new location for pc: synthetic frames get their fixed name and no
- * mapping; real ones get what the resolver knows, never a guessed name. */
+ * mapping; real ones get what the resolver knows, never a guessed name.
+ * Frames inlined at pc come first, the function they were inlined into
+ * last (the order pprof reads). */
 static void location_resolve(struct enc *e, uint64_t pc, struct enc_location *loc)
 {
 	const char *synthetic = sw_synthetic_frame_name(pc);
 	if (synthetic) {
-		loc->function_id = function_id(e, synthetic, NULL);
+		add_line(e, loc, synthetic, NULL, 0);
 		return;
 	}
 	loc->address = pc;
@@ -294,20 +373,30 @@ static void location_resolve(struct enc *e, uint64_t pc, struct enc_location *lo
 	rt_memset(&fi, 0, sizeof(fi));
 	if (!e->resolve || !e->resolve(e->resolve_ctx, pc, &fi))
 		return;
+	loc->own_code = fi.own_code;
 	loc->mapping_id = mapping_id(e, &fi);
+	bool all_files = true, all_lines = true;
 	if (fi.function && fi.function[0]) {
-		loc->function_id = function_id(e, fi.function, fi.file);
-		loc->line = fi.line > 0 ? fi.line : 0;
+		uint32_t n_inlined = fi.n_inlined <= SW_MAX_INLINED ? fi.n_inlined : SW_MAX_INLINED;
+		for (uint32_t i = 0; i < n_inlined; i++) {
+			const struct sw_inlined_frame *f = &fi.inlined[i];
+			const char *name = f->function && f->function[0] ? f->function : "[inlined]";
+			add_line(e, loc, name, f->file, f->line);
+			all_files = all_files && f->file && f->file[0];
+			all_lines = all_lines && f->line > 0;
+		}
+		add_line(e, loc, fi.function, fi.file, fi.line);
+		all_files = all_files && fi.file && fi.file[0];
+		all_lines = all_lines && fi.line > 0;
 	}
 	if (loc->mapping_id && !e->failed) {
 		struct enc_mapping *m = &e->mappings[loc->mapping_id - 1];
 		m->locations++;
-		if (loc->function_id) {
+		if (loc->n_lines) {
 			m->with_function++;
-			if (fi.file && fi.file[0])
-				m->with_file++;
-			if (loc->line)
-				m->with_line++;
+			m->with_file += all_files;
+			m->with_line += all_lines;
+			m->with_debug_info += fi.debug_info;
 		}
 	}
 }
@@ -356,10 +445,21 @@ static const struct enc_stack *stack_packed(struct enc *e, const struct profile_
 	}
 	uint8_t chunk[256];
 	size_t used = 0;
+	/* Our own frames (a thread's start trampoline) are left out, unless
+	 * nothing else would remain. */
+	bool keep_own = true;
+	for (uint32_t i = 0; i < v->depth && keep_own; i++) {
+		uint32_t id = location_id(e, v->pcs[i]);
+		if (!id)
+			return NULL;
+		keep_own = e->locations[id - 1].own_code;
+	}
 	for (uint32_t i = 0; i < v->depth; i++) {
 		uint32_t id = location_id(e, v->pcs[i]);
 		if (!id)
 			return NULL;
+		if (e->locations[id - 1].own_code && !keep_own)
+			continue;
 		used += pb_encode_varint(chunk + used, id);
 		if (used > sizeof(chunk) - 10) {
 			rt_buf_append(&e->packed, chunk, used);
@@ -491,6 +591,8 @@ static void put_mapping(struct rt_buf *out, uint32_t id, const struct enc_mappin
 	bool has_functions = m->locations && m->with_function == m->locations;
 	bool has_filenames = has_functions && m->with_file == m->locations;
 	bool has_lines = has_functions && m->with_line == m->locations;
+	/* Inlined frames were looked for at every location (debug information). */
+	bool has_inline = has_functions && m->with_debug_info == m->locations;
 	size_t size = pb_uint_field_size(F_MAPPING_ID, id);
 	if (m->start)
 		size += pb_uint_field_size(F_MAPPING_MEMORY_START, m->start);
@@ -508,6 +610,8 @@ static void put_mapping(struct rt_buf *out, uint32_t id, const struct enc_mappin
 		size += pb_uint_field_size(F_MAPPING_HAS_FILENAMES, 1);
 	if (has_lines)
 		size += pb_uint_field_size(F_MAPPING_HAS_LINE_NUMBERS, 1);
+	if (has_inline)
+		size += pb_uint_field_size(F_MAPPING_HAS_INLINE_FRAMES, 1);
 
 	pb_put_len_header(out, F_PROFILE_MAPPING, size);
 	pb_put_uint(out, F_MAPPING_ID, id);
@@ -527,23 +631,28 @@ static void put_mapping(struct rt_buf *out, uint32_t id, const struct enc_mappin
 		pb_put_uint(out, F_MAPPING_HAS_FILENAMES, 1);
 	if (has_lines)
 		pb_put_uint(out, F_MAPPING_HAS_LINE_NUMBERS, 1);
+	if (has_inline)
+		pb_put_uint(out, F_MAPPING_HAS_INLINE_FRAMES, 1);
 }
 
-static void put_location(struct rt_buf *out, uint32_t id, const struct enc_location *l)
+static size_t line_size(const struct enc_line *l)
 {
-	size_t line_size = 0;
-	if (l->function_id) {
-		line_size = pb_uint_field_size(F_LINE_FUNCTION_ID, l->function_id);
-		if (l->line)
-			line_size += pb_uint_field_size(F_LINE_LINE, (uint64_t)l->line);
-	}
+	size_t n = pb_uint_field_size(F_LINE_FUNCTION_ID, l->function_id);
+	if (l->line)
+		n += pb_uint_field_size(F_LINE_LINE, (uint64_t)l->line);
+	return n;
+}
+
+static void put_location(struct rt_buf *out, uint32_t id, const struct enc_location *l,
+			 const struct enc_line *lines)
+{
 	size_t size = pb_uint_field_size(F_LOCATION_ID, id);
 	if (l->mapping_id)
 		size += pb_uint_field_size(F_LOCATION_MAPPING_ID, l->mapping_id);
 	if (l->address)
 		size += pb_uint_field_size(F_LOCATION_ADDRESS, l->address);
-	if (l->function_id)
-		size += pb_len_field_size(F_LOCATION_LINE, line_size);
+	for (uint32_t i = 0; i < l->n_lines; i++)
+		size += pb_len_field_size(F_LOCATION_LINE, line_size(&lines[l->first_line + i]));
 
 	pb_put_len_header(out, F_PROFILE_LOCATION, size);
 	pb_put_uint(out, F_LOCATION_ID, id);
@@ -551,11 +660,12 @@ static void put_location(struct rt_buf *out, uint32_t id, const struct enc_locat
 		pb_put_uint(out, F_LOCATION_MAPPING_ID, l->mapping_id);
 	if (l->address)
 		pb_put_uint(out, F_LOCATION_ADDRESS, l->address);
-	if (l->function_id) {
-		pb_put_len_header(out, F_LOCATION_LINE, line_size);
-		pb_put_uint(out, F_LINE_FUNCTION_ID, l->function_id);
-		if (l->line)
-			pb_put_int64(out, F_LINE_LINE, l->line);
+	for (uint32_t i = 0; i < l->n_lines; i++) {
+		const struct enc_line *ln = &lines[l->first_line + i];
+		pb_put_len_header(out, F_LOCATION_LINE, line_size(ln));
+		pb_put_uint(out, F_LINE_FUNCTION_ID, ln->function_id);
+		if (ln->line)
+			pb_put_int64(out, F_LINE_LINE, ln->line);
 	}
 }
 
@@ -563,17 +673,18 @@ static void put_function(struct rt_buf *out, uint32_t id, const struct enc_funct
 {
 	size_t size = pb_uint_field_size(F_FUNCTION_ID, id);
 	if (f->name)
-		size += pb_uint_field_size(F_FUNCTION_NAME, f->name) +
-			pb_uint_field_size(F_FUNCTION_SYSTEM_NAME, f->name);
+		size += pb_uint_field_size(F_FUNCTION_NAME, f->name);
+	if (f->system_name)
+		size += pb_uint_field_size(F_FUNCTION_SYSTEM_NAME, f->system_name);
 	if (f->file)
 		size += pb_uint_field_size(F_FUNCTION_FILENAME, f->file);
 
 	pb_put_len_header(out, F_PROFILE_FUNCTION, size);
 	pb_put_uint(out, F_FUNCTION_ID, id);
-	if (f->name) {
+	if (f->name)
 		pb_put_uint(out, F_FUNCTION_NAME, f->name);
-		pb_put_uint(out, F_FUNCTION_SYSTEM_NAME, f->name);
-	}
+	if (f->system_name)
+		pb_put_uint(out, F_FUNCTION_SYSTEM_NAME, f->system_name);
 	if (f->file)
 		pb_put_uint(out, F_FUNCTION_FILENAME, f->file);
 }
@@ -600,8 +711,22 @@ void pprof_opts_for_kind(struct pprof_opts *o, enum sw_kind kind, int64_t period
 }
 
 #define MAX_COMMENTS 64 /* opts->comments plus the recorder notes */
-#define MAX_NOTES 2 /* the recorder's overflow and dropped-label notes */
+#define MAX_NOTES 3 /* the recorder's overflow, dropped-label and timeline notes */
 #define COMMENT_BYTES 160
+
+static const char *type_name(const struct pprof_opts *o, uint32_t slot)
+{
+	if (o->type_names && o->type_names[slot])
+		return o->type_names[slot];
+	return sw_value_type_name((enum sw_value_slot)slot);
+}
+
+static const char *unit_name(const struct pprof_opts *o, uint32_t slot)
+{
+	if (o->unit_names && o->unit_names[slot])
+		return o->unit_names[slot];
+	return sw_value_unit_name((enum sw_value_slot)slot);
+}
 
 static bool slot_valid(int slot, uint32_t mask, bool must_be_selected)
 {
@@ -620,7 +745,7 @@ static void put_tables(struct enc *e, struct rt_buf *out, const struct pprof_opt
 	for (uint32_t i = 0; i < e->n_mappings; i++)
 		put_mapping(out, i + 1, &e->mappings[i]);
 	for (uint32_t i = 0; i < e->n_locations; i++)
-		put_location(out, i + 1, &e->locations[i]);
+		put_location(out, i + 1, &e->locations[i], e->lines);
 	for (uint32_t i = 0; i < e->n_functions; i++)
 		put_function(out, i + 1, &e->functions[i]);
 
@@ -629,11 +754,11 @@ static void put_tables(struct enc *e, struct rt_buf *out, const struct pprof_opt
 	uint32_t doc = str_index(e, o->doc_url);
 	uint32_t period_type = 0, period_unit = 0, default_type = 0;
 	if (o->period_slot != PPROF_NO_SLOT) {
-		period_type = str_index(e, sw_value_type_name((enum sw_value_slot)o->period_slot));
-		period_unit = str_index(e, sw_value_unit_name((enum sw_value_slot)o->period_slot));
+		period_type = str_index(e, type_name(o, (uint32_t)o->period_slot));
+		period_unit = str_index(e, unit_name(o, (uint32_t)o->period_slot));
 	}
 	if (o->default_slot != PPROF_NO_SLOT)
-		default_type = str_index(e, sw_value_type_name((enum sw_value_slot)o->default_slot));
+		default_type = str_index(e, type_name(o, (uint32_t)o->default_slot));
 	uint32_t comments[MAX_COMMENTS];
 	uint32_t n_comments = 0;
 	for (uint32_t i = 0; i < o->n_comments && n_comments < MAX_COMMENTS - MAX_NOTES; i++)
@@ -708,8 +833,8 @@ int pprof_encode(const struct profile *p, uint32_t slot_mask, const struct pprof
 			slots[n_slots++] = (uint8_t)s;
 	}
 	for (uint32_t i = 0; i < n_slots; i++) {
-		uint32_t type = str_index(&e, sw_value_type_name((enum sw_value_slot)slots[i]));
-		uint32_t unit = str_index(&e, sw_value_unit_name((enum sw_value_slot)slots[i]));
+		uint32_t type = str_index(&e, type_name(o, slots[i]));
+		uint32_t unit = str_index(&e, unit_name(o, slots[i]));
 		put_value_type(out, F_PROFILE_SAMPLE_TYPE, type, unit);
 	}
 
@@ -737,6 +862,11 @@ int pprof_encode(const struct profile *p, uint32_t slot_mask, const struct pprof
 		rt_snprintf(notes[n_notes++], COMMENT_BYTES,
 			    "stowaway: %llu labels beyond %u per sample were dropped",
 			    (unsigned long long)st.dropped_labels, (unsigned)SW_MAX_LABELS);
+	if (st.timeline_dropped)
+		rt_snprintf(notes[n_notes++], COMMENT_BYTES,
+			    "stowaway: %llu samples carry no end_timestamp_ns (the timeline's %u "
+			    "samples per period were spent)",
+			    (unsigned long long)st.timeline_dropped, (unsigned)st.timeline_samples);
 	if (!e.failed)
 		put_tables(&e, out, o, notes, n_notes);
 

@@ -28,6 +28,11 @@ struct pprof_opts {
 	const char *doc_url;
 	const char *const *comments; /* extra comment lines (the first 62 are kept) */
 	uint32_t n_comments;
+	/* Other names for the value types, indexed by slot (NULL, or a NULL
+	 * entry: sw_value_type_name/sw_value_unit_name), used for sample_type,
+	 * period_type and default_sample_type alike. */
+	const char *const *type_names;
+	const char *const *unit_names;
 };
 
 /* Options for one kind's file: period type = the kind's main slot with the

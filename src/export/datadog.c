@@ -24,6 +24,11 @@ struct datadog_state {
 	const struct sw_config *cfg;
 	char host[__NEW_UTS_LEN + 1];
 	char container_id[EXPORT_CONTAINER_ID_MAX];
+	char entity_id[EXPORT_ENTITY_ID_MAX];
+	char external_env[SW_CFG_STR];
+	char target[EXPORT_URL_PATH_MAX + sizeof(AGENT_PATH)];
+	char start_time[40]; /* RFC 3339, when the exporter was made */
+	char kernel[3 * (__NEW_UTS_LEN + 1)];
 	char *headers; /* the fixed extra header lines */
 	struct export_upload_log log;
 };
@@ -41,6 +46,26 @@ static void append_tag(struct rt_buf *b, const char *key, const char *value)
 		rt_buf_append_byte(b, *p == ',' ? '_' : (uint8_t)*p);
 }
 
+static const char *const builtin_tag_keys[] = {
+	"service", "env", "version", "language", "runtime-id", "profiler_version", "host",
+	"process_id",
+};
+
+/* Whether a DD_TAGS entry's key is one of ours that is set (ours wins). */
+static bool builtin_tag_set(const struct sw_config *cfg, const char *key, size_t n)
+{
+	for (size_t i = 0; i < RT_ARRAY_LEN(builtin_tag_keys); i++) {
+		if (rt_strlen(builtin_tag_keys[i]) != n || rt_memcmp(builtin_tag_keys[i], key, n) != 0)
+			continue;
+		if (i == 1)
+			return cfg->env[0] != '\0';
+		if (i == 2)
+			return cfg->version[0] != '\0';
+		return true;
+	}
+	return false;
+}
+
 void export_datadog_tags(const struct sw_config *cfg, const char *host, const char *runtime_id,
 			 uint32_t pid, struct rt_buf *out)
 {
@@ -55,10 +80,20 @@ void export_datadog_tags(const struct sw_config *cfg, const char *host, const ch
 	append_tag(&tags, "profiler_version", STOWAWAY_VERSION);
 	append_tag(&tags, "host", host);
 	append_tag(&tags, "process_id", pid_text);
-	if (cfg->tags[0]) {
-		if (tags.len > 0)
-			rt_buf_append_byte(&tags, ',');
-		rt_buf_append_str(&tags, cfg->tags);
+	/* DD_TAGS is normalised to "k:v,k:v". */
+	size_t total = rt_strnlen(cfg->tags, SW_CFG_TAGS);
+	for (size_t at = 0, guard = 0; at < total && guard < SW_CFG_TAGS; guard++) {
+		const char *entry = cfg->tags + at;
+		const char *comma = rt_memchr(entry, ',', total - at);
+		size_t len = comma ? (size_t)(comma - entry) : total - at;
+		const char *colon = rt_memchr(entry, ':', len);
+		size_t key_len = colon ? (size_t)(colon - entry) : len;
+		if (len > 0 && !builtin_tag_set(cfg, entry, key_len)) {
+			if (tags.len > 0)
+				rt_buf_append_byte(&tags, ',');
+			rt_buf_append(&tags, entry, len);
+		}
+		at += len + 1;
 	}
 	if (tags.failed)
 		out->failed = true;
@@ -67,17 +102,53 @@ void export_datadog_tags(const struct sw_config *cfg, const char *host, const ch
 	rt_buf_free(&tags);
 }
 
+static void append_json_string(struct rt_buf *out, const char *s)
+{
+	rt_buf_append_byte(out, '"');
+	export_append_json_escaped(out, s, rt_strlen(s));
+	rt_buf_append_byte(out, '"');
+}
+
 void export_datadog_event_json(const struct sw_config *cfg, const char *host,
+			       const struct export_datadog_info *info,
 			       const struct sw_export_batch *batch, struct rt_buf *out)
 {
 	rt_buf_append_str(out, "{\"attachments\":[\"profile.pprof\"],\"tags_profiler\":\"");
 	export_datadog_tags(cfg, host, batch->runtime_id, batch->pid, out);
+	if (batch->tags && batch->tags[0]) {
+		rt_buf_append_byte(out, ',');
+		export_append_json_escaped(out, batch->tags, rt_strlen(batch->tags));
+	}
 	rt_buf_append_str(out, "\",\"start\":\"");
 	export_append_rfc3339_ns(out, batch->start_ns);
 	rt_buf_append_str(out, "\",\"end\":\"");
 	export_append_rfc3339_ns(out, batch->end_ns);
-	rt_buf_append_str(out, "\",\"family\":\"native\",\"version\":\"4\",\"internal\":{},"
-			       "\"info\":{}}");
+	rt_buf_append_str(out, "\",\"family\":\"native\",\"version\":\"4\",\"endpoint_counts\":{");
+	for (size_t i = 0; i < batch->n_endpoint_counts; i++) {
+		if (i)
+			rt_buf_append_byte(out, ',');
+		append_json_string(out, batch->endpoint_counts[i].name);
+		rt_buf_appendf(out, ":%llu", (unsigned long long)batch->endpoint_counts[i].count);
+	}
+	rt_buf_append_str(out, "},\"internal\":{\"profiler_version\":");
+	append_json_string(out, STOWAWAY_VERSION);
+	rt_buf_append_str(out, "},\"info\":{\"application\":{\"start_time\":");
+	append_json_string(out, info && info->start_time ? info->start_time : "");
+	rt_buf_append_str(out, ",\"service\":");
+	append_json_string(out, cfg->service);
+	rt_buf_append_str(out, ",\"env\":");
+	append_json_string(out, cfg->env);
+	rt_buf_append_str(out, ",\"version\":");
+	append_json_string(out, cfg->version);
+	rt_buf_append_str(out, "},\"platform\":{\"hostname\":");
+	append_json_string(out, host);
+	rt_buf_append_str(out, ",\"kernel\":");
+	append_json_string(out, info && info->kernel ? info->kernel : "");
+	rt_buf_append_str(out, "},\"runtime\":{\"engine\":\"native\"},\"profiler\":{\"version\":");
+	append_json_string(out, STOWAWAY_VERSION);
+	rt_buf_append_str(out, ",\"timeline_enabled\":");
+	rt_buf_append_str(out, cfg->timeline ? "true" : "false");
+	rt_buf_append_str(out, "}}}");
 }
 
 static int datadog_export(struct sw_exporter *self, const struct sw_export_batch *batch,
@@ -91,20 +162,16 @@ static int datadog_export(struct sw_exporter *self, const struct sw_export_batch
 			batch->combined_len, EXPORT_MAX_PROFILE_BYTES);
 		return -EMSGSIZE;
 	}
-	uint8_t random[16];
-	if (!rt_random_bytes(random, sizeof(random)))
-		rt_memcpy(random, &batch->end_ns, sizeof(batch->end_ns));
-	char boundary[40];
-	size_t bl = rt_strlcpy(boundary, "stowaway", sizeof(boundary));
-	for (size_t i = 0; i < sizeof(random) && bl + 2 < sizeof(boundary); i++)
-		bl += rt_snprintf(boundary + bl, sizeof(boundary) - bl, "%02x", random[i]);
+	char boundary[EXPORT_BOUNDARY_MAX];
+	export_make_boundary(boundary, sizeof(boundary), batch->end_ns);
 
 	struct rt_buf head = {0}, tail = {0}, headers = {0};
 	rt_buf_appendf(&head,
 		       "--%s\r\nContent-Disposition: form-data; name=\"event\"; "
 		       "filename=\"event.json\"\r\nContent-Type: application/json\r\n\r\n",
 		       boundary);
-	export_datadog_event_json(st->cfg, st->host, batch, &head);
+	struct export_datadog_info info = {st->start_time, st->kernel};
+	export_datadog_event_json(st->cfg, st->host, &info, batch, &head);
 	rt_buf_appendf(&head,
 		       "\r\n--%s\r\nContent-Disposition: form-data; name=\"profile.pprof\"; "
 		       "filename=\"profile.pprof\"\r\nContent-Type: application/octet-stream\r\n\r\n",
@@ -124,8 +191,7 @@ static int datadog_export(struct sw_exporter *self, const struct sw_export_batch
 		struct http_request req = {
 			.url = &st->url,
 			.tls = st->tls,
-			.target = st->agentless ? (st->url.path[0] ? st->url.path : "/")
-						: AGENT_PATH,
+			.target = st->target,
 			.headers = (const char *)headers.data,
 			.body = body,
 			.n_body = RT_ARRAY_LEN(body),
@@ -159,6 +225,10 @@ static bool build_headers(struct datadog_state *st)
 		       STOWAWAY_VERSION, STOWAWAY_VERSION);
 	if (st->container_id[0])
 		rt_buf_appendf(&h, "Datadog-Container-ID: %s\r\n", st->container_id);
+	if (st->entity_id[0])
+		rt_buf_appendf(&h, "Datadog-Entity-ID: %s\r\n", st->entity_id);
+	if (st->external_env[0])
+		rt_buf_appendf(&h, "Datadog-External-Env: %s\r\n", st->external_env);
 	if (st->agentless)
 		rt_buf_appendf(&h, "DD-API-KEY: %s\r\n", st->cfg->api_key);
 	rt_buf_append_byte(&h, 0);
@@ -219,6 +289,24 @@ static bool choose_endpoint(const struct sw_config *cfg, struct datadog_state *s
 	return true;
 }
 
+/* Once per process: DD_API_KEY alone used to select the intake. */
+static void notice_api_key_change(const struct sw_config *cfg)
+{
+	static atomic_int logged;
+	if (!cfg->api_key_ignored_for_agent || atomic_exchange(&logged, 1))
+		return;
+	if (cfg->agent_enabled)
+		rt_warn("DD_API_KEY is set but DD_PROFILING_AGENTLESS is not true: profiles go to "
+			"the agent at %s, as Datadog's tracers do (earlier stowaway versions sent "
+			"them to the intake); set DD_PROFILING_AGENTLESS=true to upload without an "
+			"agent",
+			cfg->agent_url);
+	else
+		rt_warn("DD_API_KEY is set but DD_PROFILING_AGENTLESS is not true: profiles are "
+			"not sent to Datadog (earlier stowaway versions sent them to the intake); "
+			"set DD_PROFILING_AGENTLESS=true to upload without an agent");
+}
+
 struct sw_exporter *export_datadog_create(const struct sw_config *cfg)
 {
 	struct sw_exporter *ex = rt_calloc(1, sizeof(*ex));
@@ -235,6 +323,7 @@ struct sw_exporter *export_datadog_create(const struct sw_config *cfg)
 	ex->export_batch = datadog_export;
 	ex->destroy = datadog_destroy;
 	ex->state = st;
+	notice_api_key_change(cfg);
 	if (!choose_endpoint(cfg, st)) {
 		datadog_destroy(ex);
 		return NULL;
@@ -252,8 +341,39 @@ struct sw_exporter *export_datadog_create(const struct sw_config *cfg)
 		rt_strlcpy(st->host, uts.nodename, sizeof(st->host));
 	if (!header_safe(st->host))
 		st->host[0] = '\0';
-	if (!export_container_id_read(st->container_id, sizeof(st->container_id)))
+	if (!export_container_id_read(cfg->cgroup_file, st->container_id, sizeof(st->container_id)))
 		st->container_id[0] = '\0';
+	if (!export_entity_id_read(cfg->cgroup_file, cfg->cgroup_mount, st->entity_id,
+				   sizeof(st->entity_id)))
+		st->entity_id[0] = '\0';
+	if (header_safe(cfg->external_env))
+		rt_strlcpy(st->external_env, cfg->external_env, sizeof(st->external_env));
+	else
+		rt_warn("datadog: DD_EXTERNAL_ENV contains control characters: not sent");
+	{
+		struct rt_buf t = {0};
+		export_append_rfc3339_ns(&t, rt_realtime_ns());
+		if (!t.failed && t.len < sizeof(st->start_time)) {
+			rt_memcpy(st->start_time, t.data, t.len);
+			st->start_time[t.len] = '\0';
+		}
+		rt_buf_free(&t);
+	}
+	if (sys_uname(&uts) == 0)
+		rt_snprintf(st->kernel, sizeof(st->kernel), "%s %s %s", uts.sysname, uts.release,
+			    uts.version);
+	if (!header_safe(st->kernel))
+		st->kernel[0] = '\0';
+	if (st->agentless) {
+		rt_strlcpy(st->target, st->url.path[0] ? st->url.path : "/", sizeof(st->target));
+	} else {
+		/* A path in DD_TRACE_AGENT_URL is kept as a prefix, as dd-trace does. */
+		size_t plen = st->url.scheme == EXPORT_URL_UNIX ? 0 : rt_strlen(st->url.path);
+		while (plen > 0 && st->url.path[plen - 1] == '/')
+			plen--;
+		rt_snprintf(st->target, sizeof(st->target), "%.*s" AGENT_PATH, (int)plen,
+			    st->url.path);
+	}
 	if (!build_headers(st)) {
 		rt_error("datadog: out of memory");
 		datadog_destroy(ex);

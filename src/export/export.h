@@ -20,6 +20,21 @@ struct sw_export_item {
 	size_t len;
 };
 
+/* One profile as Pyroscope files it (encode/pyroscope.h). */
+struct sw_export_pyro_item {
+	enum sw_kind kind;
+	const char *series;             /* process_cpu, wall, memory, mutex, block, ... */
+	const char *sample_type_config; /* JSON sent with a multipart upload, or NULL */
+	const uint8_t *gz;
+	size_t len;
+};
+
+struct sw_endpoint_count {
+	const char *name;
+	uint64_t count;
+};
+#define SW_MAX_ENDPOINT_COUNTS 256
+
 struct sw_export_batch {
 	uint64_t start_ns;  /* CLOCK_REALTIME, start of the period */
 	uint64_t end_ns;    /* CLOCK_REALTIME, end of the period */
@@ -33,6 +48,15 @@ struct sw_export_batch {
 	const uint8_t *combined_gz;
 	size_t combined_len;
 	bool final;         /* the flush at process exit */
+	/* Pyroscope's profiles (only when a Pyroscope exporter is configured). */
+	const struct sw_export_pyro_item *pyro_items;
+	size_t n_pyro_items;
+	/* Requests per trace endpoint in this period (Datadog's endpoint_counts). */
+	const struct sw_endpoint_count *endpoint_counts;
+	size_t n_endpoint_counts;
+	/* Tags of an out-of-period export ("k:v,k:v", e.g. a memory trigger),
+	 * added to the backend's tags; NULL for a periodic export. */
+	const char *tags;
 	/* The period as one OTLP ExportProfilesServiceRequest (uncompressed),
 	 * only when an OTLP exporter is configured (encode/otlp.h). */
 	const uint8_t *otlp_request;
@@ -53,5 +77,10 @@ struct sw_exporter {
 struct sw_exporter *export_file_create(const struct sw_config *cfg);
 struct sw_exporter *export_datadog_create(const struct sw_config *cfg);
 struct sw_exporter *export_pyroscope_create(const struct sw_config *cfg);
+
+/* How many labels the Pyroscope application name carries (service_name and
+ * the other series labels the server adds included), so that sample labels
+ * stay within the server's labels-per-series limit. */
+uint32_t export_pyroscope_series_labels(const struct sw_config *cfg);
 
 #endif

@@ -2,6 +2,7 @@
  * See export.h and pyroscope.h. */
 #include "export/pyroscope.h"
 
+#include "encode/pyroscope.h"
 #include "export/export.h"
 #include "export/text.h"
 #include "export/tls.h"
@@ -18,33 +19,88 @@ struct pyroscope_state {
 	struct export_upload_log log;
 };
 
-static bool label_char_ok(char c)
+/* Bytes a label value keeps in the application name: the name parser ends
+ * a value at ',' or '}' and trims spaces, and 1.x wants UTF-8. */
+static bool value_char_ok(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 	       c == '_' || c == '.' || c == '-' || c == '/' || c == ':';
 }
 
-static void append_label_text(struct rt_buf *b, const char *s, size_t n, bool is_key)
+static bool is_builtin_key(const struct sw_config *cfg, const char *key, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		/* Keys are identifiers: no '-', '/' or ':' there. */
-		bool ok = label_char_ok(c) && !(is_key && (c == '-' || c == '/' || c == ':'));
-		rt_buf_append_byte(b, ok ? (uint8_t)c : '_');
-	}
+	return (n == 3 && rt_memcmp(key, "env", 3) == 0 && cfg->env[0]) ||
+	       (n == 7 && rt_memcmp(key, "version", 7) == 0 && cfg->version[0]);
 }
 
-static void append_label(struct rt_buf *b, bool *first, const char *key, size_t key_len,
-			 const char *value, size_t value_len)
+/* Calls fn for each application label: env, version, then DD_TAGS entries
+ * (not those that repeat env or version when those are set). */
+static uint32_t for_each_app_label(const struct sw_config *cfg,
+				   void (*fn)(void *ctx, const char *k, size_t kn, const char *v,
+					      size_t vn),
+				   void *ctx)
 {
-	if (key_len == 0 || value_len == 0)
+	uint32_t n = 0;
+	if (cfg->env[0]) {
+		fn(ctx, "env", 3, cfg->env, rt_strlen(cfg->env));
+		n++;
+	}
+	if (cfg->version[0]) {
+		fn(ctx, "version", 7, cfg->version, rt_strlen(cfg->version));
+		n++;
+	}
+	/* DD_TAGS is normalised to "k:v,k:v". */
+	const char *t = cfg->tags;
+	for (size_t guard = 0; *t && guard < SW_CFG_TAGS; guard++) {
+		const char *end = rt_strchr(t, ',');
+		size_t len = end ? (size_t)(end - t) : rt_strlen(t);
+		const char *colon = rt_memchr(t, ':', len);
+		if (colon && colon > t && (size_t)(colon - t) + 1 < len &&
+		    !is_builtin_key(cfg, t, (size_t)(colon - t))) {
+			fn(ctx, t, (size_t)(colon - t), colon + 1, len - (size_t)(colon - t) - 1);
+			n++;
+		}
+		t += len + (end ? 1 : 0);
+	}
+	return n;
+}
+
+struct name_ctx {
+	struct rt_buf *b;
+	bool first;
+};
+
+static void append_app_label(void *ctx, const char *k, size_t kn, const char *v, size_t vn)
+{
+	struct name_ctx *c = ctx;
+	char key[128];
+	if (pyro_label_name(k, kn, key, sizeof(key)) == 0)
 		return;
-	if (!*first)
-		rt_buf_append_byte(b, ',');
-	*first = false;
-	append_label_text(b, key, key_len, true);
-	rt_buf_append_byte(b, '=');
-	append_label_text(b, value, value_len, false);
+	if (!c->first)
+		rt_buf_append_byte(c->b, ',');
+	c->first = false;
+	rt_buf_append_str(c->b, key);
+	rt_buf_append_byte(c->b, '=');
+	for (size_t i = 0; i < vn && i < 2048; i++)
+		rt_buf_append_byte(c->b, value_char_ok(v[i]) ? (uint8_t)v[i] : '_');
+}
+
+static void count_label(void *ctx, const char *k, size_t kn, const char *v, size_t vn)
+{
+	RT_UNUSED(ctx);
+	RT_UNUSED(k);
+	RT_UNUSED(kn);
+	RT_UNUSED(v);
+	RT_UNUSED(vn);
+}
+
+/* __name__, __delta__, pyroscope_spy and service_name from the ingest
+ * handler, and the profile-type labels the distributor adds. */
+#define SERVER_SERIES_LABELS 9u
+
+uint32_t export_pyroscope_series_labels(const struct sw_config *cfg)
+{
+	return SERVER_SERIES_LABELS + for_each_app_label(cfg, count_label, NULL);
 }
 
 void export_pyroscope_target(const struct sw_config *cfg, const char *path_prefix,
@@ -53,22 +109,12 @@ void export_pyroscope_target(const struct sw_config *cfg, const char *path_prefi
 {
 	/* The application name with its labels, before URL encoding. */
 	struct rt_buf name = {0};
-	append_label_text(&name, cfg->service, rt_strlen(cfg->service), false);
+	char service[SW_CFG_STR];
+	pyro_service_name(cfg->service, service, sizeof(service));
+	rt_buf_append_str(&name, service);
 	rt_buf_append_byte(&name, '{');
-	bool first = true;
-	append_label(&name, &first, "env", 3, cfg->env, rt_strlen(cfg->env));
-	append_label(&name, &first, "version", 7, cfg->version, rt_strlen(cfg->version));
-	/* DD_TAGS is normalised to "k:v,k:v". */
-	const char *t = cfg->tags;
-	for (size_t guard = 0; *t && guard < SW_CFG_TAGS; guard++) {
-		const char *end = rt_strchr(t, ',');
-		size_t len = end ? (size_t)(end - t) : rt_strlen(t);
-		const char *colon = rt_memchr(t, ':', len);
-		if (colon)
-			append_label(&name, &first, t, (size_t)(colon - t), colon + 1,
-				     len - (size_t)(colon - t) - 1);
-		t += len + (end ? 1 : 0);
-	}
+	struct name_ctx c = {&name, true};
+	(void)for_each_app_label(cfg, append_app_label, &c);
 	rt_buf_append_byte(&name, '}');
 
 	size_t prefix_len = rt_strlen(path_prefix);
@@ -88,42 +134,69 @@ void export_pyroscope_target(const struct sw_config *cfg, const char *path_prefi
 		rt_buf_appendf(out, "&sampleRate=%u", cfg->cpu_hz);
 }
 
+static int upload_one(struct pyroscope_state *st, const struct sw_export_batch *batch,
+		      const struct sw_export_pyro_item *item, uint64_t deadline_ns)
+{
+	struct rt_buf target = {0}, headers = {0}, head = {0}, tail = {0};
+	export_pyroscope_target(st->cfg, st->url.path, item->kind, batch->start_ns, batch->end_ns,
+				&target);
+	rt_buf_append_byte(&target, 0);
+	rt_buf_append_str(&headers, st->headers);
+	struct http_segment body[3];
+	size_t n_body = 0;
+	if (item->sample_type_config) {
+		/* The form pyroscope-go sends: the profile and how to name its types. */
+		char boundary[EXPORT_BOUNDARY_MAX];
+		export_make_boundary(boundary, sizeof(boundary), batch->end_ns);
+		rt_buf_appendf(&head,
+			       "--%s\r\nContent-Disposition: form-data; name=\"profile\"; "
+			       "filename=\"profile.pprof\"\r\nContent-Type: application/octet-stream"
+			       "\r\n\r\n",
+			       boundary);
+		rt_buf_appendf(&tail,
+			       "\r\n--%s\r\nContent-Disposition: form-data; name=\"sample_type_config\"; "
+			       "filename=\"sample_type_config.json\"\r\nContent-Type: "
+			       "application/octet-stream\r\n\r\n%s\r\n--%s--\r\n",
+			       boundary, item->sample_type_config, boundary);
+		rt_buf_appendf(&headers, "Content-Type: multipart/form-data; boundary=%s\r\n",
+			       boundary);
+		body[n_body++] = (struct http_segment){head.data, head.len};
+		body[n_body++] = (struct http_segment){item->gz, item->len};
+		body[n_body++] = (struct http_segment){tail.data, tail.len};
+	} else {
+		rt_buf_append_str(&headers, "Content-Type: application/octet-stream\r\n");
+		body[n_body++] = (struct http_segment){item->gz, item->len};
+	}
+	rt_buf_append_byte(&headers, 0);
+	int rc = -ENOMEM;
+	if (!target.failed && !headers.failed && !head.failed && !tail.failed) {
+		struct http_request req = {
+			.url = &st->url,
+			.tls = st->tls,
+			.target = (const char *)target.data,
+			.headers = (const char *)headers.data,
+			.body = body,
+			.n_body = n_body,
+		};
+		rc = export_upload(&st->log, &req, st->cfg->http_timeout_ms, deadline_ns, NULL);
+	}
+	rt_buf_free(&target);
+	rt_buf_free(&headers);
+	rt_buf_free(&head);
+	rt_buf_free(&tail);
+	return rc;
+}
+
 static int pyroscope_export(struct sw_exporter *self, const struct sw_export_batch *batch,
 			    uint64_t deadline_ns)
 {
 	struct pyroscope_state *st = self->state;
 	int result = 0;
-	for (size_t i = 0; i < batch->n_items; i++) {
-		const struct sw_export_item *item = &batch->items[i];
+	for (size_t i = 0; i < batch->n_pyro_items; i++) {
+		const struct sw_export_pyro_item *item = &batch->pyro_items[i];
 		if (!item->gz || item->len == 0)
 			continue;
-		if (item->len > EXPORT_MAX_PROFILE_BYTES) {
-			rt_warn("pyroscope: %s profile of %zu bytes is over the %u byte limit: "
-				"dropped",
-				sw_kind_name(item->kind), item->len, EXPORT_MAX_PROFILE_BYTES);
-			result = -EMSGSIZE;
-			continue;
-		}
-		struct rt_buf target = {0};
-		export_pyroscope_target(st->cfg, st->url.path, item->kind, batch->start_ns,
-					batch->end_ns, &target);
-		rt_buf_append_byte(&target, 0);
-		if (target.failed) {
-			rt_buf_free(&target);
-			result = -ENOMEM;
-			continue;
-		}
-		struct http_segment body = {item->gz, item->len};
-		struct http_request req = {
-			.url = &st->url,
-			.tls = st->tls,
-			.target = (const char *)target.data,
-			.headers = st->headers,
-			.body = &body,
-			.n_body = 1,
-		};
-		int rc = export_upload(&st->log, &req, st->cfg->http_timeout_ms, deadline_ns, NULL);
-		rt_buf_free(&target);
+		int rc = upload_one(st, batch, item, deadline_ns);
 		if (rc < 0)
 			result = rc;
 		if (rc == -ETIMEDOUT && rt_monotonic_ns() >= deadline_ns)
@@ -162,8 +235,7 @@ static bool build_headers(struct pyroscope_state *st)
 		return false;
 	}
 	struct rt_buf h = {0};
-	rt_buf_appendf(&h, "User-Agent: stowaway/%s\r\nContent-Type: application/octet-stream\r\n",
-		       STOWAWAY_VERSION);
+	rt_buf_appendf(&h, "User-Agent: stowaway/%s\r\n", STOWAWAY_VERSION);
 	if (cfg->pyroscope_token[0]) {
 		rt_buf_appendf(&h, "Authorization: Bearer %s\r\n", cfg->pyroscope_token);
 	} else if (cfg->pyroscope_basic_auth[0]) {

@@ -113,3 +113,15 @@ void export_append_base64(struct rt_buf *b, const uint8_t *p, size_t n)
 		rt_buf_append(b, out, sizeof(out));
 	}
 }
+
+void export_make_boundary(char *out, size_t cap, uint64_t fallback)
+{
+	uint8_t random[16];
+	if (!rt_random_bytes(random, sizeof(random))) {
+		rt_memset(random, 0, sizeof(random));
+		rt_memcpy(random, &fallback, sizeof(fallback));
+	}
+	size_t bl = rt_strlcpy(out, "stowaway", cap);
+	for (size_t i = 0; i < sizeof(random) && bl + 2 < cap; i++)
+		bl += (size_t)rt_snprintf(out + bl, cap - bl, "%02x", random[i]);
+}

@@ -32,6 +32,12 @@ void export_append_json_escaped(struct rt_buf *b, const char *s, size_t n);
 /* Percent-encodes every byte except RFC 3986 unreserved characters. */
 void export_append_url_encoded(struct rt_buf *b, const char *s, size_t n);
 
+/* A multipart/form-data boundary: "stowaway" and 32 random hex digits
+ * (from `fallback` when no random bytes can be read), NUL-terminated in
+ * out (cap >= EXPORT_BOUNDARY_MAX). */
+#define EXPORT_BOUNDARY_MAX 41
+void export_make_boundary(char *out, size_t cap, uint64_t fallback);
+
 /* Standard base64 with padding. */
 void export_append_base64(struct rt_buf *b, const uint8_t *p, size_t n);
 

@@ -44,6 +44,8 @@ BENCHES += $(BUILD)/bench/bench_encode
 # Fuzzer: recorder + encoder, output judged by the protoc-c decoder.
 FUZZERS += $(BUILD)/fuzz/fuzz_pprof_encode
 PPROF_FUZZ_SRC := src/profile/profile.c src/profile/htab.c src/encode/pb.c src/encode/pprof.c \
+	src/encode/pyroscope.c \
+	$(sort $(wildcard src/demangle/*.c)) \
 	$(filter src/rt/%,$(CORE_SRC))
 $(BUILD)/fuzz/fuzz_pprof_encode: tests/fuzz/fuzz_pprof_encode.c $(PPROF_FUZZ_SRC) $(PROFILE_PB_C) $(PROFILE_PB_H)
 	@mkdir -p $(dir $@)

@@ -105,6 +105,8 @@ const char *sw_synthetic_frame_name(uint64_t pc)
 		return "[truncated]";
 	case SW_PC_OVERFLOW:
 		return "[overflow]";
+	case SW_PC_TRIMMED:
+		return "[trimmed]";
 	default:
 		return pc < SW_PC_SYNTHETIC_LIMIT ? "[unknown]" : NULL;
 	}
@@ -212,6 +214,8 @@ struct profile {
 	bool overflow_used;
 	uint64_t overflowed_adds;
 	uint64_t dropped_labels;
+	uint32_t timeline_samples;
+	uint64_t timeline_dropped;
 
 	uint64_t start_ns, end_ns;
 };
@@ -631,6 +635,13 @@ enum profile_add_result profile_add(struct profile *p, const struct sw_sample *s
 		p->dropped_labels += n_labels - SW_MAX_LABELS;
 		n_labels = SW_MAX_LABELS;
 	}
+	bool timestamped = false;
+	if (add_mask & p->lim.timeline_slots) {
+		if (p->timeline_samples < p->lim.max_timeline_samples && n_labels < SW_MAX_LABELS)
+			timestamped = true;
+		else
+			p->timeline_dropped++;
+	}
 	struct label_in in[SW_MAX_LABELS];
 	for (uint32_t i = 0; i < n_labels; i++) {
 		const struct sw_label *l = &s->labels[i];
@@ -646,6 +657,18 @@ enum profile_add_result profile_add(struct profile *p, const struct sw_sample *s
 		in[i].key_len = (uint32_t)rt_strnlen(in[i].key, UINT32_MAX / 2);
 		in[i].str_len = (uint32_t)rt_strnlen(in[i].str, UINT32_MAX / 2);
 		in[i].unit_len = (uint32_t)rt_strnlen(in[i].unit, UINT32_MAX / 2);
+	}
+	if (timestamped) {
+		uint64_t now = rt_realtime_ns();
+		in[n_labels] = (struct label_in){
+			.key = SW_LABEL_END_TIMESTAMP,
+			.key_len = sizeof(SW_LABEL_END_TIMESTAMP) - 1,
+			.str = "",
+			.unit = "",
+			.is_num = true,
+			.num = (int64_t)(now < p->start_ns ? p->start_ns : now),
+		};
+		n_labels++;
 	}
 
 	/* The stack key: cut to max_depth with a "[truncated]" tail; an empty
@@ -692,6 +715,8 @@ enum profile_add_result profile_add(struct profile *p, const struct sw_sample *s
 	struct sample_key k = {p, stack_id, n_labels, labels};
 	if (!sample_insert(p, &k, sample_key_hash(&k), add_mask, add))
 		return add_to_overflow(p, add);
+	if (timestamped)
+		p->timeline_samples++;
 	return PROFILE_ADD_OK;
 }
 
@@ -705,6 +730,8 @@ void profile_get_stats(const struct profile *p, struct profile_stats *out)
 	out->string_bytes = p->string_bytes;
 	out->overflowed_adds = p->overflowed_adds;
 	out->dropped_labels = p->dropped_labels;
+	out->timeline_samples = p->timeline_samples;
+	out->timeline_dropped = p->timeline_dropped;
 	out->memory_bytes = sizeof(*p) + p->arena.total +
 			    (uint64_t)p->cap_strings * sizeof(*p->strings) +
 			    (uint64_t)p->cap_stacks * sizeof(*p->stacks) +

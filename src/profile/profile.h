@@ -59,6 +59,7 @@ enum sw_value_slot sw_kind_main_slot(enum sw_kind kind);
 #define SW_PC_UNKNOWN 1   /* "[unknown]": the unwinder found no frame at all */
 #define SW_PC_TRUNCATED 2 /* "[truncated]": the stack was cut at the frame limit */
 #define SW_PC_OVERFLOW 3  /* "[overflow]": the recorder's memory bound was exceeded */
+#define SW_PC_TRIMMED 4   /* "[trimmed]": small stacks merged to fit a server's limits */
 #define SW_PC_SYNTHETIC_LIMIT 16
 /* Name of a synthetic frame, or NULL when pc is a real address. */
 const char *sw_synthetic_frame_name(uint64_t pc);
@@ -74,6 +75,8 @@ const char *sw_synthetic_frame_name(uint64_t pc);
 #define SW_LABEL_TRACE_ID "trace_id"                   /* str, 32 hex digits (OpenTelemetry) */
 #define SW_LABEL_EXCEPTION_TYPE "exception type"       /* str */
 #define SW_LABEL_LOCK_NAME "lock name"                 /* str */
+/* Timeline: when the sample was recorded, nanoseconds since the epoch (num). */
+#define SW_LABEL_END_TIMESTAMP "end_timestamp_ns"
 
 /* A label as a collector passes it: str != NULL makes a string label,
  * otherwise num (with num_unit, NULL or "" for none) is used. */
@@ -110,6 +113,13 @@ struct profile_limits {
 	uint32_t max_string_bytes; /* interned label strings; default 1 MiB */
 	uint32_t max_frames;       /* frames stored over all distinct stacks; default 2 Mi */
 	uint32_t max_depth;        /* frames per stack, deeper ones are cut; default 1024 */
+	/* Timeline: a sample with a value in timeline_slots gets an
+	 * "end_timestamp_ns" label (CLOCK_REALTIME when it is added, never
+	 * before the profile's start), making it a sample of its own.  At most
+	 * max_timeline_samples such samples are stored per profile; later adds
+	 * aggregate without a timestamp (counted).  0: no timeline. */
+	uint32_t timeline_slots;
+	uint32_t max_timeline_samples;
 };
 #define PROFILE_DEFAULT_MAX_SAMPLES 65536u
 #define PROFILE_DEFAULT_MAX_STRING_BYTES (1u << 20)
@@ -141,6 +151,8 @@ struct profile_stats {
 	uint32_t string_bytes;    /* their bytes */
 	uint64_t overflowed_adds; /* adds merged into the overflow sample */
 	uint64_t dropped_labels;  /* labels beyond SW_MAX_LABELS */
+	uint32_t timeline_samples; /* samples stored with an end_timestamp_ns label */
+	uint64_t timeline_dropped; /* adds that got no timestamp (budget spent) */
 	uint64_t memory_bytes;    /* bytes this profile holds from rt_malloc */
 	uint64_t start_ns;        /* CLOCK_REALTIME */
 	uint64_t end_ns;          /* CLOCK_REALTIME; 0 while still recording */

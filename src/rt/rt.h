@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdatomic.h>
 
+#include "rt/arch.h"
+
 #define RT_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define RT_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define RT_MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -146,27 +148,9 @@ bool rt_sleep_ns(uint64_t ns);
 /* The thread pointer (x86_64 %fs:0, aarch64 tpidr_el0): unique per live
  * thread, read without a system call; the key of our per-thread tables
  * (we never use the host's TLS). */
-static inline uintptr_t rt_thread_pointer(void)
-{
-	uintptr_t tp;
-#if defined(__x86_64__)
-	__asm__("mov %%fs:0, %0" : "=r"(tp));
-#else
-	__asm__("mrs %0, tpidr_el0" : "=r"(tp));
-#endif
-	return tp;
-}
+static inline uintptr_t rt_thread_pointer(void) { return arch_thread_pointer(); }
 
-static inline uintptr_t rt_stack_pointer(void)
-{
-	uintptr_t sp;
-#if defined(__x86_64__)
-	__asm__ volatile("mov %%rsp, %0" : "=r"(sp));
-#else
-	__asm__ volatile("mov %0, sp" : "=r"(sp));
-#endif
-	return sp;
-}
+static inline uintptr_t rt_stack_pointer(void) { return arch_stack_pointer(); }
 
 /* ---- our signal handlers ---- */
 struct sys_sigaction;

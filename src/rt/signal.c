@@ -7,17 +7,9 @@
 #define SA_RESTART_FLAG 0x10000000
 
 /* Returns from our handlers.  The unwinder recognises these exact bytes
- * (the same as glibc's and musl's __restore_rt) as a signal frame. */
+ * (the same as the C libraries' or the vDSO's trampoline) as a signal frame. */
 extern void stowaway_sigreturn(void) __attribute__((visibility("hidden")));
-#if defined(__x86_64__)
-__asm__(".text\n.hidden stowaway_sigreturn\n.type stowaway_sigreturn,@function\n"
-	"stowaway_sigreturn:\n mov $15, %rax\n syscall\n"
-	".size stowaway_sigreturn, .-stowaway_sigreturn\n");
-#else
-__asm__(".text\n.hidden stowaway_sigreturn\n.type stowaway_sigreturn,%function\n"
-	"stowaway_sigreturn:\n mov x8, #139\n svc 0\n"
-	".size stowaway_sigreturn, .-stowaway_sigreturn\n");
-#endif
+__asm__(ARCH_SIGRETURN_ASM);
 
 long rt_signal_install(int sig, rt_signal_handler handler, struct sys_sigaction *previous)
 {

@@ -22,43 +22,17 @@
 
 #include "rt/rt.h"
 
-#if !defined(__x86_64__) && !defined(__aarch64__)
-#error "stowaway supports x86_64 and aarch64"
-#endif
+#include "rt/arch.h"
 
 /* True when a raw syscall result encodes an error. */
 #define SYS_IS_ERR(r) ((unsigned long)(r) > (unsigned long)-4096L)
 
-#if defined(__x86_64__)
+/* Only system calls that every supported architecture has (aarch64 has no
+ * open, fork, poll...: openat, clone, ppoll instead). */
 static inline long sys_call6(long n, long a, long b, long c, long d, long e, long f)
 {
-	long ret;
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	register long r9 __asm__("r9") = f;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	return ret;
+	return arch_syscall6(n, a, b, c, d, e, f);
 }
-#else
-static inline long sys_call6(long n, long a, long b, long c, long d, long e, long f)
-{
-	register long x8 __asm__("x8") = n;
-	register long x0 __asm__("x0") = a;
-	register long x1 __asm__("x1") = b;
-	register long x2 __asm__("x2") = c;
-	register long x3 __asm__("x3") = d;
-	register long x4 __asm__("x4") = e;
-	register long x5 __asm__("x5") = f;
-	__asm__ volatile("svc 0"
-			 : "+r"(x0)
-			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
-			 : "memory", "cc");
-	return x0;
-}
-#endif
 
 #define SYS0(n) sys_call6((n), 0, 0, 0, 0, 0, 0)
 #define SYS1(n, a) sys_call6((n), (long)(a), 0, 0, 0, 0, 0)

@@ -140,7 +140,7 @@ static void index_add_file(struct data_symbol_index *idx, const struct maps_entr
 		return;
 	struct elf_image img;
 	uint64_t bias;
-	if (elf_open(&img, f.data, f.size) && elf_load_bias(&img, e->start, e->offset, &bias))
+	if (elf_open(&img, f.data, f.size) && elf_load_bias(&img, e->start, e->offset, maps_elf_flags(e), &bias))
 		(void)data_symbols_add_image(idx, &img, bias);
 	maps_unmap_file(&f);
 }

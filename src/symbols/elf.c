@@ -11,6 +11,9 @@
 #ifndef STT_GNU_IFUNC
 #define STT_GNU_IFUNC 10
 #endif
+#ifndef SHT_GNU_VERSYM
+#define SHT_GNU_VERSYM 0x6fffffff
+#endif
 
 /* True when [off, off+len) lies inside the image. */
 static bool in_image(const struct elf_image *img, uint64_t off, uint64_t len)
@@ -80,6 +83,7 @@ bool elf_section_at(const struct elf_image *img, uint32_t i, struct elf_section 
 	out->type = sh.sh_type;
 	out->link = sh.sh_link;
 	out->entsize = sh.sh_entsize;
+	out->flags = sh.sh_flags;
 	return in_image(img, out->offset, out->size);
 }
 
@@ -186,23 +190,67 @@ bool elf_load_range(const struct elf_image *img, uint64_t *lo, uint64_t *hi)
 	return found;
 }
 
-bool elf_load_bias(const struct elf_image *img, uint64_t map_start, uint64_t map_offset,
-		   uint64_t *bias)
+uint32_t elf_load_segments(const struct elf_image *img, struct elf_load_segment *out, uint32_t cap)
 {
+	uint32_t n = 0;
 	for (uint32_t i = 0; i < img->phnum; i++) {
 		struct elf_segment seg;
-		if (!elf_segment_at(img, i, &seg) || seg.type != PT_LOAD)
+		if (!elf_segment_at(img, i, &seg) || seg.type != PT_LOAD ||
+		    seg.filesz > UINT64_MAX - seg.offset)
 			continue;
-		/* The mapping starts at the page containing p_offset. */
-		uint64_t page_off = seg.offset & ~(uint64_t)4095;
-		if (map_offset < page_off || seg.filesz > UINT64_MAX - seg.offset ||
-		    map_offset >= seg.offset + seg.filesz)
-			continue;
-		uint64_t link = seg.vaddr - seg.offset + map_offset;
-		*bias = map_start - link;
-		return true;
+		if (n < cap)
+			out[n] = (struct elf_load_segment){seg.offset, seg.vaddr, seg.filesz, seg.flags};
+		n++;
+	}
+	return n;
+}
+
+/* Largest page size a loader rounds segment offsets to (arm64 64 KiB pages). */
+#define LOAD_PAGE_MAX 65536u
+
+static bool segment_fits_prot(const struct elf_load_segment *s, uint32_t map_pf)
+{
+	if ((s->flags & PF_X) != (map_pf & PF_X))
+		return false;
+	return !(map_pf & PF_W) || (s->flags & PF_W);
+}
+
+bool elf_bias_of_mapping(const struct elf_load_segment *segs, uint32_t n, uint64_t map_start,
+			 uint64_t map_offset, uint32_t map_pf, uint64_t *bias)
+{
+	/* Pass 0: a segment mapped from exactly this page, permissions agreeing;
+	 * pass 1: a segment containing the offset, permissions agreeing;
+	 * pass 2: a segment containing the offset. */
+	for (int pass = 0; pass < 3; pass++) {
+		for (uint32_t i = 0; i < n; i++) {
+			const struct elf_load_segment *s = &segs[i];
+			bool ok;
+			if (pass == 0)
+				ok = (map_offset & 4095) == 0 && map_offset <= s->offset &&
+				     s->offset - map_offset < LOAD_PAGE_MAX &&
+				     ((s->vaddr - s->offset) & 4095) == 0 && segment_fits_prot(s, map_pf);
+			else
+				ok = map_offset >= (s->offset & ~(uint64_t)4095) &&
+				     map_offset < s->offset + s->filesz &&
+				     (pass == 2 || segment_fits_prot(s, map_pf));
+			if (!ok)
+				continue;
+			/* The mapping's first byte is file byte map_offset, link address
+			 * p_vaddr - (p_offset - map_offset). */
+			*bias = map_start - (s->vaddr - s->offset + map_offset);
+			return true;
+		}
 	}
 	return false;
+}
+
+bool elf_load_bias(const struct elf_image *img, uint64_t map_start, uint64_t map_offset,
+		   uint32_t map_pf, uint64_t *bias)
+{
+	struct elf_load_segment segs[32];
+	uint32_t n = elf_load_segments(img, segs, RT_ARRAY_LEN(segs));
+	return elf_bias_of_mapping(segs, RT_MIN(n, (uint32_t)RT_ARRAY_LEN(segs)), map_start,
+				   map_offset, map_pf, bias);
 }
 
 bool elf_vaddr_to_offset(const struct elf_image *img, uint64_t vaddr, uint64_t *offset)
@@ -267,6 +315,15 @@ bool elf_symbols_begin(const struct elf_image *img, uint32_t symtab_type,
 			return false;
 		it->count = it->symtab.size / sizeof(Elf64_Sym);
 		it->next = 1;
+		/* Symbol versions (.gnu.version) parallel .dynsym. */
+		for (uint32_t j = 1; symtab_type == SHT_DYNSYM && j < img->shnum; j++) {
+			struct elf_section v;
+			if (elf_section_at(img, j, &v) && v.type == SHT_GNU_VERSYM && v.link == i &&
+			    v.size / 2 >= it->count) {
+				it->versym = v;
+				break;
+			}
+		}
 		return true;
 	}
 	return false;
@@ -291,6 +348,11 @@ bool elf_symbols_next(struct elf_symbol_iter *it, struct elf_symbol *out)
 		out->size = sym.st_size;
 		out->name = name;
 		out->bind = ELF64_ST_BIND(sym.st_info);
+		out->hidden_version = false;
+		uint16_t ver;
+		if (it->versym.size > 0 &&
+		    copy_out(it->img, it->versym.offset + (it->next - 1) * 2, &ver, sizeof(ver)))
+			out->hidden_version = (ver & 0x8000) != 0;
 		return true;
 	}
 	return false;

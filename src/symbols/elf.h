@@ -35,6 +35,7 @@ struct elf_section {
 	uint32_t type;
 	uint32_t link;
 	uint64_t entsize;
+	uint64_t flags; /* SHF_* */
 };
 
 struct elf_segment {
@@ -61,11 +62,37 @@ bool elf_build_id_hex(const struct elf_image *img, char *hex, size_t cap);
  * false if there is no PT_LOAD. */
 bool elf_load_range(const struct elf_image *img, uint64_t *lo, uint64_t *hi);
 
-/* Load bias of a mapping: runtime address = link vaddr + bias, for a mapping
- * that starts at `map_start` and maps the file from `map_offset`.  Finds the
- * PT_LOAD containing that offset. */
+/* A PT_LOAD segment as the dynamic loader maps it (file bytes only). */
+struct elf_load_segment {
+	uint64_t offset, vaddr, filesz;
+	uint32_t flags; /* PF_R | PF_W | PF_X */
+};
+
+/* Copies up to `cap` PT_LOAD segments of img into out; returns how many
+ * there are (may exceed cap: only the first cap are written). */
+uint32_t elf_load_segments(const struct elf_image *img, struct elf_load_segment *out, uint32_t cap);
+
+/* Load bias (runtime address = link vaddr + bias) of a mapping that starts at
+ * `map_start`, maps the file from `map_offset`, with permissions `map_pf`
+ * (PF_R | PF_W | PF_X of the mapping as /proc/self/maps shows it).  The
+ * loader maps each PT_LOAD from its p_offset rounded down to a page (4 KiB
+ * to 64 KiB) at p_vaddr rounded down likewise, plus one bias for the whole
+ * object; any p_vaddr/p_offset relation is allowed (GNU ld, gold, lld, mold,
+ * huge-page-aligned and prelinked layouts), and one file page may belong to
+ * two segments (lld puts the start of the text segment on the page of the
+ * read-only one), so the segment is chosen by offset and executability (and
+ * writability when the mapping is writable; RELRO turns RW read-only).
+ * Falls back to the segment containing map_offset (a mapping split later by
+ * mprotect or munmap).  Executable mappings are placed exactly; a data
+ * mapping of a layout where two data segments share a file page (lld's RW
+ * and RELRO segments) cannot be told apart from the mapping alone: place
+ * such an object by the bias of its executable mapping. */
+bool elf_bias_of_mapping(const struct elf_load_segment *segs, uint32_t n, uint64_t map_start,
+			 uint64_t map_offset, uint32_t map_pf, uint64_t *bias);
+
+/* elf_bias_of_mapping over img's PT_LOAD segments. */
 bool elf_load_bias(const struct elf_image *img, uint64_t map_start, uint64_t map_offset,
-		   uint64_t *bias);
+		   uint32_t map_pf, uint64_t *bias);
 
 /* Translate a link-time vaddr into a file offset through PT_LOAD (file bytes only). */
 bool elf_vaddr_to_offset(const struct elf_image *img, uint64_t vaddr, uint64_t *offset);
@@ -80,6 +107,7 @@ struct elf_symbol {
 	uint64_t size;
 	const char *name; /* points into the image, terminated inside it */
 	uint8_t bind;     /* STB_* */
+	bool hidden_version; /* .dynsym: a non-default version (cfree@GLIBC_2.2.5, not @@) */
 };
 
 /* Iterates the defined function symbols (STT_FUNC, STT_GNU_IFUNC) of one
@@ -87,6 +115,7 @@ struct elf_symbol {
 struct elf_symbol_iter {
 	const struct elf_image *img;
 	struct elf_section symtab, strtab;
+	struct elf_section versym; /* size 0: none */
 	uint64_t next, count;
 };
 bool elf_symbols_begin(const struct elf_image *img, uint32_t symtab_type,

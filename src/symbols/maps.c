@@ -2,6 +2,8 @@
  *   start-end perms offset major:minor inode   path */
 #include "symbols/maps.h"
 
+#include <linux/elf.h>
+
 #include "rt/rt.h"
 #include "rt/sys.h"
 
@@ -141,4 +143,10 @@ bool maps_next(const char *text, size_t len, size_t *pos, struct maps_entry *out
 			return true;
 	}
 	return false;
+}
+
+uint32_t maps_elf_flags(const struct maps_entry *e)
+{
+	return ((e->perms & MAPS_PERM_READ) ? PF_R : 0u) | ((e->perms & MAPS_PERM_WRITE) ? PF_W : 0u) |
+	       ((e->perms & MAPS_PERM_EXEC) ? PF_X : 0u);
 }

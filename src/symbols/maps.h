@@ -46,4 +46,8 @@ bool maps_parse_line(const char *line, size_t len, struct maps_entry *out);
  * Returns false at the end; malformed lines are skipped. */
 bool maps_next(const char *text, size_t len, size_t *pos, struct maps_entry *out);
 
+/* The entry's permissions as ELF segment flags (PF_R | PF_W | PF_X), for
+ * elf_load_bias(). */
+uint32_t maps_elf_flags(const struct maps_entry *e);
+
 #endif

@@ -4,18 +4,22 @@
 #include <linux/elf-em.h>
 #include <linux/elf.h>
 
+#include "rt/host.h"
 #include "rt/rt.h"
 #include "rt/sys.h"
+#include "symbols/debuginfo.h"
 #include "symbols/elf.h"
 #include "symbols/maps.h"
 #include "unwind/cfi.h"
 #include "unwind/unwind.h"
 
+/* PT_LOAD segments kept per module to place its other mappings. */
+#define MODULE_MAX_SEGMENTS 16u
 
 struct sym_func {
 	uint64_t start, size; /* link-time */
 	uint32_t name;        /* offset into module names */
-	uint8_t bind;
+	uint32_t pref;        /* among aliases of one address, the highest is shown */
 };
 
 struct sym_module {
@@ -23,14 +27,20 @@ struct sym_module {
 	char *path;
 	uint32_t dev_major, dev_minor;
 	uint64_t inode;
-	uint64_t load_key; /* mapping start - file offset: one load of the file */
-	uint64_t bias;
+	uint64_t load_key; /* mapping start - file offset, for modules without segments */
+	uint64_t bias;     /* one load of the file: mappings with the same bias */
+	struct elf_load_segment segs[MODULE_MAX_SEGMENTS];
+	uint32_t nsegs;
 	char build_id[ELF_BUILD_ID_HEX_CAP];
 	struct sym_func *funcs;
 	uint32_t nfuncs;
 	char *names;
 	struct cfi_table *cfi;
 	uint64_t seen_generation;
+	struct debug_ref debug_ref; /* where its DWARF is */
+	struct debuginfo *debug;    /* opened on first resolve, NULL if none */
+	bool debug_tried;
+	bool own; /* the profiler's own shared object */
 };
 
 struct sym_mapping {
@@ -45,6 +55,9 @@ static struct sym_mapping *mappings;       /* executable mappings, sorted */
 static uint32_t nmappings;
 static uint64_t generation;
 static uint64_t last_maps_hash;
+static char debug_dirs[1024];
+static size_t dwarf_budget = (size_t)64 << 20;
+static bool over_budget_said;
 
 static uint64_t fnv1a(const uint8_t *p, size_t n)
 {
@@ -63,10 +76,8 @@ static bool func_before(const void *pa, const void *pb)
 	const struct sym_func *a = pa, *b = pb;
 	if (a->start != b->start)
 		return a->start < b->start;
-	/* Among aliases the preferred one sorts last: global, then weak, then local. */
-	int ra = a->bind == STB_GLOBAL ? 2 : a->bind == STB_WEAK ? 1 : 0;
-	int rb = b->bind == STB_GLOBAL ? 2 : b->bind == STB_WEAK ? 1 : 0;
-	return ra < rb;
+	/* Among aliases the preferred one sorts last. */
+	return a->pref < b->pref;
 }
 
 
@@ -76,6 +87,21 @@ struct func_collector {
 	struct rt_buf names;
 	bool failed;
 };
+
+/* Which of several names of one address a person knows: global over weak
+ * over local, the default symbol version over an old one (free, not
+ * cfree@GLIBC_2.2.5), then fewer leading underscores (malloc, not
+ * __libc_malloc), then the shorter name. */
+static uint32_t alias_preference(const struct elf_symbol *sym, const char *name)
+{
+	uint32_t bind = sym->bind == STB_GLOBAL ? 2u : sym->bind == STB_WEAK ? 1u : 0u;
+	uint32_t underscores = 0;
+	while (underscores < 15 && name[underscores] == '_')
+		underscores++;
+	size_t len = rt_strlen(name);
+	uint32_t shortness = len >= 255 ? 0u : (uint32_t)(255 - len);
+	return bind << 24 | (sym->hidden_version ? 0u : 1u) << 23 | (15u - underscores) << 8 | shortness;
+}
 
 static void collect_symtab(const struct elf_image *img, uint32_t type, struct func_collector *fc)
 {
@@ -100,12 +126,16 @@ static void collect_symtab(const struct elf_image *img, uint32_t type, struct fu
 			fc->funcs = nf;
 			fc->cap = ncap;
 		}
+		const char *name = sym.name;
+		/* glibc's internal aliases: __GI_free is free. */
+		if (rt_starts_with(name, "__GI_") && name[5] != 0)
+			name += 5;
 		struct sym_func *f = &fc->funcs[fc->n++];
 		f->start = sym.value;
 		f->size = sym.size;
-		f->bind = sym.bind;
+		f->pref = alias_preference(&sym, name);
 		f->name = (uint32_t)fc->names.len;
-		rt_buf_append(&fc->names, sym.name, rt_strlen(sym.name) + 1);
+		rt_buf_append(&fc->names, name, rt_strlen(name) + 1);
 	}
 }
 
@@ -163,20 +193,20 @@ static void load_from_image(struct sym_module *m, const struct elf_image *img,
 	struct elf_section eh;
 	if (!elf_build_id_hex(img, m->build_id, sizeof(m->build_id)))
 		m->build_id[0] = 0;
-	if (!elf_load_bias(img, e->start, e->offset, &m->bias))
+	uint32_t n = elf_load_segments(img, m->segs, MODULE_MAX_SEGMENTS);
+	m->nsegs = RT_MIN(n, MODULE_MAX_SEGMENTS);
+	if (!elf_bias_of_mapping(m->segs, m->nsegs, e->start, e->offset, maps_elf_flags(e), &m->bias)) {
+		m->nsegs = 0;
 		return;
+	}
 	load_functions(m, img);
-	/* The CFI interpreter models x86_64 registers; elsewhere frame pointers. */
-	if (img->machine == EM_X86_64 && elf_eh_frame(img, &eh) && elf_load_range(img, &lo, &hi) && hi > lo &&
+	if (m->path[0] == '/')
+		debug_ref_read(img, &m->debug_ref);
+	/* CFI of the architecture we were built for (its register numbers). */
+	if (img->machine == ARCH_ELF_MACHINE && elf_eh_frame(img, &eh) && elf_load_range(img, &lo, &hi) && hi > lo &&
 	    hi - lo <= UINT32_MAX)
 		m->cfi = cfi_table_build(img->data + eh.offset, (size_t)eh.size, eh.addr, lo, hi - lo);
 }
-
-#if defined(__x86_64__)
-#define VDSO_CLOCK_GETTIME "__vdso_clock_gettime"
-#else
-#define VDSO_CLOCK_GETTIME "__kernel_clock_gettime"
-#endif
 
 /* Hands the vDSO's clock_gettime to rt (cheap clock reads everywhere), if
  * its address lies inside the vDSO mapping `e`. */
@@ -185,10 +215,10 @@ static void vdso_clock_install(const struct elf_image *img, const struct maps_en
 	struct elf_symbol_iter it;
 	struct elf_symbol sym;
 	uint64_t bias;
-	if (!elf_load_bias(img, e->start, e->offset, &bias) || !elf_symbols_begin(img, SHT_DYNSYM, &it))
+	if (!elf_load_bias(img, e->start, e->offset, maps_elf_flags(e), &bias) || !elf_symbols_begin(img, SHT_DYNSYM, &it))
 		return;
 	while (elf_symbols_next(&it, &sym)) {
-		if (rt_streq(sym.name, VDSO_CLOCK_GETTIME)) {
+		if (rt_streq(sym.name, ARCH_VDSO_CLOCK_GETTIME)) {
 			uint64_t at = sym.value + bias;
 			if (at >= e->start && at < e->end)
 				(void)rt_clock_use_vdso((uintptr_t)at);
@@ -214,6 +244,7 @@ static void module_free(struct sym_module *m)
 	rt_free(m->funcs);
 	rt_free(m->names);
 	cfi_table_free(m->cfi);
+	debuginfo_free(m->debug);
 	rt_free(m);
 }
 
@@ -249,12 +280,21 @@ static struct sym_module *module_create(const struct maps_entry *e)
 	return m;
 }
 
+/* The module of mapping e: same file and, placed by the module's program
+ * headers, the same load bias (lld maps one file at a different
+ * address - offset per segment, so that difference does not identify a load). */
 static struct sym_module *module_find(const struct maps_entry *e)
 {
 	for (struct sym_module *m = modules; m != NULL; m = m->next) {
-		if (m->inode == e->inode && m->dev_major == e->dev_major &&
-		    m->dev_minor == e->dev_minor && m->load_key == e->start - e->offset &&
-		    rt_strlen(m->path) == e->path_len && rt_memcmp(m->path, e->path, e->path_len) == 0)
+		if (m->inode != e->inode || m->dev_major != e->dev_major ||
+		    m->dev_minor != e->dev_minor || rt_strlen(m->path) != e->path_len ||
+		    rt_memcmp(m->path, e->path, e->path_len) != 0)
+			continue;
+		uint64_t bias;
+		if (m->nsegs > 0 ? elf_bias_of_mapping(m->segs, m->nsegs, e->start, e->offset,
+						       maps_elf_flags(e), &bias) &&
+					   bias == m->bias
+				 : m->load_key == e->start - e->offset)
 			return m;
 	}
 	return NULL;
@@ -293,6 +333,17 @@ static void add_data_range(struct refresh_arrays *a, const struct maps_entry *e)
 	a->ndata++;
 }
 
+/* Mapping e holds this library's code, and it is not the main program's
+ * (a test program linked with our objects keeps its frames). */
+static bool is_own_code(const struct maps_entry *e)
+{
+	uint64_t here = (uint64_t)(uintptr_t)&symbols_resolve;
+	if (here < e->start || here >= e->end)
+		return false;
+	uint64_t entry = getauxval != NULL ? getauxval(9 /* AT_ENTRY */) : 0;
+	return entry == 0 || entry < e->start || entry >= e->end;
+}
+
 static bool build_arrays(const char *text, size_t len, struct refresh_arrays *a)
 {
 	struct maps_entry e;
@@ -326,6 +377,8 @@ static bool build_arrays(const char *text, size_t len, struct refresh_arrays *a)
 				modules = m;
 			}
 			m->seen_generation = generation;
+			if (is_own_code(&e))
+				m->own = true;
 		}
 		struct sym_mapping *sm = &a->maps[a->nmaps];
 		struct unwind_code_range *cr = &a->code[a->nmaps];
@@ -390,6 +443,54 @@ bool symbols_refresh(void)
 	return ok;
 }
 
+void symbols_configure(const char *dirs, size_t budget)
+{
+	rt_mutex_lock(&registry_lock);
+	rt_strlcpy(debug_dirs, dirs != NULL ? dirs : "", sizeof(debug_dirs));
+	dwarf_budget = budget;
+	rt_mutex_unlock(&registry_lock);
+}
+
+/* Source lines and inlined frames of link-time address addr from the
+ * module's debug information, opened the first time. */
+static void resolve_lines(struct sym_module *m, uint64_t addr, struct sw_frame_info *out)
+{
+	if (!m->debug_tried) {
+		m->debug_tried = true;
+		if (dwarf_budget > 0 && (m->debug_ref.has_dwarf || m->debug_ref.build_id[0] ||
+					 m->debug_ref.debuglink[0]))
+			m->debug = debuginfo_open(m->path, &m->debug_ref, debug_dirs, dwarf_budget);
+	}
+	if (m->debug == NULL)
+		return;
+	struct dwarf_frame fr[DWARF_MAX_FRAMES];
+	uint32_t n = 0;
+	enum dwarf_lookup_status st = debuginfo_lookup(m->debug, addr, fr, &n);
+	if (st == DWARF_OVER_BUDGET && !over_budget_said) {
+		over_budget_said = true;
+		rt_warn("debug information of %s needs more than STOWAWAY_DEBUG_MEMORY_MB=%zu; "
+			"some of its frames have no lines or inlined frames",
+			debuginfo_path(m->debug), dwarf_budget >> 20);
+	}
+	/* Looked up: an address the DWARF does not cover has no inlined frames. */
+	out->debug_info = st != DWARF_OVER_BUDGET;
+	if (st != DWARF_FOUND || n == 0)
+		return;
+	const struct dwarf_frame *outer = &fr[n - 1];
+	if (out->function == NULL)
+		out->function = outer->name;
+	out->file = outer->file;
+	out->line = outer->line;
+	/* Inlined frames, innermost first; a deeper chain keeps the innermost. */
+	uint32_t k = n - 1 < SW_MAX_INLINED ? n - 1 : SW_MAX_INLINED;
+	for (uint32_t i = 0; i < k; i++) {
+		out->inlined[i].function = fr[i].name;
+		out->inlined[i].file = fr[i].file;
+		out->inlined[i].line = fr[i].line;
+	}
+	out->n_inlined = k;
+}
+
 bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out)
 {
 	RT_UNUSED(ctx);
@@ -415,6 +516,10 @@ bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out)
 			out->map_path = sm->module->path;
 			out->build_id = sm->module->build_id;
 			out->function = module_function(sm->module, pc - sm->module->bias);
+			out->own_code = sm->module->own;
+			/* Our own frames are left out of stacks: no lines needed. */
+			if (sm->module->path[0] == '/' && !sm->module->own)
+				resolve_lines(sm->module, pc - sm->module->bias, out);
 		}
 	}
 	rt_mutex_unlock(&registry_lock);

@@ -10,9 +10,15 @@
 #define STOWAWAY_SYMBOLS_SYMBOLS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "symbols/frame.h"
+
+/* Where separate debug files are searched besides /usr/lib/debug
+ * (':'-separated roots, copied) and how many bytes one module's DWARF index
+ * may hold (0: DWARF is not read).  Call before the first refresh. */
+void symbols_configure(const char *debug_dirs, size_t dwarf_budget);
 
 /* Rereads /proc/self/maps; loads modules that appeared, retires the ones that
  * disappeared, and publishes a new unwind snapshot.  Cheap when the maps did
@@ -27,7 +33,10 @@ bool symbols_refresh(void);
  * Fills `out` with the executable mapping containing pc (map_path "" and
  * zero range if none) and the function whose [start, start+size) contains
  * it, else function = NULL: a pc past the end of the nearest symbol is not
- * that symbol.  `ctx` is unused (callback signature of the encoder).
+ * that symbol.  When the module has DWARF (in the file or a separate debug
+ * file, see debuginfo.h), also the source file and line and the frames
+ * inlined at pc; the module's index is built on first use, on the calling
+ * thread.  `ctx` is unused (callback signature of the encoder).
  * The strings stay valid until symbols_collect_garbage().  Returns false
  * only if pc is in no known executable mapping. */
 bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out);

@@ -290,7 +290,7 @@ static struct rule *rule_for(struct frame_state *s, uint64_t reg)
 {
 	if (reg == CFI_REG_RA)
 		return &s->ra;
-	if (reg == CFI_REG_RBP)
+	if (reg == CFI_REG_FP)
 		return &s->fp;
 	return NULL;
 }
@@ -300,7 +300,7 @@ static struct rule initial_rule(const struct frame_state *initial, uint64_t reg)
 	struct rule none = {RULE_SAME, 0};
 	if (reg == CFI_REG_RA)
 		return initial->ra;
-	if (reg == CFI_REG_RBP)
+	if (reg == CFI_REG_FP)
 		return initial->fp;
 	return none;
 }
@@ -327,16 +327,20 @@ static void make_row(const struct frame_state *s, bool signal, struct cfi_row *r
 		row->kind = CFI_OUTERMOST;
 		return;
 	}
-	if (s->cfa_type == CFA_UNSUPPORTED || s->ra.type != RULE_OFFSET ||
-	    (s->cfa_reg != CFI_REG_RSP && s->cfa_reg != CFI_REG_RBP) || s->cfa_offset < 0 ||
-	    s->cfa_offset > INT32_MAX || s->ra.offset < INT8_MIN || s->ra.offset > -8)
+	/* The return address still in the link register (same value) is
+	 * modelled where the architecture has one; elsewhere it must be saved. */
+	const bool ra_in_register = ARCH_CFI_LINK_REGISTER && s->ra.type == RULE_SAME;
+	if (s->cfa_type == CFA_UNSUPPORTED || (s->ra.type != RULE_OFFSET && !ra_in_register) ||
+	    (s->cfa_reg != CFI_REG_SP && s->cfa_reg != CFI_REG_FP) || s->cfa_offset < 0 ||
+	    s->cfa_offset > INT32_MAX ||
+	    (!ra_in_register && (s->ra.offset < INT8_MIN || s->ra.offset > -8)))
 		return;
-	if (s->cfa_type == CFA_PLT && s->cfa_reg != CFI_REG_RSP)
+	if (s->cfa_type == CFA_PLT && s->cfa_reg != CFI_REG_SP)
 		return;
 	row->kind = s->cfa_type == CFA_PLT ? CFI_PLT : CFI_NORMAL;
 	row->cfa_reg = (uint8_t)s->cfa_reg;
 	row->cfa_offset = (int32_t)s->cfa_offset;
-	row->ra_offset = (int8_t)s->ra.offset;
+	row->ra_offset = ra_in_register ? CFI_RA_IN_LINK_REGISTER : (int8_t)s->ra.offset;
 	row->plt_threshold = s->plt_threshold;
 	if (s->fp.type == RULE_SAME)
 		row->fp_offset = CFI_FP_SAME;
@@ -381,7 +385,7 @@ static void builder_push(struct builder *b, uint64_t pc, const struct cfi_row *r
 	b->nrows++;
 }
 
-/* Recognizes the x86_64 PLT CFA expression:
+/* Recognizes the x86_64 PLT CFA expression (ARCH_CFI_PLT_EXPRESSION):
  *   breg7(rsp) N; breg16(rip) 0; lit15; and; litK; ge; lit3; shl; plus
  * meaning CFA = rsp + N + ((rip & 15) >= K ? 8 : 0). */
 static bool parse_plt_expression(struct reader *r, size_t len, struct frame_state *s)
@@ -389,7 +393,7 @@ static bool parse_plt_expression(struct reader *r, size_t len, struct frame_stat
 	size_t end = r->pos + len;
 	struct reader e = *r;
 	e.end = end;
-	bool ok = rd_u8(&e) == 0x77;
+	bool ok = ARCH_CFI_PLT_EXPRESSION && rd_u8(&e) == 0x77;
 	int64_t n = rd_sleb(&e);
 	ok = ok && rd_u8(&e) == 0x80 && rd_sleb(&e) == 0 && rd_u8(&e) == 0x3f && rd_u8(&e) == 0x1a;
 	uint8_t lit = rd_u8(&e);
@@ -398,7 +402,7 @@ static bool parse_plt_expression(struct reader *r, size_t len, struct frame_stat
 	if (!ok)
 		return false;
 	s->cfa_type = CFA_PLT;
-	s->cfa_reg = CFI_REG_RSP;
+	s->cfa_reg = CFI_REG_SP;
 	s->cfa_offset = n;
 	s->plt_threshold = (uint8_t)(lit - 0x30);
 	return true;
@@ -590,6 +594,14 @@ static void run_program(struct program_ctx *p, struct reader *r, struct frame_st
 		case 0x2e: /* GNU_args_size */
 			(void)rd_uleb(r);
 			break;
+		case 0x2d: /* AARCH64_negate_ra_state (elsewhere: unknown) */
+			if (!ARCH_CFI_NEGATE_RA_STATE) {
+				s->cfa_type = CFA_UNSUPPORTED;
+				emit(p, s);
+				return;
+			}
+			/* The signed return address is stripped when read. */
+			break;
 		case 0x2f: /* GNU_negative_offset_extended */
 			reg = rd_uleb(r);
 			off = rd_uleb(r);
@@ -621,7 +633,9 @@ static void run_fde(const uint8_t *data, size_t size, uint64_t addr, const struc
 		return;
 	rt_memset(&state, 0, sizeof(state));
 	state.cfa_type = CFA_UNSUPPORTED;
-	state.ra.type = RULE_UNSUPPORTED;
+	/* Where the return address arrives in a link register, it stays there
+	 * until the program says otherwise. */
+	state.ra.type = ARCH_CFI_LINK_REGISTER ? RULE_SAME : RULE_UNSUPPORTED;
 	struct program_ctx p;
 	rt_memset(&p, 0, sizeof(p));
 	p.cie = &cie;

@@ -1,4 +1,5 @@
-/* Compact unwind tables built from .eh_frame (x86_64 rules).
+/* Compact unwind tables built from .eh_frame (the rules of the architecture
+ * we are built for: DWARF register numbers from rt/arch.h).
  *
  * cfi_table_build() parses every CIE/FDE of an .eh_frame image, runs the CFA
  * programs, and produces one sorted array of rows: each row gives, from its
@@ -14,33 +15,40 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rt/arch.h"
+
 enum cfi_kind {
 	CFI_NONE = 0,        /* no FDE covers this pc */
 	CFI_NORMAL = 1,      /* CFA = reg + cfa_offset; RA at CFA + ra_offset */
 	CFI_OUTERMOST = 2,   /* return address undefined: the thread's first frame */
 	CFI_UNSUPPORTED = 3, /* rule we do not model (expressions, other registers) */
-	CFI_PLT = 4,         /* lazy PLT stub: CFA = rsp + cfa_offset + (pc&15 >= plt_threshold ? 8 : 0) */
+	CFI_PLT = 4,         /* x86_64 lazy PLT stub: CFA = rsp + cfa_offset + (pc&15 >= plt_threshold ? 8 : 0) */
 	CFI_SIGNAL = 5,      /* 'S' augmentation: a signal trampoline, ucontext at sp */
 };
 
-/* DWARF register numbers on x86_64. */
-#define CFI_REG_RBP 6
-#define CFI_REG_RSP 7
-#define CFI_REG_RA 16
+/* DWARF register numbers: stack pointer, frame pointer (rbp, x29), and the
+ * return address column (x86_64's pseudo-register 16, aarch64's x30). */
+#define CFI_REG_SP ARCH_CFI_REG_SP
+#define CFI_REG_FP ARCH_CFI_REG_FP
+#define CFI_REG_RA ARCH_CFI_REG_RA
 
-/* Saved-rbp marker: the caller's rbp equals ours. */
+/* ra_offset marker: the return address is still in the link register
+ * (aarch64 before a function saves x30, and in leaf functions). */
+#define CFI_RA_IN_LINK_REGISTER 0
+
+/* Saved frame pointer marker: the caller's equals ours. */
 #define CFI_FP_SAME 0
-/* Saved-rbp marker: the caller's rbp cannot be recovered. */
+/* Saved frame pointer marker: the caller's cannot be recovered. */
 #define CFI_FP_UNKNOWN INT16_MIN
 
 struct cfi_row {
 	uint32_t pc;        /* link-time address minus the table's base */
 	int32_t cfa_offset;
 	uint8_t kind;       /* enum cfi_kind */
-	uint8_t cfa_reg;    /* CFI_REG_RSP or CFI_REG_RBP */
-	int8_t ra_offset;   /* return address at CFA + ra_offset */
+	uint8_t cfa_reg;    /* CFI_REG_SP or CFI_REG_FP */
+	int8_t ra_offset;   /* return address at CFA + ra_offset, or CFI_RA_IN_LINK_REGISTER */
 	uint8_t plt_threshold;
-	int16_t fp_offset;  /* caller's rbp at CFA + fp_offset, or CFI_FP_SAME / CFI_FP_UNKNOWN */
+	int16_t fp_offset;  /* caller's frame pointer at CFA + fp_offset, or CFI_FP_SAME / CFI_FP_UNKNOWN */
 	uint16_t reserved;
 };
 

@@ -36,10 +36,12 @@ static uint32_t unwind_by_scan(uint64_t leaf_pc, uint64_t sp, uint64_t *pcs, uin
 			continue;
 		tries++;
 		/* In frame-pointer code the caller's saved frame pointer sits
-		 * just below the return address. */
+		 * just below the return address; where a frame record need not
+		 * sit at the caller's sp, the sp above it is only a bound. */
 		struct unwind_regs regs = { .pc = words[i] - 1, .sp = sp + 8 * (i + 1), .fp = words[i - 1] };
 		enum unwind_end end = UNWIND_END_BROKEN;
-		uint32_t depth = unwind_stack(&regs, pcs + 1, max - 1, UNWIND_FLAG_REMOTE, &end);
+		const uint32_t flags = UNWIND_FLAG_REMOTE | (ARCH_FRAME_RECORD_AT_CFA ? 0u : UNWIND_FLAG_SP_BOUND);
+		uint32_t depth = unwind_stack(&regs, pcs + 1, max - 1, flags, &end);
 		/* Accepted when the tables lead to the first frame, or at least
 		 * two callers up (musl's own outermost frames have no tables). */
 		if ((depth >= 2 && end != UNWIND_END_BROKEN) || depth >= 3) {

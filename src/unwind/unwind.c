@@ -8,6 +8,9 @@
 #include <asm/sigcontext.h>
 #include <asm/ucontext.h>
 
+/* The architecture's ucontext offsets agree with the kernel's headers. */
+ARCH_UCONTEXT_CHECKS
+
 struct snapshot {
 	uint32_t ncode, ndata;
 	const struct unwind_code_range *code;
@@ -18,6 +21,8 @@ static _Atomic(struct snapshot *) current_snapshot;
 /* Unwinders currently running (handlers on any thread, the wall sampler). */
 static atomic_uint active_unwinders;
 static atomic_int code_reads_paused;
+/* Set when an unwind met a pc outside every code range (unwind_take_unknown_code). */
+static atomic_bool unknown_code_seen;
 
 /* Retired snapshots waiting for active_unwinders to be seen at 0.  Guarded by
  * the caller's serialization of publish/reclaim. */
@@ -156,57 +161,69 @@ static bool read_code(const struct snapshot *s, uint64_t addr, void *dst, size_t
 
 static bool is_code(const struct snapshot *s, uint64_t pc)
 {
-	return s != NULL && find_code(s, pc) != NULL;
+	if (s != NULL && find_code(s, pc) != NULL)
+		return true;
+	if (!atomic_load_explicit(&unknown_code_seen, memory_order_relaxed))
+		atomic_store_explicit(&unknown_code_seen, true, memory_order_relaxed);
+	return false;
 }
 
-/* ---- per-architecture frame steps ---- */
+bool unwind_take_unknown_code(void)
+{
+	return atomic_load_explicit(&unknown_code_seen, memory_order_relaxed) &&
+	       atomic_exchange_explicit(&unknown_code_seen, false, memory_order_relaxed);
+}
+
+/* ---- frame steps (register numbers and layouts from rt/arch.h) ---- */
 
 struct frame {
-	uint64_t pc, sp, fp;
+	uint64_t pc, sp, fp, lr;
 	bool fp_known;
-	bool exact; /* pc is where execution continues, not a return address */
+	bool lr_known; /* lr is this frame's link register (first frame, signal frames) */
+	bool sp_exact; /* sp is the frame's stack pointer, not only a lower bound */
+	bool exact;    /* pc is where execution continues, not a return address */
+	bool from_lr;  /* the last step took the return address from lr */
 };
 
 enum step_result { STEP_OK, STEP_OUTERMOST, STEP_BROKEN };
 
-#if defined(__x86_64__)
+static const uint8_t sigreturn_code[ARCH_SIGRETURN_LEN] = ARCH_SIGRETURN_CODE;
 
-/* mov $15, %rax; syscall  (rt_sigreturn), glibc and musl alike. */
-static const uint8_t sigreturn_code[9] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
-#define SIGRETURN_SYSCALL_AT 7
-/* struct ucontext: uc_flags, uc_link, uc_stack (24 bytes), then mcontext
- * gregs r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip. */
-#define UC_GREGS 40
-#define UC_RBP (UC_GREGS + 10 * 8)
-#define UC_RSP (UC_GREGS + 15 * 8)
-#define UC_RIP (UC_GREGS + 16 * 8)
-
+/* rt_sigreturn at pc, or pc inside it (a thread stopped in the kernel there). */
 static bool at_sigreturn(const struct snapshot *s, uint64_t pc)
 {
 	uint8_t code[sizeof(sigreturn_code)];
 	if (read_code(s, pc, code, sizeof(code)) &&
 	    __builtin_memcmp(code, sigreturn_code, sizeof(code)) == 0)
 		return true;
-	return pc >= SIGRETURN_SYSCALL_AT &&
-	       read_code(s, pc - SIGRETURN_SYSCALL_AT, code, sizeof(code)) &&
+	return pc >= ARCH_SIGRETURN_SYSCALL_AT &&
+	       read_code(s, pc - ARCH_SIGRETURN_SYSCALL_AT, code, sizeof(code)) &&
 	       __builtin_memcmp(code, sigreturn_code, sizeof(code)) == 0;
 }
 
-/* The trampoline's frame: the handler's `ret` left sp at the ucontext. */
+/* The trampoline's frame: the handler's return left sp at the signal frame,
+ * which holds the interrupted registers. */
 static bool step_signal(struct stack_view *v, struct frame *f)
 {
-	uint64_t rip, rsp, rbp;
-	if (!read_word(v, f->sp + UC_RIP, &rip) || !read_word(v, f->sp + UC_RSP, &rsp) ||
-	    !read_word(v, f->sp + UC_RBP, &rbp))
+	uint64_t pc, sp, fp, lr = 0;
+	if (!read_word(v, f->sp + ARCH_SIGFRAME_PC, &pc) || !read_word(v, f->sp + ARCH_SIGFRAME_SP, &sp) ||
+	    !read_word(v, f->sp + ARCH_SIGFRAME_FP, &fp))
 		return false;
-	f->pc = rip;
-	f->sp = rsp;
-	f->fp = rbp;
+	if (ARCH_SIGFRAME_LR >= 0 && !read_word(v, f->sp + (uint64_t)ARCH_SIGFRAME_LR, &lr))
+		return false;
+	f->pc = pc;
+	f->sp = sp;
+	f->fp = fp;
+	f->lr = lr;
 	f->fp_known = true;
+	f->lr_known = ARCH_SIGFRAME_LR >= 0;
+	f->sp_exact = true;
 	f->exact = true;
+	f->from_lr = false;
 	return true;
 }
 
+/* Frame record: [fp] = caller's fp, [fp + 8] = return address. */
 static enum step_result step_fp(struct stack_view *v, struct frame *f)
 {
 	uint64_t saved_fp, ra;
@@ -219,16 +236,22 @@ static enum step_result step_fp(struct stack_view *v, struct frame *f)
 	if (saved_fp != 0 && saved_fp <= f->fp)
 		return STEP_BROKEN;
 	f->sp = f->fp + 16;
+	f->sp_exact = ARCH_FRAME_RECORD_AT_CFA;
 	f->fp = saved_fp;
-	f->pc = ra;
+	f->pc = arch_strip_pac(ra);
+	f->lr_known = false;
 	f->exact = false;
+	f->from_lr = false;
 	return STEP_OK;
 }
 
 static enum step_result step_cfi(struct stack_view *v, struct frame *f, const struct cfi_row *row)
 {
 	uint64_t base, cfa, ra;
-	if (row->cfa_reg == CFI_REG_RSP) {
+	const bool ra_in_lr = row->ra_offset == CFI_RA_IN_LINK_REGISTER;
+	if (row->cfa_reg == CFI_REG_SP) {
+		if (!f->sp_exact)
+			return STEP_BROKEN;
 		base = f->sp;
 	} else {
 		if (!f->fp_known || f->fp < f->sp)
@@ -238,10 +261,16 @@ static enum step_result step_cfi(struct stack_view *v, struct frame *f, const st
 	cfa = base + (uint64_t)(int64_t)row->cfa_offset;
 	if (row->kind == CFI_PLT && (f->pc & 15) >= row->plt_threshold)
 		cfa += 8;
-	if (cfa < base || cfa <= f->sp)
+	/* Only a frame whose return address is still in lr may have no stack. */
+	if (cfa < base || cfa < f->sp || (cfa == f->sp && !ra_in_lr))
 		return STEP_BROKEN;
-	if (!read_word(v, cfa + (uint64_t)(int64_t)row->ra_offset, &ra))
+	if (ra_in_lr) {
+		if (!f->lr_known)
+			return STEP_BROKEN;
+		ra = f->lr;
+	} else if (!read_word(v, cfa + (uint64_t)(int64_t)row->ra_offset, &ra)) {
 		return STEP_BROKEN;
+	}
 	if (row->fp_offset == CFI_FP_UNKNOWN) {
 		f->fp_known = false;
 	} else if (row->fp_offset != CFI_FP_SAME) {
@@ -252,8 +281,11 @@ static enum step_result step_cfi(struct stack_view *v, struct frame *f, const st
 		f->fp_known = true;
 	}
 	f->sp = cfa;
-	f->pc = ra;
+	f->sp_exact = true;
+	f->pc = arch_strip_pac(ra);
+	f->lr_known = false;
 	f->exact = false;
+	f->from_lr = ra_in_lr;
 	return STEP_OK;
 }
 
@@ -265,71 +297,12 @@ static const struct cfi_row *cfi_for(const struct snapshot *s, uint64_t pc)
 	return cfi_table_lookup(r->cfi, pc - r->bias);
 }
 
-#elif defined(__aarch64__)
-
-/* mov x8, #139; svc #0  (rt_sigreturn) */
-static const uint32_t sigreturn_code[2] = {0xd2801168u, 0xd4000001u};
-/* rt_sigframe: siginfo (128), then ucontext: uc_flags, uc_link, uc_stack (24),
- * uc_sigmask padded to 128, mcontext (16-aligned): fault_address, regs[31], sp, pc. */
-#define UC_MCONTEXT (128 + 176)
-#define UC_X29 (UC_MCONTEXT + 8 + 29 * 8)
-#define UC_SP (UC_MCONTEXT + 8 + 31 * 8)
-#define UC_PC (UC_MCONTEXT + 8 + 32 * 8)
-
-static bool at_sigreturn(const struct snapshot *s, uint64_t pc)
-{
-	uint32_t code[2];
-	return read_code(s, pc, code, sizeof(code)) &&
-	       __builtin_memcmp(code, sigreturn_code, sizeof(code)) == 0;
-}
-
-static bool step_signal(struct stack_view *v, struct frame *f)
-{
-	uint64_t pc, sp, fp;
-	if (!read_word(v, f->sp + UC_PC, &pc) || !read_word(v, f->sp + UC_SP, &sp) ||
-	    !read_word(v, f->sp + UC_X29, &fp))
-		return false;
-	f->pc = pc;
-	f->sp = sp;
-	f->fp = fp;
-	f->fp_known = true;
-	f->exact = true;
-	return true;
-}
-
-/* Frame record: [x29] = caller's x29, [x29 + 8] = return address. */
-static enum step_result step_fp(struct stack_view *v, struct frame *f)
-{
-	uint64_t saved_fp, ra;
-	if (!f->fp_known)
-		return STEP_BROKEN;
-	if (f->fp == 0)
-		return STEP_OUTERMOST;
-	if (f->fp < f->sp || !read_word(v, f->fp, &saved_fp) || !read_word(v, f->fp + 8, &ra))
-		return STEP_BROKEN;
-	if (saved_fp != 0 && saved_fp <= f->fp)
-		return STEP_BROKEN;
-	f->sp = f->fp + 16;
-	f->fp = saved_fp;
-	f->pc = ra & 0x0000ffffffffffffull; /* strip a pointer authentication code */
-	f->exact = false;
-	return STEP_OK;
-}
-
-#endif
-
 /* The CFI row for frame f (NULL: none, or frame pointers only). */
 static const struct cfi_row *row_for(const struct snapshot *s, const struct frame *f, uint32_t flags)
 {
-#if defined(__x86_64__)
-	if (!(flags & UNWIND_FLAG_FP_ONLY))
-		return cfi_for(s, f->exact ? f->pc : f->pc - 1);
-#else
-	RT_UNUSED(s);
-	RT_UNUSED(f);
-	RT_UNUSED(flags);
-#endif
-	return NULL;
+	if (flags & UNWIND_FLAG_FP_ONLY)
+		return NULL;
+	return cfi_for(s, f->exact ? f->pc : f->pc - 1);
 }
 
 /* True when f's pc is a signal trampoline: an 'S' FDE says so, or, where no
@@ -347,21 +320,21 @@ static bool at_signal_trampoline(const struct snapshot *s, const struct frame *f
 /* One step from frame f to its caller. */
 static enum step_result step(struct stack_view *v, struct frame *f, const struct cfi_row *row)
 {
-#if defined(__x86_64__)
 	if (row != NULL) {
 		switch (row->kind) {
 		case CFI_OUTERMOST:
 			return STEP_OUTERMOST;
 		case CFI_NORMAL:
 		case CFI_PLT:
+			/* An sp known only as a bound (after a frame record that
+			 * need not sit at the CFA) cannot anchor an sp rule. */
+			if (row->cfa_reg == CFI_REG_SP && !f->sp_exact)
+				break;
 			return step_cfi(v, f, row);
 		default:
 			break; /* unsupported rule: frame pointers */
 		}
 	}
-#else
-	RT_UNUSED(row);
-#endif
 	return step_fp(v, f);
 }
 
@@ -386,14 +359,34 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 	f.pc = regs->pc;
 	f.sp = regs->sp;
 	f.fp = regs->fp;
+	f.lr = regs->lr;
 	f.fp_known = true;
 	f.exact = (flags & UNWIND_FLAG_CALLER) == 0;
+	f.lr_known = f.exact && regs->lr != 0;
+	f.sp_exact = (flags & UNWIND_FLAG_SP_BOUND) == 0;
+	f.from_lr = false;
 	pcs[n++] = f.exact ? f.pc : f.pc - 1;
+	(void)is_code(s, f.exact ? f.pc : f.pc - 1); /* notes code mapped since the snapshot */
 	const struct cfi_row *row = row_for(s, &f, flags);
 	bool trampoline = at_signal_trampoline(s, &f, row);
 	/* Invariant n == i + 1: each iteration writes one pc or stops. */
 	for (uint32_t i = 0; i < max; i++) {
-		if (trampoline) {
+		if (trampoline && !f.sp_exact) {
+			/* Reached through a frame record that need not sit at the
+			 * CFA: the signal frame's place is unknown, but the kernel's
+			 * frame record for the interrupted code is the next link. */
+			if (++signal_frames > MAX_SIGNAL_FRAMES)
+				break;
+			uint64_t old_sp = f.sp;
+			enum step_result r = step_fp(&view, &f);
+			if (r == STEP_OUTERMOST || (r == STEP_OK && f.pc == 0)) {
+				why = UNWIND_END_OUTERMOST;
+				break;
+			}
+			if (r != STEP_OK || f.sp <= old_sp || !is_code(s, f.pc))
+				break;
+			view_for_sp(&view, s, regs, f.sp, remote);
+		} else if (trampoline) {
 			if (++signal_frames > MAX_SIGNAL_FRAMES || !step_signal(&view, &f))
 				break;
 			if (f.pc == 0) {
@@ -410,7 +403,10 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 				why = UNWIND_END_OUTERMOST;
 				break;
 			}
-			if (r != STEP_OK || f.sp <= old_sp || !is_code(s, f.pc))
+			/* sp grows toward the caller; it stays put only when the
+			 * return address came from lr (at most once). */
+			if (r != STEP_OK || f.sp < old_sp || (f.sp == old_sp && !f.from_lr) ||
+			    !is_code(s, f.pc))
 				break;
 		}
 		row = row_for(s, &f, flags);
@@ -520,11 +516,7 @@ bool unwind_is_code(uint64_t pc)
 
 bool unwind_after_syscall(uint64_t pc)
 {
-#if defined(__x86_64__)
-	static const uint8_t insn[2] = { 0x0f, 0x05 }; /* syscall */
-#else
-	static const uint8_t insn[4] = { 0x01, 0x00, 0x00, 0xd4 }; /* svc #0 */
-#endif
+	static const uint8_t insn[ARCH_SYSCALL_INSN_LEN] = ARCH_SYSCALL_INSN;
 	if (pc < sizeof(insn))
 		return false;
 	uint8_t code[sizeof(insn)];
@@ -541,15 +533,6 @@ void unwind_code_reads_resume(void) { atomic_fetch_sub(&code_reads_paused, 1); }
 
 void unwind_regs_from_ucontext(const void *ucontext, struct unwind_regs *out)
 {
-	const struct ucontext *uc = ucontext;
 	rt_memset(out, 0, sizeof(*out));
-#if defined(__x86_64__)
-	out->pc = uc->uc_mcontext.rip;
-	out->sp = uc->uc_mcontext.rsp;
-	out->fp = uc->uc_mcontext.rbp;
-#else
-	out->pc = uc->uc_mcontext.pc;
-	out->sp = uc->uc_mcontext.sp;
-	out->fp = uc->uc_mcontext.regs[29];
-#endif
+	arch_ucontext_regs(ucontext, &out->pc, &out->sp, &out->fp, &out->lr);
 }

@@ -11,10 +11,13 @@
  * No malloc, no locks, no recursion, no libc.
  *
  * Per frame: if a CFI row covers the pc it gives the caller's CFA, return
- * address and saved rbp; otherwise the rbp chain is followed (rbp inside the
+ * address and saved frame pointer; otherwise the frame-pointer chain (rbp,
+ * x29) is followed (each frame pointer inside the
  * stack, 8-aligned, strictly increasing).  Signal frames (the rt_sigreturn
  * trampoline, glibc's and musl's __restore_rt) are crossed by reading the
- * saved ucontext.  aarch64: frame records (x29 chain) and signal frames only.
+ * saved ucontext.  On aarch64 the return address of a frame that has not
+ * saved it yet is the interrupted link register (x30), and return addresses
+ * are stripped of pointer-authentication bits.
  *
  * The snapshot is built off the signal path by the symbols registry
  * (symbols.h), published with one atomic pointer, and retired snapshots are
@@ -33,6 +36,7 @@ struct unwind_regs {
 	uint64_t pc; /* rip / pc: exact, not a return address */
 	uint64_t sp; /* rsp / sp */
 	uint64_t fp; /* rbp / x29 */
+	uint64_t lr; /* x30 where the architecture has a link register; 0: unknown */
 	/* Optional bounds of the stack sp is on, [stack_lo, stack_hi); both 0 to
 	 * let the unwinder find them in the snapshot by sp. */
 	uint64_t stack_lo, stack_hi;
@@ -47,6 +51,11 @@ struct unwind_regs {
 /* regs->pc is a return address (the registers are a caller's as its callee
  * returns): looked up and recorded minus 1, like every later frame. */
 #define UNWIND_FLAG_CALLER 4u
+/* regs->sp is only a lower bound of the first frame's stack pointer (a
+ * frame record found on the stack where records need not sit at the
+ * caller's sp, rt/arch.h ARCH_FRAME_RECORD_AT_CFA): rules based on sp are
+ * not used for that frame. */
+#define UNWIND_FLAG_SP_BOUND 8u
 
 enum unwind_end {
 	UNWIND_END_OUTERMOST = 0, /* reached the thread's first frame (RA undefined, fp 0, ra 0) */
@@ -117,5 +126,11 @@ bool unwind_is_code(uint64_t pc);
  * Resume after the refresh that follows.  Nestable.  [signal-safe] */
 void unwind_code_reads_pause(void);
 void unwind_code_reads_resume(void);
+
+/* True once since the last call if an unwind met a pc (the interrupted one,
+ * or a return address) outside every published code range: code mapped
+ * since the last snapshot, so the module registry should be refreshed.
+ * Clears the flag.  [signal-safe] */
+bool unwind_take_unknown_code(void);
 
 #endif

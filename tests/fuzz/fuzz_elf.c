@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t lo, hi, bias, off;
 	(void)elf_build_id_hex(&img, hex, sizeof(hex));
 	(void)elf_load_range(&img, &lo, &hi);
-	(void)elf_load_bias(&img, 0x7f0000000000ull, 0x1000, &bias);
+	(void)elf_load_bias(&img, 0x7f0000000000ull, 0x1000, 5, &bias);
 	(void)elf_vaddr_to_offset(&img, 0x1000, &off);
 	(void)elf_eh_frame(&img, &sec);
 	(void)elf_section_by_name(&img, ".text", &sec);

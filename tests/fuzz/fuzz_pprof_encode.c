@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "encode/pprof.h"
+#include "encode/pyroscope.h"
 #include "profile.pb-c.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -138,6 +139,43 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	perftools__profiles__profile__free_unpacked(pr, NULL);
 	rt_buf_free(&b);
+
+	/* Pyroscope's view of each kind: merged and trimmed to tiny limits, the
+	 * totals of its slots are kept, only string labels with names of
+	 * [A-Za-z0-9_], never more samples than the limit. */
+	struct pyro_limits plim = {.max_samples = 2u + (uint32_t)(size % 7), .max_bytes = 1u << 20,
+				   .max_sample_labels = 1u + (uint32_t)(size % 3)};
+	for (unsigned k = 0; k < SW_KIND_COUNT; k++) {
+		struct pprof_opts ko;
+		pprof_opts_for_kind(&ko, (enum sw_kind)k, 7);
+		struct pyro_output out[PYRO_MAX_OUTPUTS];
+		int n = pyro_encode_kind(p, (enum sw_kind)k, &ko, &plim, resolve, NULL, out);
+		if (n < 0 || n > PYRO_MAX_OUTPUTS)
+			abort();
+		for (int i = 0; i < n; i++) {
+			Perftools__Profiles__Profile *q =
+				perftools__profiles__profile__unpack(NULL, out[i].raw.len, out[i].raw.data);
+			/* (values here may cancel out to an empty profile) */
+			if (!q || q->n_sample > plim.max_samples)
+				abort();
+			for (size_t t = 0; t < q->n_sample_type; t++)
+				if (strchr(q->string_table[q->sample_type[t]->type], '-'))
+					abort();
+			for (size_t j = 0; j < q->n_sample; j++)
+				for (size_t m = 0; m < q->sample[j]->n_label; m++) {
+					const Perftools__Profiles__Label *l = q->sample[j]->label[m];
+					const char *key = q->string_table[l->key];
+					if (l->num || l->str == 0 || !key[0] || (key[0] >= '0' && key[0] <= '9'))
+						abort();
+					for (const char *c = key; *c; c++)
+						if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+						      (*c >= '0' && *c <= '9') || *c == '_'))
+							abort();
+				}
+			perftools__profiles__profile__free_unpacked(q, NULL);
+			rt_buf_free(&out[i].raw);
+		}
+	}
 	profile_release(p);
 	return 0;
 }

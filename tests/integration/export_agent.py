@@ -75,11 +75,21 @@ def check_upload(prefix, req, profile, transport):
     ec.check(prefix + "_event_json_parses", True)
     ec.check(prefix + "_event_keys",
              sorted(event) == sorted(["attachments", "tags_profiler", "start", "end", "family",
-                                      "version", "internal", "info"]), str(sorted(event)))
+                                      "version", "endpoint_counts", "internal", "info"]),
+             str(sorted(event)))
     ec.check(prefix + "_attachments", event.get("attachments") == ["profile.pprof"])
     ec.check(prefix + "_family_version",
              event.get("family") == "native" and event.get("version") == "4")
-    ec.check(prefix + "_internal_info", event.get("internal") == {} and event.get("info") == {})
+    info = event.get("info", {})
+    ec.check(prefix + "_internal_info",
+             event.get("internal") == {"profiler_version": ec.VERSION}
+             and info.get("profiler", {}).get("version") == ec.VERSION
+             and to_seconds(info.get("application", {}).get("start_time", "")) is not None
+             and info.get("application", {}).get("service") == 'svc "quoted" \\ back'
+             and info.get("platform", {}).get("hostname") == HOSTNAME,
+             str(event.get("internal")) + str(info))
+    ec.check(prefix + "_endpoint_counts", event.get("endpoint_counts") == {"GET /driver": 7},
+             str(event.get("endpoint_counts")))
     tags = event.get("tags_profiler", "").split(",")
     want = ['service:svc "quoted" \\ back', "env:staging", "version:1.2.3", "language:native",
             "runtime-id:" + RUNTIME_ID, "profiler_version:" + ec.VERSION, "host:" + HOSTNAME,

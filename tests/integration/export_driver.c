@@ -79,6 +79,13 @@ int main(int argc, char **argv)
 			n_items++;
 		}
 	}
+	/* Pyroscope takes one profile per kind as the encoder names it; the
+	 * file stands for each. */
+	struct sw_export_pyro_item pyro[SW_KIND_COUNT];
+	for (size_t i = 0; i < n_items; i++)
+		pyro[i] = (struct sw_export_pyro_item){items[i].kind, sw_kind_name(items[i].kind), NULL,
+						       profile, len};
+	static const struct sw_endpoint_count counts[1] = {{"GET /driver", 7}};
 	const char *runtime_id = getenv("EXPORT_DRIVER_RUNTIME_ID");
 	uint64_t now = rt_realtime_ns();
 	struct sw_export_batch batch = {
@@ -92,6 +99,10 @@ int main(int argc, char **argv)
 		.combined_gz = profile,
 		.combined_len = len,
 		.final = false,
+		.pyro_items = pyro,
+		.n_pyro_items = n_items,
+		.endpoint_counts = counts,
+		.n_endpoint_counts = 1,
 	};
 	int failures = 0;
 	for (int run = 0; run < runs; run++) {

@@ -11,6 +11,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import conformance as cf  # noqa: E402
 import export_common as ec  # noqa: E402
 
 API_KEY = "0123456789abcdef0123456789abcdef"
@@ -50,7 +51,8 @@ def context(d, leaf, max_version=None):
 
 
 def env_for(url, ca_file, **extra):
-    env = {"DD_API_KEY": API_KEY, "STOWAWAY_INTAKE_URL": url, "STOWAWAY_CA_FILE": ca_file,
+    env = {"DD_API_KEY": API_KEY, "DD_PROFILING_AGENTLESS": "true", "STOWAWAY_INTAKE_URL": url,
+           "STOWAWAY_CA_FILE": ca_file,
            "DD_SERVICE": "tls-test", "STOWAWAY_LOG_LEVEL": "info"}
     env.update(extra)
     return env
@@ -92,6 +94,8 @@ def main():
             ec.check("intake_%s_path_and_key" % name,
                      req["target"] == "/api/v2/profile" and ec.header(req, "DD-API-KEY") == API_KEY,
                      "%s %s" % (req["target"], req["headers"]))
+            errors, _ = cf.check_datadog_intake(req, API_KEY, decode_profile=False)
+            ec.check("intake_%s_conformance" % name, not errors, str(errors))
             parts, err = ec.parse_multipart(ec.header(req, "Content-Type"), req["body"])
             ec.check("intake_%s_multipart" % name,
                      parts is not None and len(parts) == 2 and parts[1]["data"] == profile,

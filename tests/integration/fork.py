@@ -26,11 +26,12 @@ def flat_shares(path):
     return shares
 
 
-for prog in ["prefork", "prefork-musl"]:
+WL = os.environ.get("STOWAWAY_WL", os.path.join(ROOT, "build", "workloads"))
+for prog in os.environ.get("STOWAWAY_VARIANTS", "prefork prefork-musl").split():
     with tempfile.TemporaryDirectory() as out:
         env = dict(os.environ, LD_PRELOAD=SO, DD_PROFILING_ENABLED="true",
                    STOWAWAY_OUTPUT_DIR=out, DD_SERVICE="prefork")
-        proc = subprocess.run([os.path.join(ROOT, "build", "workloads", prog), "1.5"], env=env,
+        proc = subprocess.run([os.path.join(WL, prog), os.environ.get("STOWAWAY_FORK_SECONDS", "1.5")], env=env,
                               capture_output=True, text=True, timeout=120)
         check(f"{prog}: parent and workers exit cleanly", proc.returncode == 0, proc.stderr[-300:])
         expected = dict(line.split() for line in proc.stdout.splitlines())

@@ -13,7 +13,7 @@ static void fill_cfg(struct sw_config *cfg)
 	strcpy(cfg->service, "my\"svc,x");
 	strcpy(cfg->env, "prod");
 	strcpy(cfg->version, "");
-	strcpy(cfg->tags, "team:a,k:v\\w");
+	strcpy(cfg->tags, "team:a,k:v\\w,env:dup,service:dup,version:kept");
 	cfg->cpu_hz = 100;
 }
 

@@ -79,8 +79,46 @@ static void test_no_container(void)
 					 sizeof(small)));
 }
 
+static void test_pcf(void)
+{
+	char id[EXPORT_CONTAINER_ID_MAX];
+	const char *pcf = "1:name=systemd:/system.slice/garden.service/garden/6f265890-5165-7fab-6b52-18d1\n";
+	CHECK(id_of(pcf, id) && strcmp(id, "6f265890-5165-7fab-6b52-18d1") == 0);
+	/* A 64-hex id on another line still wins over the short form. */
+	const char *both = "2:cpu:/garden/6f265890-5165-7fab-6b52-18d1\n1:memory:/docker/" ID64 "\n";
+	CHECK(id_of(both, id) && strcmp(id, ID64) == 0);
+	CHECK(!id_of("1:cpu:/garden/6f265890-5165-7fab-6b52-18d\n", id));
+}
+
+static const char *node_of(const char *text, char *out, size_t cap)
+{
+	if (!export_cgroup_node_path(text, strlen(text), out, cap))
+		return NULL;
+	return out;
+}
+
+static void test_node_path(void)
+{
+	char p[256];
+	/* cgroup v2: the unified line. */
+	CHECK(node_of("0::/kubepods.slice/pod1.slice/cri-x.scope\n", p, sizeof(p)) &&
+	      strcmp(p, "kubepods.slice/pod1.slice/cri-x.scope") == 0);
+	CHECK(node_of("0::/\n", p, sizeof(p)) && strcmp(p, "") == 0);
+	/* cgroup v1: the memory controller wins, wherever it is. */
+	const char *v1 = "0::/\n9:cpu,cpuacct:/a\n4:memory:/process_api/17a9\n";
+	CHECK(node_of(v1, p, sizeof(p)) && strcmp(p, "memory/process_api/17a9") == 0);
+	CHECK(node_of("4:blkio,memory:/x\n", p, sizeof(p)) && strcmp(p, "memory/x") == 0);
+	/* Neither: nothing. */
+	CHECK(!node_of("9:cpu:/a\n", p, sizeof(p)));
+	CHECK(!node_of("garbage\n1:2:3:4\n", p, sizeof(p)));
+	/* Never overruns. */
+	CHECK(!node_of("0::/0123456789\n", p, 8));
+}
+
 int main(void)
 {
+	RUN(test_pcf);
+	RUN(test_node_path);
 	RUN(test_cgroup_v1);
 	RUN(test_cgroup_v2_scopes);
 	RUN(test_no_container);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <elf.h>
 #include <sys/auxv.h>
 #include <time.h>
 #include <unistd.h>
@@ -126,7 +127,7 @@ static void test_corrupted_images(void)
 		uint64_t lo, hi, bias, off;
 		if (elf_open(&img, img_bytes, len)) {
 			(void)elf_build_id_hex(&img, hex, sizeof(hex));
-			(void)elf_load_bias(&img, 0x400000, 0x1000, &bias);
+			(void)elf_load_bias(&img, 0x400000, 0x1000, 5, &bias);
 			(void)elf_vaddr_to_offset(&img, 0x1000, &off);
 			struct elf_symbol_iter it;
 			struct elf_symbol sym;
@@ -221,7 +222,7 @@ static void test_no_wrong_name_past_symbol_end(void)
 	uint8_t *buf = read_whole("/proc/self/exe", &n);
 	struct elf_image img;
 	struct elf_symbol_iter it;
-	struct elf_symbol sym, last = {0, 0, NULL, 0};
+	struct elf_symbol sym, last = {0, 0, NULL, 0, false};
 	CHECK(buf != NULL && elf_open(&img, buf, n) && elf_symbols_begin(&img, 2, &it));
 	uint64_t main_value = 0;
 	while (elf_symbols_next(&it, &sym)) {
@@ -278,9 +279,84 @@ static void test_vdso_clock(void)
 	CHECK(ours >= libc && ours - libc < 1000000000ull);
 }
 
+/* Load bias as the loader computes it, for the layouts linkers produce. */
+static void test_load_bias_layouts(void)
+{
+	uint64_t bias = 0;
+	/* lld: the text segment starts on the read-only segment's file page,
+	 * p_vaddr - p_offset differs per segment. */
+	const struct elf_load_segment lld[] = {
+		{0x0, 0x0, 0x60c, PF_R},
+		{0x610, 0x1610, 0x140, PF_R | PF_X},
+		{0x750, 0x2750, 0x1e8, PF_R | PF_W},
+		{0x938, 0x3938, 0x30, PF_R | PF_W},
+	};
+	uint64_t base = 0x555555554000ull;
+	CHECK(elf_bias_of_mapping(lld, 4, base, 0, PF_R, &bias));
+	CHECK_EQ_U64(bias, base);
+	CHECK(elf_bias_of_mapping(lld, 4, base + 0x1000, 0, PF_R | PF_X, &bias));
+	CHECK_EQ_U64(bias, base);
+	/* Its data mappings (both RW segments on file page 0) cannot be told
+	 * apart from one mapping alone: the registry places modules by their
+	 * executable mapping. */
+	/* lld -no-pie: bias 0 at the link address. */
+	const struct elf_load_segment nopie[] = {
+		{0x0, 0x200000, 0x53c, PF_R},
+		{0x540, 0x201540, 0x115, PF_R | PF_X},
+	};
+	CHECK(elf_bias_of_mapping(nopie, 2, 0x201000, 0, PF_R | PF_X, &bias));
+	CHECK_EQ_U64(bias, 0);
+	/* GNU ld -z separate-code: offsets and addresses page-aligned alike. */
+	const struct elf_load_segment gnu[] = {
+		{0x0, 0x0, 0x628, PF_R},
+		{0x1000, 0x1000, 0x1b5, PF_R | PF_X},
+		{0x2000, 0x2000, 0x104, PF_R},
+		{0x2de8, 0x3de8, 0x248, PF_R | PF_W},
+	};
+	CHECK(elf_bias_of_mapping(gnu, 4, base + 0x1000, 0x1000, PF_R | PF_X, &bias));
+	CHECK_EQ_U64(bias, base);
+	CHECK(elf_bias_of_mapping(gnu, 4, base + 0x3000, 0x2000, PF_R | PF_W, &bias));
+	CHECK_EQ_U64(bias, base);
+	/* 2 MiB-aligned segments (huge pages): mapped from the 4 KiB page. */
+	const struct elf_load_segment huge[] = {
+		{0x0, 0x0, 0x1000, PF_R},
+		{0x200000, 0x200000, 0x5000, PF_R | PF_X},
+	};
+	CHECK(elf_bias_of_mapping(huge, 2, 0x7f0000200000ull, 0x200000, PF_R | PF_X, &bias));
+	CHECK_EQ_U64(bias, 0x7f0000000000ull);
+	/* A text mapping split by mprotect: its second part starts inside. */
+	CHECK(elf_bias_of_mapping(lld, 4, base + 0x1000, 0, PF_R | PF_X, &bias));
+	CHECK(elf_bias_of_mapping(gnu, 4, base + 0x1000 + 0x1000, 0x2000, PF_R | PF_X, &bias) == false ||
+	      bias == base);
+	/* No segment there. */
+	CHECK(!elf_bias_of_mapping(gnu, 4, base, 0x100000, PF_R | PF_X, &bias));
+}
+
+/* glibc exports free, __libc_free and cfree@GLIBC_2.2.5 at one address:
+ * the name resolved is free. */
+static void test_alias_preference(void)
+{
+	CHECK(symbols_refresh());
+	struct sw_frame_info fi;
+	void *volatile fp = (void *)free;
+	uint64_t pc = (uint64_t)(uintptr_t)fp;
+	CHECK(symbols_resolve(NULL, pc, &fi));
+	/* Under ASan, free is the sanitizer's interceptor, not glibc's. */
+	if (fi.map_path == NULL || strstr(fi.map_path, "/libc.so") == NULL) {
+		printf("SKIP test_alias_preference: free is not glibc's here (%s)\n", fi.map_path);
+		return;
+	}
+	CHECK(fi.function != NULL && strcmp(fi.function, "free") == 0);
+	fp = (void *)malloc;
+	CHECK(symbols_resolve(NULL, (uint64_t)(uintptr_t)fp, &fi));
+	CHECK(fi.function != NULL && strcmp(fi.function, "malloc") == 0);
+}
+
 int main(void)
 {
-	RUN(test_vdso_clock);
+	RUN(test_vdso_clock); /* first: before any refresh installs the vDSO clock */
+	RUN(test_load_bias_layouts);
+	RUN(test_alias_preference);
 	RUN(test_own_executable);
 	RUN(test_vdso_in_memory);
 	RUN(test_corrupted_images);

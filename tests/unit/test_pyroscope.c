@@ -13,7 +13,8 @@ static void test_pyroscope_target(void)
 	export_pyroscope_target(&cfg, "/prefix/", SW_KIND_CPU, 1000000000000ull, 1060500000000ull,
 				&b);
 	rt_buf_append_byte(&b, 0);
-	const char *want = "/prefix/ingest?name=my_svc_x%7Benv%3Dprod%2Cteam%3Da%2Ck%3Dv_w%7D"
+	const char *want = "/prefix/ingest?name=my_svc_x%7Benv%3Dprod%2Cteam%3Da%2Ck%3Dv_w%2C"
+			   "service%3Ddup%2Cversion%3Dkept%7D"
 			   "&from=1000&until=1061&format=pprof&spyName=stowaway&sampleRate=100";
 	if (strcmp((char *)b.data, want) != 0)
 		fprintf(stderr, "  got  %s\n  want %s\n", (char *)b.data, want);

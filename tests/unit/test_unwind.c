@@ -93,7 +93,7 @@ static int compare_with_readelf(const char *path, int *mismatches)
 		} else if (ok && (strncmp(cfa, "rsp+", 4) == 0 || strncmp(cfa, "rbp+", 4) == 0) &&
 			   strncmp(ra, "c-", 2) == 0) {
 			ok = row->kind == CFI_NORMAL &&
-			     row->cfa_reg == (cfa[1] == 's' ? CFI_REG_RSP : CFI_REG_RBP) &&
+			     row->cfa_reg == (cfa[1] == 's' ? CFI_REG_SP : CFI_REG_FP) &&
 			     row->cfa_offset == atoi(cfa + 4) && row->ra_offset == -atoi(ra + 2);
 			if (strcmp(rbp, "u") == 0)
 				ok = ok && row->fp_offset == CFI_FP_SAME;

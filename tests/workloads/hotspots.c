@@ -4,7 +4,8 @@
  * work_login).
  * Between requests the thread clears its context and idles in idle_spin().
  * The API is declared weak: the same binary runs without the library.
- * Prints "request <root> <span> <kind>" per request and "api=<yes|no>". */
+ * Prints "request <root> <span> <kind>" per request and "api=<yes|no>".
+ * With HOTSPOTS_RUNTIME_ID set, adopts it with stowaway_set_runtime_id. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #pragma weak stowaway_set_label
 #pragma weak stowaway_clear_context
 #pragma weak stowaway_runtime_id
+#pragma weak stowaway_set_runtime_id
 
 static volatile uint64_t sink;
 /* Blocks escape through here, so the compiler keeps malloc and free. */
@@ -94,6 +96,10 @@ int main(int argc, char **argv)
 {
 	if (argc > 1)
 		requests_per_thread = atoi(argv[1]);
+	/* A tracer that owns the runtime id hands it over. */
+	const char *adopt = getenv("HOTSPOTS_RUNTIME_ID");
+	if (adopt && stowaway_set_runtime_id)
+		printf("set_runtime_id=%d\n", stowaway_set_runtime_id(adopt));
 	pthread_t t[4];
 	for (int i = 0; i < 4; i++)
 		pthread_create(&t[i], NULL, server, (void *)(intptr_t)i);

@@ -239,10 +239,17 @@ struct worker {
 	pthread_t thread;
 };
 
+/* WALL_TORTURE_GATE set: workers start once main has created them all, so
+ * no fork overlaps a thread creation (QEMU's user mode deadlocks a fork
+ * child that creates a thread then: docs/arm64.md). */
+static atomic_int gate_open = 1;
+
 static void *worker_main(void *p)
 {
 	struct worker *w = p;
 	prctl(PR_SET_NAME, w->name, 0, 0, 0);
+	while (!atomic_load(&gate_open))
+		sched_yield();
 	w->c.start_ns = now_ns();
 	while (!atomic_load(&stop))
 		w->wait(&w->c);
@@ -379,6 +386,8 @@ int main(int argc, char **argv)
 		perror("setup");
 		return 2;
 	}
+	if (getenv("WALL_TORTURE_GATE"))
+		atomic_store(&gate_open, 0);
 	pthread_t feeder, holder;
 	pthread_create(&holder, NULL, holder_main, NULL);
 	while (!atomic_load(&held_ready))
@@ -387,6 +396,7 @@ int main(int argc, char **argv)
 	size_t n = sizeof(workers) / sizeof(workers[0]);
 	for (size_t i = 0; i < n; i++)
 		pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]);
+	atomic_store(&gate_open, 1);
 	if (naive)
 		signal_workers(seconds, n);
 	else

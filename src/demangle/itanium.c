@@ -1,0 +1,1849 @@
+/* Itanium C++ ABI demangler (see demangle.h).
+ *
+ * The grammar is recursive; the parser is not: each rule is a step function
+ * over a frame {rule, state, value base, x, y, z} on an explicit stack of
+ * DEMANGLE_MAX_DEPTH frames.  A step either consumes input, pushes a child
+ * frame, or finishes its rule (pushing one node on the value stack), so the
+ * number of steps is bounded by a multiple of the input length.  The result
+ * is a tree of nodes in a fixed arena, printed by a second explicit-stack
+ * walk.  Printing follows GNU c++filt (binutils): "> >", "[clone .cold]",
+ * std::string spelled out as basic_string<...>. */
+#include "demangle/demangle.h"
+
+#include <stdbool.h>
+
+#define NONE 0xffffffffu
+
+enum node_kind {
+	N_STR,      /* s[0..len) */
+	N_NESTED,   /* a::b */
+	N_TEMPLATE, /* a<list b> */
+	N_LIST,     /* lists[a .. a+b) joined by ", " */
+	N_QUAL,     /* a const volatile restrict */
+	N_PTR,      /* a followed by s ("*", "&", "&&") */
+	N_FUNC,     /* function type: a = return, b = params list, quals, c = ref */
+	N_ARRAY,    /* a = element, s[0..len) = dimension */
+	N_ENC,      /* [a ]b(c) quals ref: a function */
+	N_PREFIX,   /* s a */
+	N_SUFFIX,   /* a s */
+	N_ABI,      /* a[abi:s] */
+	N_PACK,     /* a... */
+	N_MEMPTR,   /* member pointer: a = class, b = member type */
+	N_LAMBDA,   /* {lambda(list b)#a} */
+	N_CAST,     /* (a)s */
+	N_INFIX,    /* a s b */
+};
+
+#define Q_CONST 1u
+#define Q_VOLATILE 2u
+#define Q_RESTRICT 4u
+
+enum rule { R_ENCODING, R_NAME, R_NESTED, R_LOCAL, R_UNQUAL, R_TYPE, R_TARGS };
+
+struct parser {
+	const char *s;
+	uint32_t n, pos;
+	struct demangle_scratch *w;
+	uint32_t nnodes, nvalues, nlists, nsubs, nframes, ntext;
+	uint32_t tparams;    /* list node of the template args T_ refers to, or NONE */
+	uint32_t tp_owner;   /* frame depth whose template args become tparams */
+	bool fail;
+	/* Facts about the name just parsed, for the encoding that owns it. */
+	bool name_template, name_ctor;
+	uint8_t name_quals, name_ref;
+};
+
+/* ---- small helpers (no libc) ---- */
+
+static uint32_t str_len(const char *s)
+{
+	const char *e = s;
+	while (*e && e - s < (long)DEMANGLE_MAX_INPUT)
+		e++;
+	return (uint32_t)(e - s);
+}
+
+static bool bytes_eq(const char *a, const char *b, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return false;
+	return true;
+}
+
+static char peek(const struct parser *p) { return p->pos < p->n ? p->s[p->pos] : 0; }
+static char peek_at(const struct parser *p, uint32_t k)
+{
+	return p->pos + k < p->n ? p->s[p->pos + k] : 0;
+}
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+static bool is_upper(char c) { return c >= 'A' && c <= 'Z'; }
+static bool is_lower(char c) { return c >= 'a' && c <= 'z'; }
+
+static uint32_t node_new(struct parser *p, uint8_t kind)
+{
+	if (p->nnodes >= DEMANGLE_MAX_NODES) {
+		p->fail = true;
+		return NONE;
+	}
+	struct demangle_node *d = &p->w->nodes[p->nnodes];
+	d->kind = kind;
+	d->quals = 0;
+	d->flags = 0;
+	d->a = d->b = d->c = NONE;
+	d->s = "";
+	d->len = 0;
+	return p->nnodes++;
+}
+
+static struct demangle_node *nd(struct parser *p, uint32_t i) { return &p->w->nodes[i]; }
+
+static uint32_t mk_str(struct parser *p, const char *s, uint32_t len)
+{
+	uint32_t i = node_new(p, N_STR);
+	if (i != NONE) {
+		nd(p, i)->s = s;
+		nd(p, i)->len = len;
+	}
+	return i;
+}
+
+static uint32_t mk_cstr(struct parser *p, const char *s) { return mk_str(p, s, str_len(s)); }
+
+static uint32_t mk2(struct parser *p, uint8_t kind, uint32_t a, uint32_t b)
+{
+	if (a == NONE && kind != N_ENC && kind != N_FUNC && kind != N_LAMBDA) {
+		p->fail = true;
+		return NONE;
+	}
+	uint32_t i = node_new(p, kind);
+	if (i != NONE) {
+		nd(p, i)->a = a;
+		nd(p, i)->b = b;
+	}
+	return i;
+}
+
+static uint32_t mk_s(struct parser *p, uint8_t kind, uint32_t a, const char *s, uint32_t len)
+{
+	uint32_t i = mk2(p, kind, a, NONE);
+	if (i != NONE) {
+		nd(p, i)->s = s;
+		nd(p, i)->len = len;
+	}
+	return i;
+}
+
+/* Copies bytes into the text arena; returns them or NULL. */
+static const char *text_put(struct parser *p, const char *s, uint32_t len)
+{
+	if (len > sizeof(p->w->text) - p->ntext) {
+		p->fail = true;
+		return 0;
+	}
+	char *d = p->w->text + p->ntext;
+	for (uint32_t i = 0; i < len; i++)
+		d[i] = s[i];
+	p->ntext += len;
+	return d;
+}
+
+/* A node for a short composed text (pieces concatenated). */
+static uint32_t mk_text3(struct parser *p, const char *a, uint32_t na, const char *b, uint32_t nb,
+			 const char *c, uint32_t nc)
+{
+	uint32_t start = p->ntext;
+	if (!text_put(p, a, na) || !text_put(p, b, nb) || !text_put(p, c, nc))
+		return NONE;
+	return mk_str(p, p->w->text + start, p->ntext - start);
+}
+
+static void push_value(struct parser *p, uint32_t v)
+{
+	if (p->nvalues >= DEMANGLE_MAX_NODES || (v == NONE && p->fail)) {
+		p->fail = true;
+		return;
+	}
+	p->w->values[p->nvalues++] = v;
+}
+
+static uint32_t pop_value(struct parser *p, uint32_t base)
+{
+	if (p->nvalues <= base) {
+		p->fail = true;
+		return NONE;
+	}
+	return p->w->values[--p->nvalues];
+}
+
+/* A list node of values[from .. nvalues), which are popped. */
+static uint32_t mk_list(struct parser *p, uint32_t from)
+{
+	uint32_t count = p->nvalues - from;
+	if (count > DEMANGLE_MAX_NODES - p->nlists) {
+		p->fail = true;
+		return NONE;
+	}
+	uint32_t start = p->nlists;
+	for (uint32_t i = 0; i < count; i++)
+		p->w->lists[p->nlists++] = p->w->values[from + i];
+	p->nvalues = from;
+	uint32_t l = node_new(p, N_LIST);
+	if (l != NONE) {
+		nd(p, l)->a = start;
+		nd(p, l)->b = count;
+	}
+	return l;
+}
+
+/* Parameter lists of one "void" print as (). */
+static void drop_lone_void(struct parser *p, uint32_t list)
+{
+	if (list == NONE)
+		return;
+	struct demangle_node *l = nd(p, list);
+	if (l->b == 1) {
+		struct demangle_node *t = nd(p, p->w->lists[l->a]);
+		if (t->kind == N_STR && t->len == 4 && bytes_eq(t->s, "void", 4) && t->flags == 1)
+			l->b = 0;
+	}
+}
+
+static void add_sub(struct parser *p, uint32_t node)
+{
+	if (node == NONE || p->nsubs >= DEMANGLE_MAX_NODES) {
+		p->fail = true;
+		return;
+	}
+	p->w->subs[p->nsubs++] = node;
+}
+
+static void call(struct parser *p, uint32_t rule)
+{
+	if (p->nframes >= DEMANGLE_MAX_DEPTH) {
+		p->fail = true;
+		return;
+	}
+	uint32_t *f = p->w->frames[p->nframes++];
+	f[0] = rule;
+	f[1] = 0;
+	f[2] = p->nvalues;
+	f[3] = f[4] = f[5] = 0;
+}
+
+/* Finishes the current rule with `node` as its value. */
+static void ret(struct parser *p, uint32_t node)
+{
+	uint32_t *f = p->w->frames[p->nframes - 1];
+	if (node == NONE) {
+		p->fail = true;
+		return;
+	}
+	p->nvalues = f[2];
+	p->nframes--;
+	push_value(p, node);
+}
+
+/* <number> ::= [n] <digits>; value capped (only used for counts). */
+static bool number(struct parser *p, uint32_t *v, bool *neg)
+{
+	*neg = false;
+	if (peek(p) == 'n') {
+		*neg = true;
+		p->pos++;
+	}
+	if (!is_digit(peek(p)))
+		return false;
+	uint32_t x = 0;
+	while (is_digit(peek(p))) {
+		if (x < 100000000u)
+			x = x * 10u + (uint32_t)(peek(p) - '0');
+		p->pos++;
+	}
+	*v = x;
+	return true;
+}
+
+/* <source-name> ::= <length> <identifier> */
+static uint32_t source_name(struct parser *p)
+{
+	uint32_t len;
+	bool neg;
+	if (!number(p, &len, &neg) || neg || len == 0 || len > p->n - p->pos) {
+		p->fail = true;
+		return NONE;
+	}
+	const char *id = p->s + p->pos;
+	p->pos += len;
+	if (len >= 10 && bytes_eq(id, "_GLOBAL_", 8) && (id[8] == '_' || id[8] == '.' || id[8] == '$') &&
+	    id[9] == 'N')
+		return mk_cstr(p, "(anonymous namespace)");
+	return mk_str(p, id, len);
+}
+
+/* [<seq-id>] _ : base-36 index plus one, 0 without digits. */
+static bool seq_id(struct parser *p, uint32_t *v)
+{
+	uint32_t x = 0;
+	bool any = false;
+	while (is_digit(peek(p)) || is_upper(peek(p))) {
+		char c = peek(p);
+		uint32_t d = is_digit(c) ? (uint32_t)(c - '0') : (uint32_t)(c - 'A' + 10);
+		if (x > 10000000u)
+			return false;
+		x = x * 36u + d;
+		any = true;
+		p->pos++;
+	}
+	if (peek(p) != '_')
+		return false;
+	p->pos++;
+	*v = any ? x + 1 : 0;
+	return true;
+}
+
+/* Optional discriminator after a local name: _ <digit> | __ <number> _ */
+static void discriminator(struct parser *p)
+{
+	if (peek(p) != '_')
+		return;
+	if (is_digit(peek_at(p, 1))) {
+		p->pos += 2;
+		return;
+	}
+	if (peek_at(p, 1) == '_') {
+		uint32_t save = p->pos, v;
+		bool neg;
+		p->pos += 2;
+		if (number(p, &v, &neg) && peek(p) == '_')
+			p->pos++;
+		else
+			p->pos = save;
+	}
+}
+
+struct std_sub {
+	char code;
+	const char *text, *ctor;
+};
+static const struct std_sub std_subs[] = {
+	{'a', "std::allocator", "allocator"},
+	{'b', "std::basic_string", "basic_string"},
+	{'s', "std::basic_string<char, std::char_traits<char>, std::allocator<char> >", "basic_string"},
+	{'i', "std::basic_istream<char, std::char_traits<char> >", "basic_istream"},
+	{'o', "std::basic_ostream<char, std::char_traits<char> >", "basic_ostream"},
+	{'d', "std::basic_iostream<char, std::char_traits<char> >", "basic_iostream"},
+};
+
+/* <substitution> at 'S' (not "St"). */
+static uint32_t substitution(struct parser *p)
+{
+	p->pos++;
+	char c = peek(p);
+	for (uint32_t i = 0; i < sizeof(std_subs) / sizeof(std_subs[0]); i++) {
+		if (std_subs[i].code == c) {
+			p->pos++;
+			uint32_t n = mk_cstr(p, std_subs[i].text);
+			uint32_t ctor = mk_cstr(p, std_subs[i].ctor);
+			if (n != NONE)
+				nd(p, n)->c = ctor;
+			return n;
+		}
+	}
+	uint32_t id;
+	if (!seq_id(p, &id) || id >= p->nsubs) {
+		p->fail = true;
+		return NONE;
+	}
+	return p->w->subs[id];
+}
+
+/* <template-param> ::= T_ | T <number> _  (at 'T') */
+static uint32_t template_param(struct parser *p)
+{
+	p->pos++;
+	uint32_t idx = 0;
+	bool neg;
+	if (is_digit(peek(p))) {
+		if (!number(p, &idx, &neg))
+			return NONE;
+		idx++;
+	}
+	if (peek(p) != '_' || p->tparams == NONE) {
+		p->fail = true;
+		return NONE;
+	}
+	p->pos++;
+	struct demangle_node *l = nd(p, p->tparams);
+	if (idx >= l->b) {
+		p->fail = true;
+		return NONE;
+	}
+	return p->w->lists[l->a + idx];
+}
+
+/* The name a constructor of `n` takes: its last unqualified component. */
+static uint32_t base_name(struct parser *p, uint32_t n)
+{
+	for (uint32_t i = 0; i < 64 && n != NONE; i++) {
+		struct demangle_node *d = nd(p, n);
+		if (d->kind == N_TEMPLATE || d->kind == N_ABI)
+			n = d->a;
+		else if (d->kind == N_NESTED)
+			n = d->b;
+		else if (d->kind == N_STR && d->c != NONE)
+			return d->c;
+		else
+			return n;
+	}
+	return n;
+}
+
+struct code_name {
+	char code[3];
+	const char *name;
+};
+static const struct code_name operators[] = {
+	{"nw", "operator new"},	    {"na", "operator new[]"}, {"dl", "operator delete"},
+	{"da", "operator delete[]"}, {"ps", "operator+"},     {"ng", "operator-"},
+	{"ad", "operator&"},	    {"de", "operator*"},      {"co", "operator~"},
+	{"pl", "operator+"},	    {"mi", "operator-"},      {"ml", "operator*"},
+	{"dv", "operator/"},	    {"rm", "operator%"},      {"an", "operator&"},
+	{"or", "operator|"},	    {"eo", "operator^"},      {"aS", "operator="},
+	{"pL", "operator+="},	    {"mI", "operator-="},     {"mL", "operator*="},
+	{"dV", "operator/="},	    {"rM", "operator%="},     {"aN", "operator&="},
+	{"oR", "operator|="},	    {"eO", "operator^="},     {"ls", "operator<<"},
+	{"rs", "operator>>"},	    {"lS", "operator<<="},    {"rS", "operator>>="},
+	{"eq", "operator=="},	    {"ne", "operator!="},     {"lt", "operator<"},
+	{"gt", "operator>"},	    {"le", "operator<="},     {"ge", "operator>="},
+	{"ss", "operator<=>"},	    {"nt", "operator!"},      {"aa", "operator&&"},
+	{"oo", "operator||"},	    {"pp", "operator++"},     {"mm", "operator--"},
+	{"cm", "operator,"},	    {"pm", "operator->*"},    {"pt", "operator->"},
+	{"cl", "operator()"},	    {"ix", "operator[]"},     {"qu", "operator?"},
+	{"aw", "operator co_await"},
+};
+
+static const struct code_name builtins[] = {
+	{"v", "void"},		{"w", "wchar_t"},	   {"b", "bool"},
+	{"c", "char"},		{"a", "signed char"},	   {"h", "unsigned char"},
+	{"s", "short"},		{"t", "unsigned short"},   {"i", "int"},
+	{"j", "unsigned int"},	{"l", "long"},		   {"m", "unsigned long"},
+	{"x", "long long"},	{"y", "unsigned long long"}, {"n", "__int128"},
+	{"o", "unsigned __int128"}, {"f", "float"},	   {"d", "double"},
+	{"e", "long double"},	{"g", "__float128"},	   {"z", "..."},
+	{"Dn", "decltype(nullptr)"}, {"Da", "auto"},	   {"Dc", "decltype(auto)"},
+	{"Di", "char32_t"},	{"Ds", "char16_t"},	   {"Du", "char8_t"},
+	{"Df", "decimal32"},	{"Dd", "decimal64"},	   {"De", "decimal128"},
+	{"Dh", "half"},
+};
+
+/* A builtin type at pos (1 or 2 letters), or NONE without consuming. */
+static uint32_t builtin_type(struct parser *p)
+{
+	char c0 = peek(p), c1 = peek_at(p, 1);
+	for (uint32_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++) {
+		const char *code = builtins[i].code;
+		if (code[0] == c0 && (code[1] == 0 || code[1] == c1)) {
+			p->pos += code[1] ? 2u : 1u;
+			uint32_t n = mk_cstr(p, builtins[i].name);
+			if (n != NONE)
+				nd(p, n)->flags = 1; /* builtin */
+			return n;
+		}
+	}
+	return NONE;
+}
+
+/* <expr-primary> literal after 'L' (not L_Z): <type> <value> E */
+static uint32_t literal(struct parser *p)
+{
+	char t = peek(p);
+	const char *suffix = "";
+	const char *cast = 0;
+	uint32_t type_node = NONE;
+	switch (t) {
+	case 'i': break;
+	case 'j': suffix = "u"; break;
+	case 'l': suffix = "l"; break;
+	case 'm': suffix = "ul"; break;
+	case 'x': suffix = "ll"; break;
+	case 'y': suffix = "ull"; break;
+	case 'b': break;
+	case 'c': cast = "char"; break;
+	case 'a': cast = "signed char"; break;
+	case 'h': cast = "unsigned char"; break;
+	case 's': cast = "short"; break;
+	case 't': cast = "unsigned short"; break;
+	case 'w': cast = "wchar_t"; break;
+	case 'n': cast = "__int128"; break;
+	case 'o': cast = "unsigned __int128"; break;
+	default:
+		if (!is_digit(t)) {
+			p->fail = true;
+			return NONE;
+		}
+		type_node = source_name(p);
+		if (type_node == NONE)
+			return NONE;
+		break;
+	}
+	if (type_node == NONE)
+		p->pos++;
+	bool neg = peek(p) == 'n';
+	if (neg)
+		p->pos++;
+	uint32_t start = p->pos;
+	while (is_digit(peek(p)))
+		p->pos++;
+	uint32_t len = p->pos - start;
+	if (len == 0 || peek(p) != 'E') {
+		p->fail = true;
+		return NONE;
+	}
+	p->pos++;
+	const char *digits = p->s + start;
+	if (t == 'b' && len == 1 && (digits[0] == '0' || digits[0] == '1'))
+		return mk_cstr(p, digits[0] == '1' ? "true" : "false");
+	uint32_t value = mk_text3(p, neg ? "-" : "", neg ? 1u : 0u, digits, len, suffix, str_len(suffix));
+	if (value == NONE)
+		return NONE;
+	if (cast)
+		type_node = mk_cstr(p, cast);
+	if (type_node == NONE)
+		return value;
+	uint32_t c = mk2(p, N_CAST, type_node, NONE);
+	if (c != NONE) {
+		nd(p, c)->s = nd(p, value)->s;
+		nd(p, c)->len = nd(p, value)->len;
+	}
+	return c;
+}
+
+/* ---- the rules ---- */
+
+static bool at_encoding_end(const struct parser *p)
+{
+	char c = peek(p);
+	return c == 0 || c == 'E' || c == '.';
+}
+
+static const char *const special_prefix[] = {
+	"vtable for ",		 "VTT for ",		     "typeinfo for ",
+	"typeinfo name for ",	 "non-virtual thunk to ",    "virtual thunk to ",
+	"covariant return thunk to ", "TLS init function for ", "TLS wrapper function for ",
+	"guard variable for ",	 "transaction clone for ",   "reference temporary #0 for ",
+};
+
+/* h <number> _ | v <number> _ <number> _ */
+static bool call_offset(struct parser *p)
+{
+	uint32_t v;
+	bool neg;
+	char c = peek(p);
+	p->pos++;
+	if (c != 'h' && c != 'v')
+		return false;
+	if (!number(p, &v, &neg) || peek(p) != '_')
+		return false;
+	p->pos++;
+	if (c == 'v') {
+		if (!number(p, &v, &neg) || peek(p) != '_')
+			return false;
+		p->pos++;
+	}
+	return true;
+}
+
+enum { ENC_NAME = 1, ENC_RET, ENC_PARAMS, ENC_SPECIAL, ENC_CTOR_VT1, ENC_CTOR_VT2 };
+
+static void step_encoding(struct parser *p, uint32_t *f)
+{
+	char c0 = peek(p), c1 = peek_at(p, 1);
+	switch (f[1]) {
+	case 0:
+		if (c0 == 'T' || (c0 == 'G' && (c1 == 'V' || c1 == 'R' || c1 == 'T'))) {
+			uint32_t rule = R_NAME, prefix;
+			p->pos += 2;
+			if (c0 == 'T' && (c1 == 'V' || c1 == 'T' || c1 == 'I' || c1 == 'S')) {
+				prefix = c1 == 'V' ? 0 : c1 == 'T' ? 1 : c1 == 'I' ? 2 : 3;
+				rule = R_TYPE;
+			} else if (c0 == 'T' && c1 == 'h') {
+				p->pos--;
+				prefix = 4;
+				rule = R_ENCODING;
+				if (!call_offset(p))
+					p->fail = true;
+			} else if (c0 == 'T' && c1 == 'v') {
+				p->pos--;
+				prefix = 5;
+				rule = R_ENCODING;
+				if (!call_offset(p))
+					p->fail = true;
+			} else if (c0 == 'T' && c1 == 'c') {
+				prefix = 6;
+				rule = R_ENCODING;
+				/* two offsets: this, then the result */
+				bool first = call_offset(p);
+				if (!first || !call_offset(p))
+					p->fail = true;
+			} else if (c0 == 'T' && (c1 == 'H' || c1 == 'W')) {
+				prefix = c1 == 'H' ? 7 : 8;
+			} else if (c0 == 'T' && c1 == 'C') {
+				f[1] = ENC_CTOR_VT1;
+				call(p, R_TYPE);
+				return;
+			} else if (c0 == 'G' && c1 == 'V') {
+				prefix = 9;
+			} else if (c0 == 'G' && c1 == 'T' && (peek(p) == 't' || peek(p) == 'n')) {
+				p->pos++;
+				prefix = 10;
+				rule = R_ENCODING;
+			} else if (c0 == 'G' && c1 == 'R') {
+				prefix = 11;
+			} else {
+				p->fail = true;
+				return;
+			}
+			f[1] = ENC_SPECIAL;
+			f[3] = prefix;
+			f[4] = c0 == 'G' && c1 == 'R';
+			call(p, rule);
+			return;
+		}
+		f[1] = ENC_NAME;
+		f[5] = p->tp_owner;
+		p->tp_owner = p->nframes + 1;
+		call(p, R_NAME);
+		return;
+	case ENC_NAME: {
+		p->tp_owner = f[5];
+		f[4] = (uint32_t)p->name_quals | (uint32_t)p->name_ref << 8;
+		if (at_encoding_end(p)) {
+			ret(p, pop_value(p, f[2]));
+			return;
+		}
+		if (p->name_template && !p->name_ctor) {
+			f[3] = 1; /* has a return type */
+			f[1] = ENC_RET;
+			call(p, R_TYPE);
+			return;
+		}
+		f[1] = ENC_PARAMS;
+		return;
+	}
+	case ENC_RET:
+		f[1] = ENC_PARAMS;
+		return;
+	case ENC_PARAMS: {
+		if (!at_encoding_end(p)) {
+			call(p, R_TYPE);
+			return;
+		}
+		uint32_t first = f[2] + 1 + f[3];
+		if (first > p->nvalues) {
+			p->fail = true;
+			return;
+		}
+		uint32_t params = mk_list(p, first);
+		drop_lone_void(p, params);
+		uint32_t rtype = f[3] ? pop_value(p, f[2]) : NONE;
+		uint32_t name = pop_value(p, f[2]);
+		uint32_t e = mk2(p, N_ENC, rtype, name);
+		if (e != NONE) {
+			nd(p, e)->c = params;
+			nd(p, e)->quals = (uint8_t)(f[4] & 0xff);
+			nd(p, e)->flags = (uint16_t)(f[4] >> 8);
+		}
+		ret(p, e);
+		return;
+	}
+	case ENC_SPECIAL: {
+		uint32_t child = pop_value(p, f[2]);
+		if (f[4]) { /* GR: [seq-id] _ after the name */
+			uint32_t id;
+			if (peek(p) != 0 && peek(p) != '.' && !seq_id(p, &id)) {
+				p->fail = true;
+				return;
+			}
+		}
+		const char *pre = special_prefix[f[3]];
+		ret(p, mk_s(p, N_PREFIX, child, pre, str_len(pre)));
+		return;
+	}
+	case ENC_CTOR_VT1: {
+		uint32_t v;
+		bool neg;
+		if (!number(p, &v, &neg) || peek(p) != '_') {
+			p->fail = true;
+			return;
+		}
+		p->pos++;
+		f[1] = ENC_CTOR_VT2;
+		call(p, R_TYPE);
+		return;
+	}
+	case ENC_CTOR_VT2: {
+		uint32_t in = pop_value(p, f[2]);
+		uint32_t of = pop_value(p, f[2]);
+		uint32_t x = mk2(p, N_INFIX, in, of);
+		if (x != NONE) {
+			nd(p, x)->s = "-in-";
+			nd(p, x)->len = 4;
+		}
+		ret(p, mk_s(p, N_PREFIX, x, "construction vtable for ", 24));
+		return;
+	}
+	default:
+		p->fail = true;
+	}
+}
+
+static void step_name(struct parser *p, uint32_t *f)
+{
+	switch (f[1]) {
+	case 0: {
+		char c = peek(p);
+		p->name_quals = p->name_ref = 0;
+		p->name_template = p->name_ctor = false;
+		if (c == 'N') {
+			f[1] = 9;
+			call(p, R_NESTED);
+		} else if (c == 'Z') {
+			f[1] = 9;
+			call(p, R_LOCAL);
+		} else if (c == 'S' && peek_at(p, 1) != 't') {
+			uint32_t s = substitution(p);
+			if (peek(p) != 'I') {
+				p->fail = true;
+				return;
+			}
+			push_value(p, s);
+			f[1] = 5;
+			call(p, R_TARGS);
+		} else {
+			if (c == 'S') {
+				p->pos += 2;
+				f[3] = 1;
+			}
+			f[1] = 2;
+			call(p, R_UNQUAL);
+		}
+		return;
+	}
+	case 2: {
+		uint32_t u = pop_value(p, f[2]);
+		if (f[3])
+			u = mk2(p, N_NESTED, mk_cstr(p, "std"), u);
+		p->name_template = p->name_ctor = false;
+		if (peek(p) == 'I') {
+			add_sub(p, u);
+			push_value(p, u);
+			f[1] = 5;
+			call(p, R_TARGS);
+			return;
+		}
+		ret(p, u);
+		return;
+	}
+	case 5: {
+		uint32_t args = pop_value(p, f[2]);
+		uint32_t name = pop_value(p, f[2]);
+		p->name_template = true;
+		p->name_ctor = false;
+		ret(p, mk2(p, N_TEMPLATE, name, args));
+		return;
+	}
+	default:
+		ret(p, pop_value(p, f[2]));
+	}
+}
+
+/* f[3]: the name so far (NONE at first), f[4]: last component was added as
+ * a substitution, f[5]: 1 = last was ctor/dtor/conversion, 2 = template args. */
+static void step_nested(struct parser *p, uint32_t *f)
+{
+	switch (f[1]) {
+	case 0:
+		p->pos++;
+		f[3] = NONE;
+		/* cv and ref qualifiers of a member function, kept in f[4]'s
+		 * high bits (names parsed inside would overwrite p's). */
+		for (uint32_t i = 0; i < 3; i++) {
+			char c = peek(p);
+			if (c == 'r' || c == 'V' || c == 'K') {
+				f[4] |= (c == 'r' ? Q_RESTRICT : c == 'V' ? Q_VOLATILE : Q_CONST) << 8;
+				p->pos++;
+			}
+		}
+		if (peek(p) == 'R' || peek(p) == 'O') {
+			f[4] |= (peek(p) == 'R' ? 1u : 2u) << 16;
+			p->pos++;
+		}
+		if (peek(p) == 'S' && peek_at(p, 1) == 't') {
+			p->pos += 2;
+			f[3] = mk_cstr(p, "std");
+		}
+		f[1] = 1;
+		return;
+	case 1: {
+		char c = peek(p), c1 = peek_at(p, 1);
+		uint32_t sofar = f[3];
+		if (c == 'E') {
+			p->pos++;
+			if (sofar == NONE) {
+				p->fail = true;
+				return;
+			}
+			if ((f[4] & 1) && p->nsubs > 0)
+				p->nsubs--;
+			p->name_quals = (uint8_t)(f[4] >> 8);
+			p->name_ref = (uint8_t)(f[4] >> 16);
+			p->name_ctor = (f[5] & 1) != 0;
+			p->name_template = (f[5] & 2) != 0;
+			ret(p, sofar);
+			return;
+		}
+		if (c == 'M') {
+			p->pos++;
+			return;
+		}
+		if (c == 'S' && c1 != 't') {
+			if (sofar != NONE) {
+				p->fail = true;
+				return;
+			}
+			f[3] = substitution(p);
+			f[4] &= ~1u;
+			f[5] = 0;
+			return;
+		}
+		if (c == 'T') {
+			uint32_t t = template_param(p);
+			f[3] = sofar == NONE ? t : mk2(p, N_NESTED, sofar, t);
+			add_sub(p, f[3]);
+			f[4] |= 1;
+			f[5] = 0;
+			return;
+		}
+		if (c == 'I') {
+			if (sofar == NONE) {
+				p->fail = true;
+				return;
+			}
+			push_value(p, sofar);
+			f[1] = 2;
+			call(p, R_TARGS);
+			return;
+		}
+		if ((c == 'C' && (is_digit(c1) || c1 == 'I')) || (c == 'D' && is_digit(c1))) {
+			if (sofar == NONE || c1 == 'I') {
+				p->fail = true;
+				return;
+			}
+			p->pos += 2;
+			uint32_t base = base_name(p, sofar);
+			uint32_t n = c == 'C' ? base : mk_s(p, N_PREFIX, base, "~", 1);
+			f[3] = mk2(p, N_NESTED, sofar, n);
+			add_sub(p, f[3]);
+			f[4] |= 1;
+			f[5] = 1;
+			return;
+		}
+		if (c == 'D' && (c1 == 't' || c1 == 'T')) {
+			p->fail = true;
+			return;
+		}
+		push_value(p, sofar);
+		f[1] = 3;
+		call(p, R_UNQUAL);
+		return;
+	}
+	case 2: {
+		uint32_t args = pop_value(p, f[2]);
+		uint32_t base = pop_value(p, f[2]);
+		f[3] = mk2(p, N_TEMPLATE, base, args);
+		add_sub(p, f[3]);
+		f[4] |= 1;
+		f[5] = (f[5] & 1) | 2; /* a constructor template stays a constructor */
+		f[1] = 1;
+		return;
+	}
+	case 3: {
+		uint32_t u = pop_value(p, f[2]);
+		uint32_t sofar = pop_value(p, f[2]);
+		struct demangle_node *un = u != NONE ? nd(p, u) : 0;
+		bool conv = un && un->kind == N_PREFIX && un->len == 9 && bytes_eq(un->s, "operator ", 9);
+		f[3] = sofar == NONE ? u : mk2(p, N_NESTED, sofar, u);
+		add_sub(p, f[3]);
+		f[4] |= 1;
+		f[5] = conv ? 1 : 0;
+		f[1] = 1;
+		return;
+	}
+	default:
+		p->fail = true;
+	}
+}
+
+/* f[3]: the template args in force before, restored at the end unless this
+ * local name is the encoding's own name (f[4]). */
+static void step_local(struct parser *p, uint32_t *f)
+{
+	switch (f[1]) {
+	case 0:
+		p->pos++;
+		f[3] = p->tparams;
+		f[4] = p->nframes >= 1 && p->nframes - 1 == p->tp_owner + 1;
+		f[1] = 1;
+		call(p, R_ENCODING);
+		return;
+	case 1:
+		if (peek(p) != 'E') {
+			p->fail = true;
+			return;
+		}
+		p->pos++;
+		{
+			/* The enclosing function prints without its return type. */
+			uint32_t enc = p->nvalues > f[2] ? p->w->values[p->nvalues - 1] : NONE;
+			if (enc != NONE && nd(p, enc)->kind == N_ENC)
+				nd(p, enc)->a = NONE;
+		}
+		if (peek(p) == 's') {
+			p->pos++;
+			discriminator(p);
+			if (!f[4])
+				p->tparams = f[3];
+			uint32_t enc = pop_value(p, f[2]);
+			p->name_template = p->name_ctor = false;
+			ret(p, mk2(p, N_NESTED, enc, mk_cstr(p, "string literal")));
+			return;
+		}
+		if (peek(p) == 'd') {
+			p->fail = true;
+			return;
+		}
+		f[1] = 2;
+		call(p, R_NAME);
+		return;
+	default: {
+		uint32_t name = pop_value(p, f[2]);
+		uint32_t enc = pop_value(p, f[2]);
+		discriminator(p);
+		if (!f[4])
+			p->tparams = f[3];
+		ret(p, mk2(p, N_NESTED, enc, name));
+	}
+	}
+}
+
+/* The number of a lambda or unnamed type: [<number>] _ , printed +2 or 1. */
+static bool closure_number(struct parser *p, uint32_t *out)
+{
+	uint32_t v = 0;
+	bool neg, any = is_digit(peek(p));
+	if (any && !number(p, &v, &neg))
+		return false;
+	if (peek(p) != '_')
+		return false;
+	p->pos++;
+	*out = any ? v + 2 : 1;
+	return true;
+}
+
+static uint32_t mk_number_text(struct parser *p, const char *pre, uint32_t v, const char *post)
+{
+	char digits[12];
+	uint32_t n = 0;
+	char rev[12];
+	do {
+		rev[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v && n < sizeof(rev));
+	for (uint32_t i = 0; i < n; i++)
+		digits[i] = rev[n - 1 - i];
+	return mk_text3(p, pre, str_len(pre), digits, n, post, str_len(post));
+}
+
+static void step_unqual(struct parser *p, uint32_t *f)
+{
+	switch (f[1]) {
+	case 0: {
+		char c = peek(p), c1 = peek_at(p, 1);
+		if (c == 'L') {
+			p->pos++;
+			return;
+		}
+		if (is_digit(c)) {
+			push_value(p, source_name(p));
+			f[1] = 8;
+			return;
+		}
+		if (c == 'U' && c1 == 't') {
+			p->pos += 2;
+			uint32_t v;
+			if (!closure_number(p, &v)) {
+				p->fail = true;
+				return;
+			}
+			push_value(p, mk_number_text(p, "{unnamed type#", v, "}"));
+			f[1] = 8;
+			return;
+		}
+		if (c == 'U' && c1 == 'l') {
+			p->pos += 2;
+			f[1] = 2;
+			return;
+		}
+		if (c == 'c' && c1 == 'v') {
+			p->pos += 2;
+			f[1] = 4;
+			call(p, R_TYPE);
+			return;
+		}
+		if (c == 'l' && c1 == 'i') {
+			p->pos += 2;
+			uint32_t id = source_name(p);
+			if (id == NONE)
+				return;
+			push_value(p, mk_text3(p, "operator\"\" ", 11, nd(p, id)->s, nd(p, id)->len, "", 0));
+			f[1] = 8;
+			return;
+		}
+		if (c == 'v' && is_digit(c1)) {
+			p->pos += 2;
+			uint32_t id = source_name(p);
+			push_value(p, id == NONE ? NONE : mk_s(p, N_PREFIX, id, "operator ", 9));
+			f[1] = 8;
+			return;
+		}
+		if (is_lower(c)) {
+			for (uint32_t i = 0; i < sizeof(operators) / sizeof(operators[0]); i++) {
+				if (operators[i].code[0] == c && operators[i].code[1] == c1) {
+					p->pos += 2;
+					push_value(p, mk_cstr(p, operators[i].name));
+					f[1] = 8;
+					return;
+				}
+			}
+		}
+		p->fail = true;
+		return;
+	}
+	case 2: /* lambda parameters */
+		if (peek(p) != 'E') {
+			call(p, R_TYPE);
+			return;
+		} else {
+			p->pos++;
+			uint32_t params = mk_list(p, f[2]);
+			drop_lone_void(p, params);
+			uint32_t v;
+			if (!closure_number(p, &v)) {
+				p->fail = true;
+				return;
+			}
+			uint32_t num = mk_number_text(p, "", v, "");
+			uint32_t l = num == NONE ? NONE : mk2(p, N_LAMBDA, NONE, params);
+			if (l != NONE) {
+				nd(p, l)->s = nd(p, num)->s;
+				nd(p, l)->len = nd(p, num)->len;
+			}
+			push_value(p, l);
+			f[1] = 8;
+			return;
+		}
+	case 4: {
+		uint32_t t = pop_value(p, f[2]);
+		push_value(p, mk_s(p, N_PREFIX, t, "operator ", 9));
+		f[1] = 8;
+		return;
+	}
+	default: {
+		uint32_t name = pop_value(p, f[2]);
+		for (uint32_t i = 0; i < 16 && peek(p) == 'B' && !p->fail; i++) {
+			p->pos++;
+			uint32_t tag = source_name(p);
+			if (tag != NONE)
+				name = mk_s(p, N_ABI, name, nd(p, tag)->s, nd(p, tag)->len);
+		}
+		ret(p, name);
+	}
+	}
+}
+
+/* Dp <type>: when the type is a known pack (a template parameter bound to
+ * J...E) under pointers, references and qualifiers, one type per element,
+ * references collapsing (T& && is T&); otherwise "type...". */
+static uint32_t expand_pack(struct parser *p, uint32_t t)
+{
+	uint32_t chain[8], depth = 0, base = t;
+	while (base != NONE && depth < 8 && (nd(p, base)->kind == N_PTR || nd(p, base)->kind == N_QUAL)) {
+		chain[depth++] = base;
+		base = nd(p, base)->a;
+	}
+	if (base == NONE || nd(p, base)->kind != N_LIST || nd(p, base)->flags != 1)
+		return mk2(p, N_PACK, t, NONE);
+	if (depth == 0)
+		return base;
+	uint32_t count = nd(p, base)->b, first = nd(p, base)->a;
+	uint32_t from = p->nvalues;
+	for (uint32_t i = 0; i < count && !p->fail; i++) {
+		uint32_t cur = p->w->lists[first + i];
+		for (uint32_t k = depth; k > 0 && !p->fail; k--) {
+			const struct demangle_node *c = nd(p, chain[k - 1]);
+			bool is_ref = c->kind == N_PTR && c->s[0] == '&';
+			const struct demangle_node *cn = nd(p, cur);
+			if (is_ref && cn->kind == N_PTR && cn->s[0] == '&') {
+				/* collapse: && only when both are && */
+				if (c->len == 1 && cn->len == 2)
+					cur = mk_s(p, N_PTR, cn->a, "&", 1);
+				continue;
+			}
+			uint32_t n = mk2(p, c->kind, cur, NONE);
+			if (n != NONE) {
+				nd(p, n)->quals = c->quals;
+				nd(p, n)->s = c->s;
+				nd(p, n)->len = c->len;
+			}
+			cur = n;
+		}
+		push_value(p, cur);
+	}
+	uint32_t l = mk_list(p, from);
+	if (l != NONE)
+		nd(p, l)->flags = 1;
+	return l;
+}
+
+enum {
+	T_QUAL = 10, T_PTR, T_FUNC_RET, T_FUNC_PARAMS, T_ARRAY, T_MEM_CLASS, T_MEM_TYPE,
+	T_TARGS, T_NAME, T_PACK
+};
+
+static void step_type(struct parser *p, uint32_t *f)
+{
+	switch (f[1]) {
+	case 0: {
+		char c = peek(p), c1 = peek_at(p, 1);
+		uint32_t b = builtin_type(p);
+		if (b != NONE) {
+			ret(p, b);
+			return;
+		}
+		if (p->fail)
+			return;
+		switch (c) {
+		case 'u': {
+			p->pos++;
+			uint32_t n = source_name(p);
+			add_sub(p, n);
+			ret(p, n);
+			return;
+		}
+		case 'r':
+		case 'V':
+		case 'K':
+			for (uint32_t i = 0; i < 3; i++) {
+				char q = peek(p);
+				if (q != 'r' && q != 'V' && q != 'K')
+					break;
+				f[3] |= q == 'r' ? Q_RESTRICT : q == 'V' ? Q_VOLATILE : Q_CONST;
+				p->pos++;
+			}
+			f[1] = T_QUAL;
+			call(p, R_TYPE);
+			return;
+		case 'P':
+		case 'R':
+		case 'O':
+			p->pos++;
+			f[3] = (uint32_t)c;
+			f[1] = T_PTR;
+			call(p, R_TYPE);
+			return;
+		case 'F':
+			p->pos++;
+			if (peek(p) == 'Y')
+				p->pos++;
+			f[1] = T_FUNC_RET;
+			call(p, R_TYPE);
+			return;
+		case 'A': {
+			p->pos++;
+			uint32_t start = p->pos;
+			while (is_digit(peek(p)))
+				p->pos++;
+			if (peek(p) != '_') {
+				p->fail = true;
+				return;
+			}
+			f[3] = start;
+			f[4] = p->pos - start;
+			p->pos++;
+			f[1] = T_ARRAY;
+			call(p, R_TYPE);
+			return;
+		}
+		case 'M':
+			p->pos++;
+			f[1] = T_MEM_CLASS;
+			call(p, R_TYPE);
+			return;
+		case 'T': {
+			uint32_t t = template_param(p);
+			if (t == NONE)
+				return;
+			add_sub(p, t);
+			if (peek(p) == 'I') {
+				push_value(p, t);
+				f[1] = T_TARGS;
+				call(p, R_TARGS);
+				return;
+			}
+			ret(p, t);
+			return;
+		}
+		case 'S':
+			if (c1 != 't') {
+				uint32_t s = substitution(p);
+				if (s != NONE && peek(p) == 'I') {
+					push_value(p, s);
+					f[1] = T_TARGS;
+					call(p, R_TARGS);
+					return;
+				}
+				ret(p, s);
+				return;
+			}
+			f[1] = T_NAME;
+			call(p, R_NAME);
+			return;
+		case 'D':
+			if (c1 == 'p') {
+				p->pos += 2;
+				f[1] = T_PACK;
+				call(p, R_TYPE);
+				return;
+			}
+			if (c1 == 'F') { /* DF <number> _ : _FloatN */
+				p->pos += 2;
+				uint32_t start = p->pos, v;
+				bool neg;
+				if (!number(p, &v, &neg) || neg || peek(p) != '_') {
+					p->fail = true;
+					return;
+				}
+				uint32_t n = mk_text3(p, "_Float", 6, p->s + start, p->pos - start, "", 0);
+				p->pos++;
+				ret(p, n);
+				return;
+			}
+			p->fail = true;
+			return;
+		default:
+			if (is_digit(c) || c == 'N' || c == 'Z') {
+				f[1] = T_NAME;
+				call(p, R_NAME);
+				return;
+			}
+			p->fail = true;
+			return;
+		}
+	}
+	case T_QUAL: {
+		uint32_t t = pop_value(p, f[2]);
+		/* cv on an array type qualifies its elements: char const [3] */
+		bool array = t != NONE && nd(p, t)->kind == N_ARRAY;
+		uint32_t q = mk2(p, N_QUAL, array ? nd(p, t)->a : t, NONE);
+		if (q != NONE)
+			nd(p, q)->quals = (uint8_t)f[3];
+		if (array && q != NONE)
+			q = mk_s(p, N_ARRAY, q, nd(p, t)->s, nd(p, t)->len);
+		add_sub(p, q);
+		ret(p, q);
+		return;
+	}
+	case T_PTR: {
+		uint32_t t = pop_value(p, f[2]);
+		const char *s = f[3] == 'P' ? "*" : f[3] == 'R' ? "&" : "&&";
+		uint32_t n;
+		if (f[3] != 'P' && t != NONE && nd(p, t)->kind == N_PTR && nd(p, t)->s[0] == '&')
+			/* reference collapsing: && only when both are && */
+			n = f[3] == 'R' && nd(p, t)->len == 2 ? mk_s(p, N_PTR, nd(p, t)->a, "&", 1) : t;
+		else
+			n = mk_s(p, N_PTR, t, s, str_len(s));
+		add_sub(p, n);
+		ret(p, n);
+		return;
+	}
+	case T_FUNC_RET:
+		f[1] = T_FUNC_PARAMS;
+		return;
+	case T_FUNC_PARAMS: {
+		char c = peek(p);
+		uint32_t ref = 0;
+		if ((c == 'R' || c == 'O') && peek_at(p, 1) == 'E') {
+			ref = c == 'R' ? 1 : 2;
+			p->pos++;
+			c = 'E';
+		}
+		if (c != 'E') {
+			if (c == 0) {
+				p->fail = true;
+				return;
+			}
+			call(p, R_TYPE);
+			return;
+		}
+		p->pos++;
+		uint32_t params = mk_list(p, f[2] + 1);
+		drop_lone_void(p, params);
+		uint32_t rtype = pop_value(p, f[2]);
+		uint32_t fn = mk2(p, N_FUNC, rtype, params);
+		if (fn != NONE)
+			nd(p, fn)->c = ref;
+		add_sub(p, fn);
+		ret(p, fn);
+		return;
+	}
+	case T_ARRAY: {
+		uint32_t t = pop_value(p, f[2]);
+		uint32_t a = mk_s(p, N_ARRAY, t, p->s + f[3], f[4]);
+		add_sub(p, a);
+		ret(p, a);
+		return;
+	}
+	case T_MEM_CLASS:
+		f[1] = T_MEM_TYPE;
+		call(p, R_TYPE);
+		return;
+	case T_MEM_TYPE: {
+		uint32_t member = pop_value(p, f[2]);
+		uint32_t cls = pop_value(p, f[2]);
+		uint32_t m = mk2(p, N_MEMPTR, cls, member);
+		add_sub(p, m);
+		ret(p, m);
+		return;
+	}
+	case T_TARGS: {
+		uint32_t args = pop_value(p, f[2]);
+		uint32_t base = pop_value(p, f[2]);
+		uint32_t t = mk2(p, N_TEMPLATE, base, args);
+		add_sub(p, t);
+		ret(p, t);
+		return;
+	}
+	case T_PACK: {
+		uint32_t t = pop_value(p, f[2]);
+		uint32_t n = expand_pack(p, t);
+		add_sub(p, n);
+		ret(p, n);
+		return;
+	}
+	default: { /* T_NAME */
+		uint32_t n = pop_value(p, f[2]);
+		add_sub(p, n);
+		ret(p, n);
+	}
+	}
+}
+
+/* Replaces each expanded pack among values[from..] by its elements. */
+static void splice_packs(struct parser *p, uint32_t from)
+{
+	uint32_t n = p->nvalues - from, extra = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct demangle_node *d = nd(p, p->w->values[from + i]);
+		if (d->kind == N_LIST && d->flags == 1)
+			extra += d->b;
+	}
+	if (extra == 0 && n == 0)
+		return;
+	/* Stage the result in the list arena, then copy it back. */
+	if (n + extra > DEMANGLE_MAX_NODES - p->nlists || from + n + extra > DEMANGLE_MAX_NODES) {
+		p->fail = true;
+		return;
+	}
+	uint32_t start = p->nlists, k = start;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t v = p->w->values[from + i];
+		const struct demangle_node *d = nd(p, v);
+		if (d->kind == N_LIST && d->flags == 1) {
+			for (uint32_t j = 0; j < d->b; j++)
+				p->w->lists[k++] = p->w->lists[d->a + j];
+		} else {
+			p->w->lists[k++] = v;
+		}
+	}
+	for (uint32_t i = start; i < k; i++)
+		p->w->values[from + i - start] = p->w->lists[i];
+	p->nvalues = from + (k - start);
+}
+
+/* f[3]: these args become tparams; f[4]: an argument pack (J ... E). */
+static void step_targs(struct parser *p, uint32_t *f)
+{
+	switch (f[1]) {
+	case 0:
+		p->pos++;
+		/* The template args of the encoding's own name (its NAME or NESTED
+		 * frame called us) are what T_ in its signature refers to. */
+		f[3] = p->nframes >= 2 && (p->nframes - 1 == p->tp_owner || p->nframes - 1 == p->tp_owner + 1);
+		f[1] = 1;
+		return;
+	case 1: {
+		char c = peek(p);
+		if (c == 'E') {
+			p->pos++;
+			if (f[4]) /* a pack: packs expanded inside it are spliced in */
+				splice_packs(p, f[2]);
+			uint32_t l = mk_list(p, f[2]);
+			if (f[4] && l != NONE)
+				nd(p, l)->flags = 1; /* printed inline */
+			if (f[3] && !f[4])
+				p->tparams = l;
+			ret(p, l);
+			return;
+		}
+		if (c == 'L') {
+			if (peek_at(p, 1) == '_' && peek_at(p, 2) == 'Z') {
+				p->pos += 3;
+				f[1] = 3;
+				call(p, R_ENCODING);
+				return;
+			}
+			p->pos++;
+			if (peek(p) == 'N' || peek(p) == 'S' || peek(p) == 'T') {
+				f[1] = 4; /* a literal of a class or enum type named in full */
+				call(p, R_TYPE);
+				return;
+			}
+			push_value(p, literal(p));
+			return;
+		}
+		if (c == 'J') {
+			p->pos++;
+			call(p, R_TARGS);
+			if (!p->fail) {
+				uint32_t *g = p->w->frames[p->nframes - 1];
+				g[1] = 1;
+				g[4] = 1;
+			}
+			return;
+		}
+		if (c == 0 || c == 'X') {
+			p->fail = true;
+			return;
+		}
+		call(p, R_TYPE);
+		return;
+	}
+	case 4: {
+		uint32_t type = pop_value(p, f[2]);
+		bool neg = peek(p) == 'n';
+		if (neg)
+			p->pos++;
+		uint32_t start = p->pos;
+		while (is_digit(peek(p)))
+			p->pos++;
+		if (p->pos == start || peek(p) != 'E') {
+			p->fail = true;
+			return;
+		}
+		uint32_t v = mk_text3(p, neg ? "-" : "", neg ? 1u : 0u, p->s + start, p->pos - start, "", 0);
+		p->pos++;
+		uint32_t c = v == NONE ? NONE : mk2(p, N_CAST, type, NONE);
+		if (c != NONE) {
+			nd(p, c)->s = nd(p, v)->s;
+			nd(p, c)->len = nd(p, v)->len;
+		}
+		push_value(p, c);
+		f[1] = 1;
+		return;
+	}
+	default:
+		if (peek(p) != 'E') {
+			p->fail = true;
+			return;
+		}
+		p->pos++;
+		f[1] = 1;
+	}
+}
+
+/* ---- printing ---- */
+
+struct printer {
+	char *out;
+	size_t cap, len;
+	bool fail;
+	struct parser *p;
+	uint32_t ntasks;
+	char last; /* what c++filt takes as the last character printed */
+};
+
+/* Print tasks: a node, or a fixed string. */
+#define TASK_NODE 0u
+#define TASK_STR 1u
+#define TASK_CLOSE_ANGLE 2u
+#define TASK_OPEN_ANGLE 3u
+#define TASK_LAST_SPACE 4u
+
+static void emit(struct printer *pr, const char *s, uint32_t n)
+{
+	if (n >= pr->cap - pr->len) {
+		pr->fail = true;
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		pr->out[pr->len++] = s[i];
+	if (n > 0)
+		pr->last = s[n - 1];
+}
+
+static void task(struct printer *pr, uint32_t kind, uint32_t node, const char *s, uint32_t len)
+{
+	if (pr->ntasks >= DEMANGLE_MAX_DEPTH) {
+		pr->fail = true;
+		return;
+	}
+	uint32_t *t = pr->p->w->frames[pr->ntasks++];
+	t[0] = kind;
+	t[1] = node;
+	/* A pointer in two words. */
+	uintptr_t v = (uintptr_t)s;
+	t[2] = (uint32_t)v;
+	t[3] = (uint32_t)((uint64_t)v >> 32);
+	t[4] = len;
+}
+
+static void task_str(struct printer *pr, const char *s) { task(pr, TASK_STR, NONE, s, str_len(s)); }
+static void task_node(struct printer *pr, uint32_t n)
+{
+	if (n == NONE) {
+		pr->fail = true;
+		return;
+	}
+	task(pr, TASK_NODE, n, 0, 0);
+}
+
+/* Pushes the items of a list (to print in order). */
+static void task_list(struct printer *pr, uint32_t list)
+{
+	struct demangle_node *l = nd(pr->p, list);
+	for (uint32_t i = l->b; i > 0 && !pr->fail; i--) {
+		uint32_t item = pr->p->w->lists[l->a + i - 1];
+		const struct demangle_node *d = nd(pr->p, item);
+		if (d->kind == N_LIST && d->flags == 1 && d->b == 0) {
+			/* An empty pack prints nothing; c++filt still counts the
+			 * ", " it took back as the last character. */
+			if (i > 1)
+				task(pr, TASK_LAST_SPACE, NONE, 0, 0);
+			continue;
+		}
+		task_node(pr, item);
+		if (i > 1)
+			task_str(pr, ", ");
+	}
+}
+
+static void task_quals(struct printer *pr, uint32_t q)
+{
+	/* Pushed in reverse: printed " const volatile restrict". */
+	if (q & Q_RESTRICT)
+		task_str(pr, " restrict");
+	if (q & Q_VOLATILE)
+		task_str(pr, " volatile");
+	if (q & Q_CONST)
+		task_str(pr, " const");
+}
+
+static void task_ref(struct printer *pr, uint32_t ref)
+{
+	if (ref == 1)
+		task_str(pr, " &");
+	else if (ref == 2)
+		task_str(pr, " &&");
+}
+
+/* A declarator chain: pointers/references/qualifiers/member pointers around
+ * a function or array type print inside parentheses: void (*)(int). */
+static bool task_declarator(struct printer *pr, uint32_t n)
+{
+	uint32_t chain[32];
+	uint32_t depth = 0, base = n;
+	while (depth < 32) {
+		struct demangle_node *d = nd(pr->p, base);
+		if (d->kind != N_PTR && d->kind != N_QUAL && d->kind != N_MEMPTR)
+			break;
+		chain[depth++] = base;
+		base = d->kind == N_MEMPTR ? d->b : d->a;
+	}
+	struct demangle_node *b = nd(pr->p, base);
+	if (depth == 32 && (b->kind == N_PTR || b->kind == N_QUAL || b->kind == N_MEMPTR)) {
+		pr->fail = true; /* deeper than we print */
+		return true;
+	}
+	/* A qualifier directly on the function (void (A::*)() const) is in
+	 * the chain; it prints after the parameters. */
+	if (depth == 0 || (b->kind != N_FUNC && b->kind != N_ARRAY))
+		return false;
+	/* Reverse order of printing: suffix, ")", chain outer..inner, " (", base head. */
+	if (b->kind == N_FUNC) {
+		task_ref(pr, b->c);
+		for (uint32_t i = 0; i < depth; i++) {
+			struct demangle_node *d = nd(pr->p, chain[i]);
+			if (d->kind == N_QUAL && d->a == base)
+				task_quals(pr, d->quals);
+		}
+		task_str(pr, ")");
+		if (b->b != NONE)
+			task_list(pr, b->b);
+		task_str(pr, ")(");
+	} else {
+		task_str(pr, "]");
+		task(pr, TASK_STR, NONE, b->s, b->len);
+		task_str(pr, ") [");
+	}
+	for (uint32_t i = 0; i < depth; i++) {
+		struct demangle_node *d = nd(pr->p, chain[i]);
+		if (d->kind == N_PTR) {
+			task(pr, TASK_STR, NONE, d->s, d->len);
+		} else if (d->kind == N_QUAL) {
+			if (d->a != base)
+				task_quals(pr, d->quals);
+		} else {
+			task_str(pr, "::*");
+			task_node(pr, d->a);
+		}
+	}
+	task_str(pr, " (");
+	task_node(pr, b->a);
+	return true;
+}
+
+static void print_task(struct printer *pr, uint32_t n)
+{
+	struct demangle_node *d = nd(pr->p, n);
+	switch (d->kind) {
+	case N_STR:
+		emit(pr, d->s, d->len);
+		return;
+	case N_NESTED:
+		task_node(pr, d->b);
+		task_str(pr, "::");
+		task_node(pr, d->a);
+		return;
+	case N_TEMPLATE:
+		task(pr, TASK_CLOSE_ANGLE, NONE, 0, 0);
+		task_list(pr, d->b);
+		task(pr, TASK_OPEN_ANGLE, NONE, 0, 0);
+		task_node(pr, d->a);
+		return;
+	case N_LIST:
+		task_list(pr, n);
+		return;
+	case N_QUAL:
+	case N_PTR:
+	case N_MEMPTR:
+		if (task_declarator(pr, n))
+			return;
+		if (d->kind == N_QUAL) {
+			task_quals(pr, d->quals);
+			task_node(pr, d->a);
+		} else if (d->kind == N_PTR) {
+			task(pr, TASK_STR, NONE, d->s, d->len);
+			task_node(pr, d->a);
+		} else {
+			task_str(pr, "::*");
+			task_node(pr, d->a);
+			task_str(pr, " ");
+			task_node(pr, d->b);
+		}
+		return;
+	case N_FUNC:
+		task_ref(pr, d->c);
+		task_str(pr, ")");
+		task_list(pr, d->b);
+		task_str(pr, " (");
+		task_node(pr, d->a);
+		return;
+	case N_ARRAY:
+		task_str(pr, "]");
+		task(pr, TASK_STR, NONE, d->s, d->len);
+		task_str(pr, " [");
+		task_node(pr, d->a);
+		return;
+	case N_ENC:
+		task_ref(pr, d->flags);
+		task_quals(pr, d->quals);
+		task_str(pr, ")");
+		task_list(pr, d->c);
+		task_str(pr, "(");
+		task_node(pr, d->b);
+		if (d->a != NONE) {
+			task_str(pr, " ");
+			task_node(pr, d->a);
+		}
+		return;
+	case N_PREFIX:
+		task_node(pr, d->a);
+		task(pr, TASK_STR, NONE, d->s, d->len);
+		return;
+	case N_SUFFIX:
+		task(pr, TASK_STR, NONE, d->s, d->len);
+		task_node(pr, d->a);
+		return;
+	case N_ABI:
+		task_str(pr, "]");
+		task(pr, TASK_STR, NONE, d->s, d->len);
+		task_str(pr, "[abi:");
+		task_node(pr, d->a);
+		return;
+	case N_PACK:
+		task_str(pr, "...");
+		task_node(pr, d->a);
+		return;
+	case N_LAMBDA:
+		task_str(pr, "}");
+		task(pr, TASK_STR, NONE, d->s, d->len);
+		task_str(pr, ")#");
+		task_list(pr, d->b);
+		task_str(pr, "{lambda(");
+		return;
+	case N_CAST:
+		task(pr, TASK_STR, NONE, d->s, d->len);
+		task_str(pr, ")");
+		task_node(pr, d->a);
+		task_str(pr, "(");
+		return;
+	case N_INFIX:
+		task_node(pr, d->b);
+		task(pr, TASK_STR, NONE, d->s, d->len);
+		task_node(pr, d->a);
+		return;
+	default:
+		pr->fail = true;
+	}
+}
+
+static size_t print_tree(struct parser *p, uint32_t root, char *out, size_t cap)
+{
+	struct printer pr = {out, cap, 0, false, p, 0, 0};
+	if (cap == 0)
+		return 0;
+	task_node(&pr, root);
+	/* Every node is expanded once and each expansion pushes a bounded
+	 * number of tasks, so this ends; the bound is a second guard. */
+	uint32_t budget = 64u * DEMANGLE_MAX_NODES + 64u * DEMANGLE_MAX_INPUT;
+	while (pr.ntasks > 0 && !pr.fail && budget-- > 0) {
+		uint32_t *t = p->w->frames[--pr.ntasks];
+		uint32_t kind = t[0], node = t[1];
+		uintptr_t sv = (uintptr_t)((uint64_t)t[2] | (uint64_t)t[3] << 32);
+		uint32_t len = t[4];
+		if (kind == TASK_STR)
+			emit(&pr, (const char *)sv, len);
+		else if (kind == TASK_OPEN_ANGLE) /* operator< <int> */
+			emit(&pr, pr.last == '<' ? " <" : "<", pr.last == '<' ? 2u : 1u);
+		else if (kind == TASK_CLOSE_ANGLE)
+			emit(&pr, pr.last == '>' ? " >" : ">", pr.last == '>' ? 2u : 1u);
+		else if (kind == TASK_LAST_SPACE)
+			pr.last = ' ';
+		else
+			print_task(&pr, node);
+	}
+	if (pr.fail || pr.ntasks > 0) {
+		out[0] = 0;
+		return 0;
+	}
+	out[pr.len] = 0;
+	return pr.len;
+}
+
+/* Clone suffixes: (.<lowercase or _ word>(.<digits>)*)* and .<digits>. */
+static bool clone_suffixes(const char *s, uint32_t n)
+{
+	uint32_t i = 0;
+	while (i < n) {
+		if (s[i] != '.' || i + 1 >= n)
+			return false;
+		i++;
+		if (is_lower(s[i]) || s[i] == '_') {
+			while (i < n && (is_lower(s[i]) || s[i] == '_'))
+				i++;
+		} else if (!is_digit(s[i])) {
+			return false;
+		}
+		while (i < n && s[i] == '.' && i + 1 < n && is_digit(s[i + 1])) {
+			i++;
+			while (i < n && is_digit(s[i]))
+				i++;
+		}
+		while (i < n && is_digit(s[i]))
+			i++;
+	}
+	return true;
+}
+
+size_t demangle_itanium(const char *name, size_t len, char *out, size_t cap,
+			struct demangle_scratch *w)
+{
+	if (cap > 0)
+		out[0] = 0;
+	if (len < 3 || len > DEMANGLE_MAX_INPUT || name[0] != '_' || name[1] != 'Z' || cap == 0)
+		return 0;
+	struct parser p;
+	p.s = name;
+	p.n = (uint32_t)len;
+	p.pos = 2;
+	p.w = w;
+	p.nnodes = p.nvalues = p.nlists = p.nsubs = p.nframes = p.ntext = 0;
+	p.tparams = NONE;
+	p.tp_owner = NONE;
+	p.fail = false;
+	p.name_template = p.name_ctor = false;
+	p.name_quals = p.name_ref = 0;
+	call(&p, R_ENCODING);
+	uint32_t budget = 16u * DEMANGLE_MAX_INPUT + 4096u;
+	while (!p.fail && p.nframes > 0 && budget-- > 0) {
+		uint32_t *f = w->frames[p.nframes - 1];
+		switch (f[0]) {
+		case R_ENCODING: step_encoding(&p, f); break;
+		case R_NAME: step_name(&p, f); break;
+		case R_NESTED: step_nested(&p, f); break;
+		case R_LOCAL: step_local(&p, f); break;
+		case R_UNQUAL: step_unqual(&p, f); break;
+		case R_TYPE: step_type(&p, f); break;
+		case R_TARGS: step_targs(&p, f); break;
+		default: p.fail = true;
+		}
+	}
+	if (p.fail || p.nframes > 0 || p.nvalues != 1)
+		return 0;
+	uint32_t root = w->values[0];
+	if (p.pos < p.n) {
+		if (!clone_suffixes(p.s + p.pos, p.n - p.pos))
+			return 0;
+		/* " [clone .cold]" for each dot-word group */
+		const char *sfx = p.s + p.pos;
+		uint32_t rest = p.n - p.pos, i = 0;
+		while (i < rest && !p.fail) {
+			uint32_t start = i++;
+			while (i < rest && sfx[i] != '.')
+				i++;
+			while (i + 1 < rest && sfx[i] == '.' && is_digit(sfx[i + 1])) {
+				i++;
+				while (i < rest && is_digit(sfx[i]))
+					i++;
+			}
+			uint32_t t = mk_text3(&p, " [clone ", 8, sfx + start, i - start, "]", 1);
+			if (t == NONE)
+				return 0;
+			root = mk_s(&p, N_SUFFIX, root, nd(&p, t)->s, nd(&p, t)->len);
+		}
+		if (p.fail)
+			return 0;
+	}
+	return print_tree(&p, root, out, cap);
+}

@@ -1,0 +1,111 @@
+/* A bounds-checked little-endian cursor over one DWARF section.  Any read
+ * past the end clears `ok` and yields 0, so callers check `ok` once after a
+ * group of reads instead of after each one. */
+#ifndef STOWAWAY_DWARF_READ_H
+#define STOWAWAY_DWARF_READ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct dw_cursor {
+	const uint8_t *data;
+	size_t pos, end;
+	bool ok;
+};
+
+static inline void dw_cursor_init(struct dw_cursor *c, const uint8_t *data, size_t size, size_t pos)
+{
+	c->data = data;
+	c->end = size;
+	c->pos = pos;
+	c->ok = data != NULL && pos <= size;
+}
+
+static inline bool dw_skip(struct dw_cursor *c, uint64_t n)
+{
+	if (!c->ok || c->end - c->pos < n) {
+		c->ok = false;
+		return false;
+	}
+	c->pos += (size_t)n;
+	return true;
+}
+
+static inline uint64_t dw_fixed(struct dw_cursor *c, unsigned n)
+{
+	uint64_t v = 0;
+	if (n > 8 || !c->ok || c->end - c->pos < n) {
+		c->ok = false;
+		return 0;
+	}
+	for (unsigned i = 0; i < n; i++)
+		v |= (uint64_t)c->data[c->pos + i] << (8 * i);
+	c->pos += n;
+	return v;
+}
+
+static inline uint8_t dw_u8(struct dw_cursor *c) { return (uint8_t)dw_fixed(c, 1); }
+
+static inline uint64_t dw_uleb(struct dw_cursor *c)
+{
+	uint64_t v = 0;
+	for (unsigned shift = 0; shift < 70; shift += 7) {
+		uint8_t b = dw_u8(c);
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return v;
+	}
+	c->ok = false;
+	return 0;
+}
+
+static inline int64_t dw_sleb(struct dw_cursor *c)
+{
+	uint64_t v = 0;
+	for (unsigned shift = 0; shift < 70; shift += 7) {
+		uint8_t b = dw_u8(c);
+		if (shift < 64)
+			v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			if (shift + 7 < 64 && (b & 0x40))
+				v |= ~(uint64_t)0 << (shift + 7);
+			return (int64_t)v;
+		}
+	}
+	c->ok = false;
+	return 0;
+}
+
+/* A NUL-terminated string at the cursor (terminated inside the section). */
+static inline const char *dw_cstr(struct dw_cursor *c)
+{
+	if (!c->ok)
+		return NULL;
+	for (size_t i = c->pos; i < c->end; i++) {
+		if (c->data[i] == 0) {
+			const char *s = (const char *)c->data + c->pos;
+			c->pos = i + 1;
+			return s;
+		}
+	}
+	c->ok = false;
+	return NULL;
+}
+
+/* Initial length of a unit: sets *offset_size to 4 or 8; the unit's length. */
+static inline uint64_t dw_unit_length(struct dw_cursor *c, unsigned *offset_size)
+{
+	uint64_t len = dw_fixed(c, 4);
+	*offset_size = 4;
+	if (len == 0xffffffffu) {
+		len = dw_fixed(c, 8);
+		*offset_size = 8;
+	} else if (len >= 0xfffffff0u) {
+		c->ok = false;
+	}
+	return len;
+}
+
+#endif

@@ -1,0 +1,395 @@
+/* Finding, verifying and indexing debug information (see debuginfo.h). */
+#include "symbols/debuginfo.h"
+
+#include <linux/elf.h>
+
+#include "deflate/deflate.h"
+#include "rt/rt.h"
+#include "rt/sys.h"
+
+#define DEBUG_FILE_MAX_BYTES (8ull << 30)
+#define SYSTEM_DEBUG_ROOT "/usr/lib/debug"
+#define PATH_CAP 4096
+#define MAX_ROOTS 16
+#ifndef SHF_COMPRESSED
+#define SHF_COMPRESSED 0x800
+#endif
+#define ELFCOMPRESS_ZLIB_TYPE 1
+
+/* The header of an SHF_COMPRESSED section (ELF64; linux/elf.h lacks it). */
+struct elf64_chdr {
+	uint32_t ch_type, ch_reserved;
+	uint64_t ch_size, ch_addralign;
+};
+
+enum { SEC_INFO, SEC_ABBREV, SEC_LINE, SEC_STR, SEC_LINE_STR, SEC_STR_OFFSETS, SEC_ADDR, SEC_RANGES,
+       SEC_RNGLISTS, SEC_COUNT };
+static const char *const section_names[SEC_COUNT] = {
+	".debug_info", ".debug_abbrev", ".debug_line", ".debug_str", ".debug_line_str",
+	".debug_str_offsets", ".debug_addr", ".debug_ranges", ".debug_rnglists",
+};
+
+struct debug_symbol {
+	uint64_t start, size;
+	const char *name; /* in the mapped file */
+};
+
+struct debuginfo {
+	void *map;
+	size_t map_size;
+	struct elf_image img;
+	struct debug_symbol *symbols; /* sorted by start, built on first use */
+	uint32_t nsymbols;
+	bool symbols_tried;
+	void *owned[SEC_COUNT]; /* decompressed copies */
+	size_t owned_size[SEC_COUNT];
+	struct dwarf_index *index;
+	char path[PATH_CAP];
+};
+
+/* ---- reading what the binary says ---- */
+
+void debug_ref_read(const struct elf_image *img, struct debug_ref *ref)
+{
+	struct elf_section s;
+	rt_memset(ref, 0, sizeof(*ref));
+	if (!elf_build_id_hex(img, ref->build_id, sizeof(ref->build_id)))
+		ref->build_id[0] = 0;
+	ref->has_dwarf = elf_section_by_name(img, ".debug_info", &s) && s.size > 0;
+	/* .gnu_debuglink: a file name, NUL, padding to 4, then the CRC-32. */
+	if (elf_section_by_name(img, ".gnu_debuglink", &s) && s.size >= 8) {
+		const char *name = (const char *)img->data + s.offset;
+		size_t len = rt_strnlen(name, (size_t)s.size);
+		size_t crc_at = (len + 4) & ~(size_t)3;
+		if (len > 0 && len < sizeof(ref->debuglink) && crc_at + 4 <= s.size &&
+		    rt_memchr(name, '/', len) == NULL) {
+			rt_memcpy(ref->debuglink, name, len);
+			ref->debuglink[len] = 0;
+			const uint8_t *p = img->data + s.offset + crc_at;
+			ref->debuglink_crc = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+					     (uint32_t)p[3] << 24;
+		}
+	}
+}
+
+/* ---- mapping files ---- */
+
+static void *map_file(const char *path, size_t *size)
+{
+	struct statx st;
+	rt_memset(&st, 0, sizeof(st));
+	long fd = sys_open(path, O_RDONLY, 0);
+	if (fd < 0)
+		return NULL;
+	void *p = (void *)-1L;
+	long r = sys_statx((int)fd, "", AT_EMPTY_PATH, STATX_SIZE | STATX_TYPE, &st);
+	if (r == 0 && (st.stx_mode & 0170000) == 0100000 /* S_ISREG */ && st.stx_size >= sizeof(Elf64_Ehdr) &&
+	    st.stx_size <= DEBUG_FILE_MAX_BYTES)
+		p = sys_mmap(NULL, (size_t)st.stx_size, PROT_READ, MAP_PRIVATE, (int)fd, 0);
+	(void)sys_close((int)fd);
+	if (SYS_IS_ERR(p))
+		return NULL;
+	*size = (size_t)st.stx_size;
+	return p;
+}
+
+bool debuginfo_file_crc(const char *path, uint32_t *crc)
+{
+	size_t size = 0;
+	void *p = map_file(path, &size);
+	if (p == NULL)
+		return false;
+	*crc = crc32_update(0, p, size);
+	(void)sys_munmap(p, size);
+	return true;
+}
+
+/* ---- sections ---- */
+
+/* The bytes of one section; a compressed one (SHF_COMPRESSED, zlib) is
+ * inflated into memory the debuginfo owns, within the budget. */
+static bool section_bytes(struct debuginfo *di, const struct elf_image *img, uint32_t which,
+			  size_t *budget, const uint8_t **data, size_t *size)
+{
+	struct elf_section s;
+	*data = NULL;
+	*size = 0;
+	if (!elf_section_by_name(img, section_names[which], &s) || s.size == 0)
+		return false;
+	if (!(s.flags & SHF_COMPRESSED)) {
+		*data = img->data + s.offset;
+		*size = (size_t)s.size;
+		return true;
+	}
+	struct elf64_chdr ch;
+	if (s.size < sizeof(ch))
+		return false;
+	rt_memcpy(&ch, img->data + s.offset, sizeof(ch));
+	if (ch.ch_type != ELFCOMPRESS_ZLIB_TYPE || ch.ch_size == 0 || ch.ch_size > *budget)
+		return false;
+	uint8_t *out = rt_malloc((size_t)ch.ch_size);
+	if (out == NULL)
+		return false;
+	size_t used = 0, len = 0;
+	int r = zlib_decompress(img->data + s.offset + sizeof(ch), (size_t)s.size - sizeof(ch), out,
+				(size_t)ch.ch_size, &used, &len);
+	if (r != DEFLATE_OK || len != ch.ch_size) {
+		rt_free(out);
+		return false;
+	}
+	di->owned[which] = out;
+	di->owned_size[which] = len;
+	*budget -= len;
+	*data = out;
+	*size = len;
+	return true;
+}
+
+static void debuginfo_release(struct debuginfo *di)
+{
+	dwarf_index_free(di->index);
+	rt_free(di->symbols);
+	for (uint32_t i = 0; i < SEC_COUNT; i++)
+		rt_free(di->owned[i]);
+	if (di->map != NULL)
+		(void)sys_munmap(di->map, di->map_size);
+	rt_free(di);
+}
+
+void debuginfo_free(struct debuginfo *di)
+{
+	if (di != NULL)
+		debuginfo_release(di);
+}
+
+/* Opens `path`; checks the build id when want_id is given and the CRC when
+ * check_crc.  NULL if the file is unusable or has no DWARF. */
+static struct debuginfo *open_checked(const char *path, const char *want_id, bool check_crc,
+				      uint32_t crc, size_t budget)
+{
+	struct debuginfo *di = rt_calloc(1, sizeof(*di));
+	if (di == NULL)
+		return NULL;
+	rt_strlcpy(di->path, path, sizeof(di->path));
+	di->map = map_file(path, &di->map_size);
+	struct elf_image img;
+	if (di->map == NULL || !elf_open(&img, di->map, di->map_size))
+		goto fail;
+	di->img = img;
+	if (want_id != NULL && want_id[0]) {
+		char id[ELF_BUILD_ID_HEX_CAP];
+		if (!elf_build_id_hex(&img, id, sizeof(id)) || !rt_streq(id, want_id))
+			goto fail;
+	}
+	if (check_crc && crc32_update(0, di->map, di->map_size) != crc)
+		goto fail;
+	struct dwarf_sections s;
+	rt_memset(&s, 0, sizeof(s));
+	const uint8_t **data[SEC_COUNT] = {&s.info, &s.abbrev, &s.line, &s.str, &s.line_str,
+					    &s.str_offsets, &s.addr, &s.ranges, &s.rnglists};
+	size_t *size[SEC_COUNT] = {&s.info_size, &s.abbrev_size, &s.line_size, &s.str_size,
+				   &s.line_str_size, &s.str_offsets_size, &s.addr_size,
+				   &s.ranges_size, &s.rnglists_size};
+	/* Inflated sections count against the budget; the index gets the rest. */
+	size_t left = budget;
+	for (uint32_t i = 0; i < SEC_COUNT; i++)
+		(void)section_bytes(di, &img, i, &left, data[i], size[i]);
+	di->index = dwarf_index_new(&s, left);
+	if (di->index == NULL)
+		goto fail;
+	return di;
+fail:
+	debuginfo_release(di);
+	return NULL;
+}
+
+struct debuginfo *debuginfo_open_file(const char *path, const char *build_id, size_t budget)
+{
+	return open_checked(path, build_id, false, 0, budget);
+}
+
+/* Splits dirs and appends /usr/lib/debug; returns the number of roots. */
+static uint32_t debug_roots(const char *dirs, char roots[MAX_ROOTS][PATH_CAP])
+{
+	uint32_t n = 0;
+	const char *p = dirs != NULL ? dirs : "";
+	while (*p && n + 1 < MAX_ROOTS) {
+		const char *end = rt_strchr(p, ':');
+		size_t len = end != NULL ? (size_t)(end - p) : rt_strlen(p);
+		while (len > 1 && p[len - 1] == '/')
+			len--;
+		if (len > 0 && len < PATH_CAP) {
+			rt_memcpy(roots[n], p, len);
+			roots[n][len] = 0;
+			n++;
+		}
+		if (end == NULL)
+			break;
+		p = end + 1;
+	}
+	rt_strlcpy(roots[n++], SYSTEM_DEBUG_ROOT, PATH_CAP);
+	return n;
+}
+
+struct debuginfo *debuginfo_open(const char *path, const struct debug_ref *ref, const char *dirs,
+				 size_t budget)
+{
+	if (ref->has_dwarf) {
+		struct debuginfo *di = open_checked(path, NULL, false, 0, budget);
+		if (di != NULL)
+			return di;
+	}
+	if (!ref->build_id[0] && !ref->debuglink[0])
+		return NULL;
+	char(*roots)[PATH_CAP] = rt_malloc(sizeof(char[MAX_ROOTS][PATH_CAP]));
+	char *cand = rt_malloc(PATH_CAP);
+	struct debuginfo *di = NULL;
+	if (roots == NULL || cand == NULL)
+		goto out;
+	uint32_t nroots = debug_roots(dirs, roots);
+	size_t idlen = rt_strlen(ref->build_id);
+	for (uint32_t i = 0; di == NULL && idlen > 2 && i < nroots; i++) {
+		if (rt_snprintf(cand, PATH_CAP, "%s/.build-id/%.2s/%s.debug", roots[i], ref->build_id,
+				ref->build_id + 2) < PATH_CAP)
+			di = open_checked(cand, ref->build_id, false, 0, budget);
+	}
+	if (di == NULL && ref->debuglink[0]) {
+		/* The binary's directory. */
+		const char *slash = NULL;
+		for (const char *q = path; *q; q++)
+			if (*q == '/')
+				slash = q;
+		int dlen = slash != NULL ? (int)(slash - path) : 0;
+		if (rt_snprintf(cand, PATH_CAP, "%.*s/%s", dlen, path, ref->debuglink) < PATH_CAP &&
+		    !rt_streq(cand, path))
+			di = open_checked(cand, NULL, true, ref->debuglink_crc, budget);
+		if (di == NULL &&
+		    rt_snprintf(cand, PATH_CAP, "%.*s/.debug/%s", dlen, path, ref->debuglink) < PATH_CAP)
+			di = open_checked(cand, NULL, true, ref->debuglink_crc, budget);
+		for (uint32_t i = 0; di == NULL && i < nroots; i++) {
+			if (rt_snprintf(cand, PATH_CAP, "%s%.*s/%s", roots[i], dlen, path, ref->debuglink) <
+			    PATH_CAP)
+				di = open_checked(cand, NULL, true, ref->debuglink_crc, budget);
+		}
+	}
+out:
+	rt_free(roots);
+	rt_free(cand);
+	return di;
+}
+
+const char *debuginfo_path(const struct debuginfo *di) { return di->path; }
+
+enum dwarf_lookup_status debuginfo_lookup(struct debuginfo *di, uint64_t addr,
+					  struct dwarf_frame frames[DWARF_MAX_FRAMES], uint32_t *n)
+{
+	return dwarf_lookup(di->index, addr, frames, n);
+}
+
+#define PAGE_DOWN(x) ((x) & ~(uint64_t)0xfff)
+
+bool debuginfo_mapping_vaddr(const struct debuginfo *di, uint64_t map_offset, uint64_t rel,
+			     uint64_t *vaddr)
+{
+	struct elf_segment seg;
+	uint64_t offset = map_offset + rel;
+	uint32_t n_exec = 0;
+	uint64_t only_exec = 0, same_page = 0;
+	bool have_same_page = false;
+	for (uint32_t i = 0; i < di->img.phnum; i++) {
+		if (!elf_segment_at(&di->img, i, &seg) || seg.type != PT_LOAD)
+			continue;
+		if (seg.filesz > 0 && offset >= seg.offset && offset - seg.offset < seg.filesz) {
+			*vaddr = offset - seg.offset + seg.vaddr;
+			return true;
+		}
+		if (seg.filesz == 0 && (seg.flags & PF_X)) {
+			n_exec++;
+			only_exec = PAGE_DOWN(seg.vaddr);
+			if (PAGE_DOWN(seg.vaddr) == PAGE_DOWN(map_offset)) {
+				same_page = PAGE_DOWN(seg.vaddr);
+				have_same_page = true;
+			}
+		}
+	}
+	if (have_same_page) {
+		*vaddr = same_page + (map_offset & 0xfff) + rel;
+		return true;
+	}
+	if (n_exec == 1) {
+		*vaddr = only_exec + (map_offset & 0xfff) + rel;
+		return true;
+	}
+	return false;
+}
+
+static bool symbol_before(const void *a, const void *b)
+{
+	return ((const struct debug_symbol *)a)->start < ((const struct debug_symbol *)b)->start;
+}
+
+static void load_symbols(struct debuginfo *di)
+{
+	struct elf_symbol_iter it;
+	struct elf_symbol sym;
+	uint32_t n = 0, cap = 0;
+	di->symbols_tried = true;
+	if (!elf_symbols_begin(&di->img, SHT_SYMTAB, &it))
+		return;
+	while (elf_symbols_next(&it, &sym) && n < UINT32_MAX / 2) {
+		if (sym.size == 0)
+			continue;
+		if (n == cap) {
+			uint32_t ncap = cap ? cap * 2 : 256;
+			struct debug_symbol *ns = rt_realloc(di->symbols, (size_t)ncap * sizeof(*ns));
+			if (ns == NULL)
+				break;
+			di->symbols = ns;
+			cap = ncap;
+		}
+		di->symbols[n].start = sym.value;
+		di->symbols[n].size = sym.size;
+		di->symbols[n].name = sym.name;
+		n++;
+	}
+	rt_sort(di->symbols, n, sizeof(*di->symbols), symbol_before);
+	di->nsymbols = n;
+}
+
+const char *debuginfo_symbol(struct debuginfo *di, uint64_t addr)
+{
+	if (!di->symbols_tried)
+		load_symbols(di);
+	uint32_t lo = 0, hi = di->nsymbols;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (di->symbols[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (uint32_t i = lo, k = 0; i > 0 && k < 4; i--, k++) {
+		const struct debug_symbol *f = &di->symbols[i - 1];
+		if (addr - f->start < f->size)
+			return f->name;
+	}
+	return NULL;
+}
+
+static size_t owned_bytes(const struct debuginfo *di)
+{
+	size_t n = 0;
+	for (uint32_t i = 0; i < SEC_COUNT; i++)
+		n += di->owned_size[i];
+	return n;
+}
+
+size_t debuginfo_bytes(const struct debuginfo *di)
+{
+	return owned_bytes(di) + dwarf_index_bytes(di->index);
+}
+
+size_t debuginfo_peak_bytes(const struct debuginfo *di)
+{
+	return owned_bytes(di) + dwarf_index_peak_bytes(di->index);
+}

@@ -1,0 +1,81 @@
+/* Debug information of one module: the file that holds its DWARF (the
+ * binary itself, or a separate debug file found by build id or
+ * .gnu_debuglink and verified), mapped read-only, with a lazily built DWARF
+ * index over it (dwarf/dwarf.h).
+ *
+ * Separate debug files are searched, in order, under each directory of
+ * STOWAWAY_DEBUG_DIRS (':'-separated) and then /usr/lib/debug:
+ *   <root>/.build-id/<xx>/<rest>.debug   (the file's GNU build id must match)
+ * and for a binary /d/bin with .gnu_debuglink NAME (the file's CRC-32 must match):
+ *   /d/NAME, /d/.debug/NAME, <root>/d/NAME
+ *
+ * Sections compressed with SHF_COMPRESSED (zlib, as -gz writes them) are
+ * inflated into memory counted against the budget.
+ *
+ * Not for signal handlers (opens, maps, allocates). */
+#ifndef STOWAWAY_SYMBOLS_DEBUGINFO_H
+#define STOWAWAY_SYMBOLS_DEBUGINFO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dwarf/dwarf.h"
+#include "symbols/elf.h"
+
+/* Longest .gnu_debuglink name we keep. */
+#define DEBUGLINK_NAME_MAX 256
+
+/* What a binary says about where its debug information is. */
+struct debug_ref {
+	char build_id[ELF_BUILD_ID_HEX_CAP]; /* "" if none */
+	char debuglink[DEBUGLINK_NAME_MAX];   /* "" if none */
+	uint32_t debuglink_crc;
+	bool has_dwarf; /* the binary itself has .debug_info */
+};
+
+/* Reads the build id, .gnu_debuglink and whether .debug_info is present. */
+void debug_ref_read(const struct elf_image *img, struct debug_ref *ref);
+
+struct debuginfo;
+
+/* Finds and opens the debug information of the binary at `path` described by
+ * ref: the binary itself if it has DWARF, else the first separate file that
+ * verifies.  dirs: ':'-separated extra roots searched before /usr/lib/debug
+ * (NULL or "": none).  budget: bytes the DWARF index may hold.  NULL if
+ * nothing usable was found. */
+struct debuginfo *debuginfo_open(const char *path, const struct debug_ref *ref, const char *dirs,
+				 size_t budget);
+/* Opens one file as debug information if its build id equals build_id
+ * (NULL: not checked). */
+struct debuginfo *debuginfo_open_file(const char *path, const char *build_id, size_t budget);
+void debuginfo_free(struct debuginfo *di);
+
+/* The path of the file the DWARF comes from. */
+const char *debuginfo_path(const struct debuginfo *di);
+
+/* Frames at link-time address addr (see dwarf_lookup). */
+enum dwarf_lookup_status debuginfo_lookup(struct debuginfo *di, uint64_t addr,
+					  struct dwarf_frame frames[DWARF_MAX_FRAMES], uint32_t *n);
+
+/* The link-time address of the byte `rel` bytes into an executable mapping
+ * of the binary that starts at file offset map_offset: through the PT_LOAD
+ * headers' file extents when the file has them (an unstripped binary), else
+ * (a debug file, whose headers keep addresses but not file extents) through
+ * the executable PT_LOAD that starts at that offset or the only one. */
+bool debuginfo_mapping_vaddr(const struct debuginfo *di, uint64_t map_offset, uint64_t rel,
+			     uint64_t *vaddr);
+
+/* The .symtab function containing link-time address addr, or NULL (for
+ * code the DWARF does not cover; built on first use). */
+const char *debuginfo_symbol(struct debuginfo *di, uint64_t addr);
+
+/* Bytes held now and at the peak: inflated sections and the index (the
+ * mapped file, page cache shared with everyone, is not counted). */
+size_t debuginfo_bytes(const struct debuginfo *di);
+size_t debuginfo_peak_bytes(const struct debuginfo *di);
+
+/* CRC-32 of .gnu_debuglink (the gzip CRC-32) of a whole file; false if unreadable. */
+bool debuginfo_file_crc(const char *path, uint32_t *crc);
+
+#endif

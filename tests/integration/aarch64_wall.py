@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+# Not run by tests/run.sh on its own (not executable): aarch64.sh runs it.
+"""The wall profiler's known answer under qemu-user (used by aarch64.sh).
+
+wall_torture's threads each block in one kind of call for the whole run.
+Under qemu-user the sampler cannot read other threads' stacks:
+process_vm_readv is not emulated (ENOSYS, checked here), so a blocked
+thread's stack is the frame its interposed call published, and raw waits
+(read through /proc/<tid>/syscall, which shows qemu's registers) are not
+attributable.  What the library computes without reading another thread's
+memory is checked against the truth: every waiting thread's wall time is
+under its own call, and each thread's total is its lifetime."""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import glob
+
+from checks import check, status
+
+SO = os.environ["STOWAWAY_SO"]
+WL = os.environ["STOWAWAY_WL"]
+SECONDS = 2
+# thread name (15 characters, as the kernel keeps it) -> the interposed call
+LEAF = {"wait_nanosleep": "nanosleep", "wait_clock_nano": "clock_nanosleep", "wait_usleep": "usleep",
+        "wait_read_pipe": "read", "wait_read_socke": "read", "wait_recv_timeo": "recv",
+        "wait_accept": "accept", "wait_epoll": "epoll_wait", "wait_poll": "poll",
+        "wait_select": "select", "wait_ppoll": "ppoll", "wait_sem_timedw": "sem_timedwait",
+        "wait_cond_timed": "pthread_cond_timedwait", "wait_waitpid": "waitpid"}
+
+
+def traces(path):
+    """[(thread name, leaf, seconds)] from go tool pprof -traces."""
+    out = subprocess.run(["go", "tool", "pprof", "-traces", path], capture_output=True, text=True,
+                         check=True).stdout
+    result, name = [], None
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        s = line.strip()
+        if s.startswith("thread name:"):
+            name = s.split(":", 1)[1].strip()
+        elif name is not None and s and s[0].isdigit() and not s.startswith("thread"):
+            parts = s.split()
+            if len(parts) >= 2:
+                v = parts[0]
+                secs = float(v[:-2]) / 1000 if v.endswith("ms") else float(v.rstrip("s"))
+                result.append((name, parts[1], secs))
+                name = None
+    return result
+
+
+for prog in os.environ.get("STOWAWAY_VARIANTS", "wall_torture wall_torture-musl").split():
+    with tempfile.TemporaryDirectory() as out:
+        env = dict(os.environ, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out, LD_PRELOAD=SO,
+                   DD_SERVICE="wallq", STOWAWAY_PROFILES="wall", WALL_TORTURE_GATE="1")
+        # Its own session, so a hang (a fork child once stopped under qemu,
+        # docs/arm64.md) is killed whole and reported, not left behind.
+        p = subprocess.Popen([os.path.join(WL, prog), str(SECONDS)], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            _, err = p.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            _, err = p.communicate()
+            check(f"{prog}: finishes under qemu", False, "no exit after 60 s")
+            continue
+        check(f"{prog}: runs", p.returncode == 0, err[-300:])
+        files = glob.glob(os.path.join(out, "wallq.*.wall.*.pb.gz"))
+        check(f"{prog}: a wall profile was written", len(files) == 1, str(files))
+        if not files:
+            continue
+        rows = traces(files[0])
+        for thread, leaf in sorted(LEAF.items()):
+            total = sum(v for n, _, v in rows if n == thread)
+            under = sum(v for n, lf, v in rows if n == thread and lf == leaf)
+            check(f"{prog}: {thread}: >= 90% of its wall time under {leaf}",
+                  total > 0 and under / total >= 0.90, f"{under:.2f}s of {total:.2f}s")
+            check(f"{prog}: {thread}: its wall time is its lifetime within 10%",
+                  abs(total - SECONDS) <= 0.10 * SECONDS, f"{total:.2f}s of {SECONDS}s")
+
+# The limit above is qemu's, not ours: show it.
+probe = os.path.join(WL, "pvr_probe")
+if os.path.exists(probe):
+    p = subprocess.run([probe], capture_output=True, text=True)
+    check("qemu-user has no process_vm_readv (why deep wall stacks are not checked here)",
+          "ENOSYS" in p.stdout, p.stdout.strip())
+sys.exit(status())
