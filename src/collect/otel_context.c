@@ -140,19 +140,37 @@ void otel_context_refresh(void)
 	otel_context_find_key_map();
 }
 
+struct base_probe {
+	uint64_t base;
+	bool defined_not_static;
+};
+
+static void probe_site(const struct tls_symbol_site *site, void *ctx)
+{
+	struct base_probe *p = ctx;
+	if (site->module_base == p->base && !site->is_static)
+		p->defined_not_static = true;
+}
+
 void otel_context_dlopened(void *handle)
 {
 	struct refresh_walk w = { 0 };
-	/* This thread's copy of the library's variable (dlsym of a TLS symbol
-	 * gives the calling thread's address, allocating it if needed).  The
-	 * handle's first word is the module's load bias in glibc (struct
+	/* The handle's first word is the module's load bias in glibc (struct
 	 * link_map's l_addr, public through dlinfo) and musl (struct dso's
-	 * base). */
-	void *addr = handle && dlsym ? dlsym(handle, OTEL_CONTEXT_SYMBOL) : NULL;
-	if (addr) {
-		w.hint = true;
-		w.hint_base = *(const uint64_t *)handle;
-		w.hint_delta = (intptr_t)((uintptr_t)addr - rt_thread_pointer());
+	 * base).  Only when the new module defines the variable and the
+	 * loader's table does not show this thread's copy, dlsym gives it (for
+	 * a TLS symbol, the calling thread's address, allocated if needed); a
+	 * dlsym that fails would leave a message for the program's dlerror(). */
+	struct base_probe probe = { handle ? *(const uint64_t *)handle : 0, false };
+	if (handle && dlsym &&
+	    tls_symbol_sites(OTEL_CONTEXT_SYMBOL, oc.static_extent, probe_site, &probe) > 0 &&
+	    probe.defined_not_static) {
+		void *addr = dlsym(handle, OTEL_CONTEXT_SYMBOL);
+		if (addr) {
+			w.hint = true;
+			w.hint_base = probe.base;
+			w.hint_delta = (intptr_t)((uintptr_t)addr - rt_thread_pointer());
+		}
 	}
 	refresh(&w);
 	otel_context_find_key_map();
@@ -207,7 +225,7 @@ bool otel_context_read_self(struct otel_span *out)
 		uintptr_t rec = *(const volatile uintptr_t *)(tp + (uintptr_t)s->tp_delta);
 		if (rec == 0)
 			continue;
-		uint8_t hdr[OTEL_RECORD_HEADER];
+		uint8_t hdr[OTEL_RECORD_HEADER] = { 0 };
 		atomic_fetch_add_explicit(&oc.reads, 1, memory_order_relaxed);
 		if (!peek(hdr, rec, sizeof(hdr)) || !accept(hdr, out))
 			continue;
@@ -236,7 +254,7 @@ bool otel_context_read_thread(uintptr_t thread_pointer, struct otel_span *out)
 		uintptr_t rec = 0, again = 0;
 		if (!peek(&rec, slot, sizeof(rec)) || rec == 0)
 			continue;
-		uint8_t hdr[OTEL_RECORD_HEADER];
+		uint8_t hdr[OTEL_RECORD_HEADER] = { 0 };
 		atomic_fetch_add_explicit(&oc.reads, 1, memory_order_relaxed);
 		/* The kernel copies the ranges in order: a pointer unchanged after
 		 * the record means the record was not detached while we read it. */
@@ -424,7 +442,7 @@ static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] 
  * u64, payload_size u32, payload pointer), payload, header again. */
 static bool read_process_context(uintptr_t addr, struct key_map *m)
 {
-	uint8_t hdr[PROCESS_CTX_HEADER], again[PROCESS_CTX_HEADER];
+	uint8_t hdr[PROCESS_CTX_HEADER] = { 0 }, again[PROCESS_CTX_HEADER] = { 0 };
 	if (!peek(hdr, addr, sizeof(hdr)) || rt_memcmp(hdr, "OTEL_CTX", 8) != 0)
 		return false;
 	uint32_t version = le32(hdr + 8), size = le32(hdr + 20);

@@ -3,7 +3,8 @@
  * the dlopen switch spans like otel_writer (span k burns in burn_even or
  * burn_odd by parity, ids as otel_writer's) through the library's slot; the
  * program also dlopens and closes another library a few times, so the
- * profiler looks for the variable again.  Prints "static" or "dynamic":
+ * profiler looks for the variable again; after each successful dlopen
+ * dlerror() must have nothing to say (exit 3 otherwise).  Prints "static" or "dynamic":
  * whether the slot of the threads lies within 64 KiB of their thread
  * pointer (static TLS) or not.
  *
@@ -66,10 +67,18 @@ int main(int argc, char **argv)
 	if (argc < 3)
 		return 2;
 	seconds = atof(argv[2]);
+	(void)dlerror(); /* whatever was said before (e.g. a hook's dlsym) */
 	void *h = dlopen(argv[1], RTLD_NOW);
 	if (!h) {
 		fprintf(stderr, "dlopen: %s\n", dlerror());
 		return 1;
+	}
+	/* A successful dlopen leaves no error for dlerror(), with or without a
+	 * profiler looking into the library. */
+	const char *err = dlerror();
+	if (err) {
+		fprintf(stderr, "dlerror after a successful dlopen: %s\n", err);
+		return 3;
 	}
 	slot_of_thread = (struct otel_thread_ctx_record * *(*)(void)) dlsym(h, "otel_ctx_lib_slot");
 	if (!slot_of_thread)
@@ -80,8 +89,14 @@ int main(int argc, char **argv)
 			return 1;
 	for (int i = 0; i < 3; i++) {
 		void *m = dlopen("libm.so.6", RTLD_NOW);
-		if (!m)
+		if (!m) {
+			(void)dlerror();
 			m = dlopen("libc.so", RTLD_NOW);
+		}
+		if (m && dlerror()) {
+			fprintf(stderr, "dlerror after a successful dlopen\n");
+			return 3;
+		}
 		if (m)
 			dlclose(m);
 	}
