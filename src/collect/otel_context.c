@@ -165,7 +165,7 @@ void otel_context_dlopened(void *handle)
 	if (handle && dlsym &&
 	    tls_symbol_sites(OTEL_CONTEXT_SYMBOL, oc.static_extent, probe_site, &probe) > 0 &&
 	    probe.defined_not_static) {
-		void *addr = dlsym(handle, OTEL_CONTEXT_SYMBOL);
+		void *addr = host_dlsym(handle, OTEL_CONTEXT_SYMBOL);
 		if (addr) {
 			w.hint = true;
 			w.hint_base = probe.base;

@@ -18,7 +18,7 @@
 /* The next definition of `name` after ours, or NULL. */
 static inline void *hook_next(const char *name)
 {
-	return dlsym ? dlsym(HOST_RTLD_NEXT, name) : NULL;
+	return host_dlsym(HOST_RTLD_NEXT, name);
 }
 
 /* hook_next(name), looked up until found and then kept in *cache (a library

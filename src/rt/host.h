@@ -19,8 +19,22 @@ struct dl_phdr_info;
 extern char **environ __attribute__((weak));
 /* Symbol lookup: RTLD_NEXT for interposition, RTLD_DEFAULT otherwise. */
 extern void *dlsym(void *handle, const char *name) __attribute__((weak));
+extern char *dlerror(void) __attribute__((weak));
 #define HOST_RTLD_NEXT ((void *)-1l)
 #define HOST_RTLD_DEFAULT ((void *)0)
+
+/* dlsym, NULL without one.  A failed lookup leaves an error that the
+ * program's next dlerror() would report as its own ("Symbol not found:
+ * pvalloc" on musl), so it is taken back at once. */
+static inline void *host_dlsym(void *handle, const char *name)
+{
+	if (!dlsym)
+		return (void *)0;
+	void *sym = dlsym(handle, name);
+	if (!sym && dlerror)
+		(void)dlerror();
+	return sym;
+}
 /* Loaded objects, for unwind tables and symbols (never in a signal handler). */
 extern int dl_iterate_phdr(int (*cb)(struct dl_phdr_info *info, size_t size, void *data),
 			   void *data) __attribute__((weak));

@@ -17,7 +17,7 @@ host_pthread_create_fn thread_host_pthread_create(void)
 		return fn;
 	void *sym = hook_next("pthread_create");
 	if (!sym)
-		sym = dlsym(HOST_RTLD_DEFAULT, "pthread_create");
+		sym = host_dlsym(HOST_RTLD_DEFAULT, "pthread_create");
 	HOOK_FN(fn, sym);
 	atomic_store(&cached, fn);
 	return fn;
@@ -37,7 +37,7 @@ static uint64_t host_signals_mask(void)
 {
 	int rtmin = MUSL_SIGRTMIN; /* covers both libcs if the lookup fails */
 	if (dlsym) {
-		void *sym = dlsym(HOST_RTLD_DEFAULT, "__libc_current_sigrtmin");
+		void *sym = host_dlsym(HOST_RTLD_DEFAULT, "__libc_current_sigrtmin");
 		int (*current_sigrtmin)(void) = NULL;
 		__builtin_memcpy(&current_sigrtmin, &sym, sizeof(current_sigrtmin));
 		if (current_sigrtmin) {

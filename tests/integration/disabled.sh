@@ -2,7 +2,8 @@
 # Disabled means nothing: no thread, no signal handler, no timer, no file.
 # Enabled starts exactly our threads (scheduler and sampler, plus the wall
 # sampler when wall is on), one handler per signal-based collector, and a
-# CPU timer for the main thread.
+# CPU timer for the main thread.  Our symbol lookups leave nothing for the
+# program's dlerror().
 source "$(dirname "$0")/lib.sh"
 
 for libc in glibc musl; do
@@ -23,5 +24,8 @@ for libc in glibc musl; do
 	got=$(DD_PROFILING_ENABLED=true STOWAWAY_OUTPUT_DIR="$TMP/on-$libc" LD_PRELOAD="$SO" "$prog" 300 2>&1)
 	check "$libc: default kinds add the wall sampler thread ($got)" grep -q '^threads=4 ' <<<"$got"
 	check "$libc: default kinds install the CPU and wall handlers" grep -q ' handlers=2 ' <<<"$got"
+	got=$(DD_PROFILING_ENABLED=true STOWAWAY_PROFILES=cpu,wall,alloc,heap,lock,exception \
+		STOWAWAY_OUTPUT_DIR="$TMP/on-$libc" LD_PRELOAD="$SO" "$prog" 100 2>&1)
+	check "$libc: every kind on leaves no error for the program's dlerror() ($got)" grep -q ' dlerror=none$' <<<"$got"
 done
 finish

@@ -2,6 +2,7 @@
  * SIGPROF disposition, POSIX timers and files left open.  Sleeps first
  * (argv[1] ms) so an enabled profiler has time to start its threads. */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +45,11 @@ int main(int argc, char **argv)
 		if (s != SIGKILL && s != SIGSTOP && sigaction(s, NULL, &o) == 0 && o.sa_handler != SIG_DFL)
 			handlers++;
 	}
-	printf("threads=%d handlers=%d timers=%d fds=%d\n", count_entries("/proc/self/task"),
-	       handlers, count_timers(), count_entries("/proc/self/fd"));
+	/* An interposer's lookups must leave nothing for the program's dlerror(). */
+	void *block = malloc(64);
+	free(block);
+	const char *err = dlerror();
+	printf("threads=%d handlers=%d timers=%d fds=%d dlerror=%s\n", count_entries("/proc/self/task"),
+	       handlers, count_timers(), count_entries("/proc/self/fd"), err ? "set" : "none");
 	return 0;
 }
