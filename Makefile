@@ -127,7 +127,7 @@ $(BUILD)/libcore-san.a: $(SAN_OBJ)
 # readers and debug-file search): one copy of each in the tree.
 CLI_SRC := $(sort $(wildcard src/cli/*.c))
 CLI_LIB_OBJ := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(filter src/rt/% src/deflate/% src/encode/pb.c \
-	src/demangle/% src/dwarf/% src/symbols/elf.c src/symbols/debuginfo.c,$(CORE_SRC)))
+	src/demangle/% src/dwarf/% src/symbols/elf.c src/symbols/functions.c src/symbols/debuginfo.c,$(CORE_SRC)))
 $(BUILD)/libcli-shared.a: $(CLI_LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^

@@ -14,7 +14,7 @@ $(BUILD)/tests/gen_pprof: tests/workloads/gen_pprof.go
 
 FUZZERS += $(BUILD)/fuzz/fuzz_pprof_decode
 CLI_FUZZ_LIB_SRC := $(filter src/rt/% src/deflate/% src/encode/pb.c src/demangle/% src/dwarf/% \
-	src/symbols/elf.c src/symbols/debuginfo.c,$(CORE_SRC))
+	src/symbols/elf.c src/symbols/functions.c src/symbols/debuginfo.c,$(CORE_SRC))
 $(BUILD)/fuzz/fuzz_pprof_decode: tests/fuzz/fuzz_pprof_decode.c $(CLI_LIB_SRC) $(CLI_FUZZ_LIB_SRC) $(wildcard src/cli/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(CLI_LIB_SRC) $(CLI_FUZZ_LIB_SRC) -o $@

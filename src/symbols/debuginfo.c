@@ -6,6 +6,7 @@
 #include "deflate/deflate.h"
 #include "rt/rt.h"
 #include "rt/sys.h"
+#include "symbols/functions.h"
 
 #define DEBUG_FILE_MAX_BYTES (8ull << 30)
 #define SYSTEM_DEBUG_ROOT "/usr/lib/debug"
@@ -29,17 +30,11 @@ static const char *const section_names[SEC_COUNT] = {
 	".debug_str_offsets", ".debug_addr", ".debug_ranges", ".debug_rnglists",
 };
 
-struct debug_symbol {
-	uint64_t start, size;
-	const char *name; /* in the mapped file */
-};
-
 struct debuginfo {
 	void *map;
 	size_t map_size;
 	struct elf_image img;
-	struct debug_symbol *symbols; /* sorted by start, built on first use */
-	uint32_t nsymbols;
+	struct function_table symbols; /* .symtab functions, built on first use */
 	bool symbols_tried;
 	void *owned[SEC_COUNT]; /* decompressed copies */
 	size_t owned_size[SEC_COUNT];
@@ -148,7 +143,7 @@ static bool section_bytes(struct debuginfo *di, const struct elf_image *img, uin
 static void debuginfo_release(struct debuginfo *di)
 {
 	dwarf_index_free(di->index);
-	rt_free(di->symbols);
+	function_table_free(&di->symbols);
 	for (uint32_t i = 0; i < SEC_COUNT; i++)
 		rt_free(di->owned[i]);
 	if (di->map != NULL)
@@ -283,7 +278,12 @@ const char *debuginfo_path(const struct debuginfo *di) { return di->path; }
 enum dwarf_lookup_status debuginfo_lookup(struct debuginfo *di, uint64_t addr,
 					  struct dwarf_frame frames[DWARF_MAX_FRAMES], uint32_t *n)
 {
-	return dwarf_lookup(di->index, addr, frames, n);
+	enum dwarf_lookup_status st = dwarf_lookup(di->index, addr, frames, n);
+	/* DWARF names follow the same naming rules as symbol tables. */
+	if (st == DWARF_FOUND)
+		for (uint32_t i = 0; i < *n && i < DWARF_MAX_FRAMES; i++)
+			frames[i].name = function_display_name(frames[i].name);
+	return st;
 }
 
 #define PAGE_DOWN(x) ((x) & ~(uint64_t)0xfff)
@@ -323,57 +323,13 @@ bool debuginfo_mapping_vaddr(const struct debuginfo *di, uint64_t map_offset, ui
 	return false;
 }
 
-static bool symbol_before(const void *a, const void *b)
-{
-	return ((const struct debug_symbol *)a)->start < ((const struct debug_symbol *)b)->start;
-}
-
-static void load_symbols(struct debuginfo *di)
-{
-	struct elf_symbol_iter it;
-	struct elf_symbol sym;
-	uint32_t n = 0, cap = 0;
-	di->symbols_tried = true;
-	if (!elf_symbols_begin(&di->img, SHT_SYMTAB, &it))
-		return;
-	while (elf_symbols_next(&it, &sym) && n < UINT32_MAX / 2) {
-		if (sym.size == 0)
-			continue;
-		if (n == cap) {
-			uint32_t ncap = cap ? cap * 2 : 256;
-			struct debug_symbol *ns = rt_realloc(di->symbols, (size_t)ncap * sizeof(*ns));
-			if (ns == NULL)
-				break;
-			di->symbols = ns;
-			cap = ncap;
-		}
-		di->symbols[n].start = sym.value;
-		di->symbols[n].size = sym.size;
-		di->symbols[n].name = sym.name;
-		n++;
-	}
-	rt_sort(di->symbols, n, sizeof(*di->symbols), symbol_before);
-	di->nsymbols = n;
-}
-
 const char *debuginfo_symbol(struct debuginfo *di, uint64_t addr)
 {
-	if (!di->symbols_tried)
-		load_symbols(di);
-	uint32_t lo = 0, hi = di->nsymbols;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (di->symbols[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
+	if (!di->symbols_tried) {
+		di->symbols_tried = true;
+		(void)function_table_build(&di->symbols, &di->img, false);
 	}
-	for (uint32_t i = lo, k = 0; i > 0 && k < 4; i--, k++) {
-		const struct debug_symbol *f = &di->symbols[i - 1];
-		if (addr - f->start < f->size)
-			return f->name;
-	}
-	return NULL;
+	return function_table_lookup(&di->symbols, addr);
 }
 
 static size_t owned_bytes(const struct debuginfo *di)

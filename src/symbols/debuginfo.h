@@ -54,7 +54,8 @@ void debuginfo_free(struct debuginfo *di);
 /* The path of the file the DWARF comes from. */
 const char *debuginfo_path(const struct debuginfo *di);
 
-/* Frames at link-time address addr (see dwarf_lookup). */
+/* Frames at link-time address addr (see dwarf_lookup), their names shown
+ * as function_display_name gives them. */
 enum dwarf_lookup_status debuginfo_lookup(struct debuginfo *di, uint64_t addr,
 					  struct dwarf_frame frames[DWARF_MAX_FRAMES], uint32_t *n);
 
@@ -67,7 +68,9 @@ bool debuginfo_mapping_vaddr(const struct debuginfo *di, uint64_t map_offset, ui
 			     uint64_t *vaddr);
 
 /* The .symtab function containing link-time address addr, or NULL (for
- * code the DWARF does not cover; built on first use). */
+ * code the DWARF does not cover; built on first use): among aliases of one
+ * address the one function_alias_preference ranks highest, shown as
+ * function_display_name gives it. */
 const char *debuginfo_symbol(struct debuginfo *di, uint64_t addr);
 
 /* Bytes held now and at the peak: inflated sections and the index (the

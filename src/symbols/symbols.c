@@ -9,18 +9,13 @@
 #include "rt/sys.h"
 #include "symbols/debuginfo.h"
 #include "symbols/elf.h"
+#include "symbols/functions.h"
 #include "symbols/maps.h"
 #include "unwind/cfi.h"
 #include "unwind/unwind.h"
 
 /* PT_LOAD segments kept per module to place its other mappings. */
 #define MODULE_MAX_SEGMENTS 16u
-
-struct sym_func {
-	uint64_t start, size; /* link-time */
-	uint32_t name;        /* offset into module names */
-	uint32_t pref;        /* among aliases of one address, the highest is shown */
-};
 
 struct sym_module {
 	struct sym_module *next;
@@ -32,9 +27,7 @@ struct sym_module {
 	struct elf_load_segment segs[MODULE_MAX_SEGMENTS];
 	uint32_t nsegs;
 	char build_id[ELF_BUILD_ID_HEX_CAP];
-	struct sym_func *funcs;
-	uint32_t nfuncs;
-	char *names;
+	struct function_table functions;
 	struct cfi_table *cfi;
 	uint64_t seen_generation;
 	struct debug_ref debug_ref; /* where its DWARF is */
@@ -69,121 +62,6 @@ static uint64_t fnv1a(const uint8_t *p, size_t n)
 	return h;
 }
 
-/* ---- function symbol tables ---- */
-
-static bool func_before(const void *pa, const void *pb)
-{
-	const struct sym_func *a = pa, *b = pb;
-	if (a->start != b->start)
-		return a->start < b->start;
-	/* Among aliases the preferred one sorts last. */
-	return a->pref < b->pref;
-}
-
-
-struct func_collector {
-	struct sym_func *funcs;
-	size_t n, cap;
-	struct rt_buf names;
-	bool failed;
-};
-
-/* Which of several names of one address a person knows: global over weak
- * over local, the default symbol version over an old one (free, not
- * cfree@GLIBC_2.2.5), then fewer leading underscores (malloc, not
- * __libc_malloc), then the shorter name. */
-static uint32_t alias_preference(const struct elf_symbol *sym, const char *name)
-{
-	uint32_t bind = sym->bind == STB_GLOBAL ? 2u : sym->bind == STB_WEAK ? 1u : 0u;
-	uint32_t underscores = 0;
-	while (underscores < 15 && name[underscores] == '_')
-		underscores++;
-	size_t len = rt_strlen(name);
-	uint32_t shortness = len >= 255 ? 0u : (uint32_t)(255 - len);
-	return bind << 24 | (sym->hidden_version ? 0u : 1u) << 23 | (15u - underscores) << 8 | shortness;
-}
-
-static void collect_symtab(const struct elf_image *img, uint32_t type, struct func_collector *fc)
-{
-	struct elf_symbol_iter it;
-	struct elf_symbol sym;
-	if (!elf_symbols_begin(img, type, &it))
-		return;
-	while (!fc->failed && elf_symbols_next(&it, &sym)) {
-		if (sym.size == 0)
-			continue; /* covers nothing we could claim */
-		if (fc->names.len > UINT32_MAX - 4096) {
-			fc->failed = true;
-			break;
-		}
-		if (fc->n == fc->cap) {
-			size_t ncap = fc->cap ? fc->cap * 2 : 512;
-			struct sym_func *nf = rt_realloc(fc->funcs, ncap * sizeof(*nf));
-			if (nf == NULL) {
-				fc->failed = true;
-				break;
-			}
-			fc->funcs = nf;
-			fc->cap = ncap;
-		}
-		const char *name = sym.name;
-		/* glibc's internal aliases: __GI_free is free. */
-		if (rt_starts_with(name, "__GI_") && name[5] != 0)
-			name += 5;
-		struct sym_func *f = &fc->funcs[fc->n++];
-		f->start = sym.value;
-		f->size = sym.size;
-		f->pref = alias_preference(&sym, name);
-		f->name = (uint32_t)fc->names.len;
-		rt_buf_append(&fc->names, name, rt_strlen(name) + 1);
-	}
-}
-
-/* Loads sorted, deduplicated function symbols of img into m. */
-static void load_functions(struct sym_module *m, const struct elf_image *img)
-{
-	struct func_collector fc;
-	rt_memset(&fc, 0, sizeof(fc));
-	collect_symtab(img, SHT_SYMTAB, &fc);
-	collect_symtab(img, SHT_DYNSYM, &fc);
-	if (fc.failed || fc.names.failed || fc.n == 0 || fc.n > UINT32_MAX) {
-		rt_free(fc.funcs);
-		rt_buf_free(&fc.names);
-		return;
-	}
-	rt_sort(fc.funcs, fc.n, sizeof(fc.funcs[0]), func_before);
-	/* Keep the last (preferred) entry of each address. */
-	size_t out = 0;
-	for (size_t i = 0; i < fc.n; i++) {
-		if (i + 1 < fc.n && fc.funcs[i + 1].start == fc.funcs[i].start)
-			continue;
-		fc.funcs[out++] = fc.funcs[i];
-	}
-	m->funcs = fc.funcs;
-	m->nfuncs = (uint32_t)out;
-	m->names = (char *)fc.names.data;
-}
-
-/* The function containing link-time address addr, or NULL. */
-static const char *module_function(const struct sym_module *m, uint64_t addr)
-{
-	uint32_t lo = 0, hi = m->nfuncs;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (m->funcs[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	/* A few entries back in case a small symbol sits inside a larger one. */
-	for (uint32_t i = lo, k = 0; i > 0 && k < 4; i--, k++) {
-		const struct sym_func *f = &m->funcs[i - 1];
-		if (addr - f->start < f->size)
-			return m->names + f->name;
-	}
-	return NULL;
-}
-
 /* ---- loading one module ---- */
 
 static void load_from_image(struct sym_module *m, const struct elf_image *img,
@@ -199,7 +77,7 @@ static void load_from_image(struct sym_module *m, const struct elf_image *img,
 		m->nsegs = 0;
 		return;
 	}
-	load_functions(m, img);
+	(void)function_table_build(&m->functions, img, true);
 	if (m->path[0] == '/')
 		debug_ref_read(img, &m->debug_ref);
 	/* CFI of the architecture we were built for (its register numbers). */
@@ -241,8 +119,7 @@ static void load_from_file(struct sym_module *m, const struct maps_entry *e)
 static void module_free(struct sym_module *m)
 {
 	rt_free(m->path);
-	rt_free(m->funcs);
-	rt_free(m->names);
+	function_table_free(&m->functions);
 	cfi_table_free(m->cfi);
 	debuginfo_free(m->debug);
 	rt_free(m);
@@ -472,6 +349,9 @@ static void resolve_lines(struct sym_module *m, uint64_t addr, struct sw_frame_i
 			"some of its frames have no lines or inlined frames",
 			debuginfo_path(m->debug), dwarf_budget >> 20);
 	}
+	/* The debug file's symbol table names code its DWARF may not cover. */
+	if (out->function == NULL)
+		out->function = debuginfo_symbol(m->debug, addr);
 	/* Looked up: an address the DWARF does not cover has no inlined frames. */
 	out->debug_info = st != DWARF_OVER_BUDGET;
 	if (st != DWARF_FOUND || n == 0)
@@ -515,7 +395,7 @@ bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out)
 		if (sm->module != NULL) {
 			out->map_path = sm->module->path;
 			out->build_id = sm->module->build_id;
-			out->function = module_function(sm->module, pc - sm->module->bias);
+			out->function = function_table_lookup(&sm->module->functions, pc - sm->module->bias);
 			out->own_code = sm->module->own;
 			/* Our own frames are left out of stacks: no lines needed. */
 			if (sm->module->path[0] == '/' && !sm->module->own)
@@ -568,7 +448,7 @@ void symbols_stats(uint32_t *nmodules, uint64_t *functions, uint64_t *cfi_rows)
 	rt_mutex_lock(&registry_lock);
 	for (const struct sym_module *m = modules; m != NULL; m = m->next) {
 		(*nmodules)++;
-		*functions += m->nfuncs;
+		*functions += m->functions.nfuncs;
 		*cfi_rows += m->cfi != NULL ? m->cfi->nrows : 0;
 	}
 	rt_mutex_unlock(&registry_lock);

@@ -7,7 +7,12 @@ preloaded, so perf and our CPU profile watch the same execution.  perf is
 the judge: each hot function's share among the four hot functions (perf's
 self samples vs our flat CPU time, read with `go tool pprof`) within 5
 points, the same demangled spelling, and function.system_name keeping the
-mangled symbol (go tool pprof -raw)."""
+mangled symbol (go tool pprof -raw), on inlined frames too.
+
+Our profile has inlined frames (DWARF); perf's symbol view does not, so the
+shares are compared like for like: each location's time goes to its
+outermost (physical) function on our side (go tool pprof -noinlines), as
+perf attributes a sample to the symbol containing its address."""
 import glob
 import os
 import re
@@ -37,8 +42,8 @@ def perf_shares(data):
 
 
 def our_shares(profile):
-    out = subprocess.run(["go", "tool", "pprof", "-top", "-nodecount=1000", "-sample_index=cpu-time",
-                          profile], capture_output=True, text=True, timeout=120).stdout
+    out = subprocess.run(["go", "tool", "pprof", "-top", "-noinlines", "-nodecount=1000",
+                          "-sample_index=cpu-time", profile], capture_output=True, text=True, timeout=120).stdout
     shares = {}
     for line in out.splitlines():
         m = re.match(r"\s*\S+\s+([\d.]+)%\s+\S+%\s+\S+\s+\S+%\s+(.*)$", line)
@@ -80,10 +85,38 @@ def main():
                   f"ours {us[name]:.1f}%, perf {pt[name]:.1f}%")
         raw = subprocess.run(["go", "tool", "pprof", "-raw", files[0]], capture_output=True,
                              text=True, timeout=120).stdout
-        m = re.search(r"rust_split::work::collatz :\d+ s=\d+\((\S+)\)", raw)
+        m = re.search(r"rust_split::work::collatz (?:\S*:\d+ )?s=\d+\((\S+)\)", raw)
         check("function.system_name keeps the mangled symbol",
               m is not None and m.group(1).startswith("_ZN10rust_split4work7collatz17h"),
               m.group(1) if m else "no collatz location in -raw")
+        inlined = inlined_lines(raw)
+        ours_inlined = [(n, sn) for n, sn in inlined if n.startswith("rust_split::")]
+        unmangled = [(n, sn) for n, sn in inlined if not sn.startswith(("_ZN", "_R"))]
+        check("inlined frames are present, some of rust_split's own",
+              bool(ours_inlined), str(inlined[:4]))
+        check("every inlined frame's function.system_name is its mangled symbol (DW_AT_linkage_name)",
+              inlined and not unmangled, str(unmangled[:4]))
+
+
+def inlined_lines(raw):
+    """(name, system_name) of every line but the last (the physical function) of multi-line
+    locations in go tool pprof -raw."""
+    section = raw[raw.find("Locations"):raw.find("Mappings")]
+    locations, current = [], None
+    for line in section.splitlines()[1:]:
+        m = re.match(r"\s+\d+: 0x[0-9a-f]+ M=\d+ (.*)$", line)
+        if m:
+            current = [m.group(1)]
+            locations.append(current)
+        elif current is not None and line.strip():
+            current.append(line.strip())
+    out = []
+    for lines in locations:
+        for text in lines[:-1]:
+            m = re.match(r"(.+?) (?:\S*:\d+ )?s=\d+(?:\((\S+)\))?$", text)
+            if m:
+                out.append((m.group(1), m.group(2) or ""))
+    return out
 
 
 if shutil.which("perf") is None:

@@ -14,6 +14,7 @@
 
 #include "rt/rt.h"
 #include "symbols/elf.h"
+#include "symbols/functions.h"
 #include "symbols/maps.h"
 #include "symbols/symbols.h"
 #include "unit/check.h"
@@ -352,11 +353,31 @@ static void test_alias_preference(void)
 	CHECK(fi.function != NULL && strcmp(fi.function, "malloc") == 0);
 }
 
+/* The rules every source of names shares (symbol tables of modules and
+ * debug files, DWARF): no __GI_ prefix; global over local, the default
+ * version over an old one, fewer underscores, then the shorter name. */
+static void test_function_naming_rules(void)
+{
+	CHECK(strcmp(function_display_name("__GI___clone3"), "__clone3") == 0);
+	CHECK(strcmp(function_display_name("__GI_free"), "free") == 0);
+	CHECK(strcmp(function_display_name("__GI_"), "__GI_") == 0);
+	CHECK(strcmp(function_display_name("clone3"), "clone3") == 0);
+	CHECK(function_display_name(NULL) == NULL);
+	struct elf_symbol global = {.bind = STB_GLOBAL}, local = {.bind = STB_LOCAL};
+	struct elf_symbol old = {.bind = STB_GLOBAL, .hidden_version = true};
+	CHECK(function_alias_preference(&global, "__clone3") > function_alias_preference(&local, "clone3"));
+	CHECK(function_alias_preference(&local, "clone3") > function_alias_preference(&local, "__clone3"));
+	CHECK(function_alias_preference(&global, "free") > function_alias_preference(&old, "cfree"));
+	CHECK(function_alias_preference(&global, "free") > function_alias_preference(&global, "__libc_free"));
+	CHECK(function_alias_preference(&global, "free") > function_alias_preference(&global, "freeX"));
+}
+
 int main(void)
 {
 	RUN(test_vdso_clock); /* first: before any refresh installs the vDSO clock */
 	RUN(test_load_bias_layouts);
 	RUN(test_alias_preference);
+	RUN(test_function_naming_rules);
 	RUN(test_own_executable);
 	RUN(test_vdso_in_memory);
 	RUN(test_corrupted_images);
