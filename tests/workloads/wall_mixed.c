@@ -14,7 +14,7 @@
  *    alternating with user work in produce().
  * Output after SECONDS, one line per measured function:
  *   phase THREAD FUNCTION WALL_NS LIFETIME_NS
- * Usage: wall_mixed SECONDS */
+ * Usage: wall_mixed SECONDS [readpoll|eventloop|pipewriter|all] */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <poll.h>
@@ -237,20 +237,29 @@ static void *pipewrite_main(void *arg)
 int main(int argc, char **argv)
 {
 	double seconds = argc > 1 ? atof(argv[1]) : 4.0;
+	const char *only = argc > 2 ? argv[2] : "all";
 	if (pipe(feed_pipe) != 0 || pipe(slow_pipe) != 0)
 		abort();
 	/* The pipe holds one 64 KiB block: the writer waits for the drainer. */
 	if (fcntl(slow_pipe[1], F_SETPIPE_SZ, 65536) < 0)
 		abort();
+	struct {
+		const char *scenario;
+		void *(*main)(void *);
+	} all[5] = { { "readpoll", readpoll_main }, { "eventloop", epoll_main }, { "eventloop", feeder_main },
+		     { "pipewriter", pipewrite_main }, { "pipewriter", drain_main } };
 	pthread_t th[5];
-	void *(*mains[5])(void *) = { readpoll_main, epoll_main, feeder_main, pipewrite_main, drain_main };
+	int n = 0;
 	for (int i = 0; i < 5; i++)
-		if (pthread_create(&th[i], NULL, mains[i], NULL) != 0)
-			abort();
+		if (strcmp(only, "all") == 0 || strcmp(only, all[i].scenario) == 0)
+			if (pthread_create(&th[n++], NULL, all[i].main, NULL) != 0)
+				abort();
+	if (n == 0)
+		abort();
 	struct timespec ts = { (time_t)seconds, (long)((seconds - (time_t)seconds) * 1e9) };
 	nanosleep(&ts, NULL);
 	atomic_store(&stop, 1);
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < n; i++)
 		pthread_join(th[i], NULL);
 	fflush(stdout);
 	return 0;
