@@ -419,14 +419,32 @@ static enum wall_state state_of_fd(struct wall_private *w, enum wall_state kind,
 	return (enum wall_state)w->class_state;
 }
 
-/* The recent stack of frame k; with_ra false: of its pc/sp/fp alone (the
- * return address could not be read while the thread was in the call). */
-static struct recent_frame *recent_find(struct wall_private *w, const struct frame_key *k, bool with_ra)
+static bool same_key(const struct frame_key *a, const struct frame_key *b)
+{
+	return a->pc == b->pc && a->sp == b->sp && a->fp == b->fp && a->ra == b->ra;
+}
+
+/* Reads the published frame of call `seq`; false if the thread is no
+ * longer in that call (the values could mix two calls). */
+static bool read_published(struct thread_slot *t, uint32_t seq, struct frame_key *k)
+{
+	k->pc = atomic_load_explicit(&t->wall_pc, memory_order_relaxed);
+	k->sp = atomic_load_explicit(&t->wall_sp, memory_order_relaxed);
+	k->fp = atomic_load_explicit(&t->wall_fp, memory_order_relaxed);
+	/* Our wrappers keep frame pointers: the return address is above it. */
+	uint64_t ra = 0;
+	if (k->fp > UINT64_MAX - 16 ||
+	    sys_read_memory((int)sys_getpid(), &ra, k->fp + 8, sizeof(ra)) != (long)sizeof(ra))
+		ra = 0;
+	k->ra = ra;
+	return atomic_load(&t->wall_seq) == seq;
+}
+
+static struct recent_frame *recent_find(struct wall_private *w, const struct frame_key *k)
 {
 	for (int i = 0; i < RECENT_FRAMES; i++) {
 		struct recent_frame *r = &w->recent[i];
-		if (r->pcs && r->key.pc == k->pc && r->key.sp == k->sp && r->key.fp == k->fp &&
-		    (!with_ra || r->key.ra == k->ra)) {
+		if (r->pcs && same_key(&r->key, k)) {
 			r->used = ++w->recent_clock;
 			return r;
 		}
@@ -476,33 +494,22 @@ static void sample_published(int slot, struct wall_private *w, uint32_t seq, uin
 	struct frame_key k = { 0, 0, 0, 0 };
 	const uint64_t *pcs = NULL;
 	uint32_t depth = 0;
-	int pid = (int)sys_getpid();
 	for (int attempt = 0; attempt <= UNWIND_RETRIES; attempt++) {
-		/* After a miss: the thread may be in its next call already. */
-		if (attempt > 0 && !((seq = atomic_load(&t->wall_seq)) & 1u))
+		if (attempt > 0) {
+			/* Back in a call from the same frame: that stack is the same. */
+			struct frame_key again = { 0, 0, 0, 0 };
+			seq = atomic_load(&t->wall_seq);
+			if (!(seq & 1u) || !read_published(t, seq, &again) || !same_key(&k, &again))
+				break;
+		} else if (!read_published(t, seq, &k)) {
 			break;
-		k.pc = atomic_load_explicit(&t->wall_pc, memory_order_relaxed);
-		k.sp = atomic_load_explicit(&t->wall_sp, memory_order_relaxed);
-		k.fp = atomic_load_explicit(&t->wall_fp, memory_order_relaxed);
-		if (atomic_load(&t->wall_seq) != seq)
-			continue; /* the frame may mix two calls */
-		/* Our wrappers keep frame pointers: the return address is above
-		 * the frame; it tells two callers at the same depth apart. */
-		uint64_t ra = 0;
-		bool ra_ok = k.fp <= UINT64_MAX - 16 &&
-			     sys_read_memory(pid, &ra, k.fp + 8, sizeof(ra)) == (long)sizeof(ra) &&
-			     atomic_load(&t->wall_seq) == seq;
-		k.ra = ra_ok ? ra : 0;
-		/* The call with this frame was under way at the visit: a known
-		 * stack of it stands even if the call has ended since. */
-		const struct recent_frame *r = recent_find(w, &k, ra_ok);
+		}
+		const struct recent_frame *r = recent_find(w, &k);
 		if (r) {
 			pcs = r->pcs;
 			depth = r->depth;
 			break;
 		}
-		if (!ra_ok)
-			continue;
 		depth = unwind_published(k.pc, k.sp, k.fp, wall.scratch);
 		if (atomic_load(&t->wall_seq) == seq) {
 			pcs = wall.scratch;
