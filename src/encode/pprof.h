@@ -1,6 +1,6 @@
 /* The pprof encoder: a recorded profile (profile/profile.h) to the
  * uncompressed protobuf of perftools.profiles.Profile
- * (/work/shared/docs/pprof-facts.md), for a chosen set of value slots.
+ * (shared/docs/pprof-facts.md beside the repository), for a chosen set of value slots.
  *
  * One call per output: a kind's file selects that kind's slots
  * (sw_kind_value_mask), the "combined" upload selects every enabled slot.
