@@ -1,7 +1,9 @@
 /* The file exporter (air-gapped use): one gzip pprof per kind per period in
- * STOWAWAY_OUTPUT_DIR, named <service>.<pid>.<kind>.<seq>.<runtime id[0:8]>.pb.gz, written atomically (temp file in the same directory,
- * fsync, rename, fsync of the directory), with a bound on the number of
- * profile files kept (oldest removed first). */
+ * STOWAWAY_OUTPUT_DIR, named <service>.<pid>.<kind>.<seq>.<runtime id[0:8]>.pb.gz,
+ * written atomically (an unnamed O_TMPFILE file linked in once synced, or
+ * where that is not possible a temporary file renamed; then an fsync of the
+ * directory), with a bound on the number of profile files kept (oldest
+ * removed first). */
 #include "export/export.h"
 #include "rt/rt.h"
 #include "rt/sys.h"
@@ -67,26 +69,62 @@ static const char *errno_name(long e)
 	}
 }
 
-/* Writes data to dir/name through a temporary file; 0 or -errno.  No
- * partial file is left behind on failure. */
-static long write_atomically(int dirfd, const char *name, const uint8_t *data, size_t len)
+/* Writes and syncs data to fd; 0 or -errno.  Closes fd. */
+static long write_sync_close(long fd, const uint8_t *data, size_t len)
 {
-	char tmp[256];
-	rt_snprintf(tmp, sizeof(tmp), ".%s.%ld.tmp", name, sys_gettid());
-	long fd = sys_openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return fd;
 	long r = rt_write_all((int)fd, data, len);
 	if (r == 0)
 		r = sys_fsync((int)fd);
 	long c = sys_close((int)fd);
-	if (r == 0 && c < 0)
-		r = c;
+	return r == 0 && c < 0 ? c : r;
+}
+
+/* Writes data to an unnamed file in the directory (O_TMPFILE) and links it
+ * in under `name` only once complete: a process that dies or execs while
+ * writing leaves nothing behind.  1 done, 0 not possible here (file system
+ * without O_TMPFILE, no /proc, name taken), -errno on a write error. */
+static long write_unnamed(int dirfd, const char *name, const uint8_t *data, size_t len)
+{
+	long fd = sys_openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return 0;
+	char self[64];
+	rt_snprintf(self, sizeof(self), "/proc/self/fd/%ld", fd);
+	long r = rt_write_all((int)fd, data, len);
 	if (r == 0)
-		r = sys_renameat(dirfd, tmp, dirfd, name);
-	if (r < 0) {
-		(void)sys_unlinkat(dirfd, tmp, 0);
+		r = sys_fsync((int)fd);
+	long linked = r == 0 ? sys_linkat(AT_FDCWD, self, dirfd, name, AT_SYMLINK_FOLLOW) : r;
+	long c = sys_close((int)fd);
+	if (r < 0)
 		return r;
+	if (linked < 0)
+		return 0;
+	if (c < 0)
+		return c;
+	return 1;
+}
+
+/* Writes data to dir/name: an unnamed file linked in when done, else a
+ * named temporary file renamed over name.  0 or -errno.  No partial file is
+ * left behind on failure. */
+static long write_atomically(int dirfd, const char *name, const uint8_t *data, size_t len)
+{
+	long r = write_unnamed(dirfd, name, data, len);
+	if (r < 0)
+		return r;
+	if (r == 0) {
+		char tmp[256];
+		rt_snprintf(tmp, sizeof(tmp), ".%s.%ld.tmp", name, sys_gettid());
+		long fd = sys_openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0)
+			return fd;
+		r = write_sync_close(fd, data, len);
+		if (r == 0)
+			r = sys_renameat(dirfd, tmp, dirfd, name);
+		if (r < 0) {
+			(void)sys_unlinkat(dirfd, tmp, 0);
+			return r;
+		}
 	}
 	return sys_fsync(dirfd);
 }

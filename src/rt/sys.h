@@ -72,6 +72,10 @@ static inline long sys_renameat(int olddir, const char *oldp, int newdir, const 
 {
 	return SYS5(__NR_renameat2, olddir, oldp, newdir, newp, 0);
 }
+static inline long sys_linkat(int olddir, const char *oldp, int newdir, const char *newp, int flags)
+{
+	return SYS5(__NR_linkat, olddir, oldp, newdir, newp, flags);
+}
 static inline long sys_unlinkat(int dirfd, const char *path, int flags)
 {
 	return SYS3(__NR_unlinkat, dirfd, path, flags);
