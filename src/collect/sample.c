@@ -150,15 +150,37 @@ uint32_t sample_unwind_interrupted(const void *ucontext, uint64_t stack_lo, uint
 extern const char __ehdr_start[] __attribute__((visibility("hidden")));
 extern const char __etext[] __attribute__((visibility("hidden")));
 
-uint32_t sample_drop_own_leaves(uint64_t *pcs, uint32_t depth)
+static bool own_pc(uint64_t pc)
 {
-	uint64_t lo = (uint64_t)(uintptr_t)__ehdr_start, hi = (uint64_t)(uintptr_t)__etext;
-	uint32_t skip = 0;
-	while (skip + 1 < depth && pcs[skip] >= lo && pcs[skip] < hi)
-		skip++;
+	return pc >= (uint64_t)(uintptr_t)__ehdr_start && pc < (uint64_t)(uintptr_t)__etext;
+}
+
+static uint32_t drop_leaves(uint64_t *pcs, uint32_t depth, uint32_t skip)
+{
 	if (skip == 0)
 		return depth;
 	for (uint32_t i = skip; i < depth; i++)
 		pcs[i - skip] = pcs[i];
 	return depth - skip;
+}
+
+uint32_t sample_drop_own_leaves(uint64_t *pcs, uint32_t depth)
+{
+	uint32_t skip = 0;
+	while (skip + 1 < depth && own_pc(pcs[skip]))
+		skip++;
+	return drop_leaves(pcs, depth, skip);
+}
+
+uint32_t sample_drop_through_own(uint64_t *pcs, uint32_t depth)
+{
+	uint32_t first = 0;
+	while (first < depth && first < SAMPLE_OWN_FRAMES && !own_pc(pcs[first]))
+		first++;
+	if (first >= depth || first >= SAMPLE_OWN_FRAMES)
+		return depth;
+	uint32_t skip = first;
+	while (skip + 1 < depth && own_pc(pcs[skip]))
+		skip++;
+	return drop_leaves(pcs, depth, skip);
 }

@@ -15,6 +15,12 @@
  * delivered while one of our hooks ran), keeping at least one frame.
  * Returns the new depth.  [signal-safe] */
 uint32_t sample_drop_own_leaves(uint64_t *pcs, uint32_t depth);
+/* For a stack interrupted inside one of our interposers: drops every frame
+ * up to and including the first run of frames in our library (the
+ * interposed function's callees, our hook code and the interposer itself),
+ * so the stack starts at the interposer's caller.  Unchanged when no frame
+ * of ours is among the first SAMPLE_OWN_FRAMES. [signal-safe] */
+uint32_t sample_drop_through_own(uint64_t *pcs, uint32_t depth);
 
 uint32_t sample_unwind_interrupted(const void *ucontext, uint64_t stack_lo, uint64_t stack_hi,
 				   uint64_t *pcs, uint32_t max);

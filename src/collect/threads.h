@@ -29,7 +29,7 @@ struct thread_slot {
 	bool no_signals;
 	bool scan_mark;           /* sampler thread only: seen by the current scan */
 	/* Wall sampler (wall.h).  wall_seq is odd while the thread is inside an
-	 * interposed blocking call, whose frame wall_pc/sp/fp describe (written
+	 * interposed blocking call, whose frame wall_pc/sp/fp/ra describe (written
 	 * by the thread before the seq becomes odd).  wall_inflight is 1 while
 	 * a wall signal may be on its way to the thread. */
 	atomic_uint wall_seq;
@@ -42,10 +42,10 @@ struct thread_slot {
 	int wall_depth;             /* the thread itself: nesting of blocking calls */
 	atomic_int wall_kind;       /* enum wall_state of the blocking call */
 	atomic_int wall_fd;         /* its file descriptor, or -1 */
-	atomic_ullong wall_pc, wall_sp, wall_fp;
+	atomic_ullong wall_pc, wall_sp, wall_fp, wall_ra;
 	atomic_ullong wall_tp;      /* thread pointer, for the hooks' slot lookup */
-	/* Wall time that visits found the thread running outside any call
-	 * and no running sample has carried yet: the next one takes it all. */
+	/* Wall time the thread spent on a CPU (or waiting for one) that no
+	 * running sample has carried yet: the next one takes it all. */
 	atomic_ullong wall_owed_ns;
 };
 

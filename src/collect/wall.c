@@ -37,7 +37,11 @@ struct wall_record {
 	int slot;
 	uint32_t depth;
 	bool has_context;
+	/* Raised inside an interposed call: its state is that call's kind and
+	 * descriptor, classified when drained. */
+	bool in_call;
 	int8_t state; /* enum wall_state */
+	int fd;
 	uint64_t weight_ns;
 	struct context_value context; /* the thread's span context when sampled */
 	uint64_t pcs[];
@@ -102,6 +106,15 @@ struct wall_private {
 	bool visited;
 	uint64_t last_visit;
 	uint64_t unplaced;
+	/* The thread's CPU time the visits have handed to its running samples. */
+	uint64_t last_cpu;
+	bool cpu_known;
+	/* The previous visit found the thread waiting, at the cached stack. */
+	bool after_wait;
+	/* The running request: wall_inflight raised by us (flag_seq: wall_seq
+	 * just after), and the timer armed; no_timer: it cannot be created. */
+	bool flagged, armed, no_timer;
+	uint32_t flag_seq;
 	char name[THREAD_NAME_MAX];
 };
 
@@ -431,12 +444,7 @@ static bool read_published(struct thread_slot *t, uint32_t seq, struct frame_key
 	k->pc = atomic_load_explicit(&t->wall_pc, memory_order_relaxed);
 	k->sp = atomic_load_explicit(&t->wall_sp, memory_order_relaxed);
 	k->fp = atomic_load_explicit(&t->wall_fp, memory_order_relaxed);
-	/* Our wrappers keep frame pointers: the return address is above it. */
-	uint64_t ra = 0;
-	if (k->fp > UINT64_MAX - 16 ||
-	    sys_read_memory((int)sys_getpid(), &ra, k->fp + 8, sizeof(ra)) != (long)sizeof(ra))
-		ra = 0;
-	k->ra = ra;
+	k->ra = atomic_load_explicit(&t->wall_ra, memory_order_relaxed);
 	return atomic_load(&t->wall_seq) == seq;
 }
 
@@ -479,17 +487,19 @@ static bool read_otel_in_call(struct thread_slot *t, uint32_t seq, struct otel_s
 	return !otel_context_present() || atomic_load(&t->wall_seq) == seq;
 }
 
-static void sample_published(int slot, struct wall_private *w, uint32_t seq, uint64_t now, uint64_t span)
+/* Places `span` at the stack of call `seq`; false if the thread left the
+ * call while it was read (the span then waits for the next visit). */
+static bool sample_published(int slot, struct wall_private *w, uint32_t seq, uint64_t now, uint64_t span)
 {
 	struct thread_slot *t = &thread_slots[slot];
 	struct otel_span otel;
 	if (w->cache == CACHE_PUBLISHED && w->cache_seq == seq) {
 		if (!read_otel_in_call(t, seq, &otel)) {
 			w->unplaced += span; /* it left the call meanwhile: the next visit places it */
-			return;
+			return false;
 		}
 		emit_cached(slot, w, now, span, &otel);
-		return;
+		return true;
 	}
 	struct frame_key k = { 0, 0, 0, 0 };
 	const uint64_t *pcs = NULL;
@@ -520,27 +530,29 @@ static void sample_published(int slot, struct wall_private *w, uint32_t seq, uin
 	}
 	if (!pcs) {
 		w->unplaced += span; /* it left the call meanwhile: the next visit places it */
-		return;
+		return false;
 	}
 	enum wall_state kind = (enum wall_state)atomic_load_explicit(&t->wall_kind, memory_order_relaxed);
 	int fd = atomic_load_explicit(&t->wall_fd, memory_order_relaxed);
 	if (!read_otel_in_call(t, seq, &otel)) {
 		w->unplaced += span;
-		return;
+		return false;
 	}
-	if (cache_store(w, pcs, depth, state_of_fd(w, kind, fd), now)) {
-		w->cache = CACHE_PUBLISHED;
-		w->cache_seq = seq;
-		atomic_fetch_add(&wall.published, 1);
-		account_cached(slot, w, now, span, &otel);
-	} else {
+	if (!cache_store(w, pcs, depth, state_of_fd(w, kind, fd), now)) {
 		w->unplaced += span;
+		return false;
 	}
+	w->cache = CACHE_PUBLISHED;
+	w->cache_seq = seq;
+	atomic_fetch_add(&wall.published, 1);
+	account_cached(slot, w, now, span, &otel);
+	return true;
 }
 
 /* Case 3: off CPU and not in an interposed call: blocked in a system call
- * we did not interpose, or preempted in its own code (nr -1). */
-static void sample_syscall(int slot, struct wall_private *w, const struct wall_syscall_info *si,
+ * we did not interpose, or stopped in its own code (nr -1).  False if the
+ * thread ran meanwhile (the span then waits for the next visit). */
+static bool sample_syscall(int slot, struct wall_private *w, const struct wall_syscall_info *si,
 			   uint64_t cpu, uint64_t now, uint64_t span)
 {
 	enum unwind_end end;
@@ -556,24 +568,23 @@ static void sample_syscall(int slot, struct wall_private *w, const struct wall_s
 	if (!thread_cpu_ns(w->tid, &cpu_after) || cpu_after != cpu) {
 		atomic_fetch_add(&wall.unstable, 1);
 		w->unplaced += span;
-		return;
+		return false;
 	}
 	enum wall_state state = si->nr >= 0 ? wall_state_of_syscall(si->nr, si->arg0) : WALL_STATE_RUNNING;
 	if (!cache_store(w, wall.scratch, depth, state, now)) {
 		w->unplaced += span;
-		return;
+		return false;
 	}
 	w->cache = CACHE_SYSCALL;
 	w->cache_cpu = cpu;
 	atomic_fetch_add(&wall.syscall_samples, 1);
 	account_cached(slot, w, now, span, NULL);
+	return true;
 }
 
 /* Case 4: arms the one-shot timer; false if it could not be armed. */
-static bool request_running_sample(int slot, struct wall_private *w, uint64_t now)
+static bool arm_timer(int slot, struct wall_private *w, uint64_t now)
 {
-	if (!atomic_load(&wall.signals_on) || thread_slots[slot].no_signals)
-		return false;
 	if (w->timer_id < 0) {
 		struct sys_sigevent sev;
 		rt_memset(&sev, 0, sizeof(sev));
@@ -587,6 +598,7 @@ static bool request_running_sample(int slot, struct wall_private *w, uint64_t no
 			if (r != -EINVAL && r != -ESRCH)
 				rt_log_once(RT_LOG_WARN, "cannot create wall timers (error %ld); running "
 							 "threads get no wall stacks", -r);
+			w->no_timer = true;
 			return false;
 		}
 		w->timer_id = id;
@@ -595,22 +607,110 @@ static bool request_running_sample(int slot, struct wall_private *w, uint64_t no
 	if (sys_timer_settime(w->timer_id, 0, &its, NULL) != 0)
 		return false;
 	w->request_ns = now;
-	flush_pending(w, now);
-	w->cache = CACHE_NONE;
 	return true;
 }
 
+/* Withdraws the running request: the timer, then the flag (unless the
+ * handler took it first). */
 static void cancel_request(struct thread_slot *t, struct wall_private *w)
 {
-	if (w->timer_id >= 0) {
+	if (w->armed && w->timer_id >= 0) {
 		struct sys_itimerspec off = { { 0, 0 }, { 0, 0 } };
 		(void)sys_timer_settime(w->timer_id, 0, &off, NULL);
 	}
 	int one = 1;
-	if (atomic_compare_exchange_strong(&t->wall_inflight, &one, 0))
+	if (w->flagged && atomic_compare_exchange_strong(&t->wall_inflight, &one, 0) && w->armed)
 		atomic_fetch_add(&wall.cancelled, 1);
+	w->flagged = false;
+	w->armed = false;
 }
 
+static bool can_signal(int slot, const struct wall_private *w)
+{
+	return atomic_load(&wall.signals_on) && !thread_slots[slot].no_signals && !w->no_timer;
+}
+
+/* Keeps a running request out while the thread owes running time, so its
+ * next tick on a CPU places it.  The handshake covers the interposed calls:
+ * the flag goes up first, then wall_seq is read; a call entered after that
+ * saw the flag and blocks our signal until it returns.  The timer is armed
+ * only once the call under way at the handshake, if any, has ended. */
+static void update_request(int slot, struct wall_private *w, uint64_t now)
+{
+	struct thread_slot *t = &thread_slots[slot];
+	if (w->flagged && atomic_load(&t->wall_inflight) == 0) {
+		w->flagged = false; /* the handler took it */
+		w->armed = false;
+	}
+	if (w->armed) {
+		/* A request that has not fired after this long (the thread did
+		 * not run through a scheduler tick) is withdrawn. */
+		if (now - w->request_ns >= REQUEST_PATIENCE_NS + 2 * atomic_load(&wall.period_ns))
+			cancel_request(t, w);
+		return;
+	}
+	if (atomic_load(&t->wall_owed_ns) == 0) {
+		if (w->flagged)
+			cancel_request(t, w); /* nothing to carry: calls need not block our signal */
+		return;
+	}
+	if (!w->flagged) {
+		atomic_store(&t->wall_inflight, 1);
+		w->flag_seq = atomic_load(&t->wall_seq);
+		w->flagged = true;
+	}
+	if ((w->flag_seq & 1u) && atomic_load(&t->wall_seq) == w->flag_seq)
+		return; /* still in the call that did not see the flag */
+	if (arm_timer(slot, w, now))
+		w->armed = true;
+	else
+		cancel_request(t, w);
+}
+
+/* Whether the thread is on a CPU now: its CPU clock moved since *cpu was
+ * read (one that is blocked or waits for a CPU does not move).  *cpu gets
+ * the new reading. */
+static bool on_cpu_now(int tid, uint64_t *cpu)
+{
+	uint64_t again;
+	if (!thread_cpu_ns(tid, &again) || again == *cpu)
+		return false;
+	*cpu = again;
+	return true;
+}
+
+/* Off-CPU time of a span at whose end the thread runs: the end of the wait
+ * the previous visit found it in, which it left during the span; without
+ * one, time it waited for a CPU, which goes with its running. */
+static void place_running(int slot, struct wall_private *w, uint64_t now, uint64_t off, bool signals)
+{
+	if (w->after_wait && w->stack) {
+		account_cached(slot, w, now, off, NULL);
+	} else if (signals && off) {
+		atomic_fetch_add(&thread_slots[slot].wall_owed_ns, off);
+	}
+	w->after_wait = false;
+}
+
+/* The CPU time the thread used since the previous visit (never more than
+ * the span), handed to its running samples. */
+static uint64_t cpu_span(struct wall_private *w, uint64_t cpu, uint64_t span)
+{
+	if (!w->cpu_known) {
+		w->cpu_known = true;
+		w->last_cpu = cpu;
+		return 0;
+	}
+	uint64_t used = cpu > w->last_cpu ? cpu - w->last_cpu : 0;
+	used = RT_MIN(used, span);
+	w->last_cpu += used;
+	return used;
+}
+
+/* One visit.  The span since the previous visit is split by the thread's
+ * CPU clock: its CPU time goes to the thread's running samples, which land
+ * where it used that CPU (its own code or inside a call); the rest, time
+ * off a CPU, goes to the wait the visit finds it in. */
 static void sample_slot(int slot, uint64_t now)
 {
 	struct thread_slot *t = &thread_slots[slot];
@@ -624,61 +724,49 @@ static void sample_slot(int slot, uint64_t now)
 	if (tid == 0)
 		return;
 	uint64_t span = visit_span(w, now);
-	if (atomic_load(&t->wall_inflight)) {
-		/* A running request is outstanding.  A thread that is inside an
-		 * interposed call now saw the flag and blocked our signal. */
-		uint32_t seq = atomic_load(&t->wall_seq);
-		if (seq & 1u) {
-			sample_published(slot, w, seq, now, span);
-			return;
-		}
-		/* Still outside any wait since the request: most likely still
-		 * running, and the request's sample will say where. */
-		atomic_fetch_add(&t->wall_owed_ns, span);
-		if (now - w->request_ns >= REQUEST_PATIENCE_NS + 2 * atomic_load(&wall.period_ns))
-			cancel_request(t, w); /* the next visit looks again */
-		return;
-	}
-	/* Handshake: the flag first, then the thread's published state. */
-	atomic_store(&t->wall_inflight, 1);
+	uint64_t cpu;
+	if (!thread_cpu_ns(tid, &cpu))
+		return; /* gone; the registry will notice */
+	bool signals = can_signal(slot, w);
+	uint64_t used = cpu_span(w, cpu, span);
+	if (!signals)
+		used = 0; /* no running sample can place it: the visit does */
+	uint64_t off = span - used;
+	if (used)
+		atomic_fetch_add(&t->wall_owed_ns, used);
 	uint32_t seq = atomic_load(&t->wall_seq);
 	if (seq & 1u) {
-		atomic_store(&t->wall_inflight, 0);
-		sample_published(slot, w, seq, now, span);
-		return;
-	}
-	uint64_t cpu;
-	if (!thread_cpu_ns(tid, &cpu)) {
-		atomic_store(&t->wall_inflight, 0);
-		return; /* gone; the registry will notice */
-	}
-	if (w->cache == CACHE_SYSCALL && w->cache_cpu == cpu) {
-		atomic_store(&t->wall_inflight, 0);
-		emit_cached(slot, w, now, span, NULL);
+		/* In an interposed call: running in it (its CPU time is the
+		 * running samples'), or waiting in it. */
+		if (used && on_cpu_now(tid, &cpu))
+			place_running(slot, w, now, off, signals);
+		else if (sample_published(slot, w, seq, now, off))
+			w->after_wait = true;
+	} else if (w->cache == CACHE_SYSCALL && w->cache_cpu == cpu) {
+		emit_cached(slot, w, now, off, NULL);
+		w->after_wait = true;
 		/* Blocked all along, it did not need its descriptor: with none
 		 * left, it goes to a thread that moves (which would otherwise
 		 * open and close its file at every visit). */
 		if (w->proc_fd >= 0 && wall.open_fds >= PROC_FDS_MAX)
 			give_back_fd(w);
-		return;
+	} else if (used && on_cpu_now(tid, &cpu)) {
+		place_running(slot, w, now, off, signals);
+	} else {
+		struct wall_syscall_info si;
+		if (!read_syscall(w, &si))
+			w->unplaced += off;
+		else if (si.nr >= -1) {
+			/* Off CPU: the kernel gave its registers. */
+			if (sample_syscall(slot, w, &si, cpu, now, off))
+				w->after_wait = true;
+		} else {
+			/* Runnable, waiting for a CPU. */
+			place_running(slot, w, now, off, signals);
+		}
 	}
-	struct wall_syscall_info si;
-	if (!read_syscall(w, &si)) {
-		atomic_store(&t->wall_inflight, 0);
-		w->unplaced += span;
-		return;
-	}
-	if (si.nr >= -1) {
-		/* Off CPU: the kernel gave its registers. */
-		atomic_store(&t->wall_inflight, 0);
-		sample_syscall(slot, w, &si, cpu, now, span);
-		return;
-	}
-	/* On a CPU now: its own handler takes the stack at its next tick and
-	 * carries this span. */
-	atomic_fetch_add(&t->wall_owed_ns, span);
-	if (!request_running_sample(slot, w, now))
-		atomic_store(&t->wall_inflight, 0);
+	if (signals)
+		update_request(slot, w, now);
 }
 
 /* ---- the handler ---- */
@@ -698,16 +786,10 @@ static void wall_signal_handler(int sig, void *siv, void *ucv)
 		return; /* the request was withdrawn */
 	if (!wall.ring.mem)
 		return;
-	/* Inside an interposed call (delivered on its return, or as its end
-	 * unblocks our signal): that call's time is counted by the visits that
-	 * found it there, so this is no place for the time found running
-	 * outside any call.  The next visit asks again. */
-	if ((atomic_load(&t->wall_seq) & 1u) ||
-	    atomic_load_explicit(&t->wall_leave_state, memory_order_relaxed) != 0)
-		return;
-	/* The sample carries the time visits found the thread running since
-	 * its previous running sample: the timer fires after the thread used
-	 * CPU, so where it lands is a CPU-weighted draw over its running. */
+	/* The sample carries the running time the visits measured since the
+	 * thread's previous running sample: the timer fires at a tick that
+	 * finds the thread on a CPU, so where it lands is a CPU-weighted draw
+	 * over its running, in its own code or inside a call. */
 	uint64_t weight = atomic_exchange(&t->wall_owed_ns, 0);
 	if (weight == 0)
 		return;
@@ -718,13 +800,29 @@ static void wall_signal_handler(int sig, void *siv, void *ucv)
 		atomic_fetch_add(&wall.dropped, 1);
 		return;
 	}
-	/* Raised during a system call, a CPU-clock signal is delivered
-	 * as the call returns, right after its instruction. */
-	struct unwind_regs regs;
-	unwind_regs_from_ucontext(ucv, &regs);
-	rec->state = (int8_t)(unwind_after_syscall(regs.pc) ? WALL_STATE_SYSCALL : WALL_STATE_RUNNING);
-	rec->depth = sample_drop_own_leaves(rec->pcs, sample_unwind_interrupted(ucv, 0, 0, rec->pcs,
-										 wall.max_frames));
+	uint32_t depth = sample_unwind_interrupted(ucv, 0, 0, rec->pcs, wall.max_frames);
+	/* Inside an interposed call (delivered as its end unblocks our signal,
+	 * or between its start and the block): the call's CPU time, on the
+	 * stack its visits see, which starts at the wrapper's published pc. */
+	rec->in_call = (atomic_load(&t->wall_seq) & 1u) ||
+		       atomic_load_explicit(&t->wall_leave_state, memory_order_relaxed) != 0;
+	if (rec->in_call) {
+		depth = sample_drop_through_own(rec->pcs, depth);
+		for (uint32_t i = depth; i > 0; i--)
+			rec->pcs[i] = rec->pcs[i - 1];
+		rec->pcs[0] = atomic_load_explicit(&t->wall_pc, memory_order_relaxed);
+		rec->depth = depth + 1;
+		rec->state = (int8_t)atomic_load_explicit(&t->wall_kind, memory_order_relaxed);
+		rec->fd = atomic_load_explicit(&t->wall_fd, memory_order_relaxed);
+	} else {
+		/* Raised during a system call, a CPU-clock signal is delivered
+		 * as the call returns, right after its instruction. */
+		struct unwind_regs regs;
+		unwind_regs_from_ucontext(ucv, &regs);
+		rec->state = (int8_t)(unwind_after_syscall(regs.pc) ? WALL_STATE_SYSCALL : WALL_STATE_RUNNING);
+		rec->depth = sample_drop_own_leaves(rec->pcs, depth);
+		rec->fd = -1;
+	}
 	rec->has_context = context_read_self(&rec->context);
 	rec->tid = tid;
 	rec->slot = (int)si->value;
@@ -743,10 +841,14 @@ static void drain_ring(void)
 	for (struct wall_record *r; (r = ring_next_ready(&wall.ring, &cursor)) != NULL;) {
 		const char *name = "";
 		struct wall_private *w = &priv[r->slot];
-		if (w->tid == r->tid)
+		enum wall_state state = (enum wall_state)r->state;
+		if (w->tid == r->tid) {
 			name = private_name(w, now);
-		record_sample(r->has_context ? &r->context : NULL, r->tid, name, r->pcs, r->depth,
-			      (enum wall_state)r->state, 1, r->weight_ns);
+			if (r->in_call)
+				state = state_of_fd(w, state, r->fd);
+		}
+		record_sample(r->has_context ? &r->context : NULL, r->tid, name, r->pcs, r->depth, state, 1,
+			      r->weight_ns);
 		atomic_fetch_add(&wall.running_samples, 1);
 		ring_release(&wall.ring, r);
 	}
@@ -906,6 +1008,7 @@ void wall_call_enter(struct wall_call *c, const struct wall_frame *f, enum wall_
 	atomic_store_explicit(&t->wall_pc, f->pc, memory_order_relaxed);
 	atomic_store_explicit(&t->wall_sp, f->sp, memory_order_relaxed);
 	atomic_store_explicit(&t->wall_fp, f->fp, memory_order_relaxed);
+	atomic_store_explicit(&t->wall_ra, f->ra, memory_order_relaxed);
 	atomic_store_explicit(&t->wall_kind, (int)kind, memory_order_relaxed);
 	atomic_store_explicit(&t->wall_fd, fd, memory_order_relaxed);
 	uint32_t seq = atomic_load_explicit(&t->wall_seq, memory_order_relaxed);

@@ -94,9 +94,10 @@ void wall_after_fork_child(void);
 
 /* ---- for the interposed blocking calls (wall_hooks.c) ---- */
 
-/* What a blocking call publishes about itself: its own frame. */
+/* What a blocking call publishes about itself: its own frame and its
+ * return address. */
 struct wall_frame {
-	uint64_t pc, sp, fp;
+	uint64_t pc, sp, fp, ra;
 };
 /* Per-call state kept on the caller's stack between enter and leave. */
 struct wall_call {

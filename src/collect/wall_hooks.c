@@ -16,8 +16,13 @@
 #define SIGSET_BYTES 128
 
 /* The wrapper's own pc, sp and frame pointer, taken together so that the
- * unwind tables of that pc describe that sp. */
-#define WALL_HERE(f) ARCH_HERE((f).pc, (f).sp, (f).fp)
+ * unwind tables of that pc describe that sp, and its return address into
+ * the caller (two callers at the same depth share the frame). */
+#define WALL_HERE(f)                                                           \
+	do {                                                                   \
+		ARCH_HERE((f).pc, (f).sp, (f).fp);                             \
+		(f).ra = (uint64_t)(uintptr_t)__builtin_return_address(0);     \
+	} while (0)
 
 /* The next definition of `name`, resolved once found. */
 #define NEXT_FN(type, name)                                                    \
