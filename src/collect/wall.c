@@ -679,17 +679,20 @@ static bool on_cpu_now(int tid, uint64_t *cpu)
 	return true;
 }
 
-/* Off-CPU time of a span at whose end the thread runs: the end of the wait
- * the previous visit found it in, which it left during the span; without
- * one, time it waited for a CPU, which goes with its running. */
-static void place_running(int slot, struct wall_private *w, uint64_t now, uint64_t off, bool signals)
+/* Off-CPU time of a span at whose end the thread runs or waits for a CPU:
+ * the end of the wait the previous visit found it in (woken, it may still
+ * wait for a CPU there: that stack holds until it has run); without one,
+ * time it waited for a CPU after it was preempted, which goes with its
+ * running.  `used`: the CPU time of the span. */
+static void place_running(int slot, struct wall_private *w, uint64_t now, uint64_t off, uint64_t used,
+			  bool signals)
 {
-	if (w->after_wait && w->stack) {
+	if (w->after_wait && w->stack)
 		account_cached(slot, w, now, off, NULL);
-	} else if (signals && off) {
+	else if (signals && off)
 		atomic_fetch_add(&thread_slots[slot].wall_owed_ns, off);
-	}
-	w->after_wait = false;
+	if (used)
+		w->after_wait = false;
 }
 
 /* The CPU time the thread used since the previous visit (never more than
@@ -739,7 +742,7 @@ static void sample_slot(int slot, uint64_t now)
 		/* In an interposed call: running in it (its CPU time is the
 		 * running samples'), or waiting in it. */
 		if (used && on_cpu_now(tid, &cpu))
-			place_running(slot, w, now, off, signals);
+			place_running(slot, w, now, off, used, signals);
 		else if (sample_published(slot, w, seq, now, off))
 			w->after_wait = true;
 	} else if (w->cache == CACHE_SYSCALL && w->cache_cpu == cpu) {
@@ -751,7 +754,7 @@ static void sample_slot(int slot, uint64_t now)
 		if (w->proc_fd >= 0 && wall.open_fds >= PROC_FDS_MAX)
 			give_back_fd(w);
 	} else if (used && on_cpu_now(tid, &cpu)) {
-		place_running(slot, w, now, off, signals);
+		place_running(slot, w, now, off, used, signals);
 	} else {
 		struct wall_syscall_info si;
 		if (!read_syscall(w, &si))
@@ -762,7 +765,7 @@ static void sample_slot(int slot, uint64_t now)
 				w->after_wait = true;
 		} else {
 			/* Runnable, waiting for a CPU. */
-			place_running(slot, w, now, off, signals);
+			place_running(slot, w, now, off, used, signals);
 		}
 	}
 	if (signals)
