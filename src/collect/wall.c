@@ -92,6 +92,7 @@ struct wall_private {
 	uint32_t pend_count;
 	int tid;       /* the thread this state belongs to, 0: none */
 	int proc_fd;   /* /proc/self/task/TID/syscall, -1: not open */
+	int sched_fd;  /* /proc/self/task/TID/schedstat, -1: not open */
 	int timer_id;  /* one-shot CPU-clock timer, -1: none */
 	int class_fd;  /* descriptor last classified, -1: none */
 	uint32_t depth;
@@ -106,9 +107,10 @@ struct wall_private {
 	bool visited;
 	uint64_t last_visit;
 	uint64_t unplaced;
-	/* The thread's CPU time the visits have handed to its running samples. */
-	uint64_t last_cpu;
-	bool cpu_known;
+	/* The thread's CPU time, and time waiting for a CPU, that the visits
+	 * have handed to its running samples. */
+	uint64_t last_cpu, last_delay;
+	bool cpu_known, delay_known;
 	/* The previous visit found the thread waiting, at the cached stack. */
 	bool after_wait;
 	/* The running request: wall_inflight raised by us (flag_seq: wall_seq
@@ -149,66 +151,99 @@ static struct wall_private priv[THREADS_MAX];
 static atomic_ullong slot_bits[SLOT_WORDS];
 static atomic_int tp_map[TP_BUCKETS]; /* slot + 1, 0: none */
 
-static void proc_syscall_path(char *buf, size_t cap, int tid)
+/* Reads /proc/self/task/TID/<name> through *fd, keeping the descriptor
+ * open when the budget allows.  The length read, or <= 0 if the thread is
+ * gone or the descriptor no longer names that file. */
+static long read_task_file(struct wall_private *w, int *fd, const char *name, char *text, size_t cap)
 {
-	rt_snprintf(buf, cap, "/proc/self/task/%d/syscall", tid);
-}
-
-/* Reads the thread's syscall file, keeping the descriptor open when the
- * budget allows.  False if the thread is gone or the text is malformed. */
-static bool read_syscall(struct wall_private *w, struct wall_syscall_info *out)
-{
-	char text[SYSCALL_TEXT_MAX] = { 0 };
-	char path[64];
 	long n;
-	if (w->proc_fd < 0) {
-		proc_syscall_path(path, sizeof(path), w->tid);
-		long fd = sys_open(path, O_RDONLY, 0);
-		if (fd < 0)
-			return false;
+	if (*fd < 0) {
+		char path[64];
+		rt_snprintf(path, sizeof(path), "/proc/self/task/%d/%s", w->tid, name);
+		long opened = sys_open(path, O_RDONLY, 0);
+		if (opened < 0)
+			return -1;
 		if (wall.open_fds >= PROC_FDS_MAX) {
-			n = sys_pread((int)fd, text, sizeof(text) - 1, 0);
-			(void)sys_close((int)fd);
-			return n > 0 && wall_parse_syscall(text, (size_t)n, out);
+			n = sys_pread((int)opened, text, cap, 0);
+			(void)sys_close((int)opened);
+			return n;
 		}
 		/* Kept descriptors live high, out of the way of the program's
 		 * low-numbered ones (select() users). */
-		long high = sys_fcntl((int)fd, F_DUPFD_CLOEXEC, wall.fd_floor);
+		long high = sys_fcntl((int)opened, F_DUPFD_CLOEXEC, wall.fd_floor);
 		if (high >= 0) {
-			(void)sys_close((int)fd);
-			fd = high;
+			(void)sys_close((int)opened);
+			opened = high;
 		}
-		w->proc_fd = (int)fd;
+		*fd = (int)opened;
 		wall.open_fds++;
 	}
-	n = sys_pread(w->proc_fd, text, sizeof(text) - 1, 0);
+	n = sys_pread(*fd, text, cap, 0);
+	if (n <= 0) {
+		/* Not what we opened any more (the program closed it and reused
+		 * the number): forget it without closing what is now the
+		 * program's. */
+		*fd = -1;
+		wall.open_fds--;
+	}
+	return n;
+}
+
+/* The thread's syscall file.  False if the thread is gone or the text is
+ * malformed. */
+static bool read_syscall(struct wall_private *w, struct wall_syscall_info *out)
+{
+	char text[SYSCALL_TEXT_MAX] = { 0 };
+	long n = read_task_file(w, &w->proc_fd, "syscall", text, sizeof(text) - 1);
 	if (n > 0 && wall_parse_syscall(text, (size_t)n, out))
 		return true;
-	/* Not what we opened any more (the program closed it and reused the
-	 * number): forget it without closing what is now the program's. */
-	w->proc_fd = -1;
-	wall.open_fds--;
+	if (n > 0 && w->proc_fd >= 0) {
+		w->proc_fd = -1; /* someone else's file now */
+		wall.open_fds--;
+	}
 	return false;
 }
 
-/* Closes the thread's kept descriptor, unless the program closed it and
- * the number now names a file of its own: then it is only forgotten.  (The
- * file of a thread that has exited reads back with " (deleted)".) */
-static void give_back_fd(struct wall_private *w)
+/* The time the thread has waited for a CPU, from its schedstat file. */
+static bool read_run_delay(struct wall_private *w, uint64_t *out)
+{
+	char text[96] = { 0 };
+	long n = read_task_file(w, &w->sched_fd, "schedstat", text, sizeof(text) - 1);
+	if (n > 0 && wall_parse_schedstat(text, (size_t)n, out))
+		return true;
+	if (n > 0 && w->sched_fd >= 0) {
+		w->sched_fd = -1;
+		wall.open_fds--;
+	}
+	return false;
+}
+
+/* Closes a kept descriptor, unless the program closed it and the number
+ * now names a file of its own: then it is only forgotten.  (The file of a
+ * thread that has exited reads back with " (deleted)".) */
+static void give_back_fd(struct wall_private *w, int *fd, const char *name)
 {
 	char link[48], target[80], expected[64];
-	rt_snprintf(link, sizeof(link), "/proc/self/fd/%d", w->proc_fd);
-	size_t len = rt_snprintf(expected, sizeof(expected), "/proc/%d/task/%d/syscall",
-				 (int)sys_getpid(), w->tid);
+	rt_snprintf(link, sizeof(link), "/proc/self/fd/%d", *fd);
+	size_t len = rt_snprintf(expected, sizeof(expected), "/proc/%d/task/%d/%s", (int)sys_getpid(),
+				 w->tid, name);
 	long n = sys_readlinkat(AT_FDCWD, link, target, sizeof(target) - 1);
 	if (n > 0 && len < sizeof(expected)) {
 		target[n] = 0;
 		if (rt_strncmp(target, expected, len) == 0 &&
 		    (target[len] == 0 || rt_streq(target + len, " (deleted)")))
-			(void)sys_close(w->proc_fd);
+			(void)sys_close(*fd);
 	}
-	w->proc_fd = -1;
+	*fd = -1;
 	wall.open_fds--;
+}
+
+static void give_back_fds(struct wall_private *w)
+{
+	if (w->proc_fd >= 0)
+		give_back_fd(w, &w->proc_fd, "syscall");
+	if (w->sched_fd >= 0)
+		give_back_fd(w, &w->sched_fd, "schedstat");
 }
 
 /* ---- per-slot sampler state ---- */
@@ -227,8 +262,7 @@ static void flush_pending(struct wall_private *w, uint64_t now);
 static void private_release(struct wall_private *w)
 {
 	flush_pending(w, rt_monotonic_ns());
-	if (w->proc_fd >= 0)
-		give_back_fd(w);
+	give_back_fds(w);
 	if (w->timer_id >= 0)
 		(void)sys_timer_delete(w->timer_id);
 	rt_free(w->stack);
@@ -237,6 +271,7 @@ static void private_release(struct wall_private *w)
 		rt_free(w->recent[i].pcs);
 	rt_memset(w, 0, sizeof(*w));
 	w->proc_fd = -1;
+	w->sched_fd = -1;
 	w->timer_id = -1;
 	w->class_fd = -1;
 }
@@ -710,10 +745,26 @@ static uint64_t cpu_span(struct wall_private *w, uint64_t cpu, uint64_t span)
 	return used;
 }
 
+/* The time the thread waited for a CPU since the previous reading (the
+ * kernel adds a wait when it ends); 0 when unknown. */
+static uint64_t delay_span(struct wall_private *w)
+{
+	uint64_t delay;
+	if (!read_run_delay(w, &delay)) {
+		w->delay_known = false;
+		return 0;
+	}
+	uint64_t d = w->delay_known && delay > w->last_delay ? delay - w->last_delay : 0;
+	w->last_delay = delay;
+	w->delay_known = true;
+	return d;
+}
+
 /* One visit.  The span since the previous visit is split by the thread's
- * CPU clock: its CPU time goes to the thread's running samples, which land
- * where it used that CPU (its own code or inside a call); the rest, time
- * off a CPU, goes to the wait the visit finds it in. */
+ * CPU clock and its schedstat: its CPU time, and the time it waited for a
+ * CPU after being preempted or woken, go to the thread's running samples,
+ * which land where it used CPU (its own code or inside a call); the rest,
+ * time blocked, goes to the wait the visit finds it in. */
 static void sample_slot(int slot, uint64_t now)
 {
 	struct thread_slot *t = &thread_slots[slot];
@@ -735,8 +786,12 @@ static void sample_slot(int slot, uint64_t now)
 	if (!signals)
 		used = 0; /* no running sample can place it: the visit does */
 	uint64_t off = span - used;
-	if (used)
-		atomic_fetch_add(&t->wall_owed_ns, used);
+	if (used) {
+		/* It ran: it may also have waited for a CPU meanwhile. */
+		uint64_t delayed = RT_MIN(delay_span(w), off);
+		off -= delayed;
+		atomic_fetch_add(&t->wall_owed_ns, used + delayed);
+	}
 	uint32_t seq = atomic_load(&t->wall_seq);
 	if (seq & 1u) {
 		/* In an interposed call: running in it (its CPU time is the
@@ -751,8 +806,8 @@ static void sample_slot(int slot, uint64_t now)
 		/* Blocked all along, it did not need its descriptor: with none
 		 * left, it goes to a thread that moves (which would otherwise
 		 * open and close its file at every visit). */
-		if (w->proc_fd >= 0 && wall.open_fds >= PROC_FDS_MAX)
-			give_back_fd(w);
+		if (wall.open_fds >= PROC_FDS_MAX)
+			give_back_fds(w);
 	} else if (used && on_cpu_now(tid, &cpu)) {
 		place_running(slot, w, now, off, used, signals);
 	} else {
@@ -1104,6 +1159,7 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 		return -ENOMEM;
 	for (int s = 0; s < THREADS_MAX; s++) {
 		priv[s].proc_fd = -1;
+		priv[s].sched_fd = -1;
 		priv[s].timer_id = -1;
 		priv[s].class_fd = -1;
 	}
@@ -1169,7 +1225,10 @@ void wall_after_fork_child(void)
 		struct wall_private *w = &priv[s];
 		if (w->proc_fd >= 0)
 			(void)sys_close(w->proc_fd);
+		if (w->sched_fd >= 0)
+			(void)sys_close(w->sched_fd);
 		w->proc_fd = -1;
+		w->sched_fd = -1;
 		w->timer_id = -1;
 		w->pend_count = 0; /* the parent's samples */
 		private_release(w);

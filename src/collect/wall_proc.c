@@ -1,5 +1,5 @@
 /* Reading a thread's state from outside: the text of
- * /proc/self/task/TID/syscall and what the system call it names says about
+ * /proc/self/task/TID/syscall and schedstat, and what the system call it names says about
  * the wait (sleeping, waiting, network, io).  Pure parsing of outside input,
  * kept apart so it can be fuzzed alone (tests/fuzz/fuzz_config.c). */
 #include "collect/wall.h"
@@ -76,6 +76,30 @@ enum wall_state wall_state_of_syscall(long nr, uint64_t arg0)
 	if (is_fd_call(nr) && arg0 <= 0x7fffffff)
 		return wall_state_of_fd((int)arg0);
 	return WALL_STATE_SYSCALL;
+}
+
+/* ---- /proc/self/task/TID/schedstat ---- */
+
+bool wall_parse_schedstat(const char *text, size_t len, uint64_t *run_delay)
+{
+	const char *p = text, *end = text + len;
+	uint64_t v[3];
+	for (uint32_t i = 0; i < 3; i++) {
+		while (p < end && *p == ' ')
+			p++;
+		const char *e = p;
+		while (e < end && *e >= '0' && *e <= '9')
+			e++;
+		if (e == p || !rt_parse_u64(p, (size_t)(e - p), &v[i]))
+			return false;
+		p = e;
+	}
+	if (p < end && *p == '\n')
+		p++;
+	if (p != end)
+		return false;
+	*run_delay = v[1];
+	return true;
 }
 
 /* ---- /proc/self/task/TID/syscall ---- */
