@@ -109,7 +109,7 @@ struct wall_private {
 	uint64_t unplaced;
 	/* The thread's CPU time, and time waiting for a CPU, that the visits
 	 * have handed to its running samples. */
-	uint64_t last_cpu, last_delay;
+	uint64_t last_cpu, last_delay, last_slices;
 	bool cpu_known, delay_known;
 	/* The previous visit found the thread waiting, at the cached stack. */
 	bool after_wait;
@@ -204,12 +204,13 @@ static bool read_syscall(struct wall_private *w, struct wall_syscall_info *out)
 	return false;
 }
 
-/* The time the thread has waited for a CPU, from its schedstat file. */
-static bool read_run_delay(struct wall_private *w, uint64_t *out)
+/* The time the thread has waited for a CPU, and how many times it got one,
+ * from its schedstat file. */
+static bool read_run_delay(struct wall_private *w, uint64_t *delay, uint64_t *slices)
 {
 	char text[96] = { 0 };
 	long n = read_task_file(w, &w->sched_fd, "schedstat", text, sizeof(text) - 1);
-	if (n > 0 && wall_parse_schedstat(text, (size_t)n, out))
+	if (n > 0 && wall_parse_schedstat(text, (size_t)n, delay, slices))
 		return true;
 	if (n > 0 && w->sched_fd >= 0) {
 		w->sched_fd = -1;
@@ -746,16 +747,23 @@ static uint64_t cpu_span(struct wall_private *w, uint64_t cpu, uint64_t span)
 }
 
 /* The time the thread waited for a CPU since the previous reading (the
- * kernel adds a wait when it ends); 0 when unknown. */
-static uint64_t delay_span(struct wall_private *w)
+ * kernel adds a wait when it ends), and over how many waits; 0 when
+ * unknown. */
+static uint64_t delay_span(struct wall_private *w, uint64_t *waits)
 {
-	uint64_t delay;
-	if (!read_run_delay(w, &delay)) {
+	uint64_t delay, slices;
+	*waits = 0;
+	if (!read_run_delay(w, &delay, &slices)) {
 		w->delay_known = false;
 		return 0;
 	}
-	uint64_t d = w->delay_known && delay > w->last_delay ? delay - w->last_delay : 0;
+	uint64_t d = 0;
+	if (w->delay_known && delay > w->last_delay) {
+		d = delay - w->last_delay;
+		*waits = slices > w->last_slices ? slices - w->last_slices : 1;
+	}
 	w->last_delay = delay;
+	w->last_slices = slices;
 	w->delay_known = true;
 	return d;
 }
@@ -787,10 +795,16 @@ static void sample_slot(int slot, uint64_t now)
 		used = 0; /* no running sample can place it: the visit does */
 	uint64_t off = span - used;
 	if (used) {
-		/* It ran: it may also have waited for a CPU meanwhile. */
-		uint64_t delayed = RT_MIN(delay_span(w), off);
+		/* It ran: it may also have waited for a CPU meanwhile.  Woken
+		 * from the wait the previous visit found, it first waited for a
+		 * CPU there: one of the span's waits for a CPU, the mean one. */
+		uint64_t waits;
+		uint64_t delayed = RT_MIN(delay_span(w, &waits), off);
+		uint64_t woken = w->after_wait && w->stack && waits ? delayed / waits : 0;
 		off -= delayed;
-		atomic_fetch_add(&t->wall_owed_ns, used + delayed);
+		if (woken)
+			account_cached(slot, w, now, woken, NULL);
+		atomic_fetch_add(&t->wall_owed_ns, used + delayed - woken);
 	}
 	uint32_t seq = atomic_load(&t->wall_seq);
 	if (seq & 1u) {

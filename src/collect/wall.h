@@ -75,9 +75,9 @@ struct wall_syscall_info {
 };
 bool wall_parse_syscall(const char *text, size_t len, struct wall_syscall_info *out);
 /* Parses the text of /proc/PID/task/TID/schedstat ("exec_ns run_delay_ns
- * timeslices"): the time the thread has waited for a CPU.  False if
- * malformed. [signal-safe] */
-bool wall_parse_schedstat(const char *text, size_t len, uint64_t *run_delay);
+ * timeslices"): the time the thread has waited for a CPU, and how many
+ * times it got one.  False if malformed. [signal-safe] */
+bool wall_parse_schedstat(const char *text, size_t len, uint64_t *run_delay, uint64_t *timeslices);
 
 /* Starts the wall sampler thread (0 or -errno); stop joins it (bounded). */
 int wall_start(const struct sw_config *cfg, struct recorder *rec);

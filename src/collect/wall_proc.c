@@ -80,7 +80,7 @@ enum wall_state wall_state_of_syscall(long nr, uint64_t arg0)
 
 /* ---- /proc/self/task/TID/schedstat ---- */
 
-bool wall_parse_schedstat(const char *text, size_t len, uint64_t *run_delay)
+bool wall_parse_schedstat(const char *text, size_t len, uint64_t *run_delay, uint64_t *timeslices)
 {
 	const char *p = text, *end = text + len;
 	uint64_t v[3];
@@ -99,6 +99,7 @@ bool wall_parse_schedstat(const char *text, size_t len, uint64_t *run_delay)
 	if (p != end)
 		return false;
 	*run_delay = v[1];
+	*timeslices = v[2];
 	return true;
 }
 

@@ -90,8 +90,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct wall_syscall_info si;
 	if (wall_parse_syscall(text, size, &si))
 		(void)wall_state_name(wall_state_of_syscall(si.nr, si.arg0));
-	uint64_t run_delay;
-	(void)wall_parse_schedstat(text, size, &run_delay);
+	uint64_t run_delay, timeslices;
+	(void)wall_parse_schedstat(text, size, &run_delay, &timeslices);
 
 	/* The whole configuration: input lines are values of the settings, in
 	 * order (a value may be empty); then config_load, quietly. */

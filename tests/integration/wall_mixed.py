@@ -9,7 +9,11 @@ time inside each of its phase functions with the monotonic clock.  The
 library profiles cpu (1000 Hz) and wall (1000 Hz).  Each scenario runs in
 its own process.  Judged with go tool pprof -traces:
  - each phase function's share of its thread's wall time within 3 points
-   of the share the thread measured;
+   of the share the thread measured, plus the share of its life the thread
+   spent waiting for a CPU (its schedstat run_delay, printed): where a
+   preempted thread waits, the kernel does not say without privileges, so
+   that time is placed where the thread used CPU (docs/architecture.md,
+   "Wall-clock time without EINTR"); on a quiet machine that share is ~0;
  - its wall time not below its CPU time in the CPU profile of the same run,
    less three standard deviations of that profile's sampling error (a
    function's CPU samples are a count of 1 ms ticks: sqrt(n) of them);
@@ -61,11 +65,13 @@ def run_variant(exe_name, scenario, ours):
                               text=True, timeout=120)
         exe_name = f"{exe_name} {scenario}"
         check(f"{exe_name}: runs", proc.returncode == 0, proc.stderr[-300:])
-        truth = []
+        truth, delayed = [], {}
         for line in proc.stdout.splitlines():
             parts = line.split()
             if parts and parts[0] == "phase":
                 truth.append((parts[1], parts[2], int(parts[3]), int(parts[4])))
+            elif parts and parts[0] == "delay":
+                delayed[parts[1]] = max(0, int(parts[2])) / int(parts[3])
         check(f"{exe_name}: every phase reported", len(truth) == {"readpoll": 2, "eventloop": 3,
                                                                   "pipewriter": 2}[scenario],
               str(len(truth)))
@@ -84,9 +90,12 @@ def run_variant(exe_name, scenario, ours):
             under = [(lab, v) for lab, s, v in mine if function in s]
             wall_ns = sum(v for _, v in under)
             got, want = (wall_ns / total if total else 0), true_wall / life
+            delay = delayed.get(thread, 0.0)
             check(f"{exe_name}: {thread}: {function} share within {100 * SHARE_POINTS:.0f} points "
-                  f"of the truth", abs(got - want) <= SHARE_POINTS,
-                  f"profile {100 * got:.1f}%, truth {100 * want:.1f}%")
+                  f"of the truth, plus its thread's time waiting for a CPU",
+                  abs(got - want) <= SHARE_POINTS + delay,
+                  f"profile {100 * got:.1f}%, truth {100 * want:.1f}%, error "
+                  f"{100 * (got - want):+.1f} points; waiting for a CPU {100 * delay:.1f}% of the thread's life")
             cpu_ns = sum(v for lab, s, v in cpu if lab.get("thread name") == thread and function in s)
             # The CPU profile counts ticks of 1/CPU_HZ: its error is sqrt(n) ticks.
             slack = 3 * (cpu_ns * 1e9 / CPU_HZ) ** 0.5

@@ -12,8 +12,11 @@
  *  - pipewrite: write() of 64 KiB blocks into a pipe whose reader drains
  *    it at half the writer's pace, so write blocks about half the time,
  *    alternating with user work in produce().
- * Output after SECONDS, one line per measured function:
+ * Output after SECONDS, one line per measured function, and one per thread
+ * with the time it spent waiting for a CPU (from its schedstat; -1 if not
+ * readable):
  *   phase THREAD FUNCTION WALL_NS LIFETIME_NS
+ *   delay THREAD RUN_DELAY_NS LIFETIME_NS
  * Usage: wall_mixed SECONDS [readpoll|eventloop|pipewriter|all] */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -54,10 +57,25 @@ struct measure {
 static void begin(struct measure *m) { m->w0 = now_ns(); }
 static void end(struct measure *m, struct phase *p) { p->wall += now_ns() - m->w0; }
 
+/* The calling thread's time spent waiting for a CPU (schedstat), or -1. */
+static long long run_delay_ns(void)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/schedstat", (long)gettid());
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1;
+	unsigned long long run, delay;
+	int n = fscanf(f, "%llu %llu", &run, &delay);
+	fclose(f);
+	return n == 2 ? (long long)delay : -1;
+}
+
 static void report(const char *thread, const struct phase *ph, int n, long long life)
 {
 	for (int i = 0; i < n; i++)
 		printf("phase %s %s %lld %lld\n", thread, ph[i].name, ph[i].wall, life);
+	printf("delay %s %lld %lld\n", thread, run_delay_ns(), life);
 }
 
 /* Spins in user code for about `ns` (the monotonic clock is read through
