@@ -618,7 +618,7 @@ static bool sample_syscall(int slot, struct wall_private *w, const struct wall_s
 	return true;
 }
 
-/* Case 4: arms the one-shot timer; false if it could not be armed. */
+/* Arms the one-shot timer of a running request; false if it could not be. */
 static bool arm_timer(int slot, struct wall_private *w, uint64_t now)
 {
 	if (w->timer_id < 0) {
@@ -679,8 +679,6 @@ static void update_request(int slot, struct wall_private *w, uint64_t now)
 		w->armed = false;
 	}
 	if (w->armed) {
-		/* A request that has not fired after this long (the thread did
-		 * not run through a scheduler tick) is withdrawn. */
 		if (now - w->request_ns >= REQUEST_PATIENCE_NS + 2 * atomic_load(&wall.period_ns))
 			cancel_request(t, w);
 		return;

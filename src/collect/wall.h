@@ -3,43 +3,52 @@
  * without ever interrupting a blocked system call.
  *
  * One sampler thread of ours visits at most wall_max_threads threads per
- * tick (fair rotation).  A visit observes where the thread is at that
- * instant and places there the wall time since the thread's previous visit
- * (every visit stands for the span before it, so each place's total is an
- * unbiased estimate of the time spent there, however the thread alternates
- * between running, system calls and waits).  Cheapest first:
+ * tick (fair rotation).  A visit places the wall time since the thread's
+ * previous visit, split by the thread's CPU clock and its schedstat:
+ *  - its CPU time, and the time it waited for a CPU, are owed to its next
+ *    running sample (below), so they land where it used CPU, in its own
+ *    code or inside a call, whenever the visits happen;
+ *  - the rest, time blocked, goes to the wait the visit finds it in; a
+ *    thread found on a CPU or waiting for one left the wait the previous
+ *    visit found (which also keeps its first wait for a CPU), and that
+ *    wait gets it, once.
+ * Where it waits, cheapest first:
  *  1. Inside an interposed call (wall_hooks.c): the call published its
- *     frame and made wall_seq odd.  Its stack is unwound from our thread
- *     (UNWIND_FLAG_REMOTE), or found among the few stacks of calls the
- *     thread made recently from the same frame and return address, and
- *     accepted if wall_seq did not move (else read again once or twice
- *     while the thread is back in a call from the same frame).
+ *     frame and return address and made wall_seq odd.  Its stack is unwound
+ *     from our thread (UNWIND_FLAG_REMOTE), or found among the few stacks of
+ *     calls the thread made recently from the same frame and return
+ *     address, and accepted if wall_seq did not move (else read again once
+ *     or twice while the thread is back in a call from the same frame).  A
+ *     thread whose CPU clock moves during the visit runs in the call.
  *  2. Otherwise, if the thread's CPU clock has not moved since a stack was
  *     taken from its frozen system call, it has not run: that stack again.
- *  3. Otherwise /proc/self/task/TID/syscall (descriptor kept open, up to a
- *     budget that goes to the threads that move): off CPU, in a system call
- *     or not, its sp/pc are unwound remotely with the CFI tables, and
- *     accepted if the CPU clock did not move meanwhile.  Never reused from
+ *  3. Otherwise, unless its CPU clock moves, /proc/self/task/TID/syscall
+ *     (descriptor kept open, up to a budget that goes to the threads that
+ *     move): off CPU, in a system call or not, its sp/pc are unwound
+ *     remotely with the CFI tables, and accepted if the CPU clock did not
+ *     move meanwhile; "running": it waits for a CPU.  Never reused from
  *     sp/pc alone (different callers reach the same ones), but a stack
  *     equal to the cached one keeps aggregating with it.
- *  4. On a CPU: the span is owed to the thread's next running sample.  A
- *     one-shot POSIX timer on the thread's CPU clock, delivered to that
- *     thread, makes it unwind itself in our signal handler, which takes
- *     all the time owed.  Such a timer fires only while the thread runs,
- *     so where it lands is a CPU-weighted draw; a signal that arrives
- *     inside an interposed call (on the call's return, or as the call
- *     unblocks it) takes nothing, as that call's time is counted by case 1.
- *     On kernels that expire CPU timers in task work (x86-64 >= 5.10) the
- *     signal is raised on the return to user mode, so it never interrupts a
- *     system call at all; one raised during a system call is delivered
- *     right after its instruction, and that sample's state is "syscall".
- * Handshake (covers every kernel for the interposed calls): the sampler
- * sets wall_inflight, then reads wall_seq; a blocking call makes wall_seq
- * odd, then reads wall_inflight (both sequentially consistent).  Either the
- * sampler sees the call and sends nothing, or the call sees the flag and
- * blocks our signal for its duration, so a late signal stays pending until
- * the call returned.  ppoll/pselect/epoll_pwait/sigsuspend masks always
- * keep our signal blocked.
+ * Running samples: a one-shot POSIX timer on the thread's CPU clock,
+ * delivered to that thread, makes it unwind itself in our signal handler,
+ * which takes all the time owed.  Such a timer fires only at a tick that
+ * finds the thread on a CPU, so where it lands is a CPU-weighted draw.
+ * Delivered inside an interposed call (as the call ends and unblocks it),
+ * the sample has that call's published pc, its callers and its state.  On
+ * kernels that expire CPU timers in task work (x86-64 >= 5.10) the signal
+ * is raised on the return to user mode, so it never interrupts a system
+ * call at all; one raised during a system call we did not interpose is
+ * delivered right after its instruction, and that sample's state is
+ * "syscall".
+ * Handshake (covers every kernel for the interposed calls): while the
+ * thread owes time, the sampler sets wall_inflight, then reads wall_seq; a
+ * blocking call makes wall_seq odd, then reads wall_inflight (both
+ * sequentially consistent), and blocks our signal for its duration if the
+ * flag is set.  The timer is armed only once wall_seq has left the odd
+ * value read after the flag went up, so every interposed call the signal
+ * can reach has blocked it: a late signal stays pending until the call
+ * returned.  ppoll/pselect/epoll_pwait/sigsuspend masks always keep our
+ * signal blocked.
  */
 #ifndef STOWAWAY_COLLECT_WALL_H
 #define STOWAWAY_COLLECT_WALL_H
@@ -125,7 +134,7 @@ struct wall_stats {
 	uint64_t samples_blocked_published; /* case 1 */
 	uint64_t samples_blocked_cached;    /* cases 1 and 2 reusing a stack */
 	uint64_t samples_blocked_syscall;   /* case 3 */
-	uint64_t samples_running;           /* case 4, from the handler */
+	uint64_t samples_running;           /* running samples, from the handler */
 	uint64_t requests_cancelled;        /* running requests that never fired */
 	uint64_t unstable;                  /* stacks rejected because the thread moved */
 	uint64_t dropped;                   /* ring full */
