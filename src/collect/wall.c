@@ -14,6 +14,9 @@
 /* A running request that has not fired after this long (the thread did not
  * run through a scheduler tick) is withdrawn. */
 #define REQUEST_PATIENCE_NS 20000000ull
+/* A thread on a CPU for at least 1/BUSY_SHARE of a span is asked whether
+ * it still is, and how long it waited for a CPU. */
+#define BUSY_SHARE 16u
 /* Descriptors of /proc/self/task/TID/syscall kept open at most; beyond
  * that the file is opened for each read. */
 #define PROC_FDS_MAX 256
@@ -792,23 +795,32 @@ static void sample_slot(int slot, uint64_t now)
 	if (!signals)
 		used = 0; /* no running sample can place it: the visit does */
 	uint64_t off = span - used;
-	if (used) {
-		/* It ran: it may also have waited for a CPU meanwhile.  Woken
-		 * from the wait the previous visit found, it first waited for a
-		 * CPU there: one of the span's waits for a CPU, the mean one. */
+	/* A thread that ran for a fair part of the span may also have waited
+	 * for a CPU meanwhile, and may be on one now.  One that barely ran
+	 * (a wait that woke, did little and waits again: most waiting threads)
+	 * is not asked: its waits for a CPU stay with its waits. */
+	bool busy = used > 0 && used >= span / BUSY_SHARE;
+	if (used && !busy)
+		w->delay_known = false;
+	if (used)
+		atomic_fetch_add(&t->wall_owed_ns, used);
+	if (busy) {
+		/* Woken from the wait the previous visit found, it first waited
+		 * for a CPU there: one of the span's waits for a CPU, the mean
+		 * one. */
 		uint64_t waits;
 		uint64_t delayed = RT_MIN(delay_span(w, &waits), off);
 		uint64_t woken = w->after_wait && w->stack && waits ? delayed / waits : 0;
 		off -= delayed;
 		if (woken)
 			account_cached(slot, w, now, woken, NULL);
-		atomic_fetch_add(&t->wall_owed_ns, used + delayed - woken);
+		atomic_fetch_add(&t->wall_owed_ns, delayed - woken);
 	}
 	uint32_t seq = atomic_load(&t->wall_seq);
 	if (seq & 1u) {
 		/* In an interposed call: running in it (its CPU time is the
 		 * running samples'), or waiting in it. */
-		if (used && on_cpu_now(tid, &cpu))
+		if (busy && on_cpu_now(tid, &cpu))
 			place_running(slot, w, now, off, used, signals);
 		else if (sample_published(slot, w, seq, now, off))
 			w->after_wait = true;
@@ -820,7 +832,7 @@ static void sample_slot(int slot, uint64_t now)
 		 * open and close its file at every visit). */
 		if (wall.open_fds >= PROC_FDS_MAX)
 			give_back_fds(w);
-	} else if (used && on_cpu_now(tid, &cpu)) {
+	} else if (busy && on_cpu_now(tid, &cpu)) {
 		place_running(slot, w, now, off, used, signals);
 	} else {
 		struct wall_syscall_info si;
