@@ -1,5 +1,5 @@
-/* Wall profiler: /proc/.../syscall parsing and syscall states, against
- * the kernel's own output for threads in known states. */
+/* Wall profiler: /proc/.../syscall and schedstat parsing and syscall
+ * states, against the kernel's own output for threads in known states. */
 #define _GNU_SOURCE
 #include "check.h"
 #include "collect/wall.h"
@@ -66,6 +66,30 @@ static void test_parse_rejects_malformed(void)
 			CHECK(0);
 		}
 	}
+}
+
+static void test_parse_schedstat(void)
+{
+	uint64_t delay = 0, slices = 0;
+	CHECK(wall_parse_schedstat("472749 105389 3\n", 16, &delay, &slices));
+	CHECK_EQ_U64(delay, 105389);
+	CHECK_EQ_U64(slices, 3);
+	const char *bad[] = { "", "1 2", "1 2 x", "1 2 3 4", "-1 2 3", "1  2 3\nx", "a b c" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (wall_parse_schedstat(bad[i], strlen(bad[i]), &delay, &slices)) {
+			fprintf(stderr, "  accepted \"%s\"\n", bad[i]);
+			CHECK(0);
+		}
+	}
+	/* The kernel's own text for this thread: it has run. */
+	char path[64], text[128];
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/schedstat", (long)syscall(SYS_gettid));
+	int fd = open(path, O_RDONLY);
+	CHECK(fd >= 0);
+	long n = fd >= 0 ? read(fd, text, sizeof(text)) : -1;
+	if (fd >= 0)
+		close(fd);
+	CHECK(n > 0 && wall_parse_schedstat(text, (size_t)n, &delay, &slices) && slices > 0);
 }
 
 static void test_states_of_syscalls(void)
@@ -145,6 +169,7 @@ int main(void)
 	RUN(test_parse_not_in_syscall);
 	RUN(test_parse_in_syscall);
 	RUN(test_parse_rejects_malformed);
+	RUN(test_parse_schedstat);
 	RUN(test_states_of_syscalls);
 	RUN(test_read_state_follows_descriptor);
 	RUN(test_parse_kernel_output);
