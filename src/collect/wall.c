@@ -100,26 +100,26 @@ struct wall_private {
 	int class_fd;  /* descriptor last classified, -1: none */
 	uint32_t depth;
 	uint32_t cache_seq;
+	uint32_t recent_clock;
+	uint32_t flag_seq; /* wall_seq just after we raised wall_inflight */
 	uint8_t cache;
 	uint8_t cache_state; /* enum wall_state */
 	uint8_t class_state;
 	bool pend_has_ctx;
+	bool visited;     /* visit_span() has a previous visit */
+	bool cpu_known, delay_known;
+	/* The previous visit found the thread waiting, at the cached stack. */
+	bool after_wait;
+	/* The running request: wall_inflight raised by us, and the timer
+	 * armed; no_timer: the timer cannot be created. */
+	bool flagged, armed, no_timer;
 	struct recent_frame recent[RECENT_FRAMES];
-	uint32_t recent_clock;
 	/* visit_span(): the previous visit, and time not yet placed. */
-	bool visited;
 	uint64_t last_visit;
 	uint64_t unplaced;
 	/* The thread's CPU time, and time waiting for a CPU, that the visits
 	 * have handed to its running samples. */
 	uint64_t last_cpu, last_delay, last_slices;
-	bool cpu_known, delay_known;
-	/* The previous visit found the thread waiting, at the cached stack. */
-	bool after_wait;
-	/* The running request: wall_inflight raised by us (flag_seq: wall_seq
-	 * just after), and the timer armed; no_timer: it cannot be created. */
-	bool flagged, armed, no_timer;
-	uint32_t flag_seq;
 	char name[THREAD_NAME_MAX];
 };
 
