@@ -41,7 +41,7 @@ def serve(env, log, prefix, load):
         bench = field.run(["/usr/bin/redis-benchmark", "-p", str(port), "-q", "-n", "40000", "-c", "8",
                            "-t", "set,get,incr,lpush,lrange_100"], field.plain_env(), timeout=120)
     field.run(cli + ["SHUTDOWN", "NOSAVE"], field.plain_env(), timeout=10)
-    rc = field.stop(server, signal.SIGTERM, timeout=30)
+    rc = field.stop(server, signal.SIGTERM, timeout=30, settle=10)
     return up, replies, bench, rc
 
 
