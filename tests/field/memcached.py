@@ -46,7 +46,7 @@ with Field("memcached") as field:
         bench = None
         if load:
             bench = field.run(["/usr/bin/memcslap", "--servers=127.0.0.1:%d" % port, "--concurrency=8",
-                               "--execute-number=15000", "--binary"], field.plain_env(), timeout=120)
+                               "--execute-number=25000", "--binary"], field.plain_env(), timeout=120)
         rc = field.stop(server, signal.SIGTERM, timeout=30)
         return up, (0, got, b""), bench, rc
 

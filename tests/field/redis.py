@@ -38,7 +38,7 @@ def serve(env, log, prefix, load):
     replies = field.run(cli, field.plain_env(), stdin_data=SCRIPT, timeout=30)
     bench = None
     if load:
-        bench = field.run(["/usr/bin/redis-benchmark", "-p", str(port), "-q", "-n", "40000", "-c", "8",
+        bench = field.run(["/usr/bin/redis-benchmark", "-p", str(port), "-q", "-n", "60000", "-c", "8",
                            "-t", "set,get,incr,lpush,lrange_100"], field.plain_env(), timeout=120)
     field.run(cli + ["SHUTDOWN", "NOSAVE"], field.plain_env(), timeout=10)
     rc = field.stop(server, signal.SIGTERM, timeout=30, settle=10)
