@@ -253,6 +253,14 @@ class Field:
             print("  named only by perf: %s" % "; ".join(only_p))
         print("  perf saw %.2f%% of the CPU in our library and its threads (left out)%s" % (
             100 * lib_share, "; " + note if note else ""))
+        # Code we leave without a module (no mapping known at encode time) is
+        # only what perf cannot place either (JIT code, anonymous memory).
+        anon = ("[anonymous]", None)
+        ao, ap = po.get(anon, 0.0), pp.get(anon, 0.0)
+        anon_bound = 0.05 + 2.0 * math.sqrt(max(ao, ap) * (1 - max(ao, ap)) * (1.0 / n_ours + 1.0 / n_perf))
+        check("%s: our profile leaves no more code without a module than perf (anonymous memory)" % self.name,
+              ao - ap <= anon_bound, "ours %.1f%%, perf %.1f%% (bound +%.1f points)" % (100 * ao, 100 * ap,
+                                                                                    100 * anon_bound))
         check("%s: CPU profile agrees with perf (sum of |share difference| over the top functions)"
               % self.name, dist <= bound,
               "%.1f points (bound %.1f = %.0f + 2 x noise %.1f; %d keys)" % (dist, bound, FIXED_POINTS, noise,
@@ -307,7 +315,7 @@ def raw_samples(path, tmp):
     locs, current = {}, None
     section = text[text.find("\nLocations"):text.find("\nMappings")]
     for line in section.splitlines()[2:]:
-        m = re.match(r"\s+(\d+): 0x[0-9a-f]+ M=(\d+)\s?(.*)$", line)
+        m = re.match(r"\s+(\d+): 0x[0-9a-f]+(?: M=(\d+))?\s?(.*)$", line)
         if m:
             current = (maps.get(m.group(2), "[anonymous]"), [])
             locs[m.group(1)] = current

@@ -2,8 +2,8 @@
 """Debian's memcached (four worker threads) under the library: a fixed
 text-protocol session whose replies must match a server without the
 library, then memcslap (about 5 s of load).  memcached refuses to run as
-root without -u: it runs as nobody.  tests/field/fieldlib.py says what else
-is checked."""
+root without -u: it runs as nobody.  Besides the common checks
+(tests/field/fieldlib.py): no wall sample has a frame of our library."""
 import signal
 import socket
 
@@ -62,3 +62,4 @@ with Field("memcached") as field:
                           open(field.path("lib.log"), errors="replace").read(), r".")
     field.check_profiles_valid()
     field.check_cpu_agrees_with_perf(data)
+    field.check_wall_not_in_library()

@@ -5,7 +5,7 @@ session must answer as without the library, then pgbench (select-only and
 TPC-B-like, about 8 s).  Postgres refuses root: everything runs as nobody
 (data directory and sockets in a scratch directory, a free port).  Besides
 the common checks (tests/field/fieldlib.py): the server log has no new
-error or warning.  The perf comparison sums every process."""
+error or warning, and no wall sample has a frame of our library.  The perf comparison sums every process."""
 import os
 import re
 import signal
@@ -68,3 +68,4 @@ with Field("postgres") as field:
     check("postgres: the postmaster and its backends each wrote profiles", pid1 in pids and len(pids) >= 8,
           "%d processes, postmaster %s" % (len(pids), pid1))
     field.check_cpu_agrees_with_perf(data)
+    field.check_wall_not_in_library()
