@@ -42,8 +42,9 @@ from checks import check, status  # noqa: E402
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 # The part of the distance that is not sampling noise: what the two tools
 # legitimately disagree on (the first and last milliseconds of a process,
-# a signal delivered on the way out of a system call, alias names).
-FIXED_POINTS = 12.0
+# a signal delivered on the way out of a system call, alias names).  Redis
+# measured up to 9 points above twice its noise (docs/architecture.md).
+FIXED_POINTS = 20.0
 TOP = 10
 NOBODY = 65534
 
