@@ -122,12 +122,15 @@ static void test_read_state_follows_descriptor(void)
 }
 
 static volatile int sleeper_tid;
+static volatile int sleeper_stop;
 static void *sleeper(void *arg)
 {
 	(void)arg;
 	sleeper_tid = (int)syscall(SYS_gettid);
-	struct timespec ts = { 2, 0 };
-	syscall(SYS_nanosleep, &ts, NULL);
+	while (!sleeper_stop) {
+		struct timespec ts = { 1, 0 };
+		syscall(SYS_nanosleep, &ts, NULL);
+	}
 	return NULL;
 }
 
@@ -135,14 +138,29 @@ static void *sleeper(void *arg)
 static void test_parse_kernel_output(void)
 {
 	pthread_t t;
+	sleeper_tid = 0;
+	sleeper_stop = 0;
 	CHECK(pthread_create(&t, NULL, sleeper, NULL) == 0);
-	struct timespec wait = { 0, 100 * 1000000 };
-	nanosleep(&wait, NULL);
+	/* Until the thread is in its nanosleep (a loaded machine may take
+	 * a while to run it), at most 10 s. */
 	char path[64], text[256];
-	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", sleeper_tid);
-	int fd = open(path, O_RDONLY);
+	int fd = -1;
+	ssize_t n = -1;
+	for (int tries = 0; tries < 1000; tries++) {
+		struct timespec wait = { 0, 10 * 1000000 };
+		nanosleep(&wait, NULL);
+		if (sleeper_tid == 0)
+			continue;
+		if (fd < 0) {
+			snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", sleeper_tid);
+			fd = open(path, O_RDONLY);
+		}
+		n = fd >= 0 ? pread(fd, text, sizeof(text) - 1, 0) : -1;
+		struct wall_syscall_info probe;
+		if (n > 0 && wall_parse_syscall(text, (size_t)n, &probe) && probe.nr == SYS_nanosleep)
+			break;
+	}
 	CHECK(fd >= 0);
-	ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
 	CHECK(n > 0);
 	struct wall_syscall_info si;
 	CHECK(n > 0 && wall_parse_syscall(text, (size_t)n, &si));
@@ -159,7 +177,7 @@ static void test_parse_kernel_output(void)
 		close(fd);
 	if (self_fd >= 0)
 		close(self_fd);
-	pthread_cancel(t);
+	sleeper_stop = 1;
 	pthread_join(t, NULL);
 }
 
