@@ -302,6 +302,22 @@ bool elf_eh_frame(const struct elf_image *img, struct elf_section *out)
 	return false;
 }
 
+bool elf_eh_frame_hdr(const struct elf_image *img, struct elf_section *out)
+{
+	for (uint32_t i = 0; i < img->phnum; i++) {
+		struct elf_segment seg;
+		if (!elf_segment_at(img, i, &seg) || seg.type != PT_GNU_EH_FRAME || seg.filesz == 0 ||
+		    seg.offset > img->size || seg.filesz > img->size - seg.offset)
+			continue;
+		rt_memset(out, 0, sizeof(*out));
+		out->offset = seg.offset;
+		out->size = seg.filesz;
+		out->addr = seg.vaddr;
+		return true;
+	}
+	return false;
+}
+
 bool elf_symbols_begin(const struct elf_image *img, uint32_t symtab_type,
 		       struct elf_symbol_iter *it)
 {

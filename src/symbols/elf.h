@@ -101,6 +101,9 @@ bool elf_vaddr_to_offset(const struct elf_image *img, uint64_t vaddr, uint64_t *
  * section headers exist, otherwise through PT_GNU_EH_FRAME's eh_frame_ptr. */
 bool elf_eh_frame(const struct elf_image *img, struct elf_section *out);
 
+/* The .eh_frame_hdr bytes (PT_GNU_EH_FRAME) and their link-time address. */
+bool elf_eh_frame_hdr(const struct elf_image *img, struct elf_section *out);
+
 /* One function symbol. */
 struct elf_symbol {
 	uint64_t value; /* link-time address */

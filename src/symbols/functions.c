@@ -96,6 +96,7 @@ bool function_table_build(struct function_table *t, const struct elf_image *img,
 	t->funcs = c.funcs;
 	t->nfuncs = (uint32_t)out;
 	t->names = (char *)c.names.data;
+	t->bytes = c.cap * sizeof(c.funcs[0]) + c.names.cap;
 	return true;
 }
 

@@ -23,6 +23,7 @@ struct function_table {
 	struct function_entry *funcs;
 	uint32_t nfuncs;
 	char *names;
+	size_t bytes; /* heap bytes held */
 };
 
 /* The name shown for a function named `name` by any source: glibc's

@@ -23,6 +23,8 @@ static atomic_uint active_unwinders;
 static atomic_int code_reads_paused;
 /* Set when an unwind met a pc outside every code range (unwind_take_unknown_code). */
 static atomic_bool unknown_code_seen;
+static _Atomic uint64_t unknown_code_unwinds;
+static _Atomic uint64_t paused_frames;
 
 /* Retired snapshots waiting for active_unwinders to be seen at 0.  Guarded by
  * the caller's serialization of publish/reclaim. */
@@ -289,20 +291,27 @@ static enum step_result step_cfi(struct stack_view *v, struct frame *f, const st
 	return STEP_OK;
 }
 
-static const struct cfi_row *cfi_for(const struct snapshot *s, uint64_t pc)
+/* The rule at pc into *buf, read from the module's .eh_frame in place:
+ * not while code reads are paused (a module being unmapped). */
+static const struct cfi_row *cfi_for(const struct snapshot *s, uint64_t pc, struct cfi_row *buf)
 {
 	const struct unwind_code_range *r = s != NULL ? find_code(s, pc) : NULL;
 	if (r == NULL || r->cfi == NULL)
 		return NULL;
-	return cfi_table_lookup(r->cfi, pc - r->bias);
+	if (atomic_load_explicit(&code_reads_paused, memory_order_acquire) != 0) {
+		atomic_fetch_add_explicit(&paused_frames, 1, memory_order_relaxed);
+		return NULL;
+	}
+	return cfi_index_lookup(r->cfi, pc - r->bias, buf) ? buf : NULL;
 }
 
 /* The CFI row for frame f (NULL: none, or frame pointers only). */
-static const struct cfi_row *row_for(const struct snapshot *s, const struct frame *f, uint32_t flags)
+static const struct cfi_row *row_for(const struct snapshot *s, const struct frame *f, uint32_t flags,
+				     struct cfi_row *buf)
 {
 	if (flags & UNWIND_FLAG_FP_ONLY)
 		return NULL;
-	return cfi_for(s, f->exact ? f->pc : f->pc - 1);
+	return cfi_for(s, f->exact ? f->pc : f->pc - 1, buf);
 }
 
 /* True when f's pc is a signal trampoline: an 'S' FDE says so, or, where no
@@ -366,8 +375,10 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 	f.sp_exact = (flags & UNWIND_FLAG_SP_BOUND) == 0;
 	f.from_lr = false;
 	pcs[n++] = f.exact ? f.pc : f.pc - 1;
-	(void)is_code(s, f.exact ? f.pc : f.pc - 1); /* notes code mapped since the snapshot */
-	const struct cfi_row *row = row_for(s, &f, flags);
+	/* Notes code mapped since the snapshot. */
+	bool unknown = !is_code(s, f.exact ? f.pc : f.pc - 1);
+	struct cfi_row row_buf;
+	const struct cfi_row *row = row_for(s, &f, flags, &row_buf);
 	bool trampoline = at_signal_trampoline(s, &f, row);
 	/* Invariant n == i + 1: each iteration writes one pc or stops. */
 	for (uint32_t i = 0; i < max; i++) {
@@ -383,8 +394,12 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 				why = UNWIND_END_OUTERMOST;
 				break;
 			}
-			if (r != STEP_OK || f.sp <= old_sp || !is_code(s, f.pc))
+			if (r != STEP_OK || f.sp <= old_sp)
 				break;
+			if (!is_code(s, f.pc)) {
+				unknown = true;
+				break;
+			}
 			view_for_sp(&view, s, regs, f.sp, remote);
 		} else if (trampoline) {
 			if (++signal_frames > MAX_SIGNAL_FRAMES || !step_signal(&view, &f))
@@ -393,8 +408,10 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 				why = UNWIND_END_OUTERMOST;
 				break;
 			}
-			if (!is_code(s, f.pc))
+			if (!is_code(s, f.pc)) {
+				unknown = true;
 				break;
+			}
 			view_for_sp(&view, s, regs, f.sp, remote);
 		} else {
 			uint64_t old_sp = f.sp;
@@ -405,11 +422,14 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 			}
 			/* sp grows toward the caller; it stays put only when the
 			 * return address came from lr (at most once). */
-			if (r != STEP_OK || f.sp < old_sp || (f.sp == old_sp && !f.from_lr) ||
-			    !is_code(s, f.pc))
+			if (r != STEP_OK || f.sp < old_sp || (f.sp == old_sp && !f.from_lr))
 				break;
+			if (!is_code(s, f.pc)) {
+				unknown = true;
+				break;
+			}
 		}
-		row = row_for(s, &f, flags);
+		row = row_for(s, &f, flags, &row_buf);
 		trampoline = at_signal_trampoline(s, &f, row);
 		if (n == max) {
 			why = UNWIND_END_TRUNCATED;
@@ -418,6 +438,8 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 		pcs[n++] = f.exact || trampoline ? f.pc : f.pc - 1;
 	}
 	atomic_fetch_sub(&active_unwinders, 1);
+	if (unknown)
+		atomic_fetch_add_explicit(&unknown_code_unwinds, 1, memory_order_relaxed);
 	if (end != NULL)
 		*end = why;
 	return n;
@@ -535,4 +557,10 @@ void unwind_regs_from_ucontext(const void *ucontext, struct unwind_regs *out)
 {
 	rt_memset(out, 0, sizeof(*out));
 	arch_ucontext_regs(ucontext, &out->pc, &out->sp, &out->fp, &out->lr);
+}
+
+void unwind_counts_get(struct unwind_counts *out)
+{
+	out->unknown_code = atomic_load_explicit(&unknown_code_unwinds, memory_order_relaxed);
+	out->paused_frames = atomic_load_explicit(&paused_frames, memory_order_relaxed);
 }
