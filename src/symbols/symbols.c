@@ -28,6 +28,7 @@ struct sym_module {
 	uint32_t nsegs;
 	char build_id[ELF_BUILD_ID_HEX_CAP];
 	struct function_table functions; /* read on first resolve */
+	struct maps_file file;           /* mapped while functions name into it */
 	bool functions_tried;
 	/* Unwind rules: link-time places of .eh_frame and .eh_frame_hdr (size 0:
 	 * none), read in place once both are seen mapped readable. */
@@ -161,9 +162,14 @@ static const struct function_table *module_functions(struct sym_module *m)
 	if (!maps_map_file(&e, m->path, &f))
 		return &m->functions;
 	struct elf_image img;
-	if (elf_open(&img, f.data, f.size))
-		(void)function_table_build(&m->functions, &img, true);
-	maps_unmap_file(&f);
+	if (!elf_open(&img, f.data, f.size) || !function_table_build(&m->functions, &img, true)) {
+		maps_unmap_file(&f);
+		return &m->functions;
+	}
+	/* The symbol tables' pages read to build it leave this process's
+	 * memory (the page cache keeps them); names fault back in one by one. */
+	(void)sys_madvise((void *)(uintptr_t)f.data, f.size, 4 /* MADV_DONTNEED */);
+	m->file = f;
 	return &m->functions;
 }
 
@@ -171,6 +177,8 @@ static void module_free(struct sym_module *m)
 {
 	rt_free(m->path);
 	function_table_free(&m->functions);
+	if (m->file.data != NULL)
+		maps_unmap_file(&m->file);
 	if (m->cfi.owned_bytes > 0)
 		cfi_index_bytes -= RT_MIN(cfi_index_bytes, m->cfi.owned_bytes);
 	cfi_index_free(&m->cfi);

@@ -12,6 +12,7 @@
 ARCH_UCONTEXT_CHECKS
 
 struct snapshot {
+	uint64_t generation; /* distinct for every published snapshot */
 	uint32_t ncode, ndata;
 	const struct unwind_code_range *code;
 	const struct unwind_data_range *data;
@@ -38,6 +39,65 @@ static uint32_t nretired;
 #define UNKNOWN_STACK_SPAN (1ull << 20)
 /* At most this many signal frames are crossed in one stack. */
 #define MAX_SIGNAL_FRAMES 8
+
+/* ---- the row cache [signal-safe] ----
+ *
+ * Rules looked up in place cost a binary search and two small programs; the
+ * same return addresses come back sample after sample, so their rows are
+ * kept in a fixed direct-mapped table (no allocation, bounded memory).  An
+ * entry is valid only for the snapshot generation that filled it.  Each is
+ * guarded by a sequence number: a writer claims it by moving the number to
+ * odd (a handler interrupting a writer on the same entry finds it odd and
+ * skips), readers retry nothing and treat any change as a miss. */
+#define ROW_CACHE_SIZE 4096u
+struct row_cache_entry {
+	atomic_uint_fast64_t seq;
+	atomic_uint_fast64_t pc, generation;
+	atomic_uint_fast64_t row[2]; /* struct cfi_row; kind CFI_NONE: no rule */
+};
+_Static_assert(sizeof(struct cfi_row) == 2 * sizeof(uint64_t), "a row is two words");
+static struct row_cache_entry row_cache[ROW_CACHE_SIZE];
+
+static struct row_cache_entry *row_cache_slot(uint64_t pc)
+{
+	uint64_t h = pc * 0x9e3779b97f4a7c15ull;
+	return &row_cache[h >> 52 & (ROW_CACHE_SIZE - 1)];
+}
+
+/* 1 hit with a rule, 0 hit without, -1 miss. */
+static int row_cache_get(uint64_t pc, uint64_t generation, struct cfi_row *out)
+{
+	struct row_cache_entry *e = row_cache_slot(pc);
+	uint64_t seq = atomic_load_explicit(&e->seq, memory_order_acquire);
+	if ((seq & 1) != 0 || atomic_load_explicit(&e->pc, memory_order_relaxed) != pc ||
+	    atomic_load_explicit(&e->generation, memory_order_relaxed) != generation)
+		return -1;
+	uint64_t w[2] = {atomic_load_explicit(&e->row[0], memory_order_relaxed),
+			 atomic_load_explicit(&e->row[1], memory_order_relaxed)};
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&e->seq, memory_order_relaxed) != seq)
+		return -1;
+	__builtin_memcpy(out, w, sizeof(*out));
+	return out->kind == CFI_NONE ? 0 : 1;
+}
+
+static void row_cache_put(uint64_t pc, uint64_t generation, const struct cfi_row *row)
+{
+	struct row_cache_entry *e = row_cache_slot(pc);
+	uint_fast64_t seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
+	if ((seq & 1) != 0 ||
+	    !atomic_compare_exchange_strong_explicit(&e->seq, &seq, seq + 1, memory_order_acquire,
+						     memory_order_relaxed))
+		return;
+	atomic_thread_fence(memory_order_release);
+	uint64_t w[2];
+	__builtin_memcpy(w, row, sizeof(w));
+	atomic_store_explicit(&e->pc, pc, memory_order_relaxed);
+	atomic_store_explicit(&e->generation, generation, memory_order_relaxed);
+	atomic_store_explicit(&e->row[0], w[0], memory_order_relaxed);
+	atomic_store_explicit(&e->row[1], w[1], memory_order_relaxed);
+	atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
+}
 
 /* ---- snapshot lookups [signal-safe] ---- */
 
@@ -298,11 +358,20 @@ static const struct cfi_row *cfi_for(const struct snapshot *s, uint64_t pc, stru
 	const struct unwind_code_range *r = s != NULL ? find_code(s, pc) : NULL;
 	if (r == NULL || r->cfi == NULL)
 		return NULL;
+	int cached = row_cache_get(pc, s->generation, buf);
+	if (cached >= 0)
+		return cached ? buf : NULL;
 	if (atomic_load_explicit(&code_reads_paused, memory_order_acquire) != 0) {
 		atomic_fetch_add_explicit(&paused_frames, 1, memory_order_relaxed);
 		return NULL;
 	}
-	return cfi_index_lookup(r->cfi, pc - r->bias, buf) ? buf : NULL;
+	bool found = cfi_index_lookup(r->cfi, pc - r->bias, buf);
+	if (!found) {
+		rt_memset(buf, 0, sizeof(*buf));
+		buf->kind = CFI_NONE;
+	}
+	row_cache_put(pc, s->generation, buf);
+	return found ? buf : NULL;
 }
 
 /* The CFI row for frame f (NULL: none, or frame pointers only). */
@@ -501,6 +570,8 @@ bool unwind_publish(const struct unwind_code_range *code, uint32_t ncode,
 		rt_memcpy(c, code, ncode * sizeof(*c));
 	if (ndata > 0)
 		rt_memcpy(d, data, ndata * sizeof(*d));
+	static uint64_t generations;
+	s->generation = ++generations;
 	s->code = c;
 	s->ncode = ncode;
 	s->data = d;
