@@ -4,6 +4,7 @@
 #include <linux/elf.h>
 
 #include "rt/rt.h"
+#include "rt/sys.h"
 
 const char *function_display_name(const char *name)
 {
@@ -29,14 +30,35 @@ static bool entry_before(const void *pa, const void *pb)
 	return a->start < b->start;
 }
 
+/* Symbol table bytes read between two page releases. */
+#define RELEASE_EVERY ((uint64_t)256 << 10)
+
+/* Gives back the pages of img's [from, to) (a read-only private mapping). */
+static void release_pages(const struct elf_image *img, uint64_t from, uint64_t to)
+{
+	from = (from + 4095) & ~(uint64_t)4095;
+	to = RT_MIN(to, (uint64_t)img->size) & ~(uint64_t)4095;
+	if (to > from)
+		(void)sys_madvise((void *)(uintptr_t)(img->data + from), (size_t)(to - from),
+				  4 /* MADV_DONTNEED */);
+}
+
 /* Counts (out NULL) or writes the sized function symbols of one table. */
 static uint32_t collect(struct elf_symbol_iter *it, uint32_t flag, struct function_entry *out,
-			uint32_t cap)
+			uint32_t cap, bool release)
 {
 	struct elf_symbol sym;
 	uint32_t n = 0;
+	uint64_t released = it->symtab.offset;
+	if (it->img == NULL)
+		return 0; /* no such table */
 	it->next = 1;
 	while (n < cap && elf_symbols_next(it, &sym)) {
+		uint64_t at = it->symtab.offset + it->next * sizeof(Elf64_Sym);
+		if (release && at - released >= RELEASE_EVERY) {
+			release_pages(it->img, released, at);
+			released = at;
+		}
 		if (sym.size == 0 || sym.index >= FUNCTION_IN_DYNSYM)
 			continue; /* covers nothing we could claim */
 		if (out != NULL) {
@@ -46,10 +68,13 @@ static uint32_t collect(struct elf_symbol_iter *it, uint32_t flag, struct functi
 		}
 		n++;
 	}
+	if (release && it->img != NULL)
+		release_pages(it->img, released, it->symtab.offset + it->symtab.size + 4095);
 	return n;
 }
 
-bool function_table_build(struct function_table *t, const struct elf_image *img, bool with_dynsym)
+bool function_table_build(struct function_table *t, const struct elf_image *img, bool with_dynsym,
+			  bool release_pages)
 {
 	rt_memset(t, 0, sizeof(*t));
 	t->img = *img;
@@ -62,15 +87,15 @@ bool function_table_build(struct function_table *t, const struct elf_image *img,
 	else
 		rt_memset(&t->dynsym, 0, sizeof(t->dynsym));
 	const uint32_t cap = UINT32_MAX / 2;
-	uint32_t ns = collect(&t->symtab, 0, NULL, cap);
-	uint32_t nd = collect(&t->dynsym, FUNCTION_IN_DYNSYM, NULL, cap - ns);
+	uint32_t ns = collect(&t->symtab, 0, NULL, cap, release_pages);
+	uint32_t nd = collect(&t->dynsym, FUNCTION_IN_DYNSYM, NULL, cap - ns, release_pages);
 	if (ns + nd == 0)
 		return false;
 	t->funcs = rt_malloc((size_t)(ns + nd) * sizeof(t->funcs[0]));
 	if (t->funcs == NULL)
 		return false;
-	ns = collect(&t->symtab, 0, t->funcs, ns);
-	nd = collect(&t->dynsym, FUNCTION_IN_DYNSYM, t->funcs + ns, nd);
+	ns = collect(&t->symtab, 0, t->funcs, ns, release_pages);
+	nd = collect(&t->dynsym, FUNCTION_IN_DYNSYM, t->funcs + ns, nd, release_pages);
 	t->nfuncs = ns + nd;
 	rt_sort(t->funcs, t->nfuncs, sizeof(t->funcs[0]), entry_before);
 	t->bytes = (size_t)t->nfuncs * sizeof(t->funcs[0]);

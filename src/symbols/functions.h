@@ -43,9 +43,12 @@ uint32_t function_alias_preference(const struct elf_symbol *sym, const char *nam
 
 /* Fills t from the sized function symbols of img's .symtab and, when
  * with_dynsym, its .dynsym, reading neither name nor string table.  img's
- * bytes must outlive t.  False (t empty) if there are none or memory ran
- * out. */
-bool function_table_build(struct function_table *t, const struct elf_image *img, bool with_dynsym);
+ * bytes must outlive t.  With release_pages (img is a read-only private file
+ * mapping), the symbol tables' pages are given back as they are read, so
+ * reading a large table does not hold all of it at once.  False (t empty)
+ * if there are none or memory ran out. */
+bool function_table_build(struct function_table *t, const struct elf_image *img, bool with_dynsym,
+			  bool release_pages);
 
 /* The function containing link-time address addr, or NULL: among aliases of
  * its address the one function_alias_preference ranks highest, shown as

@@ -27,15 +27,13 @@ struct sym_module {
 	struct elf_load_segment segs[MODULE_MAX_SEGMENTS];
 	uint32_t nsegs;
 	char build_id[ELF_BUILD_ID_HEX_CAP];
-	struct function_table functions; /* read on first resolve */
-	struct maps_file file;           /* mapped while functions name into it */
+	/* The module's file, mapped read-only by us for as long as the module
+	 * lives: the unwinder reads its .eh_frame there, function names are read
+	 * there.  Only touched pages take memory; symbols_trim() gives them back. */
+	struct maps_file file;
+	struct function_table functions; /* built on first resolve */
 	bool functions_tried;
-	/* Unwind rules: link-time places of .eh_frame and .eh_frame_hdr (size 0:
-	 * none), read in place once both are seen mapped readable. */
-	uint64_t eh_addr, eh_size, hdr_addr, hdr_size;
-	struct cfi_index cfi;
-	bool cfi_tried, cfi_ok;
-	bool cfi_usable; /* cfi_ok and both ranges readable in the current maps */
+	struct cfi_index cfi; /* count 0: no unwind rules */
 	uint64_t seen_generation;
 	struct debug_ref debug_ref; /* where its DWARF is */
 	struct debuginfo *debug;    /* opened on first resolve, NULL if none */
@@ -58,10 +56,6 @@ static uint64_t last_maps_hash;
 static char debug_dirs[1024];
 static size_t dwarf_budget = (size_t)64 << 20;
 static bool over_budget_said;
-/* Heap bytes of search tables built for modules without .eh_frame_hdr. */
-#define CFI_INDEX_BUDGET ((size_t)8 << 20)
-static size_t cfi_index_bytes;
-static bool cfi_budget_said;
 
 static uint64_t fnv1a(const uint8_t *p, size_t n)
 {
@@ -75,24 +69,46 @@ static uint64_t fnv1a(const uint8_t *p, size_t n)
 
 /* ---- loading one module ---- */
 
-/* Bytes of [addr, addr + size) that lie in the file part of one PT_LOAD
- * (what the loader maps), 0 if none: the most the unwinder may read there. */
-static uint64_t loaded_extent(const struct sym_module *m, uint64_t addr, uint64_t size)
+/* Heap bytes of search tables built for modules without .eh_frame_hdr. */
+#define CFI_INDEX_BUDGET ((size_t)8 << 20)
+static size_t cfi_index_bytes;
+static bool cfi_budget_said;
+
+/* Unwind rules of img, whose bytes stay where they are for the module's
+ * life: through .eh_frame_hdr's table, else a search table built here
+ * (within CFI_INDEX_BUDGET for all such modules together). */
+static void attach_unwind_rules(struct sym_module *m, const struct elf_image *img)
 {
-	for (uint32_t i = 0; i < m->nsegs; i++) {
-		const struct elf_load_segment *sg = &m->segs[i];
-		if (addr >= sg->vaddr && addr - sg->vaddr < sg->filesz)
-			return RT_MIN(size, sg->filesz - (addr - sg->vaddr));
+	struct elf_section eh, hdr;
+	uint64_t lo, hi;
+	/* CFI of the architecture we were built for (its register numbers). */
+	if (img->machine != ARCH_ELF_MACHINE || !elf_eh_frame(img, &eh))
+		return;
+	const uint8_t *eh_bytes = img->data + eh.offset;
+	if (elf_eh_frame_hdr(img, &hdr) &&
+	    cfi_index_from_hdr(&m->cfi, img->data + hdr.offset, (size_t)hdr.size, hdr.addr, eh_bytes,
+			       eh.size, eh.addr))
+		return;
+	if (cfi_index_bytes >= CFI_INDEX_BUDGET) {
+		if (!cfi_budget_said) {
+			cfi_budget_said = true;
+			rt_warn("unwind tables of modules without .eh_frame_hdr exceed %zu MiB; %s and "
+				"later such modules are unwound by frame pointers",
+				CFI_INDEX_BUDGET >> 20, m->path);
+		}
+		return;
 	}
-	return 0;
+	if (elf_load_range(img, &lo, &hi) && hi > lo &&
+	    cfi_index_build(&m->cfi, eh_bytes, eh.size, eh.addr, lo, hi - lo))
+		cfi_index_bytes += m->cfi.owned_bytes;
 }
 
-/* Only the facts needed to place the module and find its tables later:
- * nothing here reads more than headers, whatever the size of the code. */
+/* Only the facts needed to place the module and find its tables: nothing
+ * here reads more than headers, whatever the size of the code (a module
+ * without .eh_frame_hdr excepted). */
 static void load_from_image(struct sym_module *m, const struct elf_image *img,
 			    const struct maps_entry *e)
 {
-	struct elf_section eh, hdr;
 	if (!elf_build_id_hex(img, m->build_id, sizeof(m->build_id)))
 		m->build_id[0] = 0;
 	uint32_t n = elf_load_segments(img, m->segs, MODULE_MAX_SEGMENTS);
@@ -103,15 +119,7 @@ static void load_from_image(struct sym_module *m, const struct elf_image *img,
 	}
 	if (m->path[0] == '/')
 		debug_ref_read(img, &m->debug_ref);
-	/* CFI of the architecture we were built for (its register numbers). */
-	if (img->machine == ARCH_ELF_MACHINE && elf_eh_frame(img, &eh)) {
-		m->eh_addr = eh.addr;
-		m->eh_size = loaded_extent(m, eh.addr, eh.size);
-		if (elf_eh_frame_hdr(img, &hdr)) {
-			m->hdr_addr = hdr.addr;
-			m->hdr_size = loaded_extent(m, hdr.addr, hdr.size);
-		}
-	}
+	attach_unwind_rules(m, img);
 }
 
 /* Hands the vDSO's clock_gettime to rt (cheap clock reads everywhere), if
@@ -133,43 +141,34 @@ static void vdso_clock_install(const struct elf_image *img, const struct maps_en
 	}
 }
 
+/* Gives back the pages of our file mapping that reads brought in (the page
+ * cache keeps them; the next read faults them back). */
+static void release_file_pages(const struct maps_file *f)
+{
+	if (f->data != NULL)
+		(void)sys_madvise((void *)(uintptr_t)f->data, f->size, 4 /* MADV_DONTNEED */);
+}
+
 static void load_from_file(struct sym_module *m, const struct maps_entry *e)
 {
-	struct maps_file f;
-	if (!maps_map_file(e, m->path, &f))
-		return;
 	struct elf_image img;
-	if (elf_open(&img, f.data, f.size))
+	if (!maps_map_file(e, m->path, &m->file))
+		return;
+	if (elf_open(&img, m->file.data, m->file.size))
 		load_from_image(m, &img, e);
-	maps_unmap_file(&f);
+	release_file_pages(&m->file);
 }
 
 /* The module's function symbols, read from its file the first time a pc in
  * it is resolved (off the signal path, at export). */
 static const struct function_table *module_functions(struct sym_module *m)
 {
+	struct elf_image img;
 	if (m->functions_tried)
 		return &m->functions;
 	m->functions_tried = true;
-	if (m->path[0] != '/')
-		return &m->functions;
-	struct maps_entry e;
-	struct maps_file f;
-	rt_memset(&e, 0, sizeof(e));
-	e.inode = m->inode;
-	e.dev_major = m->dev_major;
-	e.dev_minor = m->dev_minor;
-	if (!maps_map_file(&e, m->path, &f))
-		return &m->functions;
-	struct elf_image img;
-	if (!elf_open(&img, f.data, f.size) || !function_table_build(&m->functions, &img, true)) {
-		maps_unmap_file(&f);
-		return &m->functions;
-	}
-	/* The symbol tables' pages read to build it leave this process's
-	 * memory (the page cache keeps them); names fault back in one by one. */
-	(void)sys_madvise((void *)(uintptr_t)f.data, f.size, 4 /* MADV_DONTNEED */);
-	m->file = f;
+	if (m->file.data != NULL && elf_open(&img, m->file.data, m->file.size))
+		(void)function_table_build(&m->functions, &img, true, true);
 	return &m->functions;
 }
 
@@ -177,11 +176,11 @@ static void module_free(struct sym_module *m)
 {
 	rt_free(m->path);
 	function_table_free(&m->functions);
-	if (m->file.data != NULL)
-		maps_unmap_file(&m->file);
 	if (m->cfi.owned_bytes > 0)
 		cfi_index_bytes -= RT_MIN(cfi_index_bytes, m->cfi.owned_bytes);
 	cfi_index_free(&m->cfi);
+	if (m->file.data != NULL)
+		maps_unmap_file(&m->file);
 	debuginfo_free(m->debug);
 	rt_free(m);
 }
@@ -213,7 +212,7 @@ static struct sym_module *module_create(const struct maps_entry *e)
 		if (elf_open(&img, (const void *)(uintptr_t)e->start, (size_t)(e->end - e->start))) {
 			load_from_image(m, &img, e);
 			/* A few symbols, in memory already. */
-			(void)function_table_build(&m->functions, &img, true);
+			(void)function_table_build(&m->functions, &img, true, false);
 			m->functions_tried = true;
 			vdso_clock_install(&img, e);
 		}
@@ -247,8 +246,7 @@ struct refresh_arrays {
 	struct sym_mapping *maps;
 	struct unwind_code_range *code;
 	struct unwind_data_range *data;
-	struct unwind_data_range *readable; /* readable mappings, adjacent ones merged */
-	uint32_t nmaps, ndata, nreadable;
+	uint32_t nmaps, ndata;
 };
 
 static bool is_stack_candidate(const struct maps_entry *e)
@@ -286,73 +284,6 @@ static bool is_own_code(const struct maps_entry *e)
 	return entry == 0 || entry < e->start || entry >= e->end;
 }
 
-static void add_readable(struct refresh_arrays *a, const struct maps_entry *e)
-{
-	struct unwind_data_range *last = a->nreadable > 0 ? &a->readable[a->nreadable - 1] : NULL;
-	if (last != NULL && last->end == e->start) {
-		last->end = e->end;
-		return;
-	}
-	a->readable[a->nreadable].start = e->start;
-	a->readable[a->nreadable].end = e->end;
-	a->nreadable++;
-}
-
-/* [start, start + size) lies inside one run of readable mappings. */
-static bool is_readable(const struct refresh_arrays *a, uint64_t start, uint64_t size)
-{
-	uint32_t lo = 0, hi = a->nreadable;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (a->readable[mid].end <= start)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < a->nreadable && start >= a->readable[lo].start &&
-	       a->readable[lo].end - start >= size;
-}
-
-/* Gives module m its unwind rules where they are loaded, the first time its
- * .eh_frame (and .eh_frame_hdr) are seen mapped readable, and decides
- * whether this snapshot may read them.  A module without a usable
- * .eh_frame_hdr gets a search table built from its .eh_frame (within
- * CFI_INDEX_BUDGET for all such modules). */
-static void attach_unwind_rules(struct sym_module *m, const struct refresh_arrays *a)
-{
-	const uint64_t eh = m->eh_addr + m->bias, hdr = m->hdr_addr + m->bias;
-	bool readable = m->eh_size > 0 && is_readable(a, eh, m->eh_size) &&
-			(m->hdr_size == 0 || is_readable(a, hdr, m->hdr_size));
-	m->cfi_usable = readable && m->cfi_ok;
-	if (!readable || m->cfi_tried)
-		return;
-	m->cfi_tried = true;
-	const uint8_t *eh_bytes = (const uint8_t *)(uintptr_t)eh;
-	if (m->hdr_size > 0 &&
-	    cfi_index_from_hdr(&m->cfi, (const uint8_t *)(uintptr_t)hdr, (size_t)m->hdr_size,
-			       m->hdr_addr, eh_bytes, m->eh_size, m->eh_addr)) {
-		m->cfi_ok = true;
-	} else if (cfi_index_bytes >= CFI_INDEX_BUDGET) {
-		if (!cfi_budget_said) {
-			cfi_budget_said = true;
-			rt_warn("unwind tables of modules without .eh_frame_hdr exceed %zu MiB; %s and "
-				"later such modules are unwound by frame pointers",
-				CFI_INDEX_BUDGET >> 20, m->path);
-		}
-	} else {
-		uint64_t lo = UINT64_MAX, hi = 0;
-		for (uint32_t i = 0; i < m->nsegs; i++) {
-			lo = RT_MIN(lo, m->segs[i].vaddr & ~(uint64_t)4095);
-			hi = RT_MAX(hi, m->segs[i].vaddr + m->segs[i].filesz);
-		}
-		if (hi > lo && cfi_index_build(&m->cfi, eh_bytes, m->eh_size, m->eh_addr, lo, hi - lo)) {
-			m->cfi_ok = true;
-			cfi_index_bytes += m->cfi.owned_bytes;
-		}
-	}
-	m->cfi_usable = m->cfi_ok;
-}
-
 static bool build_arrays(const char *text, size_t len, struct refresh_arrays *a)
 {
 	struct maps_entry e;
@@ -363,8 +294,7 @@ static bool build_arrays(const char *text, size_t len, struct refresh_arrays *a)
 	a->maps = rt_calloc(total + 1, sizeof(*a->maps));
 	a->code = rt_calloc(total + 1, sizeof(*a->code));
 	a->data = rt_calloc(total + 1, sizeof(*a->data));
-	a->readable = rt_calloc(total + 1, sizeof(*a->readable));
-	if (a->maps == NULL || a->code == NULL || a->data == NULL || a->readable == NULL)
+	if (a->maps == NULL || a->code == NULL || a->data == NULL)
 		return false;
 	pos = 0;
 	uint64_t prev_start = 0;
@@ -374,8 +304,6 @@ static bool build_arrays(const char *text, size_t len, struct refresh_arrays *a)
 		prev_start = e.end;
 		if (is_stack_candidate(&e))
 			add_data_range(a, &e);
-		if (e.perms & MAPS_PERM_READ)
-			add_readable(a, &e);
 		if (!(e.perms & MAPS_PERM_EXEC))
 			continue;
 		struct sym_module *m = NULL;
@@ -399,7 +327,7 @@ static bool build_arrays(const char *text, size_t len, struct refresh_arrays *a)
 		sm->offset = e.offset;
 		sm->module = m;
 		cr->bias = m != NULL ? m->bias : 0;
-		cr->cfi = NULL; /* set by attach_unwind_rules once every mapping is seen */
+		cr->cfi = m != NULL && m->cfi.count > 0 ? &m->cfi : NULL;
 		cr->flags = m != NULL && (m->path[0] == '/' || rt_streq(m->path, "[vdso]"))
 				    ? UNWIND_CODE_READABLE
 				    : 0;
@@ -426,17 +354,8 @@ bool symbols_refresh(void)
 		return true;
 	}
 	generation++;
-	bool built = build_arrays((const char *)text.data, text.len, &a);
-	if (built) {
-		for (struct sym_module *m = modules; m != NULL; m = m->next)
-			if (m->seen_generation == generation)
-				attach_unwind_rules(m, &a);
-		for (uint32_t i = 0; i < a.nmaps; i++) {
-			const struct sym_module *m = a.maps[i].module;
-			a.code[i].cfi = m != NULL && m->cfi_usable ? &m->cfi : NULL;
-		}
-	}
-	if (built && unwind_publish(a.code, a.nmaps, a.data, a.ndata)) {
+	if (build_arrays((const char *)text.data, text.len, &a) &&
+	    unwind_publish(a.code, a.nmaps, a.data, a.ndata)) {
 		ok = true;
 		rt_free(mappings);
 		mappings = a.maps;
@@ -460,7 +379,6 @@ bool symbols_refresh(void)
 	rt_free(a.maps);
 	rt_free(a.code);
 	rt_free(a.data);
-	rt_free(a.readable);
 	rt_buf_free(&text);
 	return ok;
 }
@@ -584,6 +502,19 @@ bool symbols_stack_bounds_of(uint64_t sp, uint64_t *lo, uint64_t *hi)
 	return found;
 }
 
+void symbols_trim(void)
+{
+	if (!rt_mutex_trylock(&registry_lock))
+		return;
+	for (struct sym_module *m = modules; m != NULL; m = m->next) {
+		if (m->file.data != NULL && cfi_index_take_read(&m->cfi))
+			release_file_pages(&m->file);
+		if (m->debug != NULL)
+			debuginfo_trim(m->debug);
+	}
+	rt_mutex_unlock(&registry_lock);
+}
+
 void symbols_after_fork_child(void) { rt_mutex_reset(&registry_lock); }
 
 void symbols_stats(struct symbols_stats *st)
@@ -596,9 +527,9 @@ void symbols_stats(struct symbols_stats *st)
 			st->modules_named++;
 		st->functions += m->functions.nfuncs;
 		st->function_bytes += m->functions.bytes;
-		if (m->cfi_ok && m->cfi.owned_bytes == 0)
+		if (m->cfi.count > 0 && m->cfi.owned_bytes == 0)
 			st->unwind_in_place++;
-		else if (m->cfi_ok)
+		else if (m->cfi.count > 0)
 			st->unwind_built++;
 		st->unwind_bytes += m->cfi.owned_bytes;
 		if (m->debug != NULL)
@@ -616,10 +547,10 @@ size_t symbols_describe(char *buf, size_t cap)
 	return rt_snprintf(buf, cap,
 			   "stowaway: symbols: %u modules mapped, names read for %u (%llu functions, "
 			   "%llu KiB), lines for %u; unwind rules read in place for %u, search tables "
-			   "built for %u (%llu KiB); %llu stacks stopped at code mapped since the last "
-			   "refresh, %llu frames unwound by frame pointers during a dlclose",
+			   "built for %u (%llu KiB), %llu rules looked up; %llu stacks stopped at code "
+			   "mapped since the last refresh",
 			   st.modules, st.modules_named, (unsigned long long)st.functions,
 			   (unsigned long long)(st.function_bytes >> 10), st.modules_with_lines,
 			   st.unwind_in_place, st.unwind_built, (unsigned long long)(st.unwind_bytes >> 10),
-			   (unsigned long long)uc.unknown_code, (unsigned long long)uc.paused_frames);
+			   (unsigned long long)uc.rule_lookups, (unsigned long long)uc.unknown_code);
 }

@@ -55,6 +55,13 @@ void symbols_collect_garbage(void);
  * for the next refresh (until then its stack reads go through the kernel). */
 bool symbols_stack_bounds_of(uint64_t sp, uint64_t *lo, uint64_t *hi);
 
+/* Gives back the memory of the file pages unwinds read since the last call
+ * (they stay mapped; later reads fault them in again), so what lookups touch
+ * stays bounded by what one period between calls touches.  Call
+ * periodically from a thread that is not in a signal handler; skips the
+ * work if the registry is busy. */
+void symbols_trim(void);
+
 /* In a fork child: the registry lock may have been held by a thread that no
  * longer exists. */
 void symbols_after_fork_child(void);

@@ -914,10 +914,18 @@ static int32_t table_field(const struct cfi_index *ix, uint32_t entry, uint32_t 
 	return v;
 }
 
-bool cfi_index_lookup(const struct cfi_index *ix, uint64_t pc, struct cfi_row *out)
+bool cfi_index_take_read(struct cfi_index *ix)
+{
+	return atomic_load_explicit(&ix->read, memory_order_relaxed) &&
+	       atomic_exchange_explicit(&ix->read, false, memory_order_relaxed);
+}
+
+bool cfi_index_lookup(struct cfi_index *ix, uint64_t pc, struct cfi_row *out)
 {
 	if (ix == NULL || ix->count == 0)
 		return false;
+	if (!atomic_load_explicit(&ix->read, memory_order_relaxed))
+		atomic_store_explicit(&ix->read, true, memory_order_relaxed);
 	/* The last entry starting at or below pc. */
 	uint32_t lo = 0, hi = ix->count;
 	while (lo < hi) {

@@ -11,6 +11,7 @@
 #ifndef STOWAWAY_UNWIND_CFI_H
 #define STOWAWAY_UNWIND_CFI_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -98,6 +99,9 @@ struct cfi_index {
 	uint32_t count;
 	uint64_t pc_base, fde_base;
 	size_t owned_bytes; /* heap bytes of a table built here, 0 for .eh_frame_hdr's */
+	/* Set by every lookup: its owner may give back the pages lookups read
+	 * (cfi_index_take_read) while they stay mapped. */
+	atomic_bool read;
 };
 
 /* Uses the .eh_frame_hdr bytes hdr[0..hdr_size) (link-time address hdr_addr)
@@ -118,6 +122,9 @@ void cfi_index_free(struct cfi_index *ix);
 
 /* The row covering link-time address `pc` into *out (its pc field 0); false
  * if no FDE covers pc or its rule there is CFI_NONE.  [signal-safe] */
-bool cfi_index_lookup(const struct cfi_index *ix, uint64_t pc, struct cfi_row *out);
+bool cfi_index_lookup(struct cfi_index *ix, uint64_t pc, struct cfi_row *out);
+
+/* True once after lookups read ix's bytes. */
+bool cfi_index_take_read(struct cfi_index *ix);
 
 #endif

@@ -25,7 +25,7 @@ static atomic_int code_reads_paused;
 /* Set when an unwind met a pc outside every code range (unwind_take_unknown_code). */
 static atomic_bool unknown_code_seen;
 static _Atomic uint64_t unknown_code_unwinds;
-static _Atomic uint64_t paused_frames;
+static _Atomic uint64_t rule_lookups;
 
 /* Retired snapshots waiting for active_unwinders to be seen at 0.  Guarded by
  * the caller's serialization of publish/reclaim. */
@@ -351,8 +351,9 @@ static enum step_result step_cfi(struct stack_view *v, struct frame *f, const st
 	return STEP_OK;
 }
 
-/* The rule at pc into *buf, read from the module's .eh_frame in place:
- * not while code reads are paused (a module being unmapped). */
+/* The rule at pc into *buf: from the row cache, else read from the
+ * module's .eh_frame (our own mapping of its file, alive as long as the
+ * snapshot) and cached. */
 static const struct cfi_row *cfi_for(const struct snapshot *s, uint64_t pc, struct cfi_row *buf)
 {
 	const struct unwind_code_range *r = s != NULL ? find_code(s, pc) : NULL;
@@ -361,10 +362,7 @@ static const struct cfi_row *cfi_for(const struct snapshot *s, uint64_t pc, stru
 	int cached = row_cache_get(pc, s->generation, buf);
 	if (cached >= 0)
 		return cached ? buf : NULL;
-	if (atomic_load_explicit(&code_reads_paused, memory_order_acquire) != 0) {
-		atomic_fetch_add_explicit(&paused_frames, 1, memory_order_relaxed);
-		return NULL;
-	}
+	atomic_fetch_add_explicit(&rule_lookups, 1, memory_order_relaxed);
 	bool found = cfi_index_lookup(r->cfi, pc - r->bias, buf);
 	if (!found) {
 		rt_memset(buf, 0, sizeof(*buf));
@@ -633,5 +631,5 @@ void unwind_regs_from_ucontext(const void *ucontext, struct unwind_regs *out)
 void unwind_counts_get(struct unwind_counts *out)
 {
 	out->unknown_code = atomic_load_explicit(&unknown_code_unwinds, memory_order_relaxed);
-	out->paused_frames = atomic_load_explicit(&paused_frames, memory_order_relaxed);
+	out->rule_lookups = atomic_load_explicit(&rule_lookups, memory_order_relaxed);
 }

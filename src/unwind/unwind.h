@@ -91,7 +91,7 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 struct unwind_code_range {
 	uint64_t start, end; /* runtime addresses of an executable mapping */
 	uint64_t bias;       /* runtime = link-time + bias */
-	const struct cfi_index *cfi; /* may be NULL; owned by the caller */
+	struct cfi_index *cfi; /* may be NULL; owned by the caller */
 	uint32_t flags;
 };
 
@@ -103,9 +103,8 @@ struct unwind_data_range {
 };
 
 /* Copies both arrays (sorted by start, non-overlapping) into a new snapshot
- * and publishes it.  The CFI indexes, and the bytes they read in place (an
- * unwind reads them for every frame it looks up: they must lie in readable
- * mappings of the snapshot), must stay alive until unwind_reclaim()
+ * and publishes it.  The CFI indexes, and the bytes they read in place
+ * (their owner's own read-only mapping), must stay alive until unwind_reclaim()
  * returns true after they stopped being referenced.  False if out of memory
  * (the previous snapshot stays).  Not signal-safe; callers serialize. */
 bool unwind_publish(const struct unwind_code_range *code, uint32_t ncode,
@@ -137,12 +136,12 @@ bool unwind_take_unknown_code(void);
 
 /* Counts since start, for the profile's comment: unwinds that met a pc in
  * no published code range (code mapped since the last refresh: the stack
- * ends there, shorter, instead of being dropped), and frames unwound by
- * frame pointers because code reads were paused around a dlclose.
+ * ends there, shorter, instead of being dropped), and frames whose rule was
+ * looked up in a module's .eh_frame rather than found in the row cache.
  * [signal-safe] */
 struct unwind_counts {
 	uint64_t unknown_code;
-	uint64_t paused_frames;
+	uint64_t rule_lookups;
 };
 void unwind_counts_get(struct unwind_counts *out);
 

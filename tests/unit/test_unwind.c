@@ -171,7 +171,7 @@ static void compare_index_with_table(const char *path)
 		uint64_t at[3] = {first, first + 1 < next ? first + 1 : first, next - 1};
 		for (int k = 0; k < 3; k++) {
 			const struct cfi_row *want = cfi_table_lookup(t, at[k]);
-			const struct cfi_index *ixs[2] = {&in_place, &built};
+			struct cfi_index *ixs[2] = {&in_place, &built};
 			for (int j = 0; j < 2; j++) {
 				struct cfi_row got;
 				bool found = cfi_index_lookup(ixs[j], at[k], &got);
