@@ -1,12 +1,14 @@
-/* Compact unwind tables built from .eh_frame (the rules of the architecture
- * we are built for: DWARF register numbers from rt/arch.h).
+/* Unwind rules from .eh_frame (the rules of the architecture we are built
+ * for: DWARF register numbers from rt/arch.h), as compact rows: each row
+ * gives, from its pc up to the next row's pc, how to find the caller's frame.
  *
- * cfi_table_build() parses every CIE/FDE of an .eh_frame image, runs the CFA
- * programs, and produces one sorted array of rows: each row gives, from its
- * pc up to the next row's pc, how to find the caller's frame.  Built off the
- * signal path (it allocates); cfi_table_lookup() is signal-safe.
- * Every read of the .eh_frame bytes is bounds-checked, so a corrupted image
- * yields fewer rows, never a bad read.
+ * The unwinder looks rows up in place (cfi_index, below): one FDE found by
+ * binary search and its programs run up to the pc, nothing built ahead.
+ * cfi_table_build() parses every CIE/FDE of an .eh_frame image into one
+ * sorted array of rows: the whole-image reference the lookups are tested
+ * against (tests, the .eh_frame fuzzer).  Every read of the .eh_frame bytes
+ * is bounds-checked, so a corrupted image yields fewer rows, never a bad
+ * read.
  */
 #ifndef STOWAWAY_UNWIND_CFI_H
 #define STOWAWAY_UNWIND_CFI_H

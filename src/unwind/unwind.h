@@ -3,8 +3,11 @@
  * unwind_stack() walks a thread's stack from a register set (a signal
  * handler's ucontext, or a blocked thread's published pc/sp/fp) and writes
  * program counters, leaf first.  It reads only:
- *  - our own published snapshot (executable ranges with their compact CFI
- *    tables, readable-writable ranges used as stack bounds), and
+ *  - our own published snapshot (executable ranges with their modules' CFI
+ *    indexes, readable-writable ranges used as stack bounds), and
+ *  - each module's .eh_frame and search table through the registry's own
+ *    read-only mapping of its file (cfi.h cfi_index), and the row cache, a
+ *    fixed table of rules already looked up (no allocation), and
  *  - the stack, every word checked against the bounds of that stack, and
  *  - code bytes (signal trampoline detection) only inside file-backed or vDSO
  *    executable ranges of the snapshot.
