@@ -336,6 +336,30 @@ static bool build_arrays(const char *text, size_t len, struct refresh_arrays *a)
 	return true;
 }
 
+/* A library opened and closed over and over must not pile up our mappings
+ * of its file until the next export: once no unwinder can hold an old
+ * snapshot, the file of a retired module nothing was named from (no string
+ * of it handed out but its path and build id) is unmapped now. */
+static void release_retired_files(void)
+{
+	bool idle = false, checked = false;
+	for (struct sym_module *m = retired_modules; m != NULL; m = m->next) {
+		if (m->file.data == NULL || m->functions.nfuncs > 0 || m->debug != NULL)
+			continue;
+		if (!checked) {
+			checked = true;
+			idle = unwind_reclaim();
+		}
+		if (!idle)
+			return;
+		if (m->cfi.owned_bytes > 0)
+			cfi_index_bytes -= RT_MIN(cfi_index_bytes, m->cfi.owned_bytes);
+		cfi_index_free(&m->cfi);
+		maps_unmap_file(&m->file);
+		m->file.data = NULL;
+	}
+}
+
 bool symbols_refresh(void)
 {
 	struct rt_buf text = {0};
@@ -374,6 +398,7 @@ bool symbols_refresh(void)
 			m->next = retired_modules;
 			retired_modules = m;
 		}
+		release_retired_files();
 	}
 	rt_mutex_unlock(&registry_lock);
 	rt_free(a.maps);
