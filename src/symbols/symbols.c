@@ -172,15 +172,21 @@ static const struct function_table *module_functions(struct sym_module *m)
 	return &m->functions;
 }
 
+/* Frees the unwind rules and our mapping of the file (no unwinder may use
+ * them any more, and no name handed out points into the file). */
+static void module_release_file(struct sym_module *m)
+{
+	if (m->cfi.owned_bytes > 0)
+		cfi_index_bytes -= RT_MIN(cfi_index_bytes, m->cfi.owned_bytes);
+	cfi_index_free(&m->cfi);
+	maps_unmap_file(&m->file);
+}
+
 static void module_free(struct sym_module *m)
 {
 	rt_free(m->path);
 	function_table_free(&m->functions);
-	if (m->cfi.owned_bytes > 0)
-		cfi_index_bytes -= RT_MIN(cfi_index_bytes, m->cfi.owned_bytes);
-	cfi_index_free(&m->cfi);
-	if (m->file.data != NULL)
-		maps_unmap_file(&m->file);
+	module_release_file(m);
 	debuginfo_free(m->debug);
 	rt_free(m);
 }
@@ -352,11 +358,7 @@ static void release_retired_files(void)
 		}
 		if (!idle)
 			return;
-		if (m->cfi.owned_bytes > 0)
-			cfi_index_bytes -= RT_MIN(cfi_index_bytes, m->cfi.owned_bytes);
-		cfi_index_free(&m->cfi);
-		maps_unmap_file(&m->file);
-		m->file.data = NULL;
+		module_release_file(m);
 	}
 }
 
