@@ -11,7 +11,8 @@
 # after "=" and each "(+x% word" in its text; the table gives each metric's
 # median in both trees, the difference (percent points for % values) or
 # ratio, and the spread over rounds.  Also: library and CLI size, stripped.
-# Outputs land in build/bench/compare/.  Environment: ROUNDS (default 3),
+# Outputs land in build/bench/compare/ (COMPARE_REPORT_ONLY=1 prints the table
+# of the last comparison again).  Environment: ROUNDS (default 3),
 # and each bench's own knobs (defaults here shorten bench_alloc's steady runs).
 set -u
 [ $# -ge 2 ] || { echo "usage: $0 BEFORE_DIR AFTER_DIR [bench ...]" >&2; exit 2; }
@@ -20,37 +21,48 @@ shift 2
 benches=${*:-cpu alloc lock wall encode gzip startup}
 rounds=${ROUNDS:-3}
 out=$(cd "$(dirname "$0")/../.." && pwd)/build/bench/compare
-rm -rf "$out" && mkdir -p "$out"
 export ALLOC_BENCH_REPS=${ALLOC_BENCH_REPS:-5} ALLOC_BENCH_STEADY_REPS=${ALLOC_BENCH_STEADY_REPS:-2}
 export ALLOC_BENCH_STEADY_SECONDS=${ALLOC_BENCH_STEADY_SECONDS:-9}
 export BENCH_STARTUP_REPS=${BENCH_STARTUP_REPS:-100}
 
 size_line() { # tree label
-	local t=$1 s
+	local t=$1 s ls cs
 	s=$(mktemp)
 	strip -o "$s" "$t/build/libstowaway.so" && ls=$(stat -c %s "$s")
 	strip -o "$s" "$t/build/stowaway" && cs=$(stat -c %s "$s")
 	rm -f "$s"
 	echo "SIZE $2 library_stripped_bytes=$ls cli_stripped_bytes=$cs library_bytes=$(stat -c %s "$t/build/libstowaway.so") cli_bytes=$(stat -c %s "$t/build/stowaway")"
 }
-{ size_line "$A" before; size_line "$B" after; } | tee "$out/sizes"
+run_all() {
+	rm -rf "$out" && mkdir -p "$out"
+	# What the bench scripts run (those missing in a tree are skipped).
+	for t in "$A" "$B"; do
+		make -C "$t" -k -j2 --no-print-directory -s all build/workloads/bench_cpu_work-nofp \
+			build/workloads/unwind_gcc_omit build/workloads/unwind_gcc_fp build/workloads/hello \
+			build/workloads/alloc_bench build/workloads/lock_bench build/workloads/exception_bench \
+			build/workloads/lock_forward.so build/workloads/wall_threads build/bench/bench_encode \
+			build/tests/bench_gzip_driver >/dev/null 2>&1
+	done
+	{ size_line "$A" before; size_line "$B" after; } | tee "$out/sizes"
 
-for r in $(seq "$rounds"); do
-	for b in $benches; do
-		order="before after"
-		[ $((r % 2)) -eq 0 ] && order="after before"
-		for side in $order; do
-			tree=$A
-			[ "$side" = after ] && tree=$B
-			f="$out/$b.$side.$r"
-			echo "UPTIME start $(uptime)" >"$f"
-			start=$(date +%s)
-			(cd "$tree" && "tests/bench/bench_$b.sh") >>"$f" 2>"$f.err" || echo "FAILED $?" >>"$f"
-			echo "UPTIME end $(uptime) seconds $(($(date +%s) - start))" >>"$f"
-			echo "round $r $b $side: $(($(date +%s) - start)) s, $(grep -c '^BENCH' "$f") lines, load $(uptime | sed 's/.*average: //')" >&2
+	for r in $(seq "$rounds"); do
+		for b in $benches; do
+			order="before after"
+			[ $((r % 2)) -eq 0 ] && order="after before"
+			for side in $order; do
+				tree=$A
+				[ "$side" = after ] && tree=$B
+				f="$out/$b.$side.$r"
+				echo "UPTIME start $(uptime)" >"$f"
+				start=$(date +%s)
+				(cd "$tree" && "tests/bench/bench_$b.sh") >>"$f" 2>"$f.err" || echo "FAILED $?" >>"$f"
+				echo "UPTIME end $(uptime) seconds $(($(date +%s) - start))" >>"$f"
+				echo "round $r $b $side: $(($(date +%s) - start)) s, $(grep -c '^BENCH' "$f") lines, load $(uptime | sed 's/.*average: //')" >&2
+			done
 		done
 	done
-done
+}
+[ -n "${COMPARE_REPORT_ONLY:-}" ] || run_all
 
 python3 - "$out" "$rounds" $benches <<'EOF'
 import glob, os, re, statistics, sys
