@@ -2,8 +2,8 @@
 # Compares `make bench` between two built trees (e.g. a worktree at an older
 # commit and this one):
 #   tests/bench/compare.sh BEFORE_DIR AFTER_DIR [bench ...]
-# Each tree must have built what its bench scripts need (`make bench` builds
-# it; the scripts build what is missing).  Every bench script named (default:
+# It first builds in both trees what the bench scripts run.  Every bench
+# script named (default:
 # cpu alloc lock wall encode gzip startup) runs ROUNDS times in each tree,
 # interleaved and in alternating order (A B, B A, ...), so a machine whose
 # load drifts moves both sides alike; each run's `uptime` is kept next to
@@ -11,16 +11,17 @@
 # after "=" and each "(+x% word" in its text; the table gives each metric's
 # median in both trees, the difference (percent points for % values) or
 # ratio, and the spread over rounds.  Also: library and CLI size, stripped.
-# Outputs land in build/bench/compare/ (COMPARE_REPORT_ONLY=1 prints the table
-# of the last comparison again).  Environment: ROUNDS (default 3),
-# and each bench's own knobs (defaults here shorten bench_alloc's steady runs).
+# Outputs land in COMPARE_OUT (build/bench/compare/; COMPARE_REPORT_ONLY=1
+# prints the table of the last comparison there again).  Environment: ROUNDS
+# (default 3) and each bench's own knobs (defaults here shorten bench_alloc's
+# steady runs).
 set -u
 [ $# -ge 2 ] || { echo "usage: $0 BEFORE_DIR AFTER_DIR [bench ...]" >&2; exit 2; }
 A=$(cd "$1" && pwd) B=$(cd "$2" && pwd)
 shift 2
 benches=${*:-cpu alloc lock wall encode gzip startup}
 rounds=${ROUNDS:-3}
-out=$(cd "$(dirname "$0")/../.." && pwd)/build/bench/compare
+out=${COMPARE_OUT:-$(cd "$(dirname "$0")/../.." && pwd)/build/bench/compare}
 export ALLOC_BENCH_REPS=${ALLOC_BENCH_REPS:-5} ALLOC_BENCH_STEADY_REPS=${ALLOC_BENCH_STEADY_REPS:-2}
 export ALLOC_BENCH_STEADY_SECONDS=${ALLOC_BENCH_STEADY_SECONDS:-9}
 export BENCH_STARTUP_REPS=${BENCH_STARTUP_REPS:-100}
@@ -65,7 +66,7 @@ run_all() {
 [ -n "${COMPARE_REPORT_ONLY:-}" ] || run_all
 
 python3 - "$out" "$rounds" $benches <<'EOF'
-import glob, os, re, statistics, sys
+import os, re, statistics, sys
 
 out, rounds, benches = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 num = r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
