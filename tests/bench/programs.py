@@ -451,8 +451,12 @@ def main():
         if not os.path.exists(w.binary):
             print(f"BENCH programs: {w.name} = n/a ({w.binary} not installed)")
             continue
-        w.setup(tmp)
-        w.run(dict(CLEAN), tmp)  # warm-up: page cache, first-run costs
+        try:
+            w.setup(tmp)
+            w.run(dict(CLEAN), tmp)  # warm-up: page cache, first-run costs
+        except (RuntimeError, subprocess.SubprocessError, OSError) as e:
+            print(f"BENCH programs: {w.name} = n/a (setup failed: {str(e)[-200:]})")
+            continue
         workloads.append(w)
     res = {}
     failed = set()
