@@ -72,7 +72,10 @@ void ring_release(struct sample_ring *r, void *record)
 
 void ring_clear(struct sample_ring *r)
 {
+	/* Only records in use are written: after a fork the others stay
+	 * shared with the parent. */
 	for (uint32_t i = 0; r->mem && i < r->records; i++)
-		atomic_store(&record_at(r, i)->state, RECORD_EMPTY);
+		if (atomic_load(&record_at(r, i)->state) != RECORD_EMPTY)
+			atomic_store(&record_at(r, i)->state, RECORD_EMPTY);
 	atomic_store(&r->ready, 0);
 }
