@@ -33,8 +33,10 @@ void *ring_reserve(struct sample_ring *r)
 	for (int tries = 0; tries < RESERVE_TRIES; tries++) {
 		uint32_t i = atomic_fetch_add(&r->next, 1) % r->records;
 		int expected = RECORD_EMPTY;
-		if (atomic_compare_exchange_strong(&record_at(r, i)->state, &expected, RECORD_WRITING))
+		if (atomic_compare_exchange_strong(&record_at(r, i)->state, &expected, RECORD_WRITING)) {
+			atomic_fetch_add_explicit(&r->in_use, 1, memory_order_relaxed);
 			return record_at(r, i);
+		}
 	}
 	return NULL;
 }
@@ -68,14 +70,18 @@ void ring_release(struct sample_ring *r, void *record)
 	struct ring_head *h = record;
 	atomic_store_explicit(&h->state, RECORD_EMPTY, memory_order_release);
 	atomic_fetch_sub_explicit(&r->ready, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&r->in_use, 1, memory_order_relaxed);
 }
 
 void ring_clear(struct sample_ring *r)
 {
-	/* Only records in use are written: after a fork the others stay
-	 * shared with the parent. */
+	/* Only records in use are written (none are even read when the count
+	 * says so): after a fork the others stay shared with the parent. */
+	if (atomic_load(&r->in_use) == 0)
+		return;
 	for (uint32_t i = 0; r->mem && i < r->records; i++)
 		if (atomic_load(&record_at(r, i)->state) != RECORD_EMPTY)
 			atomic_store(&record_at(r, i)->state, RECORD_EMPTY);
 	atomic_store(&r->ready, 0);
+	atomic_store(&r->in_use, 0);
 }
