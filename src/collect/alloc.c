@@ -184,14 +184,15 @@ struct alloc_thread *alloc_thread_claim(uintptr_t tp)
 /* ---- stacks ---- */
 
 /* The bounds of the stack sp is on, for the unwinder: cached in the slot
- * (a thread pointer keeps its stack mapping), else read once from
- * /proc/self/maps.  Unknown bounds make the unwinder read the stack through
- * the kernel, which is safe but slow. */
+ * (a thread pointer keeps its stack mapping), else found in the module
+ * snapshot (a stack as old as the last refresh, e.g. a forked child's, which
+ * inherits it) or read once from /proc/self/maps.  Unknown bounds make the
+ * unwinder read the stack through the kernel, which is safe but slow. */
 static void stack_bounds(struct alloc_thread *t, uintptr_t sp, struct unwind_regs *regs)
 {
 	if (!(sp >= t->stack_lo && sp < t->stack_hi)) {
 		uint64_t lo = 0, hi = 0;
-		if (!symbols_stack_bounds_of(sp, &lo, &hi))
+		if (!unwind_stack_bounds(sp, &lo, &hi) && !symbols_stack_bounds_of(sp, &lo, &hi))
 			return;
 		t->stack_lo = (uintptr_t)lo;
 		t->stack_hi = (uintptr_t)hi;

@@ -177,6 +177,8 @@ void collect_after_fork_child(void)
 			break;
 		}
 	}
+	if (lo == 0 && !unwind_stack_bounds(here, &lo, &hi))
+		lo = hi = 0;
 	threads_reset();
 	for (size_t i = 0; i < N_COLLECTORS; i++)
 		if (collectors[i]->after_fork_child)
