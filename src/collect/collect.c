@@ -205,3 +205,5 @@ __attribute__((noinline)) uint32_t collect_stack_of_caller(uint64_t *pcs, uint32
 	rt_memmove(pcs, pcs + at, depth * sizeof(pcs[0]));
 	return sample_drop_own_leaves(pcs, depth);
 }
+
+bool collect_take_unknown_code(void) { return unwind_take_unknown_code(); }

@@ -210,8 +210,11 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 		return -ENOMEM;
 	}
 	collect_before_export(p);
-	/* At exit, code mapped since the last refresh is named too. */
-	if (final)
+	/* At exit, code mapped since the last refresh is named too: samples
+	 * met it (the unwinder flags a pc outside every known module).  A
+	 * process whose samples all fell in known code (a forked worker with
+	 * its parent's registry) reads no /proc/self/maps at exit. */
+	if (final && collect_take_unknown_code())
 		(void)symbols_refresh();
 	char overhead_line[320], trigger_line[MEMGUARD_PATH_MAX + 200];
 	char oom_line[MEMGUARD_PATH_MAX + 120], trigger_tags[256];
