@@ -32,7 +32,7 @@ pgbin=${PG_BIN:-/usr/lib/postgresql/15/bin}
 for t in "$pgbin/postgres" "$pgbin/initdb" "$pgbin/pg_ctl" /usr/bin/pgbench; do
 	[ -x "$t" ] || { echo "missing $t (apt-get install postgresql)" >&2; exit 1; }
 done
-SO="$PWD/$so" PGBIN="$pgbin" exec python3 - <<'EOF'
+SO="$(realpath "$so")" PGBIN="$pgbin" exec python3 - <<'EOF'
 import os, pwd, re, shutil, signal, statistics, subprocess, sys, tempfile, threading, time
 
 SO, PGBIN = os.environ["SO"], os.environ["PGBIN"]
