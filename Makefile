@@ -157,11 +157,12 @@ test: deps
 # Run the tests without installing packages or linting (for quick iteration).
 # With T=name, only what the matching tests need is built: just the unit test
 # binaries when T matches no integration script and no fuzz run (names as
-# tests/run.sh prints them: unit/test_x, asan/test_x, integration/x.py,
+# tests/run.sh prints them: unit/test_x, asan/test_x, integration/x.py, field/x.py,
 # fuzz/short), everything otherwise.
 T ?=
 test_match = $(strip $(if $(T),$(foreach n,$(1),$(if $(findstring $(T),$(n)),$(n))),$(1)))
-TEST_OTHER_NAMES := fuzz/short $(patsubst tests/%,%,$(wildcard tests/integration/*.sh tests/integration/*.py))
+TEST_OTHER_NAMES := fuzz/short $(patsubst tests/%,%,$(wildcard tests/integration/*.sh tests/integration/*.py \
+	tests/field/*.sh tests/field/*.py))
 TEST_ONLY_NEEDS := $(if $(call test_match,$(TEST_OTHER_NAMES)),test-build,\
 	$(patsubst unit/%,$(BUILD)/tests/%,$(call test_match,$(patsubst tests/unit/%.c,unit/%,$(UNIT_SRC)))) \
 	$(patsubst asan/%,$(BUILD)/tests/san/%,$(call test_match,$(patsubst tests/unit/%.c,asan/%,$(UNIT_SRC)))))
