@@ -48,19 +48,7 @@ static bool slot_used(uint32_t s)
 	return (atomic_load_explicit(&used_bits[s / 64], memory_order_acquire) >> (s % 64)) & 1u;
 }
 
-int threads_next_used(int from)
-{
-	if (from < 0)
-		from = 0;
-	for (int word = from / 64; word < USED_WORDS; word++) {
-		uint64_t bits = atomic_load_explicit(&used_bits[word], memory_order_acquire);
-		if (word == from / 64)
-			bits &= ~0ull << (from % 64);
-		if (bits)
-			return word * 64 + __builtin_ctzll(bits);
-	}
-	return -1;
-}
+int threads_next_used(int from) { return rt_bitmap_next(used_bits, USED_WORDS, from); }
 
 int threads_find(int tid)
 {

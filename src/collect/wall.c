@@ -151,17 +151,7 @@ static void priv_prepare(int s)
 }
 
 /* The first prepared entry of priv[] at or after `from`, or -1. */
-static int next_prepared(int from)
-{
-	for (int word = from / 64; word < THREADS_MAX / 64; word++) {
-		uint64_t bits = atomic_load_explicit(&priv_ready[word], memory_order_relaxed);
-		if (word == from / 64)
-			bits &= ~0ull << (from % 64);
-		if (bits)
-			return word * 64 + __builtin_ctzll(bits);
-	}
-	return -1;
-}
+static int next_prepared(int from) { return rt_bitmap_next(priv_ready, THREADS_MAX / 64, from); }
 static atomic_int tp_map[TP_BUCKETS]; /* slot + 1, 0: none */
 
 static void proc_syscall_path(char *buf, size_t cap, int tid)
@@ -803,17 +793,7 @@ static void check_handler(uint64_t now)
 }
 
 /* Next slot at or after `from` whose bit is set, or -1. */
-static int next_marked_slot(int from)
-{
-	for (int word = from / 64; word < SLOT_WORDS; word++) {
-		uint64_t bits = atomic_load_explicit(&slot_bits[word], memory_order_relaxed);
-		if (word == from / 64)
-			bits &= ~0ull << (from % 64);
-		if (bits)
-			return word * 64 + __builtin_ctzll(bits);
-	}
-	return -1;
-}
+static int next_marked_slot(int from) { return rt_bitmap_next(slot_bits, SLOT_WORDS, from); }
 
 static void wall_tick(void)
 {
