@@ -8,10 +8,9 @@
 
 #define HOME_OF(tid) (((uint32_t)(tid) * 2654435761u) % THREADS_MAX)
 
-/* n tids sharing one home slot, starting the search at `from`. */
-static void colliding_tids(int from, int *out, int n)
+/* n tids whose home slot is `home`, searched from `from` on. */
+static void colliding_tids(uint32_t home, int from, int *out, int n)
 {
-	uint32_t home = HOME_OF(from);
 	int k = 0;
 	for (int tid = from; k < n && tid < from + 100000000; tid++)
 		if (HOME_OF(tid) == home)
@@ -31,7 +30,7 @@ static void find_crosses_freed_slots(void)
 {
 	threads_reset();
 	int tids[6];
-	colliding_tids(1000, tids, 6);
+	colliding_tids(HOME_OF(1000), 1000, tids, 6);
 	int slots[6];
 	for (int i = 0; i < 6; i++) {
 		slots[i] = threads_register(tids[i], false, 0, 0);
@@ -50,7 +49,7 @@ static void find_crosses_freed_slots(void)
 	CHECK_EQ_U64(count_used(), 6); /* freed slots stay marked */
 	/* A new tid of the same home takes the first freed slot. */
 	int more[1];
-	colliding_tids(tids[5] + 1, more, 1);
+	colliding_tids(HOME_OF(tids[0]), tids[5] + 1, more, 1);
 	CHECK_EQ_U64(HOME_OF(more[0]), HOME_OF(tids[0]));
 	CHECK_EQ_U64(threads_register(more[0], false, 0, 0), slots[1]);
 	CHECK_EQ_U64(threads_find(more[0]), slots[1]);
