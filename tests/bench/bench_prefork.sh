@@ -22,7 +22,7 @@
 #             connections), and over the workers (nginx)
 # Prints "BENCH prefork: <metric> = <value> (...)" lines: medians over rounds
 # of the ratio to the same round's `off` run, and pss_anon added per process.
-# Environment: PREFORK_ROUNDS (5), PREFORK_SECONDS (4 per run),
+# Environment: PREFORK_ROUNDS (3), PREFORK_SECONDS (4 per run),
 # PREFORK_CLIENTS (4), PREFORK_PARTS ("pg pgconnect nginx"), STOWAWAY_SO.
 set -eu
 cd "$(dirname "$0")/../.."
@@ -36,7 +36,7 @@ SO="$(realpath "$so")" PGBIN="$pgbin" exec python3 - <<'EOF'
 import os, pwd, re, shutil, signal, statistics, subprocess, sys, tempfile, threading, time
 
 SO, PGBIN = os.environ["SO"], os.environ["PGBIN"]
-ROUNDS = int(os.environ.get("PREFORK_ROUNDS", "5"))
+ROUNDS = int(os.environ.get("PREFORK_ROUNDS", "3"))
 SECONDS = float(os.environ.get("PREFORK_SECONDS", "4"))
 CLIENTS = int(os.environ.get("PREFORK_CLIENTS", "4"))
 PARTS = os.environ.get("PREFORK_PARTS", "pg pgconnect nginx").split()
