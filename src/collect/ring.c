@@ -55,6 +55,10 @@ bool ring_has_ready(struct sample_ring *r)
 
 void *ring_next_ready(struct sample_ring *r, uint32_t *cursor)
 {
+	/* Once every published record is drained, the rest of the ring (one
+	 * record per page or so) is not walked for nothing. */
+	if (atomic_load_explicit(&r->ready, memory_order_acquire) == 0)
+		return NULL;
 	for (; r->mem && *cursor < r->records; (*cursor)++) {
 		struct ring_head *h = record_at(r, *cursor);
 		if (atomic_load_explicit(&h->state, memory_order_acquire) == RECORD_READY) {
