@@ -21,6 +21,8 @@
 #define SAMPLER_TICK_NS 10000000ull
 #define SCAN_EVERY_TICKS 100
 #define REFRESH_EVERY_TICKS 300
+/* File pages unwinds read are given back this often. */
+#define TRIM_EVERY_TICKS 10
 /* Refreshes asked for by unknown code: at most one per 100 ms (a broken frame
  * chain can yield garbage pcs on every sample; an unchanged maps file costs
  * one read and a hash). */
@@ -64,7 +66,9 @@ static void *sampler_main(void *arg)
 		for (size_t i = 0; i < N_COLLECTORS; i++)
 			if (collectors[i]->tick)
 				collectors[i]->tick();
-		if (++tick % SCAN_EVERY_TICKS == 0) {
+		if (++tick % TRIM_EVERY_TICKS == 0)
+			symbols_trim();
+		if (tick % SCAN_EVERY_TICKS == 0) {
 			(void)threads_scan();
 			for (size_t i = 0; i < N_COLLECTORS; i++)
 				if (collectors[i]->each_second)

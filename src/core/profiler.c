@@ -217,10 +217,11 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 	if (final && collect_take_unknown_code())
 		(void)symbols_refresh();
 	char overhead_line[320], trigger_line[MEMGUARD_PATH_MAX + 200];
-	char oom_line[MEMGUARD_PATH_MAX + 120], trigger_tags[256];
-	const char *comments[3] = { overhead_line };
-	uint32_t n_comments = 1;
+	char oom_line[MEMGUARD_PATH_MAX + 120], trigger_tags[256], symbols_line[400];
+	const char *comments[4] = { overhead_line, symbols_line };
+	uint32_t n_comments = 2;
 	(void)collect_describe(overhead_line, sizeof(overhead_line));
+	(void)symbols_describe(symbols_line, sizeof(symbols_line));
 	if (trigger) {
 		memguard_describe(trigger, trigger_line, sizeof(trigger_line));
 		memguard_tags(trigger, trigger_tags, sizeof(trigger_tags));
@@ -323,6 +324,10 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 	rt_buf_free(&otlp_req);
 	profile_release(p);
 	symbols_collect_garbage();
+	if (final) {
+		(void)symbols_describe(symbols_line, sizeof(symbols_line));
+		rt_debug("%s", symbols_line + sizeof("stowaway: ") - 1);
+	}
 	return result;
 }
 

@@ -39,8 +39,17 @@ struct debuginfo {
 	void *owned[SEC_COUNT]; /* decompressed copies */
 	size_t owned_size[SEC_COUNT];
 	struct dwarf_index *index;
+	bool read; /* the mapping was read since the last debuginfo_trim */
 	char path[PATH_CAP];
 };
+
+/* Gives back the pages of our mapping of the file in [off, off + len). */
+static void release_pages(const struct debuginfo *di, uint64_t off, uint64_t len)
+{
+	uint64_t from = (off + 4095) & ~(uint64_t)4095, to = (off + len) & ~(uint64_t)4095;
+	if (di->map != NULL && to > from && to <= di->map_size)
+		(void)sys_madvise((uint8_t *)di->map + from, (size_t)(to - from), 4 /* MADV_DONTNEED */);
+}
 
 /* ---- reading what the binary says ---- */
 
@@ -132,6 +141,8 @@ static bool section_bytes(struct debuginfo *di, const struct elf_image *img, uin
 		rt_free(out);
 		return false;
 	}
+	/* Only the inflated copy is read from now on. */
+	release_pages(di, s.offset, s.size);
 	di->owned[which] = out;
 	di->owned_size[which] = len;
 	*budget -= len;
@@ -192,6 +203,7 @@ static struct debuginfo *open_checked(const char *path, const char *want_id, boo
 	di->index = dwarf_index_new(&s, left);
 	if (di->index == NULL)
 		goto fail;
+	di->read = true;
 	return di;
 fail:
 	debuginfo_release(di);
@@ -278,6 +290,7 @@ const char *debuginfo_path(const struct debuginfo *di) { return di->path; }
 enum dwarf_lookup_status debuginfo_lookup(struct debuginfo *di, uint64_t addr,
 					  struct dwarf_frame frames[DWARF_MAX_FRAMES], uint32_t *n)
 {
+	di->read = true;
 	enum dwarf_lookup_status st = dwarf_lookup(di->index, addr, frames, n);
 	/* DWARF names follow the same naming rules as symbol tables. */
 	if (st == DWARF_FOUND)
@@ -325,9 +338,10 @@ bool debuginfo_mapping_vaddr(const struct debuginfo *di, uint64_t map_offset, ui
 
 const char *debuginfo_symbol(struct debuginfo *di, uint64_t addr)
 {
+	di->read = true;
 	if (!di->symbols_tried) {
 		di->symbols_tried = true;
-		(void)function_table_build(&di->symbols, &di->img, false);
+		(void)function_table_build(&di->symbols, &di->img, false, true);
 	}
 	return function_table_lookup(&di->symbols, addr);
 }
@@ -348,4 +362,11 @@ size_t debuginfo_bytes(const struct debuginfo *di)
 size_t debuginfo_peak_bytes(const struct debuginfo *di)
 {
 	return owned_bytes(di) + dwarf_index_peak_bytes(di->index);
+}
+
+void debuginfo_trim(struct debuginfo *di)
+{
+	if (di->read)
+		release_pages(di, 0, di->map_size);
+	di->read = false;
 }

@@ -73,6 +73,10 @@ bool debuginfo_mapping_vaddr(const struct debuginfo *di, uint64_t map_offset, ui
  * function_display_name gives it. */
 const char *debuginfo_symbol(struct debuginfo *di, uint64_t addr);
 
+/* Gives back the memory of the file pages read since the last call (the
+ * mapping stays; later reads fault them in again). */
+void debuginfo_trim(struct debuginfo *di);
+
 /* Bytes held now and at the peak: inflated sections and the index (the
  * mapped file, page cache shared with everyone, is not counted). */
 size_t debuginfo_bytes(const struct debuginfo *di);

@@ -302,6 +302,22 @@ bool elf_eh_frame(const struct elf_image *img, struct elf_section *out)
 	return false;
 }
 
+bool elf_eh_frame_hdr(const struct elf_image *img, struct elf_section *out)
+{
+	for (uint32_t i = 0; i < img->phnum; i++) {
+		struct elf_segment seg;
+		if (!elf_segment_at(img, i, &seg) || seg.type != PT_GNU_EH_FRAME || seg.filesz == 0 ||
+		    seg.offset > img->size || seg.filesz > img->size - seg.offset)
+			continue;
+		rt_memset(out, 0, sizeof(*out));
+		out->offset = seg.offset;
+		out->size = seg.filesz;
+		out->addr = seg.vaddr;
+		return true;
+	}
+	return false;
+}
+
 bool elf_symbols_begin(const struct elf_image *img, uint32_t symtab_type,
 		       struct elf_symbol_iter *it)
 {
@@ -329,31 +345,50 @@ bool elf_symbols_begin(const struct elf_image *img, uint32_t symtab_type,
 	return false;
 }
 
+/* Symbol `index` of the iterator's table: 1 a defined function (named,
+ * unless names are not read), 0 something else, -1 outside the image. */
+static int read_symbol(const struct elf_symbol_iter *it, uint64_t index, bool with_name,
+		       struct elf_symbol *out)
+{
+	Elf64_Sym sym;
+	if (index >= it->count ||
+	    !copy_out(it->img, it->symtab.offset + index * sizeof(sym), &sym, sizeof(sym)))
+		return -1;
+	uint8_t type = ELF64_ST_TYPE(sym.st_info);
+	if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
+	    sym.st_value == 0)
+		return 0;
+	out->value = sym.st_value;
+	out->size = sym.st_size;
+	out->name = NULL;
+	out->bind = ELF64_ST_BIND(sym.st_info);
+	out->hidden_version = false;
+	out->index = index;
+	if (!with_name)
+		return sym.st_name != 0 ? 1 : 0;
+	const char *name = elf_string_at(it->img, &it->strtab, sym.st_name);
+	if (name == NULL || name[0] == 0)
+		return 0;
+	out->name = name;
+	uint16_t ver;
+	if (it->versym.size > 0 && copy_out(it->img, it->versym.offset + index * 2, &ver, sizeof(ver)))
+		out->hidden_version = (ver & 0x8000) != 0;
+	return 1;
+}
+
 bool elf_symbols_next(struct elf_symbol_iter *it, struct elf_symbol *out)
 {
 	while (it->next < it->count) {
-		Elf64_Sym sym;
-		uint64_t off = it->symtab.offset + it->next * sizeof(sym);
-		it->next++;
-		if (!copy_out(it->img, off, &sym, sizeof(sym)))
+		int r = read_symbol(it, it->next++, !it->without_names, out);
+		if (r < 0)
 			return false;
-		uint8_t type = ELF64_ST_TYPE(sym.st_info);
-		if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
-		    sym.st_value == 0)
-			continue;
-		const char *name = elf_string_at(it->img, &it->strtab, sym.st_name);
-		if (name == NULL || name[0] == 0)
-			continue;
-		out->value = sym.st_value;
-		out->size = sym.st_size;
-		out->name = name;
-		out->bind = ELF64_ST_BIND(sym.st_info);
-		out->hidden_version = false;
-		uint16_t ver;
-		if (it->versym.size > 0 &&
-		    copy_out(it->img, it->versym.offset + (it->next - 1) * 2, &ver, sizeof(ver)))
-			out->hidden_version = (ver & 0x8000) != 0;
-		return true;
+		if (r > 0)
+			return true;
 	}
 	return false;
+}
+
+bool elf_symbol_at(const struct elf_symbol_iter *it, uint64_t index, struct elf_symbol *out)
+{
+	return index > 0 && read_symbol(it, index, true, out) > 0;
 }

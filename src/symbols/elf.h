@@ -101,6 +101,9 @@ bool elf_vaddr_to_offset(const struct elf_image *img, uint64_t vaddr, uint64_t *
  * section headers exist, otherwise through PT_GNU_EH_FRAME's eh_frame_ptr. */
 bool elf_eh_frame(const struct elf_image *img, struct elf_section *out);
 
+/* The .eh_frame_hdr bytes (PT_GNU_EH_FRAME) and their link-time address. */
+bool elf_eh_frame_hdr(const struct elf_image *img, struct elf_section *out);
+
 /* One function symbol. */
 struct elf_symbol {
 	uint64_t value; /* link-time address */
@@ -108,19 +111,27 @@ struct elf_symbol {
 	const char *name; /* points into the image, terminated inside it */
 	uint8_t bind;     /* STB_* */
 	bool hidden_version; /* .dynsym: a non-default version (cfree@GLIBC_2.2.5, not @@) */
+	uint64_t index;      /* in its symbol table */
 };
 
 /* Iterates the defined function symbols (STT_FUNC, STT_GNU_IFUNC) of one
- * symbol table section (SHT_SYMTAB or SHT_DYNSYM), skipping malformed entries. */
+ * symbol table section (SHT_SYMTAB or SHT_DYNSYM), skipping malformed entries.
+ * With without_names set (after begin), names and versions are not read
+ * (name NULL): the string table is not touched, and a symbol with an empty
+ * name may be reported, to be read later with elf_symbol_at. */
 struct elf_symbol_iter {
 	const struct elf_image *img;
 	struct elf_section symtab, strtab;
 	struct elf_section versym; /* size 0: none */
 	uint64_t next, count;
+	bool without_names;
 };
 bool elf_symbols_begin(const struct elf_image *img, uint32_t symtab_type,
 		       struct elf_symbol_iter *it);
 bool elf_symbols_next(struct elf_symbol_iter *it, struct elf_symbol *out);
+/* Symbol `index` of the iterator's table with its name and version; false
+ * unless it is a defined, named function. */
+bool elf_symbol_at(const struct elf_symbol_iter *it, uint64_t index, struct elf_symbol *out);
 
 /* A NUL-terminated string at offset `off` of section `strtab`, or NULL. */
 const char *elf_string_at(const struct elf_image *img, const struct elf_section *strtab,

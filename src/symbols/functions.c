@@ -4,6 +4,7 @@
 #include <linux/elf.h>
 
 #include "rt/rt.h"
+#include "rt/sys.h"
 
 const char *function_display_name(const char *name)
 {
@@ -26,77 +27,109 @@ uint32_t function_alias_preference(const struct elf_symbol *sym, const char *nam
 static bool entry_before(const void *pa, const void *pb)
 {
 	const struct function_entry *a = pa, *b = pb;
-	if (a->start != b->start)
-		return a->start < b->start;
-	/* Among aliases the preferred one sorts last. */
-	return a->pref < b->pref;
+	return a->start < b->start;
 }
 
-struct collector {
-	struct function_entry *funcs;
-	size_t n, cap;
-	struct rt_buf names;
-	bool failed;
-};
+/* Symbol table bytes read between two page releases. */
+#define RELEASE_EVERY ((uint64_t)256 << 10)
 
-static void collect(const struct elf_image *img, uint32_t type, struct collector *c)
+/* Gives back the pages of img's [from, to) (a read-only private mapping). */
+static void release_pages(const struct elf_image *img, uint64_t from, uint64_t to)
 {
-	struct elf_symbol_iter it;
+	from = (from + 4095) & ~(uint64_t)4095;
+	to = RT_MIN(to, (uint64_t)img->size) & ~(uint64_t)4095;
+	if (to > from)
+		(void)sys_madvise((void *)(uintptr_t)(img->data + from), (size_t)(to - from),
+				  4 /* MADV_DONTNEED */);
+}
+
+/* Counts (out NULL) or writes the sized function symbols of one table. */
+static uint32_t collect(struct elf_symbol_iter *it, uint32_t flag, struct function_entry *out,
+			uint32_t cap, bool release)
+{
 	struct elf_symbol sym;
-	if (!elf_symbols_begin(img, type, &it))
-		return;
-	while (!c->failed && elf_symbols_next(&it, &sym)) {
-		if (sym.size == 0)
+	uint32_t n = 0;
+	uint64_t released = it->symtab.offset;
+	if (it->img == NULL)
+		return 0; /* no such table */
+	it->next = 1;
+	while (n < cap && elf_symbols_next(it, &sym)) {
+		uint64_t at = it->symtab.offset + it->next * sizeof(Elf64_Sym);
+		if (release && at - released >= RELEASE_EVERY) {
+			release_pages(it->img, released, at);
+			released = at;
+		}
+		if (sym.size == 0 || sym.index >= FUNCTION_IN_DYNSYM)
 			continue; /* covers nothing we could claim */
-		if (c->names.len > UINT32_MAX - 4096 || c->n >= UINT32_MAX) {
-			c->failed = true;
-			break;
+		if (out != NULL) {
+			out[n].start = sym.value;
+			out[n].size = sym.size > UINT32_MAX ? UINT32_MAX : (uint32_t)sym.size;
+			out[n].symbol = (uint32_t)sym.index | flag;
 		}
-		if (c->n == c->cap) {
-			size_t ncap = c->cap ? c->cap * 2 : 512;
-			struct function_entry *nf = rt_realloc(c->funcs, ncap * sizeof(*nf));
-			if (nf == NULL) {
-				c->failed = true;
-				break;
-			}
-			c->funcs = nf;
-			c->cap = ncap;
-		}
-		const char *name = function_display_name(sym.name);
-		struct function_entry *f = &c->funcs[c->n++];
-		f->start = sym.value;
-		f->size = sym.size;
-		f->pref = function_alias_preference(&sym, name);
-		f->name = (uint32_t)c->names.len;
-		rt_buf_append(&c->names, name, rt_strlen(name) + 1);
+		n++;
 	}
+	if (release && it->img != NULL)
+		release_pages(it->img, released, it->symtab.offset + it->symtab.size + 4095);
+	return n;
 }
 
-bool function_table_build(struct function_table *t, const struct elf_image *img, bool with_dynsym)
+bool function_table_build(struct function_table *t, const struct elf_image *img, bool with_dynsym,
+			  bool release_pages)
 {
-	struct collector c;
-	rt_memset(&c, 0, sizeof(c));
 	rt_memset(t, 0, sizeof(*t));
-	collect(img, SHT_SYMTAB, &c);
-	if (with_dynsym)
-		collect(img, SHT_DYNSYM, &c);
-	if (c.failed || c.names.failed || c.n == 0) {
-		rt_free(c.funcs);
-		rt_buf_free(&c.names);
+	t->img = *img;
+	if (elf_symbols_begin(&t->img, SHT_SYMTAB, &t->symtab))
+		t->symtab.without_names = true;
+	else
+		rt_memset(&t->symtab, 0, sizeof(t->symtab));
+	if (with_dynsym && elf_symbols_begin(&t->img, SHT_DYNSYM, &t->dynsym))
+		t->dynsym.without_names = true;
+	else
+		rt_memset(&t->dynsym, 0, sizeof(t->dynsym));
+	const uint32_t cap = UINT32_MAX / 2;
+	uint32_t ns = collect(&t->symtab, 0, NULL, cap, release_pages);
+	uint32_t nd = collect(&t->dynsym, FUNCTION_IN_DYNSYM, NULL, cap - ns, release_pages);
+	if (ns + nd == 0)
 		return false;
-	}
-	rt_sort(c.funcs, c.n, sizeof(c.funcs[0]), entry_before);
-	/* Keep the last (preferred) entry of each address. */
-	size_t out = 0;
-	for (size_t i = 0; i < c.n; i++) {
-		if (i + 1 < c.n && c.funcs[i + 1].start == c.funcs[i].start)
-			continue;
-		c.funcs[out++] = c.funcs[i];
-	}
-	t->funcs = c.funcs;
-	t->nfuncs = (uint32_t)out;
-	t->names = (char *)c.names.data;
+	t->funcs = rt_malloc((size_t)(ns + nd) * sizeof(t->funcs[0]));
+	if (t->funcs == NULL)
+		return false;
+	ns = collect(&t->symtab, 0, t->funcs, ns, release_pages);
+	nd = collect(&t->dynsym, FUNCTION_IN_DYNSYM, t->funcs + ns, nd, release_pages);
+	t->nfuncs = ns + nd;
+	rt_sort(t->funcs, t->nfuncs, sizeof(t->funcs[0]), entry_before);
+	t->bytes = (size_t)t->nfuncs * sizeof(t->funcs[0]);
 	return true;
+}
+
+/* Aliases of one address beyond this many are not compared. */
+#define ALIASES_MAX 64u
+
+/* The preferred named alias among the entries [first, end) of one address:
+ * its name, and its entry in *best. */
+static const char *preferred_alias(const struct function_table *t, uint32_t first, uint32_t end,
+				   const struct function_entry **best)
+{
+	const char *name = NULL;
+	uint32_t pref = 0;
+	*best = NULL;
+	for (uint32_t i = first; i < end; i++) {
+		const struct function_entry *f = &t->funcs[i];
+		struct elf_symbol_iter it = (f->symbol & FUNCTION_IN_DYNSYM) ? t->dynsym : t->symtab;
+		struct elf_symbol sym;
+		it.img = &t->img;
+		if (!elf_symbol_at(&it, f->symbol & ~FUNCTION_IN_DYNSYM, &sym))
+			continue;
+		const char *shown = function_display_name(sym.name);
+		uint32_t p = function_alias_preference(&sym, shown);
+		/* Equal ranks: the later entry, as a stable sort by rank would keep. */
+		if (name == NULL || p >= pref) {
+			name = shown;
+			pref = p;
+			*best = f;
+		}
+	}
+	return name;
 }
 
 const char *function_table_lookup(const struct function_table *t, uint64_t addr)
@@ -109,11 +142,20 @@ const char *function_table_lookup(const struct function_table *t, uint64_t addr)
 		else
 			hi = mid;
 	}
-	/* A few entries back in case a small symbol sits inside a larger one. */
-	for (uint32_t i = lo, k = 0; i > 0 && k < 4; i--, k++) {
-		const struct function_entry *f = &t->funcs[i - 1];
-		if (addr - f->start < f->size)
-			return t->names + f->name;
+	/* A few addresses back in case a small symbol sits inside a larger one. */
+	uint32_t end = lo;
+	for (uint32_t k = 0; end > 0 && k < 4; k++) {
+		uint64_t start = t->funcs[end - 1].start;
+		uint32_t first = end - 1;
+		while (first > 0 && t->funcs[first - 1].start == start && end - first < ALIASES_MAX)
+			first--;
+		const struct function_entry *best;
+		const char *name = preferred_alias(t, first, end, &best);
+		if (name != NULL && addr - best->start < best->size)
+			return name;
+		while (first > 0 && t->funcs[first - 1].start == start)
+			first--;
+		end = first;
 	}
 	return NULL;
 }
@@ -121,6 +163,5 @@ const char *function_table_lookup(const struct function_table *t, uint64_t addr)
 void function_table_free(struct function_table *t)
 {
 	rt_free(t->funcs);
-	rt_free(t->names);
 	rt_memset(t, 0, sizeof(*t));
 }

@@ -12,17 +12,23 @@
 
 #include "symbols/elf.h"
 
+/* One sized function symbol: its name is read from the file when asked for. */
 struct function_entry {
-	uint64_t start, size; /* link-time */
-	uint32_t name;        /* offset into the table's names */
-	uint32_t pref;        /* among aliases of one address, the highest is kept */
+	uint64_t start; /* link-time */
+	uint32_t size;  /* capped at 4 GiB */
+	uint32_t symbol; /* index in .symtab, or in .dynsym with FUNCTION_IN_DYNSYM */
 };
+#define FUNCTION_IN_DYNSYM 0x80000000u
 
-/* Sorted by start, one entry per address. */
+/* Sorted by start; aliases of one address are adjacent.  Names stay in the
+ * image (only the symbols a lookup lands on are read), so the image must
+ * stay mapped while the table is used. */
 struct function_table {
 	struct function_entry *funcs;
 	uint32_t nfuncs;
-	char *names;
+	struct elf_image img;
+	struct elf_symbol_iter symtab, dynsym; /* count 0: not used */
+	size_t bytes; /* heap bytes held */
 };
 
 /* The name shown for a function named `name` by any source: glibc's
@@ -36,11 +42,17 @@ const char *function_display_name(const char *name);
 uint32_t function_alias_preference(const struct elf_symbol *sym, const char *name);
 
 /* Fills t from the sized function symbols of img's .symtab and, when
- * with_dynsym, its .dynsym.  False (t empty) if there are none or memory ran
- * out. */
-bool function_table_build(struct function_table *t, const struct elf_image *img, bool with_dynsym);
+ * with_dynsym, its .dynsym, reading neither name nor string table.  img's
+ * bytes must outlive t.  With release_pages (img is a read-only private file
+ * mapping), the symbol tables' pages are given back as they are read, so
+ * reading a large table does not hold all of it at once.  False (t empty)
+ * if there are none or memory ran out. */
+bool function_table_build(struct function_table *t, const struct elf_image *img, bool with_dynsym,
+			  bool release_pages);
 
-/* The function containing link-time address addr, or NULL. */
+/* The function containing link-time address addr, or NULL: among aliases of
+ * its address the one function_alias_preference ranks highest, shown as
+ * function_display_name gives it.  Points into the image. */
 const char *function_table_lookup(const struct function_table *t, uint64_t addr);
 
 void function_table_free(struct function_table *t);

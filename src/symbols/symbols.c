@@ -27,8 +27,13 @@ struct sym_module {
 	struct elf_load_segment segs[MODULE_MAX_SEGMENTS];
 	uint32_t nsegs;
 	char build_id[ELF_BUILD_ID_HEX_CAP];
-	struct function_table functions;
-	struct cfi_table *cfi;
+	/* The module's file, mapped read-only by us for as long as the module
+	 * lives: the unwinder reads its .eh_frame there, function names are read
+	 * there.  Only touched pages take memory; symbols_trim() gives them back. */
+	struct maps_file file;
+	struct function_table functions; /* built on first resolve */
+	bool functions_tried;
+	struct cfi_index cfi; /* count 0: no unwind rules */
 	uint64_t seen_generation;
 	struct debug_ref debug_ref; /* where its DWARF is */
 	struct debuginfo *debug;    /* opened on first resolve, NULL if none */
@@ -64,11 +69,46 @@ static uint64_t fnv1a(const uint8_t *p, size_t n)
 
 /* ---- loading one module ---- */
 
+/* Heap bytes of search tables built for modules without .eh_frame_hdr. */
+#define CFI_INDEX_BUDGET ((size_t)8 << 20)
+static size_t cfi_index_bytes;
+static bool cfi_budget_said;
+
+/* Unwind rules of img, whose bytes stay where they are for the module's
+ * life: through .eh_frame_hdr's table, else a search table built here
+ * (within CFI_INDEX_BUDGET for all such modules together). */
+static void attach_unwind_rules(struct sym_module *m, const struct elf_image *img)
+{
+	struct elf_section eh, hdr;
+	uint64_t lo, hi;
+	/* CFI of the architecture we were built for (its register numbers). */
+	if (img->machine != ARCH_ELF_MACHINE || !elf_eh_frame(img, &eh))
+		return;
+	const uint8_t *eh_bytes = img->data + eh.offset;
+	if (elf_eh_frame_hdr(img, &hdr) &&
+	    cfi_index_from_hdr(&m->cfi, img->data + hdr.offset, (size_t)hdr.size, hdr.addr, eh_bytes,
+			       eh.size, eh.addr))
+		return;
+	if (cfi_index_bytes >= CFI_INDEX_BUDGET) {
+		if (!cfi_budget_said) {
+			cfi_budget_said = true;
+			rt_warn("unwind tables of modules without .eh_frame_hdr exceed %zu MiB; %s and "
+				"later such modules are unwound by frame pointers",
+				CFI_INDEX_BUDGET >> 20, m->path);
+		}
+		return;
+	}
+	if (elf_load_range(img, &lo, &hi) && hi > lo &&
+	    cfi_index_build(&m->cfi, eh_bytes, eh.size, eh.addr, lo, hi - lo))
+		cfi_index_bytes += m->cfi.owned_bytes;
+}
+
+/* Only the facts needed to place the module and find its tables: nothing
+ * here reads more than headers, whatever the size of the code (a module
+ * without .eh_frame_hdr excepted). */
 static void load_from_image(struct sym_module *m, const struct elf_image *img,
 			    const struct maps_entry *e)
 {
-	uint64_t lo, hi;
-	struct elf_section eh;
 	if (!elf_build_id_hex(img, m->build_id, sizeof(m->build_id)))
 		m->build_id[0] = 0;
 	uint32_t n = elf_load_segments(img, m->segs, MODULE_MAX_SEGMENTS);
@@ -77,13 +117,9 @@ static void load_from_image(struct sym_module *m, const struct elf_image *img,
 		m->nsegs = 0;
 		return;
 	}
-	(void)function_table_build(&m->functions, img, true);
 	if (m->path[0] == '/')
 		debug_ref_read(img, &m->debug_ref);
-	/* CFI of the architecture we were built for (its register numbers). */
-	if (img->machine == ARCH_ELF_MACHINE && elf_eh_frame(img, &eh) && elf_load_range(img, &lo, &hi) && hi > lo &&
-	    hi - lo <= UINT32_MAX)
-		m->cfi = cfi_table_build(img->data + eh.offset, (size_t)eh.size, eh.addr, lo, hi - lo);
+	attach_unwind_rules(m, img);
 }
 
 /* Hands the vDSO's clock_gettime to rt (cheap clock reads everywhere), if
@@ -105,22 +141,52 @@ static void vdso_clock_install(const struct elf_image *img, const struct maps_en
 	}
 }
 
+/* Gives back the pages of our file mapping that reads brought in (the page
+ * cache keeps them; the next read faults them back). */
+static void release_file_pages(const struct maps_file *f)
+{
+	if (f->data != NULL)
+		(void)sys_madvise((void *)(uintptr_t)f->data, f->size, 4 /* MADV_DONTNEED */);
+}
+
 static void load_from_file(struct sym_module *m, const struct maps_entry *e)
 {
-	struct maps_file f;
-	if (!maps_map_file(e, m->path, &f))
-		return;
 	struct elf_image img;
-	if (elf_open(&img, f.data, f.size))
+	if (!maps_map_file(e, m->path, &m->file))
+		return;
+	if (elf_open(&img, m->file.data, m->file.size))
 		load_from_image(m, &img, e);
-	maps_unmap_file(&f);
+	release_file_pages(&m->file);
+}
+
+/* The module's function symbols, read from its file the first time a pc in
+ * it is resolved (off the signal path, at export). */
+static const struct function_table *module_functions(struct sym_module *m)
+{
+	struct elf_image img;
+	if (m->functions_tried)
+		return &m->functions;
+	m->functions_tried = true;
+	if (m->file.data != NULL && elf_open(&img, m->file.data, m->file.size))
+		(void)function_table_build(&m->functions, &img, true, true);
+	return &m->functions;
+}
+
+/* Frees the unwind rules and our mapping of the file (no unwinder may use
+ * them any more, and no name handed out points into the file). */
+static void module_release_file(struct sym_module *m)
+{
+	if (m->cfi.owned_bytes > 0)
+		cfi_index_bytes -= RT_MIN(cfi_index_bytes, m->cfi.owned_bytes);
+	cfi_index_free(&m->cfi);
+	maps_unmap_file(&m->file);
 }
 
 static void module_free(struct sym_module *m)
 {
 	rt_free(m->path);
 	function_table_free(&m->functions);
-	cfi_table_free(m->cfi);
+	module_release_file(m);
 	debuginfo_free(m->debug);
 	rt_free(m);
 }
@@ -151,6 +217,9 @@ static struct sym_module *module_create(const struct maps_entry *e)
 		struct elf_image img;
 		if (elf_open(&img, (const void *)(uintptr_t)e->start, (size_t)(e->end - e->start))) {
 			load_from_image(m, &img, e);
+			/* A few symbols, in memory already. */
+			(void)function_table_build(&m->functions, &img, true, false);
+			m->functions_tried = true;
 			vdso_clock_install(&img, e);
 		}
 	}
@@ -264,13 +333,33 @@ static bool build_arrays(const char *text, size_t len, struct refresh_arrays *a)
 		sm->offset = e.offset;
 		sm->module = m;
 		cr->bias = m != NULL ? m->bias : 0;
-		cr->cfi = m != NULL ? m->cfi : NULL;
+		cr->cfi = m != NULL && m->cfi.count > 0 ? &m->cfi : NULL;
 		cr->flags = m != NULL && (m->path[0] == '/' || rt_streq(m->path, "[vdso]"))
 				    ? UNWIND_CODE_READABLE
 				    : 0;
 		a->nmaps++;
 	}
 	return true;
+}
+
+/* A library opened and closed over and over must not pile up our mappings
+ * of its file until the next export: once no unwinder can hold an old
+ * snapshot, the file of a retired module nothing was named from (no string
+ * of it handed out but its path and build id) is unmapped now. */
+static void release_retired_files(void)
+{
+	bool idle = false, checked = false;
+	for (struct sym_module *m = retired_modules; m != NULL; m = m->next) {
+		if (m->file.data == NULL || m->functions.nfuncs > 0 || m->debug != NULL)
+			continue;
+		if (!checked) {
+			checked = true;
+			idle = unwind_reclaim();
+		}
+		if (!idle)
+			return;
+		module_release_file(m);
+	}
 }
 
 bool symbols_refresh(void)
@@ -311,6 +400,7 @@ bool symbols_refresh(void)
 			m->next = retired_modules;
 			retired_modules = m;
 		}
+		release_retired_files();
 	}
 	rt_mutex_unlock(&registry_lock);
 	rt_free(a.maps);
@@ -395,7 +485,8 @@ bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out)
 		if (sm->module != NULL) {
 			out->map_path = sm->module->path;
 			out->build_id = sm->module->build_id;
-			out->function = function_table_lookup(&sm->module->functions, pc - sm->module->bias);
+			out->function = function_table_lookup(module_functions(sm->module),
+							      pc - sm->module->bias);
 			out->own_code = sm->module->own;
 			/* Our own frames are left out of stacks: no lines needed. */
 			if (sm->module->path[0] == '/' && !sm->module->own)
@@ -438,18 +529,55 @@ bool symbols_stack_bounds_of(uint64_t sp, uint64_t *lo, uint64_t *hi)
 	return found;
 }
 
-void symbols_after_fork_child(void) { rt_mutex_reset(&registry_lock); }
-
-void symbols_stats(uint32_t *nmodules, uint64_t *functions, uint64_t *cfi_rows)
+void symbols_trim(void)
 {
-	*nmodules = 0;
-	*functions = 0;
-	*cfi_rows = 0;
-	rt_mutex_lock(&registry_lock);
-	for (const struct sym_module *m = modules; m != NULL; m = m->next) {
-		(*nmodules)++;
-		*functions += m->functions.nfuncs;
-		*cfi_rows += m->cfi != NULL ? m->cfi->nrows : 0;
+	if (!rt_mutex_trylock(&registry_lock))
+		return;
+	for (struct sym_module *m = modules; m != NULL; m = m->next) {
+		if (m->file.data != NULL && cfi_index_take_read(&m->cfi))
+			release_file_pages(&m->file);
+		if (m->debug != NULL)
+			debuginfo_trim(m->debug);
 	}
 	rt_mutex_unlock(&registry_lock);
+}
+
+void symbols_after_fork_child(void) { rt_mutex_reset(&registry_lock); }
+
+void symbols_stats(struct symbols_stats *st)
+{
+	rt_memset(st, 0, sizeof(*st));
+	rt_mutex_lock(&registry_lock);
+	for (const struct sym_module *m = modules; m != NULL; m = m->next) {
+		st->modules++;
+		if (m->functions.nfuncs > 0 && m->path[0] == '/')
+			st->modules_named++;
+		st->functions += m->functions.nfuncs;
+		st->function_bytes += m->functions.bytes;
+		if (m->cfi.count > 0 && m->cfi.owned_bytes == 0)
+			st->unwind_in_place++;
+		else if (m->cfi.count > 0)
+			st->unwind_built++;
+		st->unwind_bytes += m->cfi.owned_bytes;
+		if (m->debug != NULL)
+			st->modules_with_lines++;
+	}
+	rt_mutex_unlock(&registry_lock);
+}
+
+size_t symbols_describe(char *buf, size_t cap)
+{
+	struct symbols_stats st;
+	struct unwind_counts uc;
+	symbols_stats(&st);
+	unwind_counts_get(&uc);
+	return rt_snprintf(buf, cap,
+			   "stowaway: symbols: %u modules mapped, names read for %u (%llu functions, "
+			   "%llu KiB), lines for %u; unwind rules read in place for %u, search tables "
+			   "built for %u (%llu KiB), %llu rules looked up; %llu stacks stopped at code "
+			   "mapped since the last refresh",
+			   st.modules, st.modules_named, (unsigned long long)st.functions,
+			   (unsigned long long)(st.function_bytes >> 10), st.modules_with_lines,
+			   st.unwind_in_place, st.unwind_built, (unsigned long long)(st.unwind_bytes >> 10),
+			   (unsigned long long)uc.rule_lookups, (unsigned long long)uc.unknown_code);
 }

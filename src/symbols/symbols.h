@@ -1,7 +1,9 @@
 /* The module registry: a snapshot of the process's executable mappings with
- * their ELF facts (path, build id, load bias), sorted function symbols from
- * .symtab/.dynsym, and compact unwind tables from .eh_frame, which it
- * publishes to the unwinder (unwind.h).
+ * their ELF facts (path, build id, load bias, where .eh_frame and
+ * .eh_frame_hdr are loaded), which it publishes to the unwinder (unwind.h)
+ * with each module's unwind rules read in place (unwind/cfi.h cfi_index).
+ * Function symbols (.symtab/.dynsym) and debug information are read only
+ * for modules a resolved pc lies in, on first use.
  *
  * Everything here runs OFF the signal path (it reads /proc/self/maps, maps
  * ELF files, allocates, and takes the registry mutex).
@@ -53,11 +55,34 @@ void symbols_collect_garbage(void);
  * for the next refresh (until then its stack reads go through the kernel). */
 bool symbols_stack_bounds_of(uint64_t sp, uint64_t *lo, uint64_t *hi);
 
+/* Gives back the memory of the file pages unwinds read since the last call
+ * (they stay mapped; later reads fault them in again), so what lookups touch
+ * stays bounded by what one period between calls touches.  Call
+ * periodically from a thread that is not in a signal handler; skips the
+ * work if the registry is busy. */
+void symbols_trim(void);
+
 /* In a fork child: the registry lock may have been held by a thread that no
  * longer exists. */
 void symbols_after_fork_child(void);
 
-/* Number of modules and function symbols currently loaded (logs, tests). */
-void symbols_stats(uint32_t *modules, uint64_t *functions, uint64_t *cfi_rows);
+/* What the registry holds (logs, the profile's comment, tests).  Nothing
+ * grows with a module's size until a pc in it is resolved, except the search
+ * table of a module without .eh_frame_hdr. */
+struct symbols_stats {
+	uint32_t modules;           /* mapped now */
+	uint32_t modules_named;     /* files whose function symbols were read (a pc resolved) */
+	uint32_t modules_with_lines; /* whose debug information is open */
+	uint32_t unwind_in_place;   /* unwound through their own .eh_frame_hdr */
+	uint32_t unwind_built;      /* unwound through a search table built here */
+	uint64_t functions;         /* function symbols held */
+	uint64_t function_bytes;    /* heap bytes of those tables */
+	uint64_t unwind_bytes;      /* heap bytes of built search tables */
+};
+void symbols_stats(struct symbols_stats *st);
+
+/* One line of those facts and the unwinder's counts (unwind_counts) for the
+ * profile's comment; returns its length as rt_snprintf does. */
+size_t symbols_describe(char *buf, size_t cap);
 
 #endif

@@ -275,6 +275,7 @@ struct frame_state {
 
 struct fde_desc {
 	uint64_t pc_begin, pc_end;
+	size_t off; /* of the entry */
 	size_t instr_start, instr_end;
 	size_t cie_off;
 };
@@ -284,6 +285,10 @@ struct builder {
 	size_t nrows, cap;
 	uint64_t base;
 	bool failed;
+	/* Lookup mode: no rows are stored, only the one covering `target`. */
+	bool lookup, found;
+	uint64_t target;
+	struct cfi_row row;
 };
 
 static struct rule *rule_for(struct frame_state *s, uint64_t reg)
@@ -357,6 +362,14 @@ static bool rows_equal_but_pc(const struct cfi_row *a, const struct cfi_row *b)
 
 static void builder_push(struct builder *b, uint64_t pc, const struct cfi_row *row)
 {
+	if (b->lookup) {
+		/* Rows come in address order; a later one at the same pc replaces. */
+		if (pc <= b->target) {
+			b->row = *row;
+			b->found = true;
+		}
+		return;
+	}
 	if (b->failed)
 		return;
 	uint32_t rel = (uint32_t)(pc - b->base);
@@ -433,7 +446,8 @@ static bool advance(struct program_ctx *p, const struct frame_state *s, uint64_t
 		return false;
 	emit(p, s);
 	p->loc += delta_units * p->cie->code_align;
-	return true;
+	/* A lookup needs nothing past its address. */
+	return p->out == NULL || !p->out->lookup || p->loc <= p->out->target;
 }
 
 /* off * data_align for a rule or CFA offset; a product that does not fit
@@ -621,15 +635,15 @@ static void run_program(struct program_ctx *p, struct reader *r, struct frame_st
 }
 
 /* Runs one FDE (CIE initial instructions, then its own) into the builder. */
-static void run_fde(const uint8_t *data, size_t size, uint64_t addr, const struct fde_desc *f,
-		    struct builder *b)
+static void run_fde(const uint8_t *data, uint64_t addr, const struct fde_desc *f,
+		    const struct cie *c, struct builder *b)
 {
-	struct cie cie;
+	struct cie cie = *c;
 	struct frame_state state, initial;
 	struct cfi_row none;
 	/* A return address kept in another register is not modelled: no rows,
 	 * so the unwinder falls back to frame pointers there. */
-	if (!parse_cie(data, size, addr, f->cie_off, &cie) || cie.ra_reg != CFI_REG_RA)
+	if (cie.ra_reg != CFI_REG_RA)
 		return;
 	rt_memset(&state, 0, sizeof(state));
 	state.cfa_type = CFA_UNSUPPORTED;
@@ -663,6 +677,45 @@ static bool fde_before(const void *a, const void *b)
 	return ((const struct fde_desc *)a)->pc_begin < ((const struct fde_desc *)b)->pc_begin;
 }
 
+/* Reads the entry at `off` as an FDE (its CIE parsed into *cie).  *next is
+ * the offset of the following entry, or 0 at a terminator or a corrupt
+ * length (nothing further can be read).  False for a CIE or a malformed
+ * FDE. */
+static bool parse_fde(const uint8_t *data, size_t size, uint64_t addr, size_t off,
+		      struct fde_desc *f, struct cie *cie, size_t *next)
+{
+	struct reader r = {data, off, size, addr, true};
+	size_t end;
+	bool is64;
+	*next = 0;
+	if (off >= size || !entry_bounds(&r, &end, &is64))
+		return false;
+	*next = end;
+	r.end = end;
+	size_t id_pos = r.pos;
+	uint64_t id = rd_fixed(&r, is64 ? 8 : 4);
+	if (!r.ok || id == 0 || id > id_pos)
+		return false;
+	f->off = off;
+	f->cie_off = id_pos - (size_t)id;
+	if (!parse_cie(data, size, addr, f->cie_off, cie))
+		return false;
+	f->pc_begin = rd_encoded(&r, cie->fde_enc, true);
+	uint64_t range = rd_encoded(&r, (uint8_t)(cie->fde_enc & PE_FORMAT_MASK), false);
+	if (cie->has_z) {
+		uint64_t alen = rd_uleb(&r);
+		if (!r.ok || alen > r.end - r.pos)
+			return false;
+		r.pos += (size_t)alen;
+	}
+	if (!r.ok || range == 0 || range > UINT64_MAX - f->pc_begin)
+		return false;
+	f->pc_end = f->pc_begin + range;
+	f->instr_start = r.pos;
+	f->instr_end = end;
+	return true;
+}
+
 /* Collects FDE descriptors of every entry whose range lies in [base, base+limit). */
 static struct fde_desc *collect_fdes(const uint8_t *data, size_t size, uint64_t addr,
 				     uint64_t base, uint64_t limit, size_t *count)
@@ -673,36 +726,16 @@ static struct fde_desc *collect_fdes(const uint8_t *data, size_t size, uint64_t 
 	*count = 0;
 	/* Every entry consumes at least 8 bytes, which bounds the loop. */
 	while (size - pos >= 8) {
-		struct reader r = {data, pos, size, addr, true};
-		size_t end;
-		bool is64;
-		if (!entry_bounds(&r, &end, &is64))
-			break; /* zero terminator or corrupt length */
-		pos = end;
-		r.end = end;
-		size_t id_pos = r.pos;
-		uint64_t id = rd_fixed(&r, is64 ? 8 : 4);
-		if (!r.ok || id == 0 || id > id_pos)
-			continue;
 		struct cie cie;
 		struct fde_desc f;
-		f.cie_off = id_pos - (size_t)id;
-		if (!parse_cie(data, size, addr, f.cie_off, &cie))
+		size_t next;
+		bool ok = parse_fde(data, size, addr, pos, &f, &cie, &next);
+		if (next == 0)
+			break; /* zero terminator or corrupt length */
+		pos = next;
+		if (!ok || f.pc_begin < base || f.pc_begin - base >= limit ||
+		    f.pc_end - f.pc_begin > limit - (f.pc_begin - base))
 			continue;
-		f.pc_begin = rd_encoded(&r, cie.fde_enc, true);
-		uint64_t range = rd_encoded(&r, (uint8_t)(cie.fde_enc & PE_FORMAT_MASK), false);
-		if (cie.has_z) {
-			uint64_t alen = rd_uleb(&r);
-			if (!r.ok || alen > r.end - r.pos)
-				continue;
-			r.pos += (size_t)alen;
-		}
-		if (!r.ok || f.pc_begin < base || f.pc_begin - base >= limit || range == 0 ||
-		    range > limit - (f.pc_begin - base))
-			continue;
-		f.pc_end = f.pc_begin + range;
-		f.instr_start = r.pos;
-		f.instr_end = end;
 		if (n == cap) {
 			size_t ncap = cap ? cap * 2 : 256;
 			struct fde_desc *nf = rt_realloc(fdes, ncap * sizeof(*nf));
@@ -732,8 +765,11 @@ struct cfi_table *cfi_table_build(const uint8_t *data, size_t size, uint64_t eh_
 	struct builder b;
 	rt_memset(&b, 0, sizeof(b));
 	b.base = base;
-	for (size_t i = 0; i < nfdes; i++)
-		run_fde(data, size, eh_addr, &fdes[i], &b);
+	for (size_t i = 0; i < nfdes; i++) {
+		struct cie cie;
+		if (parse_cie(data, size, eh_addr, fdes[i].cie_off, &cie))
+			run_fde(data, eh_addr, &fdes[i], &cie, &b);
+	}
 	rt_free(fdes);
 	struct cfi_table *t = NULL;
 	uint64_t npages = ((limit - 1) >> CFI_PAGE_SHIFT) + 1;
@@ -784,4 +820,141 @@ const struct cfi_row *cfi_table_lookup(const struct cfi_table *t, uint64_t pc)
 		return NULL;
 	const struct cfi_row *row = &t->rows[lo - 1];
 	return row->kind == CFI_NONE ? NULL : row;
+}
+
+/* ---- rules looked up in place ---- */
+
+/* DW_EH_PE_datarel | DW_EH_PE_sdata4: the only search-table encoding linkers write. */
+#define HDR_TABLE_ENC 0x3b
+
+bool cfi_index_from_hdr(struct cfi_index *ix, const uint8_t *hdr, size_t hdr_size,
+			uint64_t hdr_addr, const uint8_t *eh_frame, uint64_t eh_frame_size,
+			uint64_t eh_frame_addr)
+{
+	rt_memset(ix, 0, sizeof(*ix));
+	struct reader r = {hdr, 0, hdr_size, hdr_addr, true};
+	uint8_t version = rd_u8(&r);
+	uint8_t ptr_enc = rd_u8(&r);
+	uint8_t count_enc = rd_u8(&r);
+	uint8_t table_enc = rd_u8(&r);
+	if (!r.ok || version != 1 || ptr_enc == PE_OMIT || count_enc == PE_OMIT ||
+	    table_enc != HDR_TABLE_ENC)
+		return false;
+	uint64_t ptr = rd_encoded(&r, ptr_enc, true);
+	uint64_t count = rd_encoded(&r, count_enc, true);
+	if (!r.ok || ptr != eh_frame_addr || count == 0 || count > UINT32_MAX ||
+	    count > (r.end - r.pos) / 8 || eh_frame == NULL || eh_frame_size == 0)
+		return false;
+	ix->eh_frame = eh_frame;
+	ix->eh_frame_size = eh_frame_size;
+	ix->eh_frame_addr = eh_frame_addr;
+	ix->table = hdr + r.pos;
+	ix->count = (uint32_t)count;
+	ix->pc_base = hdr_addr;
+	ix->fde_base = hdr_addr;
+	return true;
+}
+
+static bool fde_at_before(const void *a, const void *b)
+{
+	int32_t x, y;
+	rt_memcpy(&x, a, sizeof(x));
+	rt_memcpy(&y, b, sizeof(y));
+	return x < y;
+}
+
+bool cfi_index_build(struct cfi_index *ix, const uint8_t *eh_frame, uint64_t eh_frame_size,
+		     uint64_t eh_frame_addr, uint64_t base, uint64_t limit)
+{
+	size_t n;
+	rt_memset(ix, 0, sizeof(*ix));
+	/* Both halves of an entry are int32 offsets from base and eh_frame_addr. */
+	if (eh_frame == NULL || eh_frame_size == 0 || eh_frame_size > INT32_MAX || limit == 0 ||
+	    limit > INT32_MAX || base > UINT64_MAX - limit)
+		return false;
+	struct fde_desc *fdes = collect_fdes(eh_frame, (size_t)eh_frame_size, eh_frame_addr, base,
+					     limit, &n);
+	if (fdes == NULL || n == 0 || n > UINT32_MAX) {
+		rt_free(fdes);
+		return false;
+	}
+	int32_t *table = rt_malloc(n * 2 * sizeof(int32_t));
+	if (table == NULL) {
+		rt_free(fdes);
+		return false;
+	}
+	for (size_t i = 0; i < n; i++) {
+		table[2 * i] = (int32_t)(fdes[i].pc_begin - base);
+		table[2 * i + 1] = (int32_t)fdes[i].off;
+	}
+	rt_free(fdes);
+	rt_sort(table, n, 2 * sizeof(int32_t), fde_at_before);
+	ix->eh_frame = eh_frame;
+	ix->eh_frame_size = eh_frame_size;
+	ix->eh_frame_addr = eh_frame_addr;
+	ix->table = (const uint8_t *)table;
+	ix->count = (uint32_t)n;
+	ix->pc_base = base;
+	ix->fde_base = eh_frame_addr;
+	ix->owned_bytes = n * 2 * sizeof(int32_t);
+	return true;
+}
+
+void cfi_index_free(struct cfi_index *ix)
+{
+	if (ix->owned_bytes > 0)
+		rt_free((void *)(uintptr_t)ix->table);
+	rt_memset(ix, 0, sizeof(*ix));
+}
+
+static int32_t table_field(const struct cfi_index *ix, uint32_t entry, uint32_t half)
+{
+	int32_t v;
+	__builtin_memcpy(&v, ix->table + (size_t)entry * 8 + half * 4, sizeof(v));
+	return v;
+}
+
+bool cfi_index_take_read(struct cfi_index *ix)
+{
+	return atomic_load_explicit(&ix->read, memory_order_relaxed) &&
+	       atomic_exchange_explicit(&ix->read, false, memory_order_relaxed);
+}
+
+bool cfi_index_lookup(struct cfi_index *ix, uint64_t pc, struct cfi_row *out)
+{
+	if (ix == NULL || ix->count == 0)
+		return false;
+	if (!atomic_load_explicit(&ix->read, memory_order_relaxed))
+		atomic_store_explicit(&ix->read, true, memory_order_relaxed);
+	/* The last entry starting at or below pc. */
+	uint32_t lo = 0, hi = ix->count;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (ix->pc_base + (uint64_t)(int64_t)table_field(ix, mid, 0) <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return false;
+	uint64_t fde_addr = ix->fde_base + (uint64_t)(int64_t)table_field(ix, lo - 1, 1);
+	if (fde_addr < ix->eh_frame_addr || fde_addr - ix->eh_frame_addr >= ix->eh_frame_size)
+		return false;
+	struct fde_desc f;
+	struct cie cie;
+	size_t next;
+	if (!parse_fde(ix->eh_frame, (size_t)ix->eh_frame_size, ix->eh_frame_addr,
+		       (size_t)(fde_addr - ix->eh_frame_addr), &f, &cie, &next) ||
+	    pc < f.pc_begin || pc >= f.pc_end)
+		return false;
+	struct builder b;
+	rt_memset(&b, 0, sizeof(b));
+	b.lookup = true;
+	b.target = pc;
+	run_fde(ix->eh_frame, ix->eh_frame_addr, &f, &cie, &b);
+	if (!b.found || b.row.kind == CFI_NONE)
+		return false;
+	*out = b.row;
+	out->pc = 0;
+	return true;
 }

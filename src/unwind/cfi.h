@@ -1,16 +1,19 @@
-/* Compact unwind tables built from .eh_frame (the rules of the architecture
- * we are built for: DWARF register numbers from rt/arch.h).
+/* Unwind rules from .eh_frame (the rules of the architecture we are built
+ * for: DWARF register numbers from rt/arch.h), as compact rows: each row
+ * gives, from its pc up to the next row's pc, how to find the caller's frame.
  *
- * cfi_table_build() parses every CIE/FDE of an .eh_frame image, runs the CFA
- * programs, and produces one sorted array of rows: each row gives, from its
- * pc up to the next row's pc, how to find the caller's frame.  Built off the
- * signal path (it allocates); cfi_table_lookup() is signal-safe.
- * Every read of the .eh_frame bytes is bounds-checked, so a corrupted image
- * yields fewer rows, never a bad read.
+ * The unwinder looks rows up in place (cfi_index, below): one FDE found by
+ * binary search and its programs run up to the pc, nothing built ahead.
+ * cfi_table_build() parses every CIE/FDE of an .eh_frame image into one
+ * sorted array of rows: the whole-image reference the lookups are tested
+ * against (tests, the .eh_frame fuzzer).  Every read of the .eh_frame bytes
+ * is bounds-checked, so a corrupted image yields fewer rows, never a bad
+ * read.
  */
 #ifndef STOWAWAY_UNWIND_CFI_H
 #define STOWAWAY_UNWIND_CFI_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -77,5 +80,53 @@ void cfi_table_free(struct cfi_table *t);
 /* The row covering link-time address `pc`, or NULL (kind CFI_NONE rows are
  * returned as NULL too). [signal-safe] */
 const struct cfi_row *cfi_table_lookup(const struct cfi_table *t, uint64_t pc);
+
+/* ---- rules looked up where they are ----
+ *
+ * A module's unwind rules without building rows: a sorted search table of
+ * its FDEs (the linker's .eh_frame_hdr table, read in place, or one built
+ * here when a module has none) and its .eh_frame bytes, read in place.  A
+ * lookup binary-searches the table, parses one FDE and its CIE and runs their
+ * programs up to the address: the same row cfi_table_build() would give,
+ * with no allocation, so it serves the signal handler directly.  Both byte
+ * ranges must stay mapped and readable while lookups may run.
+ */
+struct cfi_index {
+	const uint8_t *eh_frame; /* .eh_frame bytes */
+	uint64_t eh_frame_size;
+	uint64_t eh_frame_addr; /* link-time address of eh_frame[0] */
+	/* count entries of two little-endian int32, sorted by the first: an
+	 * FDE's first pc is pc_base + first, its entry at fde_base + second. */
+	const uint8_t *table;
+	uint32_t count;
+	uint64_t pc_base, fde_base;
+	size_t owned_bytes; /* heap bytes of a table built here, 0 for .eh_frame_hdr's */
+	/* Set by every lookup: its owner may give back the pages lookups read
+	 * (cfi_index_take_read) while they stay mapped. */
+	atomic_bool read;
+};
+
+/* Uses the .eh_frame_hdr bytes hdr[0..hdr_size) (link-time address hdr_addr)
+ * and the .eh_frame they point to (eh_frame_addr, which the header must name).
+ * False when the header has no binary-search table in the datarel sdata4
+ * encoding linkers write.  Keeps pointers into both; allocates nothing. */
+bool cfi_index_from_hdr(struct cfi_index *ix, const uint8_t *hdr, size_t hdr_size,
+			uint64_t hdr_addr, const uint8_t *eh_frame, uint64_t eh_frame_size,
+			uint64_t eh_frame_addr);
+
+/* Builds the search table (8 bytes per FDE) from the .eh_frame bytes, for a
+ * module without a usable .eh_frame_hdr; FDEs outside link-time
+ * [base, base + limit) are dropped (limit < 2 GiB).  False if none or out of
+ * memory.  Keeps a pointer to eh_frame.  Free with cfi_index_free(). */
+bool cfi_index_build(struct cfi_index *ix, const uint8_t *eh_frame, uint64_t eh_frame_size,
+		     uint64_t eh_frame_addr, uint64_t base, uint64_t limit);
+void cfi_index_free(struct cfi_index *ix);
+
+/* The row covering link-time address `pc` into *out (its pc field 0); false
+ * if no FDE covers pc or its rule there is CFI_NONE.  [signal-safe] */
+bool cfi_index_lookup(struct cfi_index *ix, uint64_t pc, struct cfi_row *out);
+
+/* True once after lookups read ix's bytes. */
+bool cfi_index_take_read(struct cfi_index *ix);
 
 #endif

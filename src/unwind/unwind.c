@@ -12,6 +12,7 @@
 ARCH_UCONTEXT_CHECKS
 
 struct snapshot {
+	uint64_t generation; /* distinct for every published snapshot */
 	uint32_t ncode, ndata;
 	const struct unwind_code_range *code;
 	const struct unwind_data_range *data;
@@ -23,6 +24,8 @@ static atomic_uint active_unwinders;
 static atomic_int code_reads_paused;
 /* Set when an unwind met a pc outside every code range (unwind_take_unknown_code). */
 static atomic_bool unknown_code_seen;
+static _Atomic uint64_t unknown_code_unwinds;
+static _Atomic uint64_t rule_lookups;
 
 /* Retired snapshots waiting for active_unwinders to be seen at 0.  Guarded by
  * the caller's serialization of publish/reclaim. */
@@ -36,6 +39,65 @@ static uint32_t nretired;
 #define UNKNOWN_STACK_SPAN (1ull << 20)
 /* At most this many signal frames are crossed in one stack. */
 #define MAX_SIGNAL_FRAMES 8
+
+/* ---- the row cache [signal-safe] ----
+ *
+ * Rules looked up in place cost a binary search and two small programs; the
+ * same return addresses come back sample after sample, so their rows are
+ * kept in a fixed direct-mapped table (no allocation, bounded memory).  An
+ * entry is valid only for the snapshot generation that filled it.  Each is
+ * guarded by a sequence number: a writer claims it by moving the number to
+ * odd (a handler interrupting a writer on the same entry finds it odd and
+ * skips), readers retry nothing and treat any change as a miss. */
+#define ROW_CACHE_SIZE 4096u
+struct row_cache_entry {
+	atomic_uint_fast64_t seq;
+	atomic_uint_fast64_t pc, generation;
+	atomic_uint_fast64_t row[2]; /* struct cfi_row; kind CFI_NONE: no rule */
+};
+_Static_assert(sizeof(struct cfi_row) == 2 * sizeof(uint64_t), "a row is two words");
+static struct row_cache_entry row_cache[ROW_CACHE_SIZE];
+
+static struct row_cache_entry *row_cache_slot(uint64_t pc)
+{
+	uint64_t h = pc * 0x9e3779b97f4a7c15ull;
+	return &row_cache[h >> 52 & (ROW_CACHE_SIZE - 1)];
+}
+
+/* 1 hit with a rule, 0 hit without, -1 miss. */
+static int row_cache_get(uint64_t pc, uint64_t generation, struct cfi_row *out)
+{
+	struct row_cache_entry *e = row_cache_slot(pc);
+	uint64_t seq = atomic_load_explicit(&e->seq, memory_order_acquire);
+	if ((seq & 1) != 0 || atomic_load_explicit(&e->pc, memory_order_relaxed) != pc ||
+	    atomic_load_explicit(&e->generation, memory_order_relaxed) != generation)
+		return -1;
+	uint64_t w[2] = {atomic_load_explicit(&e->row[0], memory_order_relaxed),
+			 atomic_load_explicit(&e->row[1], memory_order_relaxed)};
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&e->seq, memory_order_relaxed) != seq)
+		return -1;
+	__builtin_memcpy(out, w, sizeof(*out));
+	return out->kind == CFI_NONE ? 0 : 1;
+}
+
+static void row_cache_put(uint64_t pc, uint64_t generation, const struct cfi_row *row)
+{
+	struct row_cache_entry *e = row_cache_slot(pc);
+	uint_fast64_t seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
+	if ((seq & 1) != 0 ||
+	    !atomic_compare_exchange_strong_explicit(&e->seq, &seq, seq + 1, memory_order_acquire,
+						     memory_order_relaxed))
+		return;
+	atomic_thread_fence(memory_order_release);
+	uint64_t w[2];
+	__builtin_memcpy(w, row, sizeof(w));
+	atomic_store_explicit(&e->pc, pc, memory_order_relaxed);
+	atomic_store_explicit(&e->generation, generation, memory_order_relaxed);
+	atomic_store_explicit(&e->row[0], w[0], memory_order_relaxed);
+	atomic_store_explicit(&e->row[1], w[1], memory_order_relaxed);
+	atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
+}
 
 /* ---- snapshot lookups [signal-safe] ---- */
 
@@ -289,20 +351,34 @@ static enum step_result step_cfi(struct stack_view *v, struct frame *f, const st
 	return STEP_OK;
 }
 
-static const struct cfi_row *cfi_for(const struct snapshot *s, uint64_t pc)
+/* The rule at pc into *buf: from the row cache, else read from the
+ * module's .eh_frame (our own mapping of its file, alive as long as the
+ * snapshot) and cached. */
+static const struct cfi_row *cfi_for(const struct snapshot *s, uint64_t pc, struct cfi_row *buf)
 {
 	const struct unwind_code_range *r = s != NULL ? find_code(s, pc) : NULL;
 	if (r == NULL || r->cfi == NULL)
 		return NULL;
-	return cfi_table_lookup(r->cfi, pc - r->bias);
+	int cached = row_cache_get(pc, s->generation, buf);
+	if (cached >= 0)
+		return cached ? buf : NULL;
+	atomic_fetch_add_explicit(&rule_lookups, 1, memory_order_relaxed);
+	bool found = cfi_index_lookup(r->cfi, pc - r->bias, buf);
+	if (!found) {
+		rt_memset(buf, 0, sizeof(*buf));
+		buf->kind = CFI_NONE;
+	}
+	row_cache_put(pc, s->generation, buf);
+	return found ? buf : NULL;
 }
 
 /* The CFI row for frame f (NULL: none, or frame pointers only). */
-static const struct cfi_row *row_for(const struct snapshot *s, const struct frame *f, uint32_t flags)
+static const struct cfi_row *row_for(const struct snapshot *s, const struct frame *f, uint32_t flags,
+				     struct cfi_row *buf)
 {
 	if (flags & UNWIND_FLAG_FP_ONLY)
 		return NULL;
-	return cfi_for(s, f->exact ? f->pc : f->pc - 1);
+	return cfi_for(s, f->exact ? f->pc : f->pc - 1, buf);
 }
 
 /* True when f's pc is a signal trampoline: an 'S' FDE says so, or, where no
@@ -366,8 +442,10 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 	f.sp_exact = (flags & UNWIND_FLAG_SP_BOUND) == 0;
 	f.from_lr = false;
 	pcs[n++] = f.exact ? f.pc : f.pc - 1;
-	(void)is_code(s, f.exact ? f.pc : f.pc - 1); /* notes code mapped since the snapshot */
-	const struct cfi_row *row = row_for(s, &f, flags);
+	/* Notes code mapped since the snapshot. */
+	bool unknown = !is_code(s, f.exact ? f.pc : f.pc - 1);
+	struct cfi_row row_buf;
+	const struct cfi_row *row = row_for(s, &f, flags, &row_buf);
 	bool trampoline = at_signal_trampoline(s, &f, row);
 	/* Invariant n == i + 1: each iteration writes one pc or stops. */
 	for (uint32_t i = 0; i < max; i++) {
@@ -383,8 +461,12 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 				why = UNWIND_END_OUTERMOST;
 				break;
 			}
-			if (r != STEP_OK || f.sp <= old_sp || !is_code(s, f.pc))
+			if (r != STEP_OK || f.sp <= old_sp)
 				break;
+			if (!is_code(s, f.pc)) {
+				unknown = true;
+				break;
+			}
 			view_for_sp(&view, s, regs, f.sp, remote);
 		} else if (trampoline) {
 			if (++signal_frames > MAX_SIGNAL_FRAMES || !step_signal(&view, &f))
@@ -393,8 +475,10 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 				why = UNWIND_END_OUTERMOST;
 				break;
 			}
-			if (!is_code(s, f.pc))
+			if (!is_code(s, f.pc)) {
+				unknown = true;
 				break;
+			}
 			view_for_sp(&view, s, regs, f.sp, remote);
 		} else {
 			uint64_t old_sp = f.sp;
@@ -405,11 +489,14 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 			}
 			/* sp grows toward the caller; it stays put only when the
 			 * return address came from lr (at most once). */
-			if (r != STEP_OK || f.sp < old_sp || (f.sp == old_sp && !f.from_lr) ||
-			    !is_code(s, f.pc))
+			if (r != STEP_OK || f.sp < old_sp || (f.sp == old_sp && !f.from_lr))
 				break;
+			if (!is_code(s, f.pc)) {
+				unknown = true;
+				break;
+			}
 		}
-		row = row_for(s, &f, flags);
+		row = row_for(s, &f, flags, &row_buf);
 		trampoline = at_signal_trampoline(s, &f, row);
 		if (n == max) {
 			why = UNWIND_END_TRUNCATED;
@@ -418,6 +505,8 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 		pcs[n++] = f.exact || trampoline ? f.pc : f.pc - 1;
 	}
 	atomic_fetch_sub(&active_unwinders, 1);
+	if (unknown)
+		atomic_fetch_add_explicit(&unknown_code_unwinds, 1, memory_order_relaxed);
 	if (end != NULL)
 		*end = why;
 	return n;
@@ -479,6 +568,8 @@ bool unwind_publish(const struct unwind_code_range *code, uint32_t ncode,
 		rt_memcpy(c, code, ncode * sizeof(*c));
 	if (ndata > 0)
 		rt_memcpy(d, data, ndata * sizeof(*d));
+	static uint64_t generations;
+	s->generation = ++generations;
 	s->code = c;
 	s->ncode = ncode;
 	s->data = d;
@@ -535,4 +626,10 @@ void unwind_regs_from_ucontext(const void *ucontext, struct unwind_regs *out)
 {
 	rt_memset(out, 0, sizeof(*out));
 	arch_ucontext_regs(ucontext, &out->pc, &out->sp, &out->fp, &out->lr);
+}
+
+void unwind_counts_get(struct unwind_counts *out)
+{
+	out->unknown_code = atomic_load_explicit(&unknown_code_unwinds, memory_order_relaxed);
+	out->rule_lookups = atomic_load_explicit(&rule_lookups, memory_order_relaxed);
 }

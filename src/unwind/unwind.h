@@ -3,8 +3,11 @@
  * unwind_stack() walks a thread's stack from a register set (a signal
  * handler's ucontext, or a blocked thread's published pc/sp/fp) and writes
  * program counters, leaf first.  It reads only:
- *  - our own published snapshot (executable ranges with their compact CFI
- *    tables, readable-writable ranges used as stack bounds), and
+ *  - our own published snapshot (executable ranges with their modules' CFI
+ *    indexes, readable-writable ranges used as stack bounds), and
+ *  - each module's .eh_frame and search table through the registry's own
+ *    read-only mapping of its file (cfi.h cfi_index), and the row cache, a
+ *    fixed table of rules already looked up (no allocation), and
  *  - the stack, every word checked against the bounds of that stack, and
  *  - code bytes (signal trampoline detection) only inside file-backed or vDSO
  *    executable ranges of the snapshot.
@@ -91,7 +94,7 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 struct unwind_code_range {
 	uint64_t start, end; /* runtime addresses of an executable mapping */
 	uint64_t bias;       /* runtime = link-time + bias */
-	const struct cfi_table *cfi; /* may be NULL; owned by the caller */
+	struct cfi_index *cfi; /* may be NULL; owned by the caller */
 	uint32_t flags;
 };
 
@@ -103,7 +106,8 @@ struct unwind_data_range {
 };
 
 /* Copies both arrays (sorted by start, non-overlapping) into a new snapshot
- * and publishes it.  The CFI tables must stay alive until unwind_reclaim()
+ * and publishes it.  The CFI indexes, and the bytes they read in place
+ * (their owner's own read-only mapping), must stay alive until unwind_reclaim()
  * returns true after they stopped being referenced.  False if out of memory
  * (the previous snapshot stays).  Not signal-safe; callers serialize. */
 bool unwind_publish(const struct unwind_code_range *code, uint32_t ncode,
@@ -132,5 +136,16 @@ void unwind_code_reads_resume(void);
  * since the last snapshot, so the module registry should be refreshed.
  * Clears the flag.  [signal-safe] */
 bool unwind_take_unknown_code(void);
+
+/* Counts since start, for the profile's comment: unwinds that met a pc in
+ * no published code range (code mapped since the last refresh: the stack
+ * ends there, shorter, instead of being dropped), and frames whose rule was
+ * looked up in a module's .eh_frame rather than found in the row cache.
+ * [signal-safe] */
+struct unwind_counts {
+	uint64_t unknown_code;
+	uint64_t rule_lookups;
+};
+void unwind_counts_get(struct unwind_counts *out);
 
 #endif

@@ -135,6 +135,99 @@ static void test_cfi_matches_readelf_self(void)
 	CHECK(n > 20 && mism == 0);
 }
 
+/* The rules looked up in place (through .eh_frame_hdr's table, and through
+ * a search table built for modules without one) equal the built table's at
+ * the first, second and last address of every row. */
+static bool same_rule(const struct cfi_row *a, const struct cfi_row *b)
+{
+	return a->kind == b->kind && a->cfa_reg == b->cfa_reg && a->cfa_offset == b->cfa_offset &&
+	       a->ra_offset == b->ra_offset && a->fp_offset == b->fp_offset &&
+	       a->plt_threshold == b->plt_threshold;
+}
+
+static void compare_index_with_table(const char *path)
+{
+	size_t n;
+	uint8_t *buf = read_whole(path, &n);
+	struct elf_image img;
+	struct elf_section eh, hdr;
+	uint64_t lo, hi;
+	CHECK(buf != NULL && elf_open(&img, buf, n) && elf_eh_frame(&img, &eh) &&
+	      elf_eh_frame_hdr(&img, &hdr) && elf_load_range(&img, &lo, &hi));
+	if (buf == NULL)
+		return;
+	struct cfi_table *t = cfi_table_build(buf + eh.offset, eh.size, eh.addr, lo, hi - lo);
+	struct cfi_index in_place, built;
+	CHECK(t != NULL);
+	CHECK(cfi_index_from_hdr(&in_place, buf + hdr.offset, hdr.size, hdr.addr, buf + eh.offset,
+				 eh.size, eh.addr));
+	CHECK(in_place.owned_bytes == 0 && in_place.count > 0);
+	CHECK(cfi_index_build(&built, buf + eh.offset, eh.size, eh.addr, lo, hi - lo));
+	CHECK(built.count == in_place.count && built.owned_bytes == 8u * built.count);
+	uint32_t compared = 0, mismatches = 0;
+	for (uint32_t i = 0; t != NULL && i < t->nrows; i++) {
+		uint64_t first = t->base + t->rows[i].pc;
+		uint64_t next = i + 1 < t->nrows ? t->base + t->rows[i + 1].pc : first + 1;
+		uint64_t at[3] = {first, first + 1 < next ? first + 1 : first, next - 1};
+		for (int k = 0; k < 3; k++) {
+			const struct cfi_row *want = cfi_table_lookup(t, at[k]);
+			struct cfi_index *ixs[2] = {&in_place, &built};
+			for (int j = 0; j < 2; j++) {
+				struct cfi_row got;
+				bool found = cfi_index_lookup(ixs[j], at[k], &got);
+				bool ok = found == (want != NULL) && (!found || same_rule(&got, want));
+				compared++;
+				if (!ok && mismatches++ < 5)
+					fprintf(stderr, "  %s: %s lookup differs at %#llx\n", path,
+						j == 0 ? "in-place" : "built", (unsigned long long)at[k]);
+			}
+		}
+	}
+	printf("  %s: %u lookups compared, %u mismatches\n", path, compared, mismatches);
+	CHECK(compared > 1000 && mismatches == 0);
+	/* A header that points elsewhere, or a truncated one, is refused. */
+	struct cfi_index bad;
+	CHECK(!cfi_index_from_hdr(&bad, buf + hdr.offset, hdr.size, hdr.addr, buf + eh.offset,
+				  eh.size, eh.addr + 8));
+	CHECK(!cfi_index_from_hdr(&bad, buf + hdr.offset, 16, hdr.addr, buf + eh.offset, eh.size,
+				  eh.addr));
+	cfi_index_free(&built);
+	cfi_table_free(t);
+	free(buf);
+}
+
+/* The C library this program runs with, found in its mappings. */
+static bool mapped_libc(char *path, size_t cap)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[1024];
+	bool found = false;
+	while (f != NULL && !found && fgets(line, sizeof(line), f)) {
+		char *p = strchr(line, '/');
+		if (p == NULL || (strstr(p, "/libc.so") == NULL && strstr(p, "/libc.musl") == NULL &&
+				  strstr(p, "/ld-musl") == NULL))
+			continue;
+		p[strcspn(p, "\n")] = 0;
+		snprintf(path, cap, "%s", p);
+		found = true;
+	}
+	if (f != NULL)
+		fclose(f);
+	return found;
+}
+
+static void test_index_matches_table(void)
+{
+	char libc[512];
+	char self[256];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	CHECK(len > 0);
+	self[len > 0 ? len : 0] = 0;
+	compare_index_with_table(self);
+	CHECK(mapped_libc(libc, sizeof(libc)));
+	compare_index_with_table(libc);
+}
+
 /* ---- the walker ---- */
 
 __attribute__((noinline)) static uint64_t code_address_a(void) { return (uint64_t)(uintptr_t)__builtin_return_address(0); }
@@ -301,6 +394,7 @@ int main(void)
 	}
 	RUN(test_cfi_matches_readelf_libc);
 	RUN(test_cfi_matches_readelf_self);
+	RUN(test_index_matches_table);
 	RUN(test_fp_chain_on_fake_stack);
 	RUN(test_remote_reads_match_local);
 	RUN(test_warm_cost);
