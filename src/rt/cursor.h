@@ -1,8 +1,10 @@
-/* A bounds-checked little-endian cursor over one DWARF section.  Any read
- * past the end clears `ok` and yields 0, so callers check `ok` once after a
- * group of reads instead of after each one. */
-#ifndef STOWAWAY_DWARF_READ_H
-#define STOWAWAY_DWARF_READ_H
+/* A bounds-checked little-endian cursor over bytes in DWARF's encodings
+ * (fixed-size, LEB128, initial length): the one reader of both .eh_frame
+ * (unwind/cfi.c) and the DWARF debug sections (dwarf/).  Any read past the
+ * end clears `ok` and yields 0, so callers check `ok` once after a group of
+ * reads instead of after each one.  Pure and async-signal-safe. */
+#ifndef STOWAWAY_RT_CURSOR_H
+#define STOWAWAY_RT_CURSOR_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -11,6 +13,7 @@
 struct dw_cursor {
 	const uint8_t *data;
 	size_t pos, end;
+	uint64_t addr; /* address of data[0], for pc-relative pointers; else 0 */
 	bool ok;
 };
 
@@ -19,6 +22,7 @@ static inline void dw_cursor_init(struct dw_cursor *c, const uint8_t *data, size
 	c->data = data;
 	c->end = size;
 	c->pos = pos;
+	c->addr = 0;
 	c->ok = data != NULL && pos <= size;
 }
 
