@@ -4,6 +4,7 @@
 #include <linux/elf.h>
 
 #include "rt/rt.h"
+#include "rt/search.h"
 
 const char *function_display_name(const char *name)
 {
@@ -101,14 +102,8 @@ bool function_table_build(struct function_table *t, const struct elf_image *img,
 
 const char *function_table_lookup(const struct function_table *t, uint64_t addr)
 {
-	uint32_t lo = 0, hi = t->nfuncs;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (t->funcs[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	uint32_t lo = rt_upper_bound(t->funcs, t->nfuncs, sizeof(t->funcs[0]),
+				     offsetof(struct function_entry, start), addr);
 	/* A few entries back in case a small symbol sits inside a larger one. */
 	for (uint32_t i = lo, k = 0; i > 0 && k < 4; i--, k++) {
 		const struct function_entry *f = &t->funcs[i - 1];

@@ -6,6 +6,7 @@
 
 #include "rt/host.h"
 #include "rt/rt.h"
+#include "rt/search.h"
 #include "rt/sys.h"
 #include "symbols/debuginfo.h"
 #include "symbols/elf.h"
@@ -378,14 +379,8 @@ bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out)
 	out->map_path = "";
 	out->build_id = "";
 	rt_mutex_lock(&registry_lock);
-	uint32_t lo = 0, hi = nmappings;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (mappings[mid].end <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	uint32_t lo = rt_upper_bound(mappings, nmappings, sizeof(mappings[0]),
+				     offsetof(struct sym_mapping, end), pc);
 	bool found = lo < nmappings && pc >= mappings[lo].start;
 	if (found) {
 		const struct sym_mapping *sm = &mappings[lo];
