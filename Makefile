@@ -90,6 +90,12 @@ all: lib cli
 
 -include $(sort $(wildcard src/*/*.mk vendor/*.mk tests/*/*.mk))
 
+# Fuzzers compile library sources directly, without dependency files: any
+# header under src/ rebuilds them (coarse, but never stale).  The library's
+# objects track their headers with -MMD.
+SRC_HEADERS := $(wildcard src/*.h src/*/*.h src/*/*/*.h)
+$(FUZZERS): $(SRC_HEADERS)
+
 lib: $(BUILD)/libstowaway.so
 cli: $(BUILD)/stowaway
 

@@ -14,12 +14,11 @@
 static inline uint32_t rt_upper_bound(const void *table, uint32_t n, size_t size, size_t offset,
 				      uint64_t key)
 {
-	const unsigned char *base = (const unsigned char *)table + offset;
 	uint32_t lo = 0, hi = n;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
 		uint64_t v;
-		__builtin_memcpy(&v, base + (size_t)mid * size, sizeof(v));
+		__builtin_memcpy(&v, (const unsigned char *)table + (size_t)mid * size + offset, sizeof(v));
 		if (v <= key)
 			lo = mid + 1;
 		else
