@@ -159,6 +159,23 @@ static bool grow_array(struct dwarf_index *ix, void **arr, uint32_t *cap, uint32
 	return true;
 }
 
+/* The declaration of abbreviation `code` after its code: tag, children
+ * flag and where its attribute specifications start, which it skips. */
+static void abbrev_decl_read(struct dw_cursor *c, uint64_t code, struct abbrev *out)
+{
+	out->code = code;
+	out->tag = dw_uleb(c);
+	out->children = dw_u8(c) != 0;
+	out->specs = c->pos;
+	for (uint32_t i = 0; i <= MAX_ATTRS; i++) {
+		uint64_t name = dw_uleb(c), form = dw_uleb(c);
+		if (form == DW_FORM_implicit_const)
+			(void)dw_sleb(c);
+		if (!c->ok || (name == 0 && form == 0))
+			break;
+	}
+}
+
 /* Finds abbreviation `code` in the table at `offset` by scanning (no allocation). */
 static bool abbrev_scan(const struct dwarf_sections *s, uint64_t offset, uint64_t code,
 			struct abbrev *out)
@@ -172,17 +189,7 @@ static bool abbrev_scan(const struct dwarf_sections *s, uint64_t offset, uint64_
 		uint64_t k = dw_uleb(&c);
 		if (k == 0)
 			return false;
-		out->code = k;
-		out->tag = dw_uleb(&c);
-		out->children = dw_u8(&c) != 0;
-		out->specs = c.pos;
-		for (uint32_t i = 0; i <= MAX_ATTRS; i++) {
-			uint64_t name = dw_uleb(&c), form = dw_uleb(&c);
-			if (form == DW_FORM_implicit_const)
-				(void)dw_sleb(&c);
-			if (!c.ok || (name == 0 && form == 0))
-				break;
-		}
+		abbrev_decl_read(&c, k, out);
 		if (c.ok && k == code)
 			return true;
 	}
@@ -218,18 +225,7 @@ static bool abbrev_table_load(struct dwarf_index *ix, uint64_t offset, size_t ma
 			t->decls = n;
 			cap = ncap;
 		}
-		struct abbrev *a = &t->decls[t->n];
-		a->code = code;
-		a->tag = dw_uleb(&c);
-		a->children = dw_u8(&c) != 0;
-		a->specs = c.pos;
-		for (uint32_t i = 0; i <= MAX_ATTRS; i++) {
-			uint64_t name = dw_uleb(&c), form = dw_uleb(&c);
-			if (form == DW_FORM_implicit_const)
-				(void)dw_sleb(&c);
-			if (!c.ok || (name == 0 && form == 0))
-				break;
-		}
+		abbrev_decl_read(&c, code, &t->decls[t->n]);
 		if (code != (uint64_t)t->n + 1)
 			t->dense = false;
 		t->n++;
