@@ -51,35 +51,43 @@ static inline uint64_t dw_fixed(struct dw_cursor *c, unsigned n)
 
 static inline uint8_t dw_u8(struct dw_cursor *c) { return (uint8_t)dw_fixed(c, 1); }
 
-static inline uint64_t dw_uleb(struct dw_cursor *c)
+/* A LEB128 number's low 64 bits; *bits is how many bits it was written
+ * with and *sign its top bit (for sign extension).  An encoding longer than
+ * ten bytes or cut off clears `ok` and yields 0. */
+static inline uint64_t dw_leb(struct dw_cursor *c, unsigned *bits, bool *sign)
 {
 	uint64_t v = 0;
-	for (unsigned shift = 0; shift < 70; shift += 7) {
-		uint8_t b = dw_u8(c);
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return v;
-	}
-	c->ok = false;
-	return 0;
-}
-
-static inline int64_t dw_sleb(struct dw_cursor *c)
-{
-	uint64_t v = 0;
+	*bits = 0;
+	*sign = false;
 	for (unsigned shift = 0; shift < 70; shift += 7) {
 		uint8_t b = dw_u8(c);
 		if (shift < 64)
 			v |= (uint64_t)(b & 0x7f) << shift;
 		if (!(b & 0x80)) {
-			if (shift + 7 < 64 && (b & 0x40))
-				v |= ~(uint64_t)0 << (shift + 7);
-			return (int64_t)v;
+			*bits = shift + 7;
+			*sign = (b & 0x40) != 0;
+			return v;
 		}
 	}
 	c->ok = false;
 	return 0;
+}
+
+static inline uint64_t dw_uleb(struct dw_cursor *c)
+{
+	unsigned bits;
+	bool sign;
+	return dw_leb(c, &bits, &sign);
+}
+
+static inline int64_t dw_sleb(struct dw_cursor *c)
+{
+	unsigned bits;
+	bool sign;
+	uint64_t v = dw_leb(c, &bits, &sign);
+	if (sign && bits < 64)
+		v |= ~(uint64_t)0 << bits;
+	return (int64_t)v;
 }
 
 /* A NUL-terminated string at the cursor (terminated inside the section). */
