@@ -163,14 +163,16 @@ test: deps
 # Run the tests without installing packages or linting (for quick iteration).
 # With T=name, only what the matching tests need is built (names as
 # tests/run.sh prints them: unit/test_x, asan/test_x, integration/x.py,
-# fuzz/short): a unit test needs its binary, the fuzz run the fuzzers, and an
-# integration script the build/ files its "# needs:" line names (in its first
-# ten lines; tests/needs_audit.py checks such a line against a traced run);
-# a script without that line gets everything (test-build).
+# field/x.py, fuzz/short): a unit test needs its binary, the fuzz run the
+# fuzzers, and an integration or field script the build/ files its
+# "# needs:" line names (in its first ten lines; tests/needs_audit.py checks
+# such a line against a traced run); a script without that line gets
+# everything (test-build).
 T ?=
 test_match = $(strip $(if $(T),$(foreach n,$(1),$(if $(findstring $(T),$(n)),$(n))),$(1)))
 ifneq ($(filter test-only,$(MAKECMDGOALS)),)
-TEST_OTHER_NAMES := fuzz/short $(patsubst tests/%,%,$(wildcard tests/integration/*.sh tests/integration/*.py))
+TEST_OTHER_NAMES := fuzz/short $(patsubst tests/%,%,$(wildcard tests/integration/*.sh tests/integration/*.py \
+	tests/field/*.sh tests/field/*.py))
 script_needs = $(or $(shell sed -n '1,10s/^\# needs://p' tests/$(1)),test-build)
 TEST_ONLY_NEEDS := $(sort \
 	$(foreach n,$(call test_match,$(TEST_OTHER_NAMES)),$(if $(filter fuzz/short,$(n)),$(FUZZERS),$(call script_needs,$(n)))) \

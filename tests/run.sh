@@ -69,6 +69,11 @@ for script in tests/integration/*.sh tests/integration/*.py; do
 	[ -x "$script" ] || continue
 	run_one "integration/$(basename "$script")" "$script"
 done
+# The field suite: Debian's own programs under the library (tests/field/).
+for script in tests/field/*.sh tests/field/*.py; do
+	[ -x "$script" ] || continue
+	run_one "field/$(basename "$script")" "$script"
+done
 if [ -x tests/fuzz/run.sh ]; then
 	run_one "fuzz/short" tests/fuzz/run.sh short
 fi
