@@ -171,8 +171,9 @@ test: deps
 T ?=
 test_match = $(strip $(if $(T),$(foreach n,$(1),$(if $(findstring $(T),$(n)),$(n))),$(1)))
 ifneq ($(filter test-only,$(MAKECMDGOALS)),)
-TEST_OTHER_NAMES := fuzz/short $(patsubst tests/%,%,$(wildcard tests/integration/*.sh tests/integration/*.py \
-	tests/field/*.sh tests/field/*.py))
+# The scripts tests/run.sh runs: the executable ones (the others are modules).
+TEST_OTHER_NAMES := fuzz/short $(patsubst tests/%,%,$(sort $(shell find tests/integration tests/field \
+	-maxdepth 1 -type f -perm -u+x \( -name '*.sh' -o -name '*.py' \) 2>/dev/null)))
 script_needs = $(or $(shell sed -n '1,10s/^\# needs://p' tests/$(1)),test-build)
 TEST_ONLY_NEEDS := $(sort \
 	$(foreach n,$(call test_match,$(TEST_OTHER_NAMES)),$(if $(filter fuzz/short,$(n)),$(FUZZERS),$(call script_needs,$(n)))) \
