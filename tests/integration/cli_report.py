@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: build/libstowaway.so build/stowaway build/tests/gen_pprof build/workloads/demo
 """stowaway report/folded/diff/convert against known profiles and against
 `go tool pprof -top` on the same files (Go runtime/pprof profiles, hand-made
 profiles written with protoc, and the library's own profiles when present);
