@@ -6,6 +6,7 @@
 
 #include "rt/host.h"
 #include "rt/rt.h"
+#include "rt/search.h"
 #include "rt/sys.h"
 #include "symbols/debuginfo.h"
 #include "symbols/elf.h"
@@ -51,6 +52,11 @@ static struct sym_module *modules;         /* live */
 static struct sym_module *retired_modules; /* unloaded, awaiting garbage collection */
 static struct sym_mapping *mappings;       /* executable mappings, sorted */
 static uint32_t nmappings;
+/* Where retired modules were mapped, sorted: samples taken before a module
+ * went away (a dlclose, or node unmapping its second mapping of its own
+ * executable at exit) are still named in the export that follows. */
+static struct sym_mapping *retired_mappings;
+static uint32_t nretired_mappings;
 static uint64_t generation;
 static uint64_t last_maps_hash;
 static char debug_dirs[1024];
@@ -362,6 +368,33 @@ static void release_retired_files(void)
 	}
 }
 
+static bool mapping_before(const void *a, const void *b)
+{
+	return ((const struct sym_mapping *)a)->start < ((const struct sym_mapping *)b)->start;
+}
+
+/* Before the mappings are replaced: the ones of modules this refresh did
+ * not see (about to be retired) join retired_mappings.  Without memory for
+ * that, those samples stay unnamed (the registry itself is unaffected). */
+static void keep_retired_mappings(void)
+{
+	uint32_t gone = 0;
+	for (uint32_t i = 0; i < nmappings; i++)
+		if (mappings[i].module != NULL && mappings[i].module->seen_generation != generation)
+			gone++;
+	if (gone == 0)
+		return;
+	struct sym_mapping *all =
+		rt_realloc(retired_mappings, ((size_t)nretired_mappings + gone) * sizeof(*all));
+	if (all == NULL)
+		return;
+	retired_mappings = all;
+	for (uint32_t i = 0; i < nmappings; i++)
+		if (mappings[i].module != NULL && mappings[i].module->seen_generation != generation)
+			all[nretired_mappings++] = mappings[i];
+	rt_sort(all, nretired_mappings, sizeof(*all), mapping_before);
+}
+
 bool symbols_refresh(void)
 {
 	struct rt_buf text = {0};
@@ -383,6 +416,7 @@ bool symbols_refresh(void)
 	if (build_arrays((const char *)text.data, text.len, &a) &&
 	    unwind_publish(a.code, a.nmaps, a.data, a.ndata)) {
 		ok = true;
+		keep_retired_mappings();
 		rt_free(mappings);
 		mappings = a.maps;
 		nmappings = a.nmaps;
@@ -461,6 +495,25 @@ static void resolve_lines(struct sym_module *m, uint64_t addr, struct sw_frame_i
 	out->n_inlined = k;
 }
 
+/* The mapping of the sorted, non-overlapping v[0..n) that contains pc. */
+static const struct sym_mapping *mapping_of(const struct sym_mapping *v, uint32_t n, uint64_t pc)
+{
+	uint32_t lo = rt_upper_bound(v, n, sizeof(v[0]), offsetof(struct sym_mapping, end), pc);
+	return lo < n && pc >= v[lo].start ? &v[lo] : NULL;
+}
+
+/* A live module loaded from the same file as retired module m (node maps
+ * its own executable twice and unmaps one copy): its names fit m's
+ * addresses, by m's own bias. */
+static struct sym_module *live_twin(const struct sym_module *m)
+{
+	for (struct sym_module *t = modules; t != NULL; t = t->next)
+		if (t->inode == m->inode && t->dev_major == m->dev_major &&
+		    t->dev_minor == m->dev_minor && rt_streq(t->path, m->path))
+			return t;
+	return NULL;
+}
+
 bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out)
 {
 	RT_UNUSED(ctx);
@@ -468,39 +521,43 @@ bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out)
 	out->map_path = "";
 	out->build_id = "";
 	rt_mutex_lock(&registry_lock);
-	uint32_t lo = 0, hi = nmappings;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (mappings[mid].end <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	bool found = lo < nmappings && pc >= mappings[lo].start;
-	if (found) {
-		const struct sym_mapping *sm = &mappings[lo];
+	const struct sym_mapping *sm = mapping_of(mappings, nmappings, pc);
+	if (sm == NULL)
+		sm = mapping_of(retired_mappings, nretired_mappings, pc);
+	if (sm != NULL) {
 		out->map_start = sm->start;
 		out->map_limit = sm->end;
 		out->map_offset = sm->offset;
-		if (sm->module != NULL) {
-			out->map_path = sm->module->path;
-			out->build_id = sm->module->build_id;
-			out->function = function_table_lookup(module_functions(sm->module),
-							      pc - sm->module->bias);
-			out->own_code = sm->module->own;
-			/* Our own frames are left out of stacks: no lines needed. */
-			if (sm->module->path[0] == '/' && !sm->module->own)
-				resolve_lines(sm->module, pc - sm->module->bias, out);
+	}
+	struct sym_module *m = sm != NULL ? sm->module : NULL;
+	if (m != NULL) {
+		out->map_path = m->path;
+		out->build_id = m->build_id;
+		out->own_code = m->own;
+		uint64_t addr = pc - m->bias;
+		/* A retired module whose file we gave back names through its twin. */
+		struct sym_module *names = m;
+		if (m->file.data == NULL && !m->functions_tried) {
+			struct sym_module *twin = live_twin(m);
+			if (twin != NULL)
+				names = twin;
 		}
+		out->function = function_table_lookup(module_functions(names), addr);
+		/* Our own frames are left out of stacks: no lines needed. */
+		if (m->path[0] == '/' && !m->own)
+			resolve_lines(names, addr, out);
 	}
 	rt_mutex_unlock(&registry_lock);
-	return found;
+	return sm != NULL;
 }
 
 void symbols_collect_garbage(void)
 {
 	rt_mutex_lock(&registry_lock);
 	if (retired_modules != NULL && unwind_reclaim()) {
+		rt_free(retired_mappings);
+		retired_mappings = NULL;
+		nretired_mappings = 0;
 		while (retired_modules != NULL) {
 			struct sym_module *m = retired_modules;
 			retired_modules = m->next;

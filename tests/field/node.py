@@ -4,12 +4,10 @@ regular expression (about 2 s of CPU).  Most of its CPU is JIT code, which
 neither perf nor we can name (no perf map), so that part is compared as one
 anonymous module.  tests/field/fieldlib.py says what is checked.
 
-Known failure (the library's, reported): V8 maps part of the node binary a
-second time (its embedded builtins, near the JIT code) and unmaps it before
-the process exits; the exit profile resolves symbols against the mappings
-left at that moment, so that code loses its module and name (perf names it,
-e.g. Builtins_MapPrototypeSet), and the check that our profile leaves no
-more code without a module than perf fails.  The periodic profiles name it."""
+V8 maps part of the node binary a second time (its embedded builtins, near
+the JIT code) and unmaps it before the process exits; the exit profile must
+still name that code (e.g. Builtins_MapPrototypeSet, as perf does): the check
+that our profile leaves no more code without a module than perf holds it."""
 from fieldlib import Field, batch
 
 PROGRAM = r"""
