@@ -90,6 +90,12 @@ all: lib cli
 
 -include $(sort $(wildcard src/*/*.mk vendor/*.mk tests/*/*.mk))
 
+# Fuzzers compile library sources directly, without dependency files: any
+# header under src/ rebuilds them (coarse, but never stale).  The library's
+# objects track their headers with -MMD.
+SRC_HEADERS := $(wildcard src/*.h src/*/*.h src/*/*/*.h)
+$(FUZZERS): $(SRC_HEADERS)
+
 lib: $(BUILD)/libstowaway.so
 cli: $(BUILD)/stowaway
 
@@ -155,17 +161,25 @@ test: deps
 	@STOWAWAY_LINT=1 tests/run.sh
 
 # Run the tests without installing packages or linting (for quick iteration).
-# With T=name, only what the matching tests need is built: just the unit test
-# binaries when T matches no integration script and no fuzz run (names as
-# tests/run.sh prints them: unit/test_x, asan/test_x, integration/x.py, field/x.py,
-# fuzz/short), everything otherwise.
+# With T=name, only what the matching tests need is built (names as
+# tests/run.sh prints them: unit/test_x, asan/test_x, integration/x.py,
+# field/x.py, fuzz/short): a unit test needs its binary, the fuzz run the
+# fuzzers, and an integration or field script the build/ files its
+# "# needs:" line names (in its first ten lines; tests/needs_audit.py checks
+# such a line against a traced run); a script without that line gets
+# everything (test-build).
 T ?=
 test_match = $(strip $(if $(T),$(foreach n,$(1),$(if $(findstring $(T),$(n)),$(n))),$(1)))
-TEST_OTHER_NAMES := fuzz/short $(patsubst tests/%,%,$(wildcard tests/integration/*.sh tests/integration/*.py \
-	tests/field/*.sh tests/field/*.py))
-TEST_ONLY_NEEDS := $(if $(call test_match,$(TEST_OTHER_NAMES)),test-build,\
+ifneq ($(filter test-only,$(MAKECMDGOALS)),)
+# The scripts tests/run.sh runs: the executable ones (the others are modules).
+TEST_OTHER_NAMES := fuzz/short $(patsubst tests/%,%,$(sort $(shell find tests/integration tests/field \
+	-maxdepth 1 -type f -perm -u+x \( -name '*.sh' -o -name '*.py' \) 2>/dev/null)))
+script_needs = $(or $(shell sed -n '1,10s/^\# needs://p' tests/$(1)),test-build)
+TEST_ONLY_NEEDS := $(sort \
+	$(foreach n,$(call test_match,$(TEST_OTHER_NAMES)),$(if $(filter fuzz/short,$(n)),$(FUZZERS),$(call script_needs,$(n)))) \
 	$(patsubst unit/%,$(BUILD)/tests/%,$(call test_match,$(patsubst tests/unit/%.c,unit/%,$(UNIT_SRC)))) \
 	$(patsubst asan/%,$(BUILD)/tests/san/%,$(call test_match,$(patsubst tests/unit/%.c,asan/%,$(UNIT_SRC)))))
+endif
 test-only: $(TEST_ONLY_NEEDS)
 	@tests/run.sh $(T)
 

@@ -9,75 +9,60 @@
 #include "deflate/deflate.h"
 #include "encode/pb.h"
 
-enum wire_type { WIRE_VARINT = 0, WIRE_I64 = 1, WIRE_LEN = 2, WIRE_I32 = 5 };
-
-struct pb_reader {
-	const unsigned char *p;
-	size_t len;
-	size_t pos;
-};
-
-static int pb_varint(struct pb_reader *r, uint64_t *out)
+/* The library's protobuf reader (encode/pb.h), with one message for each
+ * way the input can be malformed. */
+static int pb_varint(struct pb_in *r, uint64_t *out)
 {
-	uint64_t v = 0;
-	for (unsigned i = 0; i < 10; i++) {
-		if (r->pos >= r->len)
-			return cli_fail("profile is truncated (varint)");
-		unsigned char b = r->p[r->pos++];
-		if (i == 9 && b > 1)
-			return cli_fail("profile has an overlong varint");
-		v |= (uint64_t)(b & 0x7f) << (7 * i);
-		if (!(b & 0x80)) {
-			*out = v;
-			return 0;
-		}
-	}
+	if (pb_in_varint(r, out))
+		return 0;
+	if (pb_in_done(r))
+		return cli_fail("profile is truncated (varint)");
 	return cli_fail("profile has an overlong varint");
 }
 
-static int pb_key(struct pb_reader *r, uint64_t *field, unsigned *wire)
+static int pb_key(struct pb_in *r, uint64_t *field, unsigned *wire)
 {
+	const uint8_t *at = r->p;
+	uint32_t f;
+	enum pb_wire w;
+	if (pb_in_key(r, &f, &w)) {
+		*field = f;
+		*wire = (unsigned)w;
+		return 0;
+	}
+	struct pb_in again = {at, r->end};
 	uint64_t key;
-	if (pb_varint(r, &key) != 0)
+	if (pb_varint(&again, &key) != 0)
 		return -1;
-	*field = key >> 3;
-	*wire = (unsigned)(key & 7);
-	if (*field == 0)
-		return cli_fail("profile has a field numbered 0");
-	return 0;
+	return cli_fail("profile has a field numbered %llu", (unsigned long long)(key >> 3));
 }
 
 /* Opens a length-delimited field as a sub-reader. */
-static int pb_sub(struct pb_reader *r, struct pb_reader *sub)
+static int pb_sub(struct pb_in *r, struct pb_in *sub)
 {
+	const uint8_t *at = r->p;
+	if (pb_in_len(r, sub))
+		return 0;
+	r->p = at;
 	uint64_t n;
 	if (pb_varint(r, &n) != 0)
 		return -1;
-	if (n > r->len - r->pos)
-		return cli_fail("profile is truncated (field length %llu)", (unsigned long long)n);
-	sub->p = r->p + r->pos;
-	sub->len = (size_t)n;
-	sub->pos = 0;
-	r->pos += (size_t)n;
-	return 0;
+	return cli_fail("profile is truncated (field length %llu)", (unsigned long long)n);
 }
 
-static int pb_skip(struct pb_reader *r, unsigned wire)
+static int pb_skip(struct pb_in *r, unsigned wire)
 {
 	uint64_t v;
-	struct pb_reader sub;
+	struct pb_in sub;
 	switch (wire) {
-	case WIRE_VARINT:
+	case PB_WIRE_VARINT:
 		return pb_varint(r, &v);
-	case WIRE_I64:
-	case WIRE_I32: {
-		size_t n = wire == WIRE_I64 ? 8 : 4;
-		if (r->len - r->pos < n)
-			return cli_fail("profile is truncated (fixed field)");
-		r->pos += n;
-		return 0;
-	}
-	case WIRE_LEN:
+	case PB_WIRE_FIXED64:
+	case PB_WIRE_FIXED32:
+		if (pb_in_skip(r, (enum pb_wire)wire))
+			return 0;
+		return cli_fail("profile is truncated (fixed field)");
+	case PB_WIRE_LEN:
 		return pb_sub(r, &sub);
 	default:
 		return cli_fail("profile has unsupported wire type %u", wire);
@@ -85,24 +70,24 @@ static int pb_skip(struct pb_reader *r, unsigned wire)
 }
 
 /* A scalar field must use the varint wire type. */
-static int pb_scalar(struct pb_reader *r, unsigned wire, uint64_t *out)
+static int pb_scalar(struct pb_in *r, unsigned wire, uint64_t *out)
 {
-	if (wire != WIRE_VARINT)
+	if (wire != PB_WIRE_VARINT)
 		return cli_fail("profile has wire type %u for an integer field", wire);
 	return pb_varint(r, out);
 }
 
-static int pb_message(unsigned wire, struct pb_reader *r, struct pb_reader *sub)
+static int pb_message(unsigned wire, struct pb_in *r, struct pb_in *sub)
 {
-	if (wire != WIRE_LEN)
+	if (wire != PB_WIRE_LEN)
 		return cli_fail("profile has wire type %u for a message field", wire);
 	return pb_sub(r, sub);
 }
 
 /* Repeated integers, packed or not; appended to *arr. */
-static int pb_repeated(struct pb_reader *r, unsigned wire, uint64_t **arr, size_t *n, size_t *cap)
+static int pb_repeated(struct pb_in *r, unsigned wire, uint64_t **arr, size_t *n, size_t *cap)
 {
-	if (wire == WIRE_VARINT) {
+	if (wire == PB_WIRE_VARINT) {
 		uint64_t v;
 		if (pb_varint(r, &v) != 0)
 			return -1;
@@ -110,10 +95,10 @@ static int pb_repeated(struct pb_reader *r, unsigned wire, uint64_t **arr, size_
 		(*arr)[(*n)++] = v;
 		return 0;
 	}
-	struct pb_reader sub;
+	struct pb_in sub;
 	if (pb_message(wire, r, &sub) != 0)
 		return -1;
-	while (sub.pos < sub.len) {
+	while (!pb_in_done(&sub)) {
 		uint64_t v;
 		if (pb_varint(&sub, &v) != 0)
 			return -1;
@@ -123,9 +108,9 @@ static int pb_repeated(struct pb_reader *r, unsigned wire, uint64_t **arr, size_
 	return 0;
 }
 
-static int decode_value_type(struct pb_reader *r, struct pp_value_type *vt)
+static int decode_value_type(struct pb_in *r, struct pp_value_type *vt)
 {
-	while (r->pos < r->len) {
+	while (!pb_in_done(r)) {
 		uint64_t field;
 		unsigned wire;
 		if (pb_key(r, &field, &wire) != 0)
@@ -143,9 +128,9 @@ static int decode_value_type(struct pb_reader *r, struct pp_value_type *vt)
 	return 0;
 }
 
-static int decode_label(struct pb_reader *r, struct pp_label *l)
+static int decode_label(struct pb_in *r, struct pp_label *l)
 {
-	while (r->pos < r->len) {
+	while (!pb_in_done(r)) {
 		uint64_t field, v = 0;
 		unsigned wire;
 		if (pb_key(r, &field, &wire) != 0)
@@ -169,11 +154,11 @@ static int decode_label(struct pb_reader *r, struct pp_label *l)
 	return 0;
 }
 
-static int decode_sample(struct pb_reader *r, struct pp_sample *s, size_t *n_values)
+static int decode_sample(struct pb_in *r, struct pp_sample *s, size_t *n_values)
 {
 	size_t loc_cap = 0, val_cap = 0, label_cap = 0;
 	uint64_t *values = NULL;
-	while (r->pos < r->len) {
+	while (!pb_in_done(r)) {
 		uint64_t field;
 		unsigned wire;
 		if (pb_key(r, &field, &wire) != 0)
@@ -184,7 +169,7 @@ static int decode_sample(struct pb_reader *r, struct pp_sample *s, size_t *n_val
 		} else if (field == 2) {
 			rc = pb_repeated(r, wire, &values, n_values, &val_cap);
 		} else if (field == 3) {
-			struct pb_reader sub;
+			struct pb_in sub;
 			rc = pb_message(wire, r, &sub);
 			if (rc == 0) {
 				s->labels = xgrow(s->labels, &label_cap, s->n_labels + 1, sizeof(*s->labels));
@@ -209,9 +194,9 @@ fail:
 	return -1;
 }
 
-static int decode_line(struct pb_reader *r, struct pp_line *l)
+static int decode_line(struct pb_in *r, struct pp_line *l)
 {
-	while (r->pos < r->len) {
+	while (!pb_in_done(r)) {
 		uint64_t field, v = 0;
 		unsigned wire;
 		if (pb_key(r, &field, &wire) != 0)
@@ -231,10 +216,10 @@ static int decode_line(struct pb_reader *r, struct pp_line *l)
 	return 0;
 }
 
-static int decode_location(struct pb_reader *r, struct pp_location *loc)
+static int decode_location(struct pb_in *r, struct pp_location *loc)
 {
 	size_t line_cap = 0;
-	while (r->pos < r->len) {
+	while (!pb_in_done(r)) {
 		uint64_t field;
 		unsigned wire;
 		if (pb_key(r, &field, &wire) != 0)
@@ -247,7 +232,7 @@ static int decode_location(struct pb_reader *r, struct pp_location *loc)
 		} else if (field == 3) {
 			rc = pb_scalar(r, wire, &loc->address);
 		} else if (field == 4) {
-			struct pb_reader sub;
+			struct pb_in sub;
 			rc = pb_message(wire, r, &sub);
 			if (rc == 0) {
 				loc->lines = xgrow(loc->lines, &line_cap, loc->n_lines + 1, sizeof(*loc->lines));
@@ -264,9 +249,9 @@ static int decode_location(struct pb_reader *r, struct pp_location *loc)
 	return 0;
 }
 
-static int decode_mapping(struct pb_reader *r, struct pp_mapping *m)
+static int decode_mapping(struct pb_in *r, struct pp_mapping *m)
 {
-	while (r->pos < r->len) {
+	while (!pb_in_done(r)) {
 		uint64_t field;
 		unsigned wire;
 		if (pb_key(r, &field, &wire) != 0)
@@ -290,9 +275,9 @@ static int decode_mapping(struct pb_reader *r, struct pp_mapping *m)
 	return 0;
 }
 
-static int decode_function(struct pb_reader *r, struct pp_function *f)
+static int decode_function(struct pb_in *r, struct pp_function *f)
 {
-	while (r->pos < r->len) {
+	while (!pb_in_done(r)) {
 		uint64_t field, v = 0;
 		unsigned wire;
 		if (pb_key(r, &field, &wire) != 0)
@@ -322,10 +307,10 @@ struct decode_caps {
 	size_t sample_types, samples, mappings, locations, functions, strings, string_lens, comments;
 };
 
-static int decode_field(struct pb_reader *r, uint64_t field, unsigned wire, struct pp_profile *p,
+static int decode_field(struct pb_in *r, uint64_t field, unsigned wire, struct pp_profile *p,
 			struct decode_caps *caps, size_t **value_counts, size_t *value_counts_cap)
 {
-	struct pb_reader sub;
+	struct pb_in sub;
 	uint64_t v;
 	switch (field) {
 	case 1:
@@ -377,8 +362,8 @@ static int decode_field(struct pb_reader *r, uint64_t field, unsigned wire, stru
 		p->strings = xgrow(p->strings, &caps->strings, p->n_strings + 1, sizeof(*p->strings));
 		p->string_lens = xgrow(p->string_lens, &caps->string_lens, p->n_strings + 1,
 				       sizeof(*p->string_lens));
-		p->string_lens[p->n_strings] = sub.len;
-		p->strings[p->n_strings++] = xstrndup((const char *)sub.p, sub.len);
+		p->string_lens[p->n_strings] = (size_t)(sub.end - sub.p);
+		p->strings[p->n_strings++] = xstrndup((const char *)sub.p, (size_t)(sub.end - sub.p));
 		return 0;
 	}
 	case 9:
@@ -583,11 +568,11 @@ static int resolve(struct pp_profile *p, const size_t *value_counts)
 int pprof_decode(const unsigned char *data, size_t len, struct pp_profile *p)
 {
 	memset(p, 0, sizeof(*p));
-	struct pb_reader r = {.p = data, .len = len};
+	struct pb_in r = {data, data + len};
 	struct decode_caps caps = {0};
 	size_t *value_counts = NULL, value_counts_cap = 0;
 	int rc = 0;
-	while (rc == 0 && r.pos < r.len) {
+	while (rc == 0 && !pb_in_done(&r)) {
 		uint64_t field;
 		unsigned wire;
 		rc = pb_key(&r, &field, &wire);
@@ -882,32 +867,32 @@ static void put_function(struct cli_buf *out, const struct pp_function *f)
 int pprof_rewrite(const unsigned char *raw, size_t len, const struct pp_profile *p,
 		  const struct pp_rewrite *rw, struct cli_buf *out)
 {
-	struct pb_reader r = {.p = raw, .len = len};
+	struct pb_in r = {raw, raw + len};
 	size_t nth_location = 0, nth_mapping = 0;
-	while (r.pos < r.len) {
-		size_t start = r.pos;
+	while (!pb_in_done(&r)) {
+		const uint8_t *start = r.p;
 		uint64_t field;
 		unsigned wire;
 		if (pb_key(&r, &field, &wire) != 0 || pb_skip(&r, wire) != 0)
 			return cli_fail("malformed profile");
-		if (field == 4 && wire == WIRE_LEN) {
+		if (field == 4 && wire == PB_WIRE_LEN) {
 			size_t i = nth_location++;
 			if (i < p->n_locations && rw->location_changed[i]) {
 				put_location(out, p, &p->locations[i]);
 				continue;
 			}
-		} else if (field == 3 && wire == WIRE_LEN) {
+		} else if (field == 3 && wire == PB_WIRE_LEN) {
 			size_t i = nth_mapping++;
 			if (i < p->n_mappings && rw->mapping_flags[i]) {
 				/* The same message with has_* fields appended (the last value wins). */
-				struct pb_reader m = {.p = raw, .len = r.pos, .pos = start};
-				struct pb_reader body;
+				struct pb_in m = {start, r.p};
+				struct pb_in body;
 				uint64_t f2;
 				unsigned w2;
 				if (pb_key(&m, &f2, &w2) != 0 || pb_sub(&m, &body) != 0)
 					return cli_fail("malformed mapping");
 				struct cli_buf msg = {0};
-				buf_append(&msg, body.p, body.len);
+				buf_append(&msg, body.p, (size_t)(body.end - body.p));
 				for (uint32_t k = 0; k < 4; k++)
 					if (rw->mapping_flags[i] & (1u << k))
 						put_uint_field(&msg, 7 + k, 1);
@@ -916,7 +901,7 @@ int pprof_rewrite(const unsigned char *raw, size_t len, const struct pp_profile 
 				continue;
 			}
 		}
-		buf_append(out, raw + start, r.pos - start);
+		buf_append(out, start, (size_t)(r.p - start));
 	}
 	for (size_t i = rw->old_functions; i < p->n_functions; i++)
 		put_function(out, &p->functions[i]);

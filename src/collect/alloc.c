@@ -23,6 +23,16 @@
 
 struct alloc_hot alloc_hot;
 _Alignas(64) struct alloc_thread alloc_threads[ALLOC_THREAD_SLOTS];
+/* Slots claimed in this process (claims are rare: a thread's first
+ * allocation), so a fork child resets those and leaves the rest of the
+ * table untouched and shared with its parent. */
+static atomic_ullong claimed_bits[ALLOC_THREAD_SLOTS / 64u];
+
+static void mark_claimed(const struct alloc_thread *t)
+{
+	uint32_t i = (uint32_t)(t - alloc_threads);
+	atomic_fetch_or(&claimed_bits[i / 64u], 1ull << (i % 64u));
+}
 _Atomic uint64_t alloc_live_filter[(1u << ALLOC_FILTER_BITS) / 64u];
 _Atomic uint64_t alloc_live_filter_small[(1u << ALLOC_FILTER_SMALL_BITS) / 64u];
 
@@ -145,6 +155,7 @@ struct alloc_thread *alloc_thread_claim(uintptr_t tp)
 		if (k != 0)
 			continue;
 		if (atomic_compare_exchange_strong(&t->key, &k, tp)) {
+			mark_claimed(t);
 			thread_slot_init(t);
 			return t;
 		}
@@ -173,14 +184,15 @@ struct alloc_thread *alloc_thread_claim(uintptr_t tp)
 /* ---- stacks ---- */
 
 /* The bounds of the stack sp is on, for the unwinder: cached in the slot
- * (a thread pointer keeps its stack mapping), else read once from
- * /proc/self/maps.  Unknown bounds make the unwinder read the stack through
- * the kernel, which is safe but slow. */
+ * (a thread pointer keeps its stack mapping), else found in the module
+ * snapshot (a stack as old as the last refresh, e.g. a forked child's, which
+ * inherits it) or read once from /proc/self/maps.  Unknown bounds make the
+ * unwinder read the stack through the kernel, which is safe but slow. */
 static void stack_bounds(struct alloc_thread *t, uintptr_t sp, struct unwind_regs *regs)
 {
 	if (!(sp >= t->stack_lo && sp < t->stack_hi)) {
 		uint64_t lo = 0, hi = 0;
-		if (!symbols_stack_bounds_of(sp, &lo, &hi))
+		if (!unwind_stack_bounds(sp, &lo, &hi) && !symbols_stack_bounds_of(sp, &lo, &hi))
 			return;
 		t->stack_lo = (uintptr_t)lo;
 		t->stack_hi = (uintptr_t)hi;
@@ -613,9 +625,17 @@ void alloc_collector_after_fork_child(void)
 {
 	rt_mutex_reset(&st.live_lock);
 	/* Only the forking thread survives; it claims a fresh slot. */
-	for (uint32_t i = 0; i < ALLOC_THREAD_SLOTS; i++)
-		if (atomic_load_explicit(&alloc_threads[i].key, memory_order_relaxed))
-			atomic_store(&alloc_threads[i].key, 0);
+	for (uint32_t w = 0; w < ALLOC_THREAD_SLOTS / 64u; w++) {
+		uint64_t bits = atomic_load_explicit(&claimed_bits[w], memory_order_relaxed);
+		if (!bits)
+			continue;
+		for (; bits; bits &= bits - 1) {
+			uint32_t i = w * 64u + (uint32_t)__builtin_ctzll(bits);
+			if (atomic_load_explicit(&alloc_threads[i].key, memory_order_relaxed))
+				atomic_store(&alloc_threads[i].key, 0);
+		}
+		atomic_store(&claimed_bits[w], 0);
+	}
 }
 
 void alloc_get_stats(struct alloc_stats *out)

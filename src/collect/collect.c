@@ -10,6 +10,7 @@
 #include "collect/otel_context.h"
 #include "collect/cpu.h"
 #include "collect/overhead.h"
+#include "collect/sample.h"
 #include "collect/threads.h"
 #include "collect/wall.h"
 #include "rt/thread.h"
@@ -167,6 +168,21 @@ void collect_after_fork_child(void)
 	/* Only the forking thread exists in the child: none of ours, none of
 	 * the parent's other threads, and no timer (timers are not inherited). */
 	thread_forget_own();
+	/* The forking thread's stack is the one it had in the parent, same
+	 * addresses: its bounds come from the parent's registry when known
+	 * there, else from the inherited module snapshot (bounds 0), never from
+	 * a read of /proc/self/maps in every child. */
+	uint64_t here = (uint64_t)(uintptr_t)&here, lo = 0, hi = 0;
+	for (int s = threads_next_used(0); s >= 0; s = threads_next_used(s + 1)) {
+		const struct thread_slot *t = &thread_slots[s];
+		if (atomic_load(&t->tid) && t->stack_lo && t->stack_lo <= here && here < t->stack_hi) {
+			lo = t->stack_lo;
+			hi = t->stack_hi;
+			break;
+		}
+	}
+	if (lo == 0 && !unwind_stack_bounds(here, &lo, &hi))
+		lo = hi = 0;
 	threads_reset();
 	for (size_t i = 0; i < N_COLLECTORS; i++)
 		if (collectors[i]->after_fork_child)
@@ -174,9 +190,6 @@ void collect_after_fork_child(void)
 	context_after_fork_child();
 	if (!atomic_load(&col.running))
 		return;
-	uint64_t here = (uint64_t)(uintptr_t)&here, lo = 0, hi = 0;
-	if (!symbols_stack_bounds_of(here, &lo, &hi))
-		lo = hi = 0;
 	(void)threads_register((int)sys_gettid(), true, lo, hi);
 	atomic_store(&col.sampler_alive, 1);
 	int r = thread_spawn(sampler_main, NULL);
@@ -185,3 +198,16 @@ void collect_after_fork_child(void)
 		rt_warn("cannot restart the sampler thread after fork (error %d)", -r);
 	}
 }
+
+__attribute__((noinline)) uint32_t collect_stack_of_caller(uint64_t *pcs, uint32_t cap)
+{
+	uint32_t depth = 0;
+	uint32_t at = sample_capture_caller((uintptr_t)__builtin_return_address(0), 0, 0, pcs, cap,
+					    &depth);
+	if (depth == 0 || at >= cap || depth > cap - at)
+		return 0;
+	rt_memmove(pcs, pcs + at, depth * sizeof(pcs[0]));
+	return sample_drop_own_leaves(pcs, depth);
+}
+
+bool collect_take_unknown_code(void) { return unwind_take_unknown_code(); }

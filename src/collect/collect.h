@@ -25,6 +25,14 @@ bool collect_threads_active(void);
  * and pending samples, registers the forking thread and restarts the
  * sampler thread. */
 void collect_after_fork_child(void);
+/* The stack of the caller of the function that calls this (return
+ * addresses minus one, as samples hold them), without our own frames, into
+ * pcs (room for cap); returns the depth.  Not for signal handlers. */
+uint32_t collect_stack_of_caller(uint64_t *pcs, uint32_t cap);
+/* True (once) when a sample met code outside every module the registry
+ * knows since this was last asked or the sampler thread refreshed: only
+ * then does the module registry need a refresh before naming pcs. */
+bool collect_take_unknown_code(void);
 /* Called on the finished profile of a period before it is encoded: each
  * collector's flush (e.g. the live-heap snapshot). */
 void collect_before_export(struct profile *finished);

@@ -339,15 +339,19 @@ void context_to_labels(struct context_labels *out)
 void context_after_fork_child(void)
 {
 	/* The parent's requests are counted in the parent's profiles. */
+	/* Tables are written only where they hold something, so the pages the
+	 * parent never used stay shared with it. */
 	for (uint32_t i = 0; i < ENDPOINT_SLOTS; i++)
-		atomic_store(&endpoint_table[i].count, 0);
+		if (atomic_load(&endpoint_table[i].count))
+			atomic_store(&endpoint_table[i].count, 0);
 	atomic_store(&endpoints_dropped, 0);
 	uintptr_t tp = rt_thread_pointer();
 	int tid = (int)sys_gettid();
 	for (uint32_t i = 0; i < CONTEXT_SLOTS; i++) {
-		if (atomic_load(&slots[i].key) == tp)
+		uintptr_t key = atomic_load(&slots[i].key);
+		if (key == tp)
 			atomic_store(&slots[i].tid, tid);
-		else
+		else if (key)
 			atomic_store(&slots[i].key, 0);
 	}
 }

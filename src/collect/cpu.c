@@ -221,7 +221,7 @@ void cpu_stop(void)
 {
 	if (!atomic_exchange(&cpu.running, 0))
 		return;
-	for (int s = 0; s < THREADS_MAX; s++)
+	for (int s = threads_next_used(0); s >= 0; s = threads_next_used(s + 1))
 		cpu_thread_removed(s, 0);
 	/* Our handler stays installed but inert: a signal already queued for a
 	 * thread must not meet the default action (which would kill the process). */
@@ -279,7 +279,7 @@ void cpu_set_rate(uint32_t hz)
 		return;
 	/* Timer ids are allocated cyclically by the kernel, so an id deleted by
 	 * a concurrent cpu_thread_removed is not handed out again meanwhile. */
-	for (int s = 0; s < THREADS_MAX; s++) {
+	for (int s = threads_next_used(0); s >= 0; s = threads_next_used(s + 1)) {
 		int timer = atomic_load(&thread_slots[s].timer_id);
 		if (timer < 0)
 			continue;

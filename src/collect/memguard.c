@@ -416,6 +416,9 @@ static struct {
 	uint64_t oom_kills, oom_reported;
 	bool oom_known;
 	bool read_failed_logged;
+	/* Looked and found nothing to watch: a fork child (same cgroup, same
+	 * settings) does not read /proc/self/cgroup and mountinfo again. */
+	bool nothing_found;
 } mg = { .usage_fd = -1, .oom_fd = -1 };
 
 static int open_in(const char *dir, const char *file)
@@ -469,7 +472,7 @@ bool memguard_start(const struct sw_config *cfg)
 {
 	if (mg.on)
 		return true;
-	if (!cfg->memory_guard)
+	if (!cfg->memory_guard || mg.nothing_found)
 		return false;
 	char *cg = rt_malloc(PROC_TEXT_MAX), *mi = rt_malloc(PROC_TEXT_MAX);
 	struct memguard_limit lim;
@@ -502,6 +505,7 @@ bool memguard_start(const struct sw_config *cfg)
 	} else {
 		rt_info("memory guard: no cgroup memory limit visible and no "
 			"STOWAWAY_MEMORY_RSS_LIMIT; not watching memory");
+		mg.nothing_found = true;
 		return false;
 	}
 	if (mg.usage_fd < 0) {

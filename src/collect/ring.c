@@ -33,8 +33,10 @@ void *ring_reserve(struct sample_ring *r)
 	for (int tries = 0; tries < RESERVE_TRIES; tries++) {
 		uint32_t i = atomic_fetch_add(&r->next, 1) % r->records;
 		int expected = RECORD_EMPTY;
-		if (atomic_compare_exchange_strong(&record_at(r, i)->state, &expected, RECORD_WRITING))
+		if (atomic_compare_exchange_strong(&record_at(r, i)->state, &expected, RECORD_WRITING)) {
+			atomic_fetch_add_explicit(&r->in_use, 1, memory_order_relaxed);
 			return record_at(r, i);
+		}
 	}
 	return NULL;
 }
@@ -53,6 +55,10 @@ bool ring_has_ready(struct sample_ring *r)
 
 void *ring_next_ready(struct sample_ring *r, uint32_t *cursor)
 {
+	/* Once every published record is drained, the rest of the ring (one
+	 * record per page or so) is not walked for nothing. */
+	if (atomic_load_explicit(&r->ready, memory_order_acquire) == 0)
+		return NULL;
 	for (; r->mem && *cursor < r->records; (*cursor)++) {
 		struct ring_head *h = record_at(r, *cursor);
 		if (atomic_load_explicit(&h->state, memory_order_acquire) == RECORD_READY) {
@@ -68,11 +74,18 @@ void ring_release(struct sample_ring *r, void *record)
 	struct ring_head *h = record;
 	atomic_store_explicit(&h->state, RECORD_EMPTY, memory_order_release);
 	atomic_fetch_sub_explicit(&r->ready, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&r->in_use, 1, memory_order_relaxed);
 }
 
 void ring_clear(struct sample_ring *r)
 {
+	/* Only records in use are written (none are even read when the count
+	 * says so): after a fork the others stay shared with the parent. */
+	if (atomic_load(&r->in_use) == 0)
+		return;
 	for (uint32_t i = 0; r->mem && i < r->records; i++)
-		atomic_store(&record_at(r, i)->state, RECORD_EMPTY);
+		if (atomic_load(&record_at(r, i)->state) != RECORD_EMPTY)
+			atomic_store(&record_at(r, i)->state, RECORD_EMPTY);
 	atomic_store(&r->ready, 0);
+	atomic_store(&r->in_use, 0);
 }

@@ -18,6 +18,7 @@ struct sample_ring {
 	uint32_t records;
 	atomic_uint next;    /* where the next reservation starts looking */
 	atomic_uint ready;   /* records published and not yet drained */
+	atomic_uint in_use;  /* records reserved and not yet released */
 };
 
 /* Allocates `records` records of at least record_bytes each, once; a later

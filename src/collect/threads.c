@@ -24,6 +24,11 @@ static bool stack_fits_signals(uint64_t stack_lo, uint64_t sp)
 }
 
 struct thread_slot thread_slots[THREADS_MAX];
+/* Slots claimed since the last reset: never cleared while the process runs,
+ * so a probe for a tid stops at the first slot whose bit is clear (no slot
+ * further along its chain can hold it) and loops skip the untouched table. */
+#define USED_WORDS (THREADS_MAX / 64)
+static atomic_ullong used_bits[USED_WORDS];
 static struct thread_hooks hooks;
 /* Registration and removal are rare; one lock keeps slot claims simple. */
 static struct rt_mutex registry_lock = RT_MUTEX_INIT;
@@ -38,6 +43,13 @@ void threads_set_hooks(const struct thread_hooks *h)
 
 static uint32_t slot_hash(int tid) { return ((uint32_t)tid * 2654435761u) % THREADS_MAX; }
 
+static bool slot_used(uint32_t s)
+{
+	return (atomic_load_explicit(&used_bits[s / 64], memory_order_acquire) >> (s % 64)) & 1u;
+}
+
+int threads_next_used(int from) { return rt_bitmap_next(used_bits, USED_WORDS, from); }
+
 int threads_find(int tid)
 {
 	uint32_t h = slot_hash(tid);
@@ -45,6 +57,9 @@ int threads_find(int tid)
 		uint32_t s = (h + i) % THREADS_MAX;
 		if (atomic_load(&thread_slots[s].tid) == tid)
 			return (int)s;
+		/* A claim sets the bit before the tid: a clear bit ends the chain. */
+		if (!slot_used(s))
+			break;
 	}
 	return -1;
 }
@@ -69,6 +84,7 @@ int threads_register(int tid, bool self, uint64_t stack_lo, uint64_t stack_hi)
 				t->name[0] = 0;
 				t->name_read_ns = 0;
 				t->scan_mark = true;
+				atomic_fetch_or(&used_bits[s / 64], 1ull << (s % 64));
 				atomic_store(&t->tid, tid);
 				slot = (int)s;
 			}
@@ -118,7 +134,7 @@ int threads_scan(void)
 	long err = rt_dir_open(&dir, AT_FDCWD, "/proc/self/task", TASK_DIR_READS_MAX);
 	if (err != 0)
 		return (int)err;
-	for (int s = 0; s < THREADS_MAX; s++)
+	for (int s = threads_next_used(0); s >= 0; s = threads_next_used(s + 1))
 		thread_slots[s].scan_mark = false;
 	int live = 0;
 	for (const char *name; (name = rt_dir_next(&dir)) != NULL;) {
@@ -136,7 +152,7 @@ int threads_scan(void)
 		}
 	}
 	rt_dir_close(&dir);
-	for (int s = 0; s < THREADS_MAX; s++) {
+	for (int s = threads_next_used(0); s >= 0; s = threads_next_used(s + 1)) {
 		int tid = atomic_load(&thread_slots[s].tid);
 		if (tid && !thread_slots[s].scan_mark)
 			threads_unregister(s, tid);
@@ -167,8 +183,14 @@ const char *threads_name(int slot)
 void threads_reset(void)
 {
 	rt_mutex_reset(&registry_lock);
-	for (int s = 0; s < THREADS_MAX; s++) {
-		atomic_store(&thread_slots[s].tid, 0);
-		atomic_store(&thread_slots[s].timer_id, -1);
+	for (int s = threads_next_used(0); s >= 0; s = threads_next_used(s + 1)) {
+		if (atomic_load(&thread_slots[s].tid))
+			atomic_store(&thread_slots[s].tid, 0);
+		if (atomic_load(&thread_slots[s].timer_id) != -1)
+			atomic_store(&thread_slots[s].timer_id, -1);
 	}
+	/* Every slot is free now: claims start the chains afresh. */
+	for (int w = 0; w < USED_WORDS; w++)
+		if (atomic_load(&used_bits[w]))
+			atomic_store(&used_bits[w], 0);
 }

@@ -73,7 +73,13 @@ int threads_scan(void);
 int threads_find(int tid);
 /* The thread's name, re-read from /proc at most once a second. */
 const char *threads_name(int slot);
-/* Forgets every slot without calling hooks (fork child). */
+/* Forgets every slot without calling hooks (fork child).  Writes only the
+ * slots this process used, so the rest of the table stays shared with the
+ * parent (copy-on-write). */
 void threads_reset(void);
+/* The first slot at or after `from` that has held a thread since the last
+ * reset (it may be free again), or -1.  Slots never used are all zero and
+ * are never written: loops over the table visit only these. */
+int threads_next_used(int from);
 
 #endif

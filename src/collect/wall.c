@@ -147,11 +147,30 @@ static struct {
 } wall;
 
 static struct wall_private priv[THREADS_MAX];
+/* Entries of priv[] given their defaults (no descriptor, no timer): set on
+ * a slot's first use, so the table's untouched pages are never written and
+ * stay shared with a parent process after fork. */
+static atomic_ullong priv_ready[THREADS_MAX / 64];
 /* Slots the sampler visits: set when a thread is added, cleared by the
  * sampler once the slot is empty and its private state released.  Lets a
  * tick skip the empty part of the table without touching it. */
 #define SLOT_WORDS (THREADS_MAX / 64)
 static atomic_ullong slot_bits[SLOT_WORDS];
+
+static void priv_prepare(int s)
+{
+	uint64_t bit = 1ull << (s % 64);
+	if (atomic_load_explicit(&priv_ready[s / 64], memory_order_relaxed) & bit)
+		return;
+	priv[s].proc_fd = -1;
+	priv[s].sched_fd = -1;
+	priv[s].timer_id = -1;
+	priv[s].class_fd = -1;
+	atomic_fetch_or(&priv_ready[s / 64], bit);
+}
+
+/* The first prepared entry of priv[] at or after `from`, or -1. */
+static int next_prepared(int from) { return rt_bitmap_next(priv_ready, THREADS_MAX / 64, from); }
 static atomic_int tp_map[TP_BUCKETS]; /* slot + 1, 0: none */
 
 /* Reads /proc/self/task/TID/<name> through *fd, keeping the descriptor
@@ -959,17 +978,7 @@ static void check_handler(uint64_t now)
 }
 
 /* Next slot at or after `from` whose bit is set, or -1. */
-static int next_marked_slot(int from)
-{
-	for (int word = from / 64; word < SLOT_WORDS; word++) {
-		uint64_t bits = atomic_load_explicit(&slot_bits[word], memory_order_relaxed);
-		if (word == from / 64)
-			bits &= ~0ull << (from % 64);
-		if (bits)
-			return word * 64 + __builtin_ctzll(bits);
-	}
-	return -1;
-}
+static int next_marked_slot(int from) { return rt_bitmap_next(slot_bits, SLOT_WORDS, from); }
 
 static void wall_tick(void)
 {
@@ -1129,6 +1138,7 @@ void wall_thread_added(int slot, int tid, bool self)
 	atomic_store(&t->wall_tp, 0);
 	atomic_store(&t->wall_owed_ns, 0);
 	atomic_store(&t->wall_leave_state, 0);
+	priv_prepare(slot);
 	atomic_fetch_or(&slot_bits[slot / 64], 1ull << (slot % 64));
 	if (self)
 		tp_bind(slot, rt_thread_pointer());
@@ -1181,12 +1191,6 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 		wall.scratch = rt_malloc((cfg->max_frames + 2) * sizeof(uint64_t));
 	if (!wall.scratch)
 		return -ENOMEM;
-	for (int s = 0; s < THREADS_MAX; s++) {
-		priv[s].proc_fd = -1;
-		priv[s].sched_fd = -1;
-		priv[s].timer_id = -1;
-		priv[s].class_fd = -1;
-	}
 	wall.signo = choose_signal();
 	if (wall.signo > 0) {
 		if (rt_signal_install(wall.signo, wall_signal_handler, &wall.previous) == 0)
@@ -1194,9 +1198,10 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 	}
 	if (!atomic_load(&wall.signals_on))
 		rt_warn("no free real-time signal: wall profiling samples blocked threads only");
-	for (int s = 0; s < THREADS_MAX; s++)
+	for (int s = threads_next_used(0); s >= 0; s = threads_next_used(s + 1))
 		if (atomic_load(&thread_slots[s].tid)) {
 			atomic_store(&thread_slots[s].wall_owed_ns, 0);
+			priv_prepare(s);
 			atomic_fetch_or(&slot_bits[s / 64], 1ull << (s % 64));
 		}
 	atomic_store(&wall.hooks_on, 1);
@@ -1218,7 +1223,7 @@ void wall_stop(void)
 		(void)rt_sleep_ns(1000000);
 	if (atomic_load(&wall.alive))
 		return; /* still sampling: leave its descriptors and timers alone */
-	for (int s = 0; s < THREADS_MAX; s++) {
+	for (int s = next_prepared(0); s >= 0; s = next_prepared(s + 1)) {
 		struct thread_slot *t = &thread_slots[s];
 		if (priv[s].timer_id >= 0)
 			cancel_request(t, &priv[s]);
@@ -1245,7 +1250,7 @@ void wall_after_fork_child(void)
 		return; /* never started: priv[] holds no descriptor */
 	/* Descriptors name the parent's threads; timers are not inherited (an id
 	 * may already name a timer of the child's, so none is deleted). */
-	for (int s = 0; s < THREADS_MAX; s++) {
+	for (int s = next_prepared(0); s >= 0; s = next_prepared(s + 1)) {
 		struct wall_private *w = &priv[s];
 		if (w->proc_fd >= 0)
 			(void)sys_close(w->proc_fd);
@@ -1256,11 +1261,13 @@ void wall_after_fork_child(void)
 		w->timer_id = -1;
 		w->pend_count = 0; /* the parent's samples */
 		private_release(w);
-		atomic_store(&thread_slots[s].wall_owed_ns, 0);
 	}
+	/* The registry was reset before us; wall_thread_added clears a slot's
+	 * wall fields when a thread claims it. */
 	wall.open_fds = 0;
 	for (uint32_t b = 0; b < TP_BUCKETS; b++)
-		atomic_store(&tp_map[b], 0);
+		if (atomic_load(&tp_map[b]))
+			atomic_store(&tp_map[b], 0);
 	for (int word = 0; word < SLOT_WORDS; word++)
 		atomic_store(&slot_bits[word], 0);
 	ring_clear(&wall.ring);

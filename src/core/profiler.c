@@ -29,8 +29,14 @@ static struct {
 	struct sw_otlp_config otlp; /* OpenTelemetry export settings (immutable once loaded) */
 	/* Serialises period exports (scheduler, flush, exit). */
 	struct rt_mutex export_lock;
-	/* Futex word: bumped to wake the scheduler early (stop). */
+	/* Futex word: bumped to wake the scheduler early (stop, a first fork). */
 	atomic_int wake;
+	/* The stack of the first fork, whose modules the scheduler prepares
+	 * for the children (fork_parent): 0 none yet, 1 being captured,
+	 * 2 waiting for the scheduler, 3 done. */
+	atomic_int fork_warm;
+	uint32_t fork_depth;
+	uint64_t fork_pcs[64];
 	atomic_int stop_requested;
 	uint32_t seq;
 	/* Guards runtime_id: a tracer may adopt its own id at any time. */
@@ -204,8 +210,11 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 		return -ENOMEM;
 	}
 	collect_before_export(p);
-	/* At exit, code mapped since the last refresh is named too. */
-	if (final)
+	/* At exit, code mapped since the last refresh is named too: samples
+	 * met it (the unwinder flags a pc outside every known module).  A
+	 * process whose samples all fell in known code (a forked worker with
+	 * its parent's registry) reads no /proc/self/maps at exit. */
+	if (final && collect_take_unknown_code())
 		(void)symbols_refresh();
 	char overhead_line[320], trigger_line[MEMGUARD_PATH_MAX + 200];
 	char oom_line[MEMGUARD_PATH_MAX + 120], trigger_tags[256], symbols_line[400];
@@ -330,7 +339,7 @@ static bool wait_until(uint64_t deadline_ns)
 			return false;
 		int seen = atomic_load(&prof.wake);
 		uint64_t now = rt_monotonic_ns();
-		if (now >= deadline_ns)
+		if (now >= deadline_ns || atomic_load(&prof.fork_warm) == 2)
 			return true;
 		uint64_t left = deadline_ns - now;
 		struct __kernel_timespec ts = sys_timespec_of_ns(left);
@@ -353,6 +362,19 @@ static void export_for_memory(const struct memguard_trigger *t, uint64_t period_
 	rt_mutex_unlock(&prof.export_lock);
 }
 
+/* Scheduler thread: resolves the frames fork_parent noted (see there). */
+static void prepare_for_children(void)
+{
+	if (atomic_load(&prof.fork_warm) != 2)
+		return;
+	rt_mutex_lock(&prof.export_lock);
+	struct sw_frame_info info;
+	for (uint32_t i = 0; i < prof.fork_depth && i < RT_ARRAY_LEN(prof.fork_pcs); i++)
+		(void)symbols_resolve(NULL, prof.fork_pcs[i], &info);
+	rt_mutex_unlock(&prof.export_lock);
+	atomic_store(&prof.fork_warm, 3);
+}
+
 static void *scheduler_main(void *arg)
 {
 	RT_UNUSED(arg);
@@ -362,6 +384,7 @@ static void *scheduler_main(void *arg)
 	/* The memory guard is polled from this thread between periods. */
 	uint64_t next_poll = memguard_start(prof.cfg) ? rt_monotonic_ns() : UINT64_MAX;
 	while (wait_until(RT_MIN(next, next_poll))) {
+		prepare_for_children();
 		uint64_t now = rt_monotonic_ns();
 		if (now >= next_poll) {
 			struct memguard_trigger t;
@@ -388,7 +411,28 @@ static void *scheduler_main(void *arg)
 /* ---- fork: the child is a new process with a profile of its own ---- */
 
 static void fork_prepare(void) { rt_heap_fork_prepare(); }
-static void fork_parent(void) { rt_heap_fork_parent(); }
+
+/* A process that forks once usually forks again (a prefork server, a
+ * postmaster starting a backend per connection).  Every child inherits the
+ * parent's symbol tables and DWARF indexes copy-on-write, but builds at its
+ * first export whatever the parent had not built yet: for a short-lived
+ * child that is most of its cost (a libc with separate debug info is
+ * ~100 ms of inflating and indexing).  So at its first fork the parent
+ * notes the forking stack, and its scheduler resolves those frames once:
+ * the modules every child runs (the program, libc) are then indexed in the
+ * parent and shared by the children forked after it. */
+static void fork_parent(void)
+{
+	rt_heap_fork_parent();
+	int expected = 0;
+	if (!atomic_load(&prof.running) ||
+	    !atomic_compare_exchange_strong(&prof.fork_warm, &expected, 1))
+		return;
+	prof.fork_depth = collect_stack_of_caller(prof.fork_pcs, RT_ARRAY_LEN(prof.fork_pcs));
+	atomic_store(&prof.fork_warm, 2);
+	atomic_fetch_add(&prof.wake, 1);
+	(void)sys_futex((volatile int *)&prof.wake, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL);
+}
 
 static struct sw_exporter *(*const exporter_makers[])(const struct sw_config *) = {
 	export_file_create,
@@ -424,6 +468,7 @@ static void fork_child(void)
 	make_runtime_id(prof.runtime_id);
 	prof.runtime_id_adopted = false;
 	prof.seq = 0;
+	atomic_store(&prof.fork_warm, 0); /* its own first fork prepares its own children */
 	recorder_after_fork_child(prof.rec);
 	symbols_after_fork_child();
 	create_exporters(prof.cfg);

@@ -4,6 +4,7 @@
 #include "dwarf/internal.h"
 
 #include "rt/rt.h"
+#include "rt/search.h"
 
 enum {
 	DW_TAG_inlined_subroutine = 0x1d,
@@ -158,6 +159,23 @@ static bool grow_array(struct dwarf_index *ix, void **arr, uint32_t *cap, uint32
 	return true;
 }
 
+/* The declaration of abbreviation `code` after its code: tag, children
+ * flag and where its attribute specifications start, which it skips. */
+static void abbrev_decl_read(struct dw_cursor *c, uint64_t code, struct abbrev *out)
+{
+	out->code = code;
+	out->tag = dw_uleb(c);
+	out->children = dw_u8(c) != 0;
+	out->specs = c->pos;
+	for (uint32_t i = 0; i <= MAX_ATTRS; i++) {
+		uint64_t name = dw_uleb(c), form = dw_uleb(c);
+		if (form == DW_FORM_implicit_const)
+			(void)dw_sleb(c);
+		if (!c->ok || (name == 0 && form == 0))
+			break;
+	}
+}
+
 /* Finds abbreviation `code` in the table at `offset` by scanning (no allocation). */
 static bool abbrev_scan(const struct dwarf_sections *s, uint64_t offset, uint64_t code,
 			struct abbrev *out)
@@ -171,17 +189,7 @@ static bool abbrev_scan(const struct dwarf_sections *s, uint64_t offset, uint64_
 		uint64_t k = dw_uleb(&c);
 		if (k == 0)
 			return false;
-		out->code = k;
-		out->tag = dw_uleb(&c);
-		out->children = dw_u8(&c) != 0;
-		out->specs = c.pos;
-		for (uint32_t i = 0; i <= MAX_ATTRS; i++) {
-			uint64_t name = dw_uleb(&c), form = dw_uleb(&c);
-			if (form == DW_FORM_implicit_const)
-				(void)dw_sleb(&c);
-			if (!c.ok || (name == 0 && form == 0))
-				break;
-		}
+		abbrev_decl_read(&c, k, out);
 		if (c.ok && k == code)
 			return true;
 	}
@@ -217,18 +225,7 @@ static bool abbrev_table_load(struct dwarf_index *ix, uint64_t offset, size_t ma
 			t->decls = n;
 			cap = ncap;
 		}
-		struct abbrev *a = &t->decls[t->n];
-		a->code = code;
-		a->tag = dw_uleb(&c);
-		a->children = dw_u8(&c) != 0;
-		a->specs = c.pos;
-		for (uint32_t i = 0; i <= MAX_ATTRS; i++) {
-			uint64_t name = dw_uleb(&c), form = dw_uleb(&c);
-			if (form == DW_FORM_implicit_const)
-				(void)dw_sleb(&c);
-			if (!c.ok || (name == 0 && form == 0))
-				break;
-		}
+		abbrev_decl_read(&c, code, &t->decls[t->n]);
 		if (code != (uint64_t)t->n + 1)
 			t->dense = false;
 		t->n++;
@@ -817,14 +814,8 @@ static enum dwarf_lookup_status unit_cache_get(struct dwarf_index *ix, struct un
 
 static struct unit *unit_of_die(struct dwarf_index *ix, uint64_t off)
 {
-	uint32_t lo = 0, hi = ix->nunits;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (ix->units[mid].ctx.offset <= off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	uint32_t lo = rt_upper_bound(ix->units, ix->nunits, sizeof(ix->units[0]),
+				     offsetof(struct unit, ctx.offset), off);
 	if (lo == 0)
 		return NULL;
 	struct unit *u = &ix->units[lo - 1];
@@ -991,14 +982,8 @@ static const char *file_name(struct dwarf_index *ix, const struct unit *u, uint3
 
 static struct unit *unit_of_addr(struct dwarf_index *ix, uint64_t addr)
 {
-	uint32_t lo = 0, hi = ix->nranges;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (ix->ranges[mid].lo <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	uint32_t lo = rt_upper_bound(ix->ranges, ix->nranges, sizeof(ix->ranges[0]),
+				     offsetof(struct unit_range, lo), addr);
 	/* A few back, in case ranges overlap (code the linker dropped sits at 0). */
 	for (uint32_t i = lo, k = 0; i > 0 && k < 16; i--, k++) {
 		const struct unit_range *r = &ix->ranges[i - 1];
@@ -1024,14 +1009,8 @@ enum dwarf_lookup_status dwarf_lookup(struct dwarf_index *ix, uint64_t addr,
 	/* The deepest scope containing addr, in the blocks of the subprogram
 	 * ranges that contain it. */
 	uint32_t best = NO_SCOPE;
-	uint32_t lo = 0, hi = k->nroots;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (k->roots[mid].lo <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	uint32_t lo = rt_upper_bound(k->roots, k->nroots, sizeof(k->roots[0]), offsetof(struct root, lo),
+				     addr);
 	for (uint32_t r = lo, back = 0; r > 0 && back < 16; r--, back++) {
 		const struct root *rt = &k->roots[r - 1];
 		if (addr < rt->lo || addr >= rt->hi)

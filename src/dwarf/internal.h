@@ -5,7 +5,7 @@
 #include <stdbool.h>
 
 #include "dwarf/sections.h"
-#include "dwarf/read.h"
+#include "rt/cursor.h"
 
 /* Forms (DWARF 5, section 7.5.6, plus the GNU extensions). */
 enum {

@@ -2,6 +2,7 @@
 #include "dwarf/internal.h"
 
 #include "rt/rt.h"
+#include "rt/search.h"
 
 enum {
 	DW_LNS_copy = 1, DW_LNS_advance_pc, DW_LNS_advance_line, DW_LNS_set_file,
@@ -345,14 +346,8 @@ bool dw_line_find(const struct dw_line_table *t, uint64_t addr, uint32_t *file, 
 		if (addr < q->lo || addr >= q->hi || q->count == 0)
 			continue;
 		/* Last row whose address is <= addr. */
-		uint32_t lo = 0, hi = q->count;
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-			if (t->rows[q->first + mid].addr <= addr)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
+		uint32_t lo = rt_upper_bound(&t->rows[q->first], q->count, sizeof(t->rows[0]),
+					     offsetof(struct dw_line_row, addr), addr);
 		if (lo == 0)
 			continue;
 		const struct dw_line_row *r = &t->rows[q->first + lo - 1];

@@ -95,6 +95,8 @@ bool pb_in_varint(struct pb_in *r, uint64_t *out)
 		if (r->p >= r->end)
 			return false;
 		uint8_t c = *r->p++;
+		if (shift == 63 && c > 1)
+			return false; /* more than 64 bits */
 		v |= (uint64_t)(c & 0x7f) << shift;
 		if (!(c & 0x80)) {
 			*out = v;

@@ -41,6 +41,7 @@ void pb_put_fixed64(struct rt_buf *b, uint32_t field, uint64_t v);
 struct pb_in {
 	const uint8_t *p, *end;
 };
+/* A varint of at most 10 bytes whose value fits 64 bits. */
 bool pb_in_varint(struct pb_in *r, uint64_t *out);
 /* The next field's number and wire type; false at the end or on bad input. */
 bool pb_in_key(struct pb_in *r, uint32_t *field, enum pb_wire *wire);

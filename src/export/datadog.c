@@ -6,7 +6,6 @@
 #include "export/cgroup.h"
 #include "export/export.h"
 #include "export/text.h"
-#include "export/tls.h"
 #include "export/upload.h"
 #include "export/url.h"
 #include "rt/rt.h"
@@ -18,9 +17,8 @@
 #define ORIGIN "stowaway"
 
 struct datadog_state {
-	struct export_url url;
+	struct export_endpoint ep; /* first (upload.h) */
 	bool agentless;
-	struct export_tls_config *tls;
 	const struct sw_config *cfg;
 	char host[__NEW_UTS_LEN + 1];
 	char container_id[EXPORT_CONTAINER_ID_MAX];
@@ -29,8 +27,6 @@ struct datadog_state {
 	char target[EXPORT_URL_PATH_MAX + sizeof(AGENT_PATH)];
 	char start_time[40]; /* RFC 3339, when the exporter was made */
 	char kernel[3 * (__NEW_UTS_LEN + 1)];
-	char *headers; /* the fixed extra header lines */
-	struct export_upload_log log;
 };
 
 /* Tag values may not contain the list separator. */
@@ -166,18 +162,13 @@ static int datadog_export(struct sw_exporter *self, const struct sw_export_batch
 	export_make_boundary(boundary, sizeof(boundary), batch->end_ns);
 
 	struct rt_buf head = {0}, tail = {0}, headers = {0};
-	rt_buf_appendf(&head,
-		       "--%s\r\nContent-Disposition: form-data; name=\"event\"; "
-		       "filename=\"event.json\"\r\nContent-Type: application/json\r\n\r\n",
-		       boundary);
+	export_form_part(&head, boundary, "event", "event.json", "application/json");
 	struct export_datadog_info info = {st->start_time, st->kernel};
 	export_datadog_event_json(st->cfg, st->host, &info, batch, &head);
-	rt_buf_appendf(&head,
-		       "\r\n--%s\r\nContent-Disposition: form-data; name=\"profile.pprof\"; "
-		       "filename=\"profile.pprof\"\r\nContent-Type: application/octet-stream\r\n\r\n",
-		       boundary);
-	rt_buf_appendf(&tail, "\r\n--%s--\r\n", boundary);
-	rt_buf_append_str(&headers, st->headers);
+	rt_buf_append_str(&head, "\r\n");
+	export_form_part(&head, boundary, "profile.pprof", "profile.pprof", "application/octet-stream");
+	export_form_end(&tail, boundary);
+	rt_buf_append_str(&headers, st->ep.headers);
 	rt_buf_appendf(&headers, "Content-Type: multipart/form-data; boundary=%s\r\n", boundary);
 	rt_buf_append_byte(&headers, 0);
 
@@ -188,32 +179,13 @@ static int datadog_export(struct sw_exporter *self, const struct sw_export_batch
 			{batch->combined_gz, batch->combined_len},
 			{tail.data, tail.len},
 		};
-		struct http_request req = {
-			.url = &st->url,
-			.tls = st->tls,
-			.target = st->target,
-			.headers = (const char *)headers.data,
-			.body = body,
-			.n_body = RT_ARRAY_LEN(body),
-		};
-		rc = export_upload(&st->log, &req, st->cfg->http_timeout_ms, deadline_ns, NULL);
+		rc = export_endpoint_post(&st->ep, st->target, (const char *)headers.data, body,
+					  RT_ARRAY_LEN(body), st->cfg->http_timeout_ms, deadline_ns);
 	}
 	rt_buf_free(&head);
 	rt_buf_free(&tail);
 	rt_buf_free(&headers);
 	return rc;
-}
-
-static void datadog_destroy(struct sw_exporter *self)
-{
-	struct datadog_state *st = self->state;
-	if (st) {
-		if (st->tls)
-			export_tls_config_destroy(st->tls);
-		rt_free(st->headers);
-		rt_free(st);
-	}
-	rt_free(self);
 }
 
 static bool build_headers(struct datadog_state *st)
@@ -236,16 +208,7 @@ static bool build_headers(struct datadog_state *st)
 		rt_buf_free(&h);
 		return false;
 	}
-	st->headers = (char *)h.data;
-	return true;
-}
-
-/* Header values must not be able to inject lines. */
-static bool header_safe(const char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			return false;
+	st->ep.headers = (char *)h.data;
 	return true;
 }
 
@@ -266,23 +229,23 @@ static bool choose_endpoint(const struct sw_config *cfg, struct datadog_state *s
 			    cfg->site[0] ? cfg->site : "datadoghq.com");
 		text = fallback;
 	}
-	if (!export_url_parse(text, rt_strlen(text), &st->url)) {
+	if (!export_url_parse(text, rt_strlen(text), &st->ep.url)) {
 		rt_error("datadog: invalid %s URL \"%s\": profiles will not be uploaded",
 			 st->agentless ? "intake" : "agent", text);
 		return false;
 	}
 	if (st->agentless) {
-		if (st->url.scheme != EXPORT_URL_HTTPS) {
+		if (st->ep.url.scheme != EXPORT_URL_HTTPS) {
 			rt_error("datadog: the intake URL must be https (the API key is never sent "
 				 "in clear text): profiles will not be uploaded");
 			return false;
 		}
-		if (!header_safe(cfg->api_key)) {
+		if (!export_header_safe(cfg->api_key)) {
 			rt_error("datadog: DD_API_KEY contains control characters: profiles will "
 				 "not be uploaded");
 			return false;
 		}
-	} else if (st->url.scheme == EXPORT_URL_HTTPS) {
+	} else if (st->ep.url.scheme == EXPORT_URL_HTTPS) {
 		rt_error("datadog: https agent URLs are not supported; use http:// or unix://");
 		return false;
 	}
@@ -309,44 +272,34 @@ static void notice_api_key_change(const struct sw_config *cfg)
 
 struct sw_exporter *export_datadog_create(const struct sw_config *cfg)
 {
-	struct sw_exporter *ex = rt_calloc(1, sizeof(*ex));
-	struct datadog_state *st = rt_calloc(1, sizeof(*st));
-	if (!ex || !st) {
-		rt_free(ex);
-		rt_free(st);
-		rt_error("datadog: out of memory");
+	struct sw_exporter *ex = export_endpoint_exporter("datadog", EXPORT_ENDPOINT_AGENT,
+							  sizeof(struct datadog_state), datadog_export);
+	if (!ex)
 		return NULL;
-	}
+	struct datadog_state *st = ex->state;
 	st->cfg = cfg;
-	st->log.exporter = "datadog";
-	ex->name = "datadog";
-	ex->export_batch = datadog_export;
-	ex->destroy = datadog_destroy;
-	ex->state = st;
 	notice_api_key_change(cfg);
 	if (!choose_endpoint(cfg, st)) {
-		datadog_destroy(ex);
+		export_endpoint_destroy(ex);
 		return NULL;
 	}
-	st->log.endpoint = st->agentless ? EXPORT_ENDPOINT_INTAKE : EXPORT_ENDPOINT_AGENT;
-	if (st->agentless) {
-		st->tls = export_tls_config_create(cfg->ca_file);
-		if (!st->tls) {
-			datadog_destroy(ex);
-			return NULL;
-		}
+	/* https is the intake's scheme and refused for the agent: TLS for the intake only. */
+	st->ep.log.endpoint = st->agentless ? EXPORT_ENDPOINT_INTAKE : EXPORT_ENDPOINT_AGENT;
+	if (!export_endpoint_tls(&st->ep, cfg->ca_file)) {
+		export_endpoint_destroy(ex);
+		return NULL;
 	}
 	struct new_utsname uts;
 	if (sys_uname(&uts) == 0)
 		rt_strlcpy(st->host, uts.nodename, sizeof(st->host));
-	if (!header_safe(st->host))
+	if (!export_header_safe(st->host))
 		st->host[0] = '\0';
 	if (!export_container_id_read(cfg->cgroup_file, st->container_id, sizeof(st->container_id)))
 		st->container_id[0] = '\0';
 	if (!export_entity_id_read(cfg->cgroup_file, cfg->cgroup_mount, st->entity_id,
 				   sizeof(st->entity_id)))
 		st->entity_id[0] = '\0';
-	if (header_safe(cfg->external_env))
+	if (export_header_safe(cfg->external_env))
 		rt_strlcpy(st->external_env, cfg->external_env, sizeof(st->external_env));
 	else
 		rt_warn("datadog: DD_EXTERNAL_ENV contains control characters: not sent");
@@ -362,28 +315,28 @@ struct sw_exporter *export_datadog_create(const struct sw_config *cfg)
 	if (sys_uname(&uts) == 0)
 		rt_snprintf(st->kernel, sizeof(st->kernel), "%s %s %s", uts.sysname, uts.release,
 			    uts.version);
-	if (!header_safe(st->kernel))
+	if (!export_header_safe(st->kernel))
 		st->kernel[0] = '\0';
 	if (st->agentless) {
-		rt_strlcpy(st->target, st->url.path[0] ? st->url.path : "/", sizeof(st->target));
+		rt_strlcpy(st->target, st->ep.url.path[0] ? st->ep.url.path : "/", sizeof(st->target));
 	} else {
 		/* A path in DD_TRACE_AGENT_URL is kept as a prefix, as dd-trace does. */
-		size_t plen = st->url.scheme == EXPORT_URL_UNIX ? 0 : rt_strlen(st->url.path);
-		while (plen > 0 && st->url.path[plen - 1] == '/')
+		size_t plen = st->ep.url.scheme == EXPORT_URL_UNIX ? 0 : rt_strlen(st->ep.url.path);
+		while (plen > 0 && st->ep.url.path[plen - 1] == '/')
 			plen--;
 		rt_snprintf(st->target, sizeof(st->target), "%.*s" AGENT_PATH, (int)plen,
-			    st->url.path);
+			    st->ep.url.path);
 	}
 	if (!build_headers(st)) {
 		rt_error("datadog: out of memory");
-		datadog_destroy(ex);
+		export_endpoint_destroy(ex);
 		return NULL;
 	}
 	if (st->agentless)
-		rt_info("datadog: uploading to the intake at %s", st->url.host);
-	else if (st->url.scheme == EXPORT_URL_UNIX)
-		rt_info("datadog: uploading to the agent at unix://%s", st->url.path);
+		rt_info("datadog: uploading to the intake at %s", st->ep.url.host);
+	else if (st->ep.url.scheme == EXPORT_URL_UNIX)
+		rt_info("datadog: uploading to the agent at unix://%s", st->ep.url.path);
 	else
-		rt_info("datadog: uploading to the agent at %s:%u", st->url.host, st->url.port);
+		rt_info("datadog: uploading to the agent at %s:%u", st->ep.url.host, st->ep.url.port);
 	return ex;
 }

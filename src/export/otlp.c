@@ -3,7 +3,6 @@
 
 #include "deflate/deflate.h"
 #include "encode/otlp.h"
-#include "export/tls.h"
 #include "export/upload.h"
 #include "export/url.h"
 #include "rt/rt.h"
@@ -11,11 +10,8 @@
 #include <linux/errno.h>
 
 struct otlp_state {
-	struct export_url url;
+	struct export_endpoint ep; /* first (upload.h) */
 	const struct sw_otlp_config *otlp;
-	struct export_tls_config *tls; /* https only */
-	char *headers;
-	struct export_upload_log log;
 };
 
 static int otlp_export(struct sw_exporter *self, const struct sw_export_batch *batch,
@@ -44,63 +40,32 @@ static int otlp_export(struct sw_exporter *self, const struct sw_export_batch *b
 		return -EMSGSIZE;
 	}
 	struct http_segment seg = { body, len };
-	struct http_request req = {
-		.url = &st->url,
-		.tls = st->tls,
-		.target = st->url.path[0] ? st->url.path : "/",
-		.headers = st->headers,
-		.body = &seg,
-		.n_body = 1,
-	};
-	int rc = export_upload(&st->log, &req, st->otlp->timeout_ms, deadline_ns, NULL);
+	int rc = export_endpoint_post(&st->ep, st->ep.url.path[0] ? st->ep.url.path : "/", NULL, &seg,
+				      1, st->otlp->timeout_ms, deadline_ns);
 	rt_buf_free(&gz);
 	return rc;
-}
-
-static void otlp_destroy(struct sw_exporter *self)
-{
-	struct otlp_state *st = self->state;
-	if (st) {
-		if (st->tls)
-			export_tls_config_destroy(st->tls);
-		rt_free(st->headers);
-		rt_free(st);
-	}
-	rt_free(self);
 }
 
 struct sw_exporter *export_otlp_create(const struct sw_config *cfg, const struct sw_otlp_config *otlp)
 {
 	if (!otlp->enabled)
 		return NULL;
-	struct sw_exporter *ex = rt_calloc(1, sizeof(*ex));
-	struct otlp_state *st = rt_calloc(1, sizeof(*st));
-	if (!ex || !st) {
-		rt_free(ex);
-		rt_free(st);
-		rt_error("otlp: out of memory");
+	struct sw_exporter *ex =
+		export_endpoint_exporter("otlp", EXPORT_ENDPOINT_OTLP, sizeof(struct otlp_state), otlp_export);
+	if (!ex)
 		return NULL;
-	}
+	struct otlp_state *st = ex->state;
 	st->otlp = otlp;
-	st->log.exporter = "otlp";
-	st->log.endpoint = EXPORT_ENDPOINT_OTLP;
-	ex->name = "otlp";
-	ex->export_batch = otlp_export;
-	ex->destroy = otlp_destroy;
-	ex->state = st;
-	if (!export_url_parse(otlp->endpoint, rt_strlen(otlp->endpoint), &st->url) ||
-	    st->url.scheme == EXPORT_URL_UNIX) {
+	if (!export_url_parse(otlp->endpoint, rt_strlen(otlp->endpoint), &st->ep.url) ||
+	    st->ep.url.scheme == EXPORT_URL_UNIX) {
 		rt_error("otlp: unsupported endpoint \"%s\" (http[s]://host[:port]/path): profiles "
 			 "will not be sent", otlp->endpoint);
-		otlp_destroy(ex);
+		export_endpoint_destroy(ex);
 		return NULL;
 	}
-	if (st->url.scheme == EXPORT_URL_HTTPS) {
-		st->tls = export_tls_config_create(otlp->ca_file[0] ? otlp->ca_file : cfg->ca_file);
-		if (!st->tls) {
-			otlp_destroy(ex);
-			return NULL;
-		}
+	if (!export_endpoint_tls(&st->ep, otlp->ca_file[0] ? otlp->ca_file : cfg->ca_file)) {
+		export_endpoint_destroy(ex);
+		return NULL;
 	}
 	struct rt_buf h = { 0 };
 	rt_buf_appendf(&h, "User-Agent: stowaway/%s\r\nContent-Type: application/x-protobuf\r\n"
@@ -113,10 +78,10 @@ struct sw_exporter *export_otlp_create(const struct sw_config *cfg, const struct
 	if (h.failed) {
 		rt_buf_free(&h);
 		rt_error("otlp: out of memory");
-		otlp_destroy(ex);
+		export_endpoint_destroy(ex);
 		return NULL;
 	}
-	st->headers = (char *)h.data;
+	st->ep.headers = (char *)h.data;
 	rt_info("otlp: sending profiles to %s", otlp->endpoint);
 	return ex;
 }

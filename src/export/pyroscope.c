@@ -5,18 +5,14 @@
 #include "encode/pyroscope.h"
 #include "export/export.h"
 #include "export/text.h"
-#include "export/tls.h"
 #include "export/upload.h"
 #include "export/url.h"
 #include "rt/rt.h"
 #include "rt/sys.h"
 
 struct pyroscope_state {
-	struct export_url url;
+	struct export_endpoint ep; /* first (upload.h) */
 	const struct sw_config *cfg;
-	struct export_tls_config *tls; /* https only */
-	char *headers;
-	struct export_upload_log log;
 };
 
 /* Bytes a label value keeps in the application name: the name parser ends
@@ -138,26 +134,22 @@ static int upload_one(struct pyroscope_state *st, const struct sw_export_batch *
 		      const struct sw_export_pyro_item *item, uint64_t deadline_ns)
 {
 	struct rt_buf target = {0}, headers = {0}, head = {0}, tail = {0};
-	export_pyroscope_target(st->cfg, st->url.path, item->kind, batch->start_ns, batch->end_ns,
+	export_pyroscope_target(st->cfg, st->ep.url.path, item->kind, batch->start_ns, batch->end_ns,
 				&target);
 	rt_buf_append_byte(&target, 0);
-	rt_buf_append_str(&headers, st->headers);
+	rt_buf_append_str(&headers, st->ep.headers);
 	struct http_segment body[3];
 	size_t n_body = 0;
 	if (item->sample_type_config) {
 		/* The form pyroscope-go sends: the profile and how to name its types. */
 		char boundary[EXPORT_BOUNDARY_MAX];
 		export_make_boundary(boundary, sizeof(boundary), batch->end_ns);
-		rt_buf_appendf(&head,
-			       "--%s\r\nContent-Disposition: form-data; name=\"profile\"; "
-			       "filename=\"profile.pprof\"\r\nContent-Type: application/octet-stream"
-			       "\r\n\r\n",
-			       boundary);
-		rt_buf_appendf(&tail,
-			       "\r\n--%s\r\nContent-Disposition: form-data; name=\"sample_type_config\"; "
-			       "filename=\"sample_type_config.json\"\r\nContent-Type: "
-			       "application/octet-stream\r\n\r\n%s\r\n--%s--\r\n",
-			       boundary, item->sample_type_config, boundary);
+		export_form_part(&head, boundary, "profile", "profile.pprof", "application/octet-stream");
+		rt_buf_append_str(&tail, "\r\n");
+		export_form_part(&tail, boundary, "sample_type_config", "sample_type_config.json",
+				 "application/octet-stream");
+		rt_buf_append_str(&tail, item->sample_type_config);
+		export_form_end(&tail, boundary);
 		rt_buf_appendf(&headers, "Content-Type: multipart/form-data; boundary=%s\r\n",
 			       boundary);
 		body[n_body++] = (struct http_segment){head.data, head.len};
@@ -169,17 +161,9 @@ static int upload_one(struct pyroscope_state *st, const struct sw_export_batch *
 	}
 	rt_buf_append_byte(&headers, 0);
 	int rc = -ENOMEM;
-	if (!target.failed && !headers.failed && !head.failed && !tail.failed) {
-		struct http_request req = {
-			.url = &st->url,
-			.tls = st->tls,
-			.target = (const char *)target.data,
-			.headers = (const char *)headers.data,
-			.body = body,
-			.n_body = n_body,
-		};
-		rc = export_upload(&st->log, &req, st->cfg->http_timeout_ms, deadline_ns, NULL);
-	}
+	if (!target.failed && !headers.failed && !head.failed && !tail.failed)
+		rc = export_endpoint_post(&st->ep, (const char *)target.data, (const char *)headers.data,
+					  body, n_body, st->cfg->http_timeout_ms, deadline_ns);
 	rt_buf_free(&target);
 	rt_buf_free(&headers);
 	rt_buf_free(&head);
@@ -205,31 +189,11 @@ static int pyroscope_export(struct sw_exporter *self, const struct sw_export_bat
 	return result;
 }
 
-static void pyroscope_destroy(struct sw_exporter *self)
-{
-	struct pyroscope_state *st = self->state;
-	if (st) {
-		if (st->tls)
-			export_tls_config_destroy(st->tls);
-		rt_free(st->headers);
-		rt_free(st);
-	}
-	rt_free(self);
-}
-
-static bool header_safe(const char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			return false;
-	return true;
-}
-
 static bool build_headers(struct pyroscope_state *st)
 {
 	const struct sw_config *cfg = st->cfg;
-	if (!header_safe(cfg->pyroscope_token) || !header_safe(cfg->pyroscope_basic_auth) ||
-	    !header_safe(cfg->pyroscope_tenant)) {
+	if (!export_header_safe(cfg->pyroscope_token) || !export_header_safe(cfg->pyroscope_basic_auth) ||
+	    !export_header_safe(cfg->pyroscope_tenant)) {
 		rt_error("pyroscope: credentials or tenant contain control characters: profiles "
 			 "will not be uploaded");
 		return false;
@@ -252,7 +216,7 @@ static bool build_headers(struct pyroscope_state *st)
 		rt_error("pyroscope: out of memory");
 		return false;
 	}
-	st->headers = (char *)h.data;
+	st->ep.headers = (char *)h.data;
 	return true;
 }
 
@@ -260,38 +224,22 @@ struct sw_exporter *export_pyroscope_create(const struct sw_config *cfg)
 {
 	if (!cfg->pyroscope_url[0])
 		return NULL;
-	struct sw_exporter *ex = rt_calloc(1, sizeof(*ex));
-	struct pyroscope_state *st = rt_calloc(1, sizeof(*st));
-	if (!ex || !st) {
-		rt_free(ex);
-		rt_free(st);
-		rt_error("pyroscope: out of memory");
+	struct sw_exporter *ex = export_endpoint_exporter("pyroscope", EXPORT_ENDPOINT_PYROSCOPE,
+							  sizeof(struct pyroscope_state), pyroscope_export);
+	if (!ex)
 		return NULL;
-	}
+	struct pyroscope_state *st = ex->state;
 	st->cfg = cfg;
-	st->log.exporter = "pyroscope";
-	st->log.endpoint = EXPORT_ENDPOINT_PYROSCOPE;
-	ex->name = "pyroscope";
-	ex->export_batch = pyroscope_export;
-	ex->destroy = pyroscope_destroy;
-	ex->state = st;
-	if (!export_url_parse(cfg->pyroscope_url, rt_strlen(cfg->pyroscope_url), &st->url) ||
-	    rt_memchr(st->url.path, '?', rt_strlen(st->url.path))) {
+	if (!export_url_parse(cfg->pyroscope_url, rt_strlen(cfg->pyroscope_url), &st->ep.url) ||
+	    rt_memchr(st->ep.url.path, '?', rt_strlen(st->ep.url.path))) {
 		rt_error("pyroscope: unsupported URL \"%s\" (http[s]://host:port[/prefix] or "
 			 "unix:///socket): profiles will not be uploaded",
 			 cfg->pyroscope_url);
-		pyroscope_destroy(ex);
+		export_endpoint_destroy(ex);
 		return NULL;
 	}
-	if (st->url.scheme == EXPORT_URL_HTTPS) {
-		st->tls = export_tls_config_create(cfg->ca_file);
-		if (!st->tls) {
-			pyroscope_destroy(ex);
-			return NULL;
-		}
-	}
-	if (!build_headers(st)) {
-		pyroscope_destroy(ex);
+	if (!export_endpoint_tls(&st->ep, cfg->ca_file) || !build_headers(st)) {
+		export_endpoint_destroy(ex);
 		return NULL;
 	}
 	rt_info("pyroscope: uploading to %s", cfg->pyroscope_url);

@@ -114,6 +114,28 @@ void export_append_base64(struct rt_buf *b, const uint8_t *p, size_t n)
 	}
 }
 
+void export_form_part(struct rt_buf *b, const char *boundary, const char *name,
+		      const char *filename, const char *content_type)
+{
+	rt_buf_appendf(b,
+		       "--%s\r\nContent-Disposition: form-data; name=\"%s\"; filename=\"%s\"\r\n"
+		       "Content-Type: %s\r\n\r\n",
+		       boundary, name, filename, content_type);
+}
+
+void export_form_end(struct rt_buf *b, const char *boundary)
+{
+	rt_buf_appendf(b, "\r\n--%s--\r\n", boundary);
+}
+
+bool export_header_safe(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return false;
+	return true;
+}
+
 void export_make_boundary(char *out, size_t cap, uint64_t fallback)
 {
 	uint8_t random[16];

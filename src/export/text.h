@@ -1,9 +1,11 @@
 /* Text encodings the exporters need on the wire: JSON strings, URL
- * percent-encoding, base64 (basic auth) and RFC 3339 timestamps.
+ * percent-encoding, base64 (basic auth), RFC 3339 timestamps, header
+ * values and multipart/form-data parts.
  * All append to an rt_buf (which records allocation failure itself). */
 #ifndef STOWAWAY_EXPORT_TEXT_H
 #define STOWAWAY_EXPORT_TEXT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,6 +39,19 @@ void export_append_url_encoded(struct rt_buf *b, const char *s, size_t n);
  * out (cap >= EXPORT_BOUNDARY_MAX). */
 #define EXPORT_BOUNDARY_MAX 41
 void export_make_boundary(char *out, size_t cap, uint64_t fallback);
+
+/* Where a part of a multipart/form-data body begins: "--boundary", its
+ * Content-Disposition (form field `name`, `filename`) and Content-Type, and
+ * the blank line before the part's bytes.  A part after the first is
+ * preceded by "\r\n" (the caller's), and export_form_end closes the body:
+ * "\r\n--boundary--\r\n". */
+void export_form_part(struct rt_buf *b, const char *boundary, const char *name,
+		      const char *filename, const char *content_type);
+void export_form_end(struct rt_buf *b, const char *boundary);
+
+/* True when s can be a header value: no control character (CR, LF, ...)
+ * that could end the line or inject another. */
+bool export_header_safe(const char *s);
 
 /* Standard base64 with padding. */
 void export_append_base64(struct rt_buf *b, const uint8_t *p, size_t n);

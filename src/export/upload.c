@@ -1,5 +1,8 @@
-/* Timeouts, retry and error reporting for uploads; see upload.h. */
+/* Network exporters' endpoints, timeouts, retry and error reporting for
+ * uploads; see upload.h. */
 #include "export/upload.h"
+
+#include "export/tls.h"
 
 #include "rt/rt.h"
 #include "rt/sys.h"
@@ -148,4 +151,62 @@ int export_upload(struct export_upload_log *log, struct http_request *req, uint3
 	}
 	log->failing = true;
 	return rc;
+}
+
+struct sw_exporter *export_endpoint_exporter(const char *name, enum export_endpoint_kind endpoint,
+					     size_t state_size,
+					     int (*export_batch)(struct sw_exporter *self,
+								 const struct sw_export_batch *batch,
+								 uint64_t deadline_ns))
+{
+	struct sw_exporter *ex = rt_calloc(1, sizeof(*ex));
+	struct export_endpoint *ep = rt_calloc(1, state_size);
+	if (!ex || !ep) {
+		rt_free(ex);
+		rt_free(ep);
+		rt_error("%s: out of memory", name);
+		return NULL;
+	}
+	ep->log.exporter = name;
+	ep->log.endpoint = endpoint;
+	ex->name = name;
+	ex->export_batch = export_batch;
+	ex->destroy = export_endpoint_destroy;
+	ex->state = ep;
+	return ex;
+}
+
+void export_endpoint_destroy(struct sw_exporter *ex)
+{
+	struct export_endpoint *ep = ex->state;
+	if (ep) {
+		if (ep->tls)
+			export_tls_config_destroy(ep->tls);
+		rt_free(ep->headers);
+		rt_free(ep);
+	}
+	rt_free(ex);
+}
+
+bool export_endpoint_tls(struct export_endpoint *ep, const char *ca_file)
+{
+	if (ep->url.scheme != EXPORT_URL_HTTPS)
+		return true;
+	ep->tls = export_tls_config_create(ca_file);
+	return ep->tls != NULL;
+}
+
+int export_endpoint_post(struct export_endpoint *ep, const char *target, const char *headers,
+			 const struct http_segment *body, size_t n_body, uint32_t timeout_ms,
+			 uint64_t deadline_ns)
+{
+	struct http_request req = {
+		.url = &ep->url,
+		.tls = ep->tls,
+		.target = target,
+		.headers = headers ? headers : ep->headers,
+		.body = body,
+		.n_body = n_body,
+	};
+	return export_upload(&ep->log, &req, timeout_ms, deadline_ns, NULL);
 }

@@ -69,6 +69,11 @@ size_t rt_snprintf(char *buf, size_t cap, const char *fmt, ...)
 typedef bool (*rt_sort_before)(const void *a, const void *b);
 void rt_sort(void *base, size_t n, size_t size, rt_sort_before before);
 
+/* The first set bit at or after `from` in a bitmap of nwords 64-bit words
+ * (bit i is bit i % 64 of words[i / 64]), or -1.  Relaxed loads: for the
+ * bitmaps that mark which slots of a table are in use. */
+int rt_bitmap_next(const atomic_ullong *words, int nwords, int from);
+
 /* ---- growable byte buffer on our heap ----
  * After any failed growth `failed` is set and further appends are ignored,
  * so a caller checks once at the end. */

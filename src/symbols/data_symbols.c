@@ -4,6 +4,7 @@
 #include <linux/elf.h>
 
 #include "rt/sys.h"
+#include "rt/search.h"
 #include "symbols/elf.h"
 #include "symbols/maps.h"
 
@@ -115,15 +116,10 @@ const struct data_symbol *data_symbols_find(const struct data_symbol_index *idx,
 {
 	if (!idx || idx->n == 0 || addr < idx->syms[0].start)
 		return NULL;
-	uint32_t lo = 0, hi = idx->n; /* last start <= addr is in [lo, hi) */
-	while (hi - lo > 1u) {
-		uint32_t mid = lo + (hi - lo) / 2u;
-		if (idx->syms[mid].start <= addr)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	const struct data_symbol *s = &idx->syms[lo];
+	/* The last symbol starting at or below addr (there is one: syms[0]). */
+	uint32_t after = rt_upper_bound(idx->syms, idx->n, sizeof(idx->syms[0]),
+					offsetof(struct data_symbol, start), addr);
+	const struct data_symbol *s = &idx->syms[after - 1];
 	return addr - s->start < s->size ? s : NULL;
 }
 

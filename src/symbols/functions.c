@@ -4,6 +4,7 @@
 #include <linux/elf.h>
 
 #include "rt/rt.h"
+#include "rt/search.h"
 #include "rt/sys.h"
 
 const char *function_display_name(const char *name)
@@ -134,14 +135,8 @@ static const char *preferred_alias(const struct function_table *t, uint32_t firs
 
 const char *function_table_lookup(const struct function_table *t, uint64_t addr)
 {
-	uint32_t lo = 0, hi = t->nfuncs;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (t->funcs[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	uint32_t lo = rt_upper_bound(t->funcs, t->nfuncs, sizeof(t->funcs[0]),
+				     offsetof(struct function_entry, start), addr);
 	/* A few addresses back in case a small symbol sits inside a larger one. */
 	uint32_t end = lo;
 	for (uint32_t k = 0; end > 0 && k < 4; k++) {

@@ -6,6 +6,7 @@
 
 #include "rt/host.h"
 #include "rt/rt.h"
+#include "rt/search.h"
 #include "rt/sys.h"
 #include "symbols/debuginfo.h"
 #include "symbols/elf.h"
@@ -497,14 +498,7 @@ static void resolve_lines(struct sym_module *m, uint64_t addr, struct sw_frame_i
 /* The mapping of the sorted, non-overlapping v[0..n) that contains pc. */
 static const struct sym_mapping *mapping_of(const struct sym_mapping *v, uint32_t n, uint64_t pc)
 {
-	uint32_t lo = 0, hi = n;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (v[mid].end <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	uint32_t lo = rt_upper_bound(v, n, sizeof(v[0]), offsetof(struct sym_mapping, end), pc);
 	return lo < n && pc >= v[lo].start ? &v[lo] : NULL;
 }
 

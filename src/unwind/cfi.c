@@ -11,6 +11,7 @@
  */
 #include "unwind/cfi.h"
 
+#include "rt/cursor.h"
 #include "rt/rt.h"
 
 /* DW_EH_PE_* pointer encodings. */
@@ -30,69 +31,8 @@
 #define PE_DATAREL 0x30
 #define PE_INDIRECT 0x80
 
-/* Bounded reader over the .eh_frame bytes; any overrun clears `ok`. */
-struct reader {
-	const uint8_t *data;
-	size_t pos, end;
-	uint64_t addr; /* link-time address of data[0] */
-	bool ok;
-};
-
-static uint8_t rd_u8(struct reader *r)
-{
-	if (!r->ok || r->pos >= r->end) {
-		r->ok = false;
-		return 0;
-	}
-	return r->data[r->pos++];
-}
-
-static uint64_t rd_fixed(struct reader *r, size_t n)
-{
-	uint64_t v = 0;
-	if (!r->ok || r->end - r->pos < n) {
-		r->ok = false;
-		return 0;
-	}
-	for (size_t i = 0; i < n; i++)
-		v |= (uint64_t)r->data[r->pos + i] << (8 * i);
-	r->pos += n;
-	return v;
-}
-
-static uint64_t rd_uleb(struct reader *r)
-{
-	uint64_t v = 0;
-	for (unsigned shift = 0; shift < 70; shift += 7) {
-		uint8_t b = rd_u8(r);
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return v;
-	}
-	r->ok = false;
-	return 0;
-}
-
-static int64_t rd_sleb(struct reader *r)
-{
-	uint64_t v = 0;
-	for (unsigned shift = 0; shift < 70; shift += 7) {
-		uint8_t b = rd_u8(r);
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			if (shift + 7 < 64 && (b & 0x40))
-				v |= ~(uint64_t)0 << (shift + 7);
-			return (int64_t)v;
-		}
-	}
-	r->ok = false;
-	return 0;
-}
-
 /* Reads a pointer in encoding `enc`; `with_app` applies pc/data relativity. */
-static uint64_t rd_encoded(struct reader *r, uint8_t enc, bool with_app)
+static uint64_t rd_encoded(struct dw_cursor *r, uint8_t enc, bool with_app)
 {
 	uint64_t field_addr = r->addr + r->pos;
 	uint64_t v;
@@ -102,25 +42,25 @@ static uint64_t rd_encoded(struct reader *r, uint8_t enc, bool with_app)
 	case PE_ABSPTR:
 	case PE_UDATA8:
 	case PE_SDATA8:
-		v = rd_fixed(r, 8);
+		v = dw_fixed(r, 8);
 		break;
 	case PE_ULEB128:
-		v = rd_uleb(r);
+		v = dw_uleb(r);
 		break;
 	case PE_UDATA2:
-		v = rd_fixed(r, 2);
+		v = dw_fixed(r, 2);
 		break;
 	case PE_SDATA2:
-		v = (uint64_t)(int64_t)(int16_t)rd_fixed(r, 2);
+		v = (uint64_t)(int64_t)(int16_t)dw_fixed(r, 2);
 		break;
 	case PE_UDATA4:
-		v = rd_fixed(r, 4);
+		v = dw_fixed(r, 4);
 		break;
 	case PE_SDATA4:
-		v = (uint64_t)(int64_t)(int32_t)rd_fixed(r, 4);
+		v = (uint64_t)(int64_t)(int32_t)dw_fixed(r, 4);
 		break;
 	case PE_SLEB128:
-		v = (uint64_t)rd_sleb(r);
+		v = (uint64_t)dw_sleb(r);
 		break;
 	default:
 		r->ok = false;
@@ -154,12 +94,12 @@ struct cie {
 };
 
 /* Reads the entry length at r->pos; sets *body (start of id) and *end. */
-static bool entry_bounds(struct reader *r, size_t *end, bool *is64)
+static bool entry_bounds(struct dw_cursor *r, size_t *end, bool *is64)
 {
-	uint64_t len = rd_fixed(r, 4);
+	uint64_t len = dw_fixed(r, 4);
 	*is64 = false;
 	if (len == 0xffffffffu) {
-		len = rd_fixed(r, 8);
+		len = dw_fixed(r, 8);
 		*is64 = true;
 	}
 	if (!r->ok || len == 0 || len > r->end - r->pos)
@@ -170,7 +110,7 @@ static bool entry_bounds(struct reader *r, size_t *end, bool *is64)
 
 static bool parse_cie(const uint8_t *data, size_t size, uint64_t addr, size_t off, struct cie *c)
 {
-	struct reader r = {data, off, size, addr, true};
+	struct dw_cursor r = {data, off, size, addr, true};
 	size_t end;
 	bool is64;
 	char aug[8];
@@ -180,13 +120,13 @@ static bool parse_cie(const uint8_t *data, size_t size, uint64_t addr, size_t of
 	if (!entry_bounds(&r, &end, &is64))
 		return false;
 	r.end = end;
-	if (rd_fixed(&r, is64 ? 8 : 4) != 0)
+	if (dw_fixed(&r, is64 ? 8 : 4) != 0)
 		return false;
-	uint8_t version = rd_u8(&r);
+	uint8_t version = dw_u8(&r);
 	if (version != 1 && version != 3 && version != 4)
 		return false;
 	for (;;) {
-		uint8_t ch = rd_u8(&r);
+		uint8_t ch = dw_u8(&r);
 		if (!r.ok)
 			return false;
 		if (ch == 0)
@@ -196,14 +136,14 @@ static bool parse_cie(const uint8_t *data, size_t size, uint64_t addr, size_t of
 		aug[naug++] = (char)ch;
 	}
 	if (version == 4) { /* address_size, segment_size */
-		uint8_t address_size = rd_u8(&r);
-		uint8_t segment_size = rd_u8(&r);
+		uint8_t address_size = dw_u8(&r);
+		uint8_t segment_size = dw_u8(&r);
 		if (address_size != 8 || segment_size != 0)
 			return false;
 	}
-	c->code_align = rd_uleb(&r);
-	c->data_align = rd_sleb(&r);
-	c->ra_reg = version == 1 ? rd_u8(&r) : rd_uleb(&r);
+	c->code_align = dw_uleb(&r);
+	c->data_align = dw_sleb(&r);
+	c->ra_reg = version == 1 ? dw_u8(&r) : dw_uleb(&r);
 	size_t aug_end = r.pos;
 	for (size_t i = 0; i < naug && r.ok; i++) {
 		switch (aug[i]) {
@@ -211,19 +151,19 @@ static bool parse_cie(const uint8_t *data, size_t size, uint64_t addr, size_t of
 			if (i != 0)
 				return false;
 			c->has_z = true;
-			aug_end = (size_t)rd_uleb(&r);
+			aug_end = (size_t)dw_uleb(&r);
 			if (aug_end > r.end - r.pos)
 				return false;
 			aug_end += r.pos;
 			break;
 		case 'R':
-			c->fde_enc = rd_u8(&r);
+			c->fde_enc = dw_u8(&r);
 			break;
 		case 'L':
-			(void)rd_u8(&r);
+			(void)dw_u8(&r);
 			break;
 		case 'P': {
-			uint8_t enc = rd_u8(&r);
+			uint8_t enc = dw_u8(&r);
 			(void)rd_encoded(&r, (uint8_t)(enc & ~PE_INDIRECT), false);
 			break;
 		}
@@ -401,17 +341,17 @@ static void builder_push(struct builder *b, uint64_t pc, const struct cfi_row *r
 /* Recognizes the x86_64 PLT CFA expression (ARCH_CFI_PLT_EXPRESSION):
  *   breg7(rsp) N; breg16(rip) 0; lit15; and; litK; ge; lit3; shl; plus
  * meaning CFA = rsp + N + ((rip & 15) >= K ? 8 : 0). */
-static bool parse_plt_expression(struct reader *r, size_t len, struct frame_state *s)
+static bool parse_plt_expression(struct dw_cursor *r, size_t len, struct frame_state *s)
 {
 	size_t end = r->pos + len;
-	struct reader e = *r;
+	struct dw_cursor e = *r;
 	e.end = end;
-	bool ok = ARCH_CFI_PLT_EXPRESSION && rd_u8(&e) == 0x77;
-	int64_t n = rd_sleb(&e);
-	ok = ok && rd_u8(&e) == 0x80 && rd_sleb(&e) == 0 && rd_u8(&e) == 0x3f && rd_u8(&e) == 0x1a;
-	uint8_t lit = rd_u8(&e);
-	ok = ok && lit >= 0x30 && lit <= 0x3f && rd_u8(&e) == 0x2a && rd_u8(&e) == 0x33 &&
-	     rd_u8(&e) == 0x24 && rd_u8(&e) == 0x22 && e.ok && e.pos == end && n >= 0 && n < 4096;
+	bool ok = ARCH_CFI_PLT_EXPRESSION && dw_u8(&e) == 0x77;
+	int64_t n = dw_sleb(&e);
+	ok = ok && dw_u8(&e) == 0x80 && dw_sleb(&e) == 0 && dw_u8(&e) == 0x3f && dw_u8(&e) == 0x1a;
+	uint8_t lit = dw_u8(&e);
+	ok = ok && lit >= 0x30 && lit <= 0x3f && dw_u8(&e) == 0x2a && dw_u8(&e) == 0x33 &&
+	     dw_u8(&e) == 0x24 && dw_u8(&e) == 0x22 && e.ok && e.pos == end && n >= 0 && n < 4096;
 	if (!ok)
 		return false;
 	s->cfa_type = CFA_PLT;
@@ -452,7 +392,7 @@ static bool advance(struct program_ctx *p, const struct frame_state *s, uint64_t
 
 /* off * data_align for a rule or CFA offset; a product that does not fit
  * (only corrupt CFI gets there) stops the reader instead of overflowing. */
-static int64_t scaled(struct reader *r, int64_t off, int64_t data_align)
+static int64_t scaled(struct dw_cursor *r, int64_t off, int64_t data_align)
 {
 	int64_t v;
 	if (__builtin_mul_overflow(off, data_align, &v)) {
@@ -464,11 +404,11 @@ static int64_t scaled(struct reader *r, int64_t off, int64_t data_align)
 
 /* Runs instructions in [r->pos, r->end).  Unknown opcodes end the program
  * with the CFA marked unsupported from that location on. */
-static void run_program(struct program_ctx *p, struct reader *r, struct frame_state *s)
+static void run_program(struct program_ctx *p, struct dw_cursor *r, struct frame_state *s)
 {
 	const int64_t da = p->cie->data_align;
 	while (r->ok && r->pos < r->end) {
-		uint8_t op = rd_u8(r);
+		uint8_t op = dw_u8(r);
 		uint8_t low = op & 0x3f;
 		uint64_t reg, off;
 		switch (op & 0xc0) {
@@ -477,7 +417,7 @@ static void run_program(struct program_ctx *p, struct reader *r, struct frame_st
 				return;
 			continue;
 		case 0x80: /* DW_CFA_offset */
-			off = rd_uleb(r);
+			off = dw_uleb(r);
 			set_rule(s, low, RULE_OFFSET, scaled(r, (int64_t)off, da));
 			continue;
 		case 0xc0: { /* DW_CFA_restore */
@@ -501,38 +441,38 @@ static void run_program(struct program_ctx *p, struct reader *r, struct frame_st
 			break;
 		}
 		case 0x02: /* advance_loc1 */
-			if (!advance(p, s, rd_fixed(r, 1)))
+			if (!advance(p, s, dw_fixed(r, 1)))
 				return;
 			break;
 		case 0x03: /* advance_loc2 */
-			if (!advance(p, s, rd_fixed(r, 2)))
+			if (!advance(p, s, dw_fixed(r, 2)))
 				return;
 			break;
 		case 0x04: /* advance_loc4 */
-			if (!advance(p, s, rd_fixed(r, 4)))
+			if (!advance(p, s, dw_fixed(r, 4)))
 				return;
 			break;
 		case 0x05: /* offset_extended */
-			reg = rd_uleb(r);
-			off = rd_uleb(r);
+			reg = dw_uleb(r);
+			off = dw_uleb(r);
 			set_rule(s, reg, RULE_OFFSET, scaled(r, (int64_t)off, da));
 			break;
 		case 0x06: { /* restore_extended */
-			reg = rd_uleb(r);
+			reg = dw_uleb(r);
 			struct rule *rl = rule_for(s, reg);
 			if (rl != NULL)
 				*rl = initial_rule(p->initial, reg);
 			break;
 		}
 		case 0x07: /* undefined */
-			set_rule(s, rd_uleb(r), RULE_UNDEF, 0);
+			set_rule(s, dw_uleb(r), RULE_UNDEF, 0);
 			break;
 		case 0x08: /* same_value */
-			set_rule(s, rd_uleb(r), RULE_SAME, 0);
+			set_rule(s, dw_uleb(r), RULE_SAME, 0);
 			break;
 		case 0x09: /* register */
-			reg = rd_uleb(r);
-			off = rd_uleb(r);
+			reg = dw_uleb(r);
+			off = dw_uleb(r);
 			set_rule(s, reg, off == reg ? RULE_SAME : RULE_UNSUPPORTED, 0);
 			break;
 		case 0x0a: /* remember_state */
@@ -552,20 +492,20 @@ static void run_program(struct program_ctx *p, struct reader *r, struct frame_st
 			*s = p->remembered[--p->nremembered];
 			break;
 		case 0x0c: /* def_cfa */
-			s->cfa_reg = rd_uleb(r);
-			s->cfa_offset = (int64_t)rd_uleb(r);
+			s->cfa_reg = dw_uleb(r);
+			s->cfa_offset = (int64_t)dw_uleb(r);
 			s->cfa_type = CFA_REG;
 			break;
 		case 0x0d: /* def_cfa_register */
-			s->cfa_reg = rd_uleb(r);
+			s->cfa_reg = dw_uleb(r);
 			if (s->cfa_type == CFA_PLT)
 				s->cfa_type = CFA_UNSUPPORTED;
 			break;
 		case 0x0e: /* def_cfa_offset */
-			s->cfa_offset = (int64_t)rd_uleb(r);
+			s->cfa_offset = (int64_t)dw_uleb(r);
 			break;
 		case 0x0f: { /* def_cfa_expression */
-			uint64_t len = rd_uleb(r);
+			uint64_t len = dw_uleb(r);
 			if (!r->ok || len > r->end - r->pos)
 				return;
 			if (!parse_plt_expression(r, (size_t)len, s))
@@ -575,8 +515,8 @@ static void run_program(struct program_ctx *p, struct reader *r, struct frame_st
 		}
 		case 0x10:   /* expression */
 		case 0x16: { /* val_expression */
-			reg = rd_uleb(r);
-			uint64_t len = rd_uleb(r);
+			reg = dw_uleb(r);
+			uint64_t len = dw_uleb(r);
 			if (!r->ok || len > r->end - r->pos)
 				return;
 			r->pos += (size_t)len;
@@ -584,29 +524,29 @@ static void run_program(struct program_ctx *p, struct reader *r, struct frame_st
 			break;
 		}
 		case 0x11: /* offset_extended_sf */
-			reg = rd_uleb(r);
-			set_rule(s, reg, RULE_OFFSET, scaled(r, rd_sleb(r), da));
+			reg = dw_uleb(r);
+			set_rule(s, reg, RULE_OFFSET, scaled(r, dw_sleb(r), da));
 			break;
 		case 0x12: /* def_cfa_sf */
-			s->cfa_reg = rd_uleb(r);
-			s->cfa_offset = scaled(r, rd_sleb(r), da);
+			s->cfa_reg = dw_uleb(r);
+			s->cfa_offset = scaled(r, dw_sleb(r), da);
 			s->cfa_type = CFA_REG;
 			break;
 		case 0x13: /* def_cfa_offset_sf */
-			s->cfa_offset = scaled(r, rd_sleb(r), da);
+			s->cfa_offset = scaled(r, dw_sleb(r), da);
 			break;
 		case 0x14: /* val_offset */
-			reg = rd_uleb(r);
-			(void)rd_uleb(r);
+			reg = dw_uleb(r);
+			(void)dw_uleb(r);
 			set_rule(s, reg, RULE_UNSUPPORTED, 0);
 			break;
 		case 0x15: /* val_offset_sf */
-			reg = rd_uleb(r);
-			(void)rd_sleb(r);
+			reg = dw_uleb(r);
+			(void)dw_sleb(r);
 			set_rule(s, reg, RULE_UNSUPPORTED, 0);
 			break;
 		case 0x2e: /* GNU_args_size */
-			(void)rd_uleb(r);
+			(void)dw_uleb(r);
 			break;
 		case 0x2d: /* AARCH64_negate_ra_state (elsewhere: unknown) */
 			if (!ARCH_CFI_NEGATE_RA_STATE) {
@@ -617,8 +557,8 @@ static void run_program(struct program_ctx *p, struct reader *r, struct frame_st
 			/* The signed return address is stripped when read. */
 			break;
 		case 0x2f: /* GNU_negative_offset_extended */
-			reg = rd_uleb(r);
-			off = rd_uleb(r);
+			reg = dw_uleb(r);
+			off = dw_uleb(r);
 			{
 				int64_t v = scaled(r, (int64_t)off, da);
 				if (v == INT64_MIN) /* its negation does not fit */
@@ -657,13 +597,13 @@ static void run_fde(const uint8_t *data, uint64_t addr, const struct fde_desc *f
 	p.loc = f->pc_begin;
 	p.end = f->pc_end;
 	initial = state;
-	struct reader r = {data, cie.instr_start, cie.instr_end, addr, true};
+	struct dw_cursor r = {data, cie.instr_start, cie.instr_end, addr, true};
 	run_program(&p, &r, &state);
 	initial = state;
 	p.loc = f->pc_begin;
 	p.nremembered = 0;
 	p.out = b;
-	struct reader fr = {data, f->instr_start, f->instr_end, addr, true};
+	struct dw_cursor fr = {data, f->instr_start, f->instr_end, addr, true};
 	run_program(&p, &fr, &state);
 	emit(&p, &state);
 	rt_memset(&none, 0, sizeof(none));
@@ -684,7 +624,7 @@ static bool fde_before(const void *a, const void *b)
 static bool parse_fde(const uint8_t *data, size_t size, uint64_t addr, size_t off,
 		      struct fde_desc *f, struct cie *cie, size_t *next)
 {
-	struct reader r = {data, off, size, addr, true};
+	struct dw_cursor r = {data, off, size, addr, true};
 	size_t end;
 	bool is64;
 	*next = 0;
@@ -693,7 +633,7 @@ static bool parse_fde(const uint8_t *data, size_t size, uint64_t addr, size_t of
 	*next = end;
 	r.end = end;
 	size_t id_pos = r.pos;
-	uint64_t id = rd_fixed(&r, is64 ? 8 : 4);
+	uint64_t id = dw_fixed(&r, is64 ? 8 : 4);
 	if (!r.ok || id == 0 || id > id_pos)
 		return false;
 	f->off = off;
@@ -703,7 +643,7 @@ static bool parse_fde(const uint8_t *data, size_t size, uint64_t addr, size_t of
 	f->pc_begin = rd_encoded(&r, cie->fde_enc, true);
 	uint64_t range = rd_encoded(&r, (uint8_t)(cie->fde_enc & PE_FORMAT_MASK), false);
 	if (cie->has_z) {
-		uint64_t alen = rd_uleb(&r);
+		uint64_t alen = dw_uleb(&r);
 		if (!r.ok || alen > r.end - r.pos)
 			return false;
 		r.pos += (size_t)alen;
@@ -832,11 +772,11 @@ bool cfi_index_from_hdr(struct cfi_index *ix, const uint8_t *hdr, size_t hdr_siz
 			uint64_t eh_frame_addr)
 {
 	rt_memset(ix, 0, sizeof(*ix));
-	struct reader r = {hdr, 0, hdr_size, hdr_addr, true};
-	uint8_t version = rd_u8(&r);
-	uint8_t ptr_enc = rd_u8(&r);
-	uint8_t count_enc = rd_u8(&r);
-	uint8_t table_enc = rd_u8(&r);
+	struct dw_cursor r = {hdr, 0, hdr_size, hdr_addr, true};
+	uint8_t version = dw_u8(&r);
+	uint8_t ptr_enc = dw_u8(&r);
+	uint8_t count_enc = dw_u8(&r);
+	uint8_t table_enc = dw_u8(&r);
 	if (!r.ok || version != 1 || ptr_enc == PE_OMIT || count_enc == PE_OMIT ||
 	    table_enc != HDR_TABLE_ENC)
 		return false;

@@ -2,6 +2,7 @@
 #include "unwind/unwind.h"
 
 #include "rt/rt.h"
+#include "rt/search.h"
 #include "rt/sys.h"
 
 /* After rt/sys.h: the kernel ucontext needs its signal types. */
@@ -103,14 +104,8 @@ static void row_cache_put(uint64_t pc, uint64_t generation, const struct cfi_row
 
 static const struct unwind_code_range *find_code(const struct snapshot *s, uint64_t pc)
 {
-	uint32_t lo = 0, hi = s->ncode;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (s->code[mid].end <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	uint32_t lo = rt_upper_bound(s->code, s->ncode, sizeof(s->code[0]),
+				     offsetof(struct unwind_code_range, end), pc);
 	if (lo < s->ncode && pc >= s->code[lo].start && pc < s->code[lo].end)
 		return &s->code[lo];
 	return NULL;
@@ -118,14 +113,8 @@ static const struct unwind_code_range *find_code(const struct snapshot *s, uint6
 
 static bool find_data(const struct snapshot *s, uint64_t sp, uint64_t *lo_out, uint64_t *hi_out)
 {
-	uint32_t lo = 0, hi = s->ndata;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (s->data[mid].end <= sp)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	uint32_t lo = rt_upper_bound(s->data, s->ndata, sizeof(s->data[0]),
+				     offsetof(struct unwind_data_range, end), sp);
 	if (lo >= s->ndata)
 		return false;
 	const struct unwind_data_range *r = &s->data[lo];

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: build/stowaway
 """stowaway flame: the SVG is well-formed with frames proportional to their
 values; the HTML page is rendered in headless Chromium, checked on the
 screenshot (not blank, frame colours, search highlight width) and on the

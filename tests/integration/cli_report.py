@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: build/libstowaway.so build/stowaway build/tests/gen_pprof build/workloads/demo
 """stowaway report/folded/diff/convert against known profiles and against
 `go tool pprof -top` on the same files (Go runtime/pprof profiles, hand-made
 profiles written with protoc, and the library's own profiles when present);
@@ -215,7 +216,11 @@ def body(tmp):
     compare_with_pprof("go_heap_default_matches_pprof", [heap], tmp, pprof_extra=["-unit=B"])
     rows, _ = ours_top([cpu])
     a, b = rows.get("main.hotA", (0, 0))[1], rows.get("main.hotB", (0, 1))[1]
-    check("go_cpu_hot_functions", b > 0 and 2.0 < a / b < 4.5, "hotA=%d hotB=%d" % (a, b))
+    # The generator spins for wall time (600 against 200 ms), so the CPU it
+    # gets, and Go's sample counts, vary with the machine's load: the exact
+    # numbers are judged against go tool pprof above; here, both functions
+    # are named and ordered as the work was.
+    check("go_cpu_hot_functions", b > 0 and a > b, "hotA=%d hotB=%d" % (a, b))
     out = run("report", heap)
     check("go_heap_humanised_mib", re.search(r"MiB\s+\S+%\s+\S+%\s+\S+MiB\s+\S+%\s+main\.allocBig", out.stdout) is not None, out.stdout)
     out = run("report", gdir)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# needs: build/libstowaway.so build/stowaway build/tests/cli_fake_lib.so build/workloads/hello
 # stowaway version / help / run / install and their errors.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: build/libstowaway.so build/stowaway
 """Offline symbolization: a CPU profile of a stripped C++ -O2 -g program
 (no debug file reachable by the library) is symbolized by `stowaway
 symbolize --debug-dir DIR`, with the debug file under DIR/.build-id/ or

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# needs: build/libstowaway.so build/workloads/hello
 # Malformed settings give one clear "stowaway:" line and a safe fallback; the
 # program's output and exit code never change.
 source "$(dirname "$0")/lib.sh"

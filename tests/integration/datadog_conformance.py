@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: build/libstowaway.so build/stowaway build/workloads/demo build/workloads/hello build/workloads/hotspots
 """Datadog conformance: uploads of the preloaded library against a loopback
 agent and a loopback intake (TLS) that refuse what the agent and the intake
 refuse (conformance.py); the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: build/tests/demangle_filter build/workloads/rust_split
 """Our demangler against independent demanglers on every mangled symbol of
 real binaries, extracted with nm at test time: libstdc++ and libLLVM
 (Debian's large C++ libraries), a Rust program built here (its own legacy

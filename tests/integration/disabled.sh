@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# needs: build/libstowaway.so build/workloads/introspect build/workloads/introspect-musl
 # Disabled means nothing: no thread, no signal handler, no timer, no file.
 # Enabled starts exactly our threads (scheduler and sampler, plus the wall
 # sampler when wall is on), one handler per signal-based collector, and a

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: build/tests/dwarf_query
 """Our DWARF reader against independent judges: for sampled addresses of C
 and C++ programs built by gcc and clang at -O2 -g (DWARF 4 and 5, zlib
 compressed sections and not), the inline chain (function names, file:line

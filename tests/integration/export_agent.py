@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: build/tests/export_driver
 """Datadog agent exporter against loopback servers written here: every
 multipart field and header over TCP and a unix socket, retries, timeouts,
 4xx reporting and the size limit."""

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: build/libstowaway.so build/workloads/demo build/workloads/hello
 """Uploads from the preloaded library itself (scheduler + exporters), end to end:
 periodic and final uploads reach a loopback agent over TCP and a unix socket,
 each a valid multipart request whose pprof `go tool pprof` reads, with

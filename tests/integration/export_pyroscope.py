@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: build/tests/export_driver
 """Pyroscope exporter against a loopback Pyroscope-style /ingest receiver:
 one POST per profile kind, the query string (name with labels, from, until,
 format, sampleRate for CPU), the raw pprof body, bearer / basic auth and the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: build/tests/export_driver
 """Agentless (HTTPS) upload through mbedTLS against a loopback TLS server
 with a test CA made here with openssl: the right CA works (TLS 1.3 and 1.2,
 ECDSA and RSA, name and IP), a wrong CA or a wrong host name never lets a

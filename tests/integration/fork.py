@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: build/libstowaway.so build/workloads/prefork build/workloads/prefork-musl
 """fork: a prefork server (parent + 8 workers, each burning its own function)
 yields one correct CPU profile per process, in glibc and musl processes:
 each file belongs to one pid, its samples are that process's function, each

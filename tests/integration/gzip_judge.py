@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: build/tests/bench_gzip_driver build/tests/test_gzip
 """Independent judges of our gzip output (src/deflate/).
 
 1. build/tests/test_gzip --corpus-dir writes the unit-test corpus (empty, one

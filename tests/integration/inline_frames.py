@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: build/libstowaway.so
 """Line numbers and inlined frames in CPU profiles, judged by go tool pprof
 (decoding) and llvm-symbolizer (truth).  A -O2 -g program spends its time in
 an always-inline helper (tests/workloads/inline_hot.cc, inline_hot_c.c):

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: build/libstowaway.so build/workloads/libmaps_late.so build/workloads/maps_late
 """Code mapped after start without dlopen is named before the periodic
 (3 s) maps refresh: build/workloads/maps_late maps a shared object's
 segments itself and burns CPU in late_hot_loop for 1.5 s.  The unwinder

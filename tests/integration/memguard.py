@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: build/libstowaway.so build/stowaway build/workloads/memleak build/workloads/memleak-musl
 """Memory guard, end to end, in real memory-limited cgroups made by this test
 (it runs as root; a machine where no memory cgroup can be made fails here,
 it never passes silently).  For each cgroup version the machine has a

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: build/libstowaway.so build/stowaway build/workloads/names_cxx
 """Names a person expects, in the profile and in the CLI.
 
 build/workloads/names_cxx (g++ -O2 -g) burns CPU in a namespaced template

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: build/libstowaway.so build/workloads/libotel_ctx.so build/workloads/musl/libotel_ctx.so build/workloads/otel_dlopen build/workloads/otel_dlopen-musl build/workloads/otel_writer build/workloads/otel_writer-lib build/workloads/otel_writer-lib-musl build/workloads/otel_writer-musl
 """OpenTelemetry thread context (OTEP 4947) without our API: build/workloads/
 otel_writer* publish `otel_thread_ctx_v1` records (from the executable or
 from a library, glibc and musl) while switching spans every ~1 ms, and write

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: build/libstowaway.so build/workloads/otel_writer
 """OTLP profiles exporter against a loopback OTLP/HTTP receiver that follows
 the OpenTelemetry Collector's rules (otlpreceiver: POST
 /v1development/profiles, Content-Type application/x-protobuf, gzip

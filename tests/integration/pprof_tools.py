@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: build/tests/pprof_sample_writer
 """Checks our pprof encoder with independent tools: go tool pprof (-raw,
 -top, -traces) and protoc --decode_raw, on the profiles written by
 build/tests/pprof_sample_writer (values documented in its source)."""

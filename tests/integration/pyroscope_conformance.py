@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: build/libstowaway.so build/workloads/demo build/workloads/hotspots build/workloads/lock_known
 """Pyroscope conformance: the preloaded library's uploads from real workloads
 against a receiver that enforces Pyroscope's 1.x and 2.x default rules
 (conformance.py): every upload accepted, each kind filed under the standard

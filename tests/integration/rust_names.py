@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# needs: build/libstowaway.so build/workloads/rust_split
 """A Rust program built by rustc with its default linker (lld on current
 x86-64 toolchains: p_vaddr != p_offset) names its functions as perf does.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# needs: build/libstowaway.so
 # libstowaway.so is freestanding: no NEEDED entry, only weak references to
 # the reviewed host list, exports only our API and interposed functions, no
 # TLS, no text relocations, no errno.

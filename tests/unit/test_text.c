@@ -23,6 +23,29 @@ static void test_encoders(void)
 	rt_buf_free(&b);
 }
 
+/* The multipart framing both form exporters send, byte for byte. */
+static void test_form_parts_and_header_values(void)
+{
+	struct rt_buf b = {0};
+	export_form_part(&b, "B", "event", "event.json", "application/json");
+	rt_buf_append_str(&b, "{}\r\n");
+	export_form_part(&b, "B", "profile.pprof", "profile.pprof", "application/octet-stream");
+	rt_buf_append_str(&b, "x");
+	export_form_end(&b, "B");
+	const char *want = "--B\r\nContent-Disposition: form-data; name=\"event\"; filename=\"event.json\"\r\n"
+			   "Content-Type: application/json\r\n\r\n{}\r\n"
+			   "--B\r\nContent-Disposition: form-data; name=\"profile.pprof\"; "
+			   "filename=\"profile.pprof\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+			   "x\r\n--B--\r\n";
+	CHECK(!b.failed && b.len == strlen(want) && memcmp(b.data, want, b.len) == 0);
+	rt_buf_free(&b);
+	CHECK(export_header_safe("key-123 with spaces"));
+	CHECK(export_header_safe(""));
+	CHECK(!export_header_safe("a\r\nX-Injected: 1"));
+	CHECK(!export_header_safe("tab\there"));
+	CHECK(!export_header_safe("del\x7f"));
+}
+
 static void test_civil_time(void)
 {
 	struct export_civil_time t;
@@ -65,6 +88,7 @@ static void test_civil_time(void)
 int main(void)
 {
 	RUN(test_encoders);
+	RUN(test_form_parts_and_header_values);
 	RUN(test_civil_time);
 	return CHECK_DONE();
 }

@@ -1,8 +1,10 @@
-/* A bounds-checked little-endian cursor over one DWARF section.  Any read
- * past the end clears `ok` and yields 0, so callers check `ok` once after a
- * group of reads instead of after each one. */
-#ifndef STOWAWAY_DWARF_READ_H
-#define STOWAWAY_DWARF_READ_H
+/* A bounds-checked little-endian cursor over bytes in DWARF's encodings
+ * (fixed-size, LEB128, initial length): the one reader of both .eh_frame
+ * (unwind/cfi.c) and the DWARF debug sections (dwarf/).  Any read past the
+ * end clears `ok` and yields 0, so callers check `ok` once after a group of
+ * reads instead of after each one.  Pure and async-signal-safe. */
+#ifndef STOWAWAY_RT_CURSOR_H
+#define STOWAWAY_RT_CURSOR_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -11,6 +13,7 @@
 struct dw_cursor {
 	const uint8_t *data;
 	size_t pos, end;
+	uint64_t addr; /* address of data[0], for pc-relative pointers; else 0 */
 	bool ok;
 };
 
@@ -19,6 +22,7 @@ static inline void dw_cursor_init(struct dw_cursor *c, const uint8_t *data, size
 	c->data = data;
 	c->end = size;
 	c->pos = pos;
+	c->addr = 0;
 	c->ok = data != NULL && pos <= size;
 }
 
@@ -47,35 +51,43 @@ static inline uint64_t dw_fixed(struct dw_cursor *c, unsigned n)
 
 static inline uint8_t dw_u8(struct dw_cursor *c) { return (uint8_t)dw_fixed(c, 1); }
 
-static inline uint64_t dw_uleb(struct dw_cursor *c)
+/* A LEB128 number's low 64 bits; *bits is how many bits it was written
+ * with and *sign its top bit (for sign extension).  An encoding longer than
+ * ten bytes or cut off clears `ok` and yields 0. */
+static inline uint64_t dw_leb(struct dw_cursor *c, unsigned *bits, bool *sign)
 {
 	uint64_t v = 0;
-	for (unsigned shift = 0; shift < 70; shift += 7) {
-		uint8_t b = dw_u8(c);
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return v;
-	}
-	c->ok = false;
-	return 0;
-}
-
-static inline int64_t dw_sleb(struct dw_cursor *c)
-{
-	uint64_t v = 0;
+	*bits = 0;
+	*sign = false;
 	for (unsigned shift = 0; shift < 70; shift += 7) {
 		uint8_t b = dw_u8(c);
 		if (shift < 64)
 			v |= (uint64_t)(b & 0x7f) << shift;
 		if (!(b & 0x80)) {
-			if (shift + 7 < 64 && (b & 0x40))
-				v |= ~(uint64_t)0 << (shift + 7);
-			return (int64_t)v;
+			*bits = shift + 7;
+			*sign = (b & 0x40) != 0;
+			return v;
 		}
 	}
 	c->ok = false;
 	return 0;
+}
+
+static inline uint64_t dw_uleb(struct dw_cursor *c)
+{
+	unsigned bits;
+	bool sign;
+	return dw_leb(c, &bits, &sign);
+}
+
+static inline int64_t dw_sleb(struct dw_cursor *c)
+{
+	unsigned bits;
+	bool sign;
+	uint64_t v = dw_leb(c, &bits, &sign);
+	if (sign && bits < 64)
+		v |= ~(uint64_t)0 << bits;
+	return (int64_t)v;
 }
 
 /* A NUL-terminated string at the cursor (terminated inside the section). */

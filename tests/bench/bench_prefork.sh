@@ -1,0 +1,306 @@
+#!/usr/bin/env bash
+# What the profiler costs prefork servers: Debian's postgres under pgbench -S
+# (one backend process per connection, forked by the postmaster) and nginx
+# (a master and forked workers) under ab.  Standalone: needs postgresql (15),
+# nginx-light and apache2-utils installed; run as root (postgres then runs as
+# the `postgres` user) or as any user that may run postgres.
+#
+# Modes, interleaved in every round (the order rotates) and compared within
+# the round:
+#   off   no library
+#   cpu   libstowaway.so preloaded into the server's first process (every
+#         forked process inherits it), STOWAWAY_PROFILES=cpu
+#   all   the default kinds (cpu, wall, alloc, heap)
+# Each run starts the server afresh with that mode's environment, drives it,
+# and stops it.  Measured per run:
+#   tps       throughput the client reports (pgbench: without connection time
+#             for persistent connections, with it for -C; ab: requests/s)
+#   cpu/tx    CPU time of the whole server (every process of it, the exited
+#             ones through the first process's cutime/cstime) per transaction
+#   pss_anon  Pss_Anon of /proc/PID/smaps_rollup, median over the client
+#             backends alive in the middle of the run (postgres, persistent
+#             connections), and over the workers (nginx)
+# Prints "BENCH prefork: <metric> = <value> (...)" lines: medians over rounds
+# of the ratio to the same round's `off` run, and pss_anon added per process.
+# Environment: PREFORK_ROUNDS (3), PREFORK_SECONDS (4 per run),
+# PREFORK_CLIENTS (4), PREFORK_PARTS ("pg pgconnect nginx"), STOWAWAY_SO.
+set -eu
+cd "$(dirname "$0")/../.."
+so=${STOWAWAY_SO:-build/libstowaway.so}
+[ -f "$so" ] || make --no-print-directory -s "$so" >&2
+pgbin=${PG_BIN:-/usr/lib/postgresql/15/bin}
+for t in "$pgbin/postgres" "$pgbin/initdb" "$pgbin/pg_ctl" /usr/bin/pgbench; do
+	[ -x "$t" ] || { echo "missing $t (apt-get install postgresql)" >&2; exit 1; }
+done
+SO="$(realpath "$so")" PGBIN="$pgbin" exec python3 - <<'EOF'
+import os, pwd, re, shutil, signal, statistics, subprocess, sys, tempfile, threading, time
+
+SO, PGBIN = os.environ["SO"], os.environ["PGBIN"]
+ROUNDS = int(os.environ.get("PREFORK_ROUNDS", "3"))
+SECONDS = float(os.environ.get("PREFORK_SECONDS", "4"))
+CLIENTS = int(os.environ.get("PREFORK_CLIENTS", "4"))
+PARTS = os.environ.get("PREFORK_PARTS", "pg pgconnect nginx").split()
+MODES = ["off", "cpu", "all"]
+TICK = os.sysconf("SC_CLK_TCK")
+
+tmp = tempfile.mkdtemp(prefix="bench_prefork.")
+os.chmod(tmp, 0o755)
+so_copy = os.path.join(tmp, "libstowaway.so")  # readable by the server's user
+shutil.copy(SO, so_copy)
+os.chmod(so_copy, 0o755)
+
+# postgres refuses to run as root: drop to the `postgres` user when we are root.
+as_user = []
+uid = gid = None
+if os.geteuid() == 0:
+    pw = pwd.getpwnam(os.environ.get("PREFORK_PG_USER", "postgres"))
+    uid, gid = pw.pw_uid, pw.pw_gid
+    as_user = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
+
+def own(path):
+    if uid is not None:
+        os.chown(path, uid, gid)
+
+def mode_env(mode, outdir):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("DD_", "STOWAWAY_", "LD_PRELOAD", "MALLOC_CONF"))}
+    env["LC_ALL"] = "C"
+    if mode != "off":
+        os.makedirs(outdir, exist_ok=True)
+        own(outdir)
+        env.update(LD_PRELOAD=so_copy, DD_PROFILING_ENABLED="true", DD_SERVICE="benchprefork",
+                   STOWAWAY_OUTPUT_DIR=outdir)
+        if mode == "cpu":
+            env["STOWAWAY_PROFILES"] = "cpu"
+    return env
+
+def children_of(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+def tree(pid):
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(children_of(p))
+    return out
+
+def stat_cpu(pid, with_children):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    t = int(fields[11]) + int(fields[12])  # utime, stime
+    if with_children:
+        t += int(fields[13]) + int(fields[14])  # cutime, cstime: reaped children
+    return t / TICK
+
+def server_cpu(root):
+    """CPU seconds of every process of the server, living or reaped."""
+    return sum(stat_cpu(p, True) for p in tree(root))
+
+def pss_anon(pid):
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss_Anon:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+def cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+def sample_pss_midway(root, select, delay, out):
+    time.sleep(delay)
+    vals = []
+    for p in tree(root):
+        if p != root and select(cmdline(p)):
+            v = pss_anon(p)
+            if v is not None:
+                vals.append(v)
+    out.extend(vals)
+
+# ---------------------------------------------------------------- postgres
+pgdir = os.path.join(tmp, "pg")
+os.makedirs(pgdir)
+own(pgdir)
+pgdata = os.path.join(pgdir, "data")
+PORT = str(int(os.environ.get("PREFORK_PG_PORT", str(20000 + os.getpid() % 20000))))
+
+def pg(*args, env=None, check=True):
+    # The environment is set after the user switch: setpriv itself must not
+    # carry the library (glibc aborts a threaded process whose setresgid
+    # fails in one thread after capset restored the main thread's caps only).
+    env = env if env is not None else {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
+    envargs = ["env", "-i"] + [f"{k}={v}" for k, v in env.items()]
+    return subprocess.run(as_user + envargs + list(args), check=check, capture_output=True,
+                          text=True, cwd=pgdir)
+
+def pg_start(mode, rnd):
+    env = mode_env(mode, os.path.join(pgdir, f"prof.{mode}.{rnd}"))
+    log = os.path.join(pgdir, f"log.{mode}.{rnd}")
+    pg(f"{PGBIN}/pg_ctl", "-D", pgdata, "-l", log, "-w", "-o",
+       f"-p {PORT} -k {pgdir} -c listen_addresses= -c max_connections=100", "start", env=env)
+    with open(os.path.join(pgdata, "postmaster.pid")) as f:
+        return int(f.readline())
+
+def pg_stop():
+    pg(f"{PGBIN}/pg_ctl", "-D", pgdata, "-m", "fast", "-w", "stop", check=False)
+
+def pgbench(*args):
+    r = pg("/usr/bin/pgbench", "-h", pgdir, "-p", PORT, *args, "postgres")
+    return r.stdout
+
+def pg_run(mode, rnd, connect):
+    root = pg_start(mode, rnd)
+    try:
+        pgbench("-S", "-c", str(CLIENTS), "-j", "2", "-T", "1")  # warm the caches
+        pss = []
+        sampler = None
+        if not connect:
+            sampler = threading.Thread(target=sample_pss_midway, args=(
+                root, lambda c: "[local]" in c, SECONDS / 2, pss))
+            sampler.start()
+        c0 = server_cpu(root)
+        args = ["-S", "-c", str(CLIENTS), "-j", "2", "-T", str(int(SECONDS))]
+        if connect:
+            args.insert(0, "-C")
+        out = pgbench(*args)
+        if sampler:
+            sampler.join()
+        time.sleep(0.2)  # let the postmaster reap the backends of -C
+        c1 = server_cpu(root)
+    finally:
+        pg_stop()
+    tx = int(re.search(r"number of transactions actually processed: (\d+)", out).group(1))
+    m = re.search(r"tps = ([\d.]+) \(without initial connection time\)", out) if not connect else \
+        re.search(r"tps = ([\d.]+) \(including connections establishing\)", out) or \
+        re.search(r"tps = ([\d.]+)", out)
+    return {"tps": float(m.group(1)), "cpu_per_tx_us": (c1 - c0) / tx * 1e6,
+            "pss_anon_kb": statistics.median(pss) if pss else None}
+
+# ---------------------------------------------------------------- nginx
+ngdir = os.path.join(tmp, "nginx")
+NGPORT = str(int(PORT) + 1)
+
+def ng_setup():
+    os.makedirs(os.path.join(ngdir, "html"))
+    with open(os.path.join(ngdir, "html", "index.html"), "w") as f:
+        f.write("<html><body>" + "x" * 600 + "</body></html>\n")
+    for d in (ngdir, os.path.join(ngdir, "html")):
+        os.chmod(d, 0o755)
+    with open(os.path.join(ngdir, "nginx.conf"), "w") as f:
+        f.write(f"""daemon off;
+worker_processes 2;
+pid {ngdir}/nginx.pid;
+error_log {ngdir}/error.log;
+events {{ worker_connections 256; }}
+http {{
+  access_log off;
+  client_body_temp_path {ngdir}/body; proxy_temp_path {ngdir}/proxy;
+  fastcgi_temp_path {ngdir}/fastcgi; uwsgi_temp_path {ngdir}/uwsgi; scgi_temp_path {ngdir}/scgi;
+  server {{ listen 127.0.0.1:{NGPORT}; root {ngdir}/html; }}
+}}
+""")
+
+def ng_run(mode, rnd):
+    env = mode_env(mode, os.path.join(ngdir, f"prof.{mode}.{rnd}"))
+    if mode != "off":
+        os.chmod(os.path.join(ngdir, f"prof.{mode}.{rnd}"), 0o777)  # workers run as nobody
+    p = subprocess.Popen(["/usr/sbin/nginx", "-p", ngdir, "-c", os.path.join(ngdir, "nginx.conf")],
+                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{NGPORT}/index.html"
+    try:
+        for _ in range(100):
+            if len(children_of(p.pid)) >= 2 and subprocess.run(
+                    ["ab", "-q", "-n", "1", url], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.05)
+        subprocess.run(["ab", "-q", "-c", str(CLIENTS), "-t", "1", "-n", "1000000", url],
+                       capture_output=True)  # warm
+        pss = []
+        sampler = threading.Thread(target=sample_pss_midway, args=(
+            p.pid, lambda c: "worker" in c, SECONDS / 2, pss))
+        sampler.start()
+        c0 = server_cpu(p.pid)
+        out = subprocess.run(["ab", "-q", "-c", str(CLIENTS), "-t", str(int(SECONDS)), "-n",
+                              "10000000", url], capture_output=True, text=True).stdout
+        sampler.join()
+        c1 = server_cpu(p.pid)
+    finally:
+        p.send_signal(signal.SIGQUIT)
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    n = int(re.search(r"Complete requests:\s+(\d+)", out).group(1))
+    rps = float(re.search(r"Requests per second:\s+([\d.]+)", out).group(1))
+    return {"tps": rps, "cpu_per_tx_us": (c1 - c0) / n * 1e6,
+            "pss_anon_kb": statistics.median(pss) if pss else None}
+
+# ---------------------------------------------------------------- rounds
+parts = {}
+if "pg" in PARTS or "pgconnect" in PARTS:
+    pg(f"{PGBIN}/initdb", "-D", pgdata, "-A", "trust", "--no-sync")
+    pg_start("off", -1)
+    try:
+        pgbench("-i", "-s", "2", "-q")
+    finally:
+        pg_stop()
+if "pg" in PARTS:
+    parts["pg"] = (lambda mode, rnd: pg_run(mode, rnd, False),
+                   f"postgres, pgbench -S -c {CLIENTS} (persistent connections: one backend each)")
+if "pgconnect" in PARTS:
+    parts["pgconnect"] = (lambda mode, rnd: pg_run(mode, rnd, True),
+                          f"postgres, pgbench -S -C -c {CLIENTS} (a new backend per transaction)")
+if "nginx" in PARTS:
+    ng_setup()
+    parts["nginx"] = (ng_run, f"nginx (2 workers), ab -c {CLIENTS}, 650-byte file")
+
+results = {(p, m): [] for p in parts for m in MODES}
+for rnd in range(ROUNDS):
+    for part, (fn, _) in parts.items():
+        order = MODES[rnd % len(MODES):] + MODES[:rnd % len(MODES)]
+        for mode in order:
+            results[(part, mode)].append(fn(mode, rnd))
+
+def pct(x):
+    return f"{(x - 1) * 100:+.1f}%"
+
+names = {"cpu": "cpu profile only", "all": "default kinds cpu+wall+alloc+heap"}
+for part, (_, what) in parts.items():
+    base = results[(part, "off")]
+    print(f"BENCH prefork: {part}_off_tps = {statistics.median(r['tps'] for r in base):.0f} "
+          f"({what}; no profiler; CPU {statistics.median(r['cpu_per_tx_us'] for r in base):.1f} "
+          f"us per transaction, all server processes; median of {ROUNDS} rounds of {SECONDS:g} s)")
+    for mode in ("cpu", "all"):
+        runs = results[(part, mode)]
+        for metric, label in (("tps", "throughput"), ("cpu_per_tx_us", "server CPU per transaction")):
+            rs = [r[metric] / b[metric] for r, b in zip(runs, base)]
+            print(f"BENCH prefork: {part}_{mode}_{'tps' if metric == 'tps' else 'cpu_per_tx'}_ratio = "
+                  f"{statistics.median(rs):.3f} ({names[mode]}: {label} {pct(statistics.median(rs))} vs "
+                  f"no profiler, spread {pct(min(rs))}..{pct(max(rs))})")
+        adds = [r["pss_anon_kb"] - b["pss_anon_kb"] for r, b in zip(runs, base)
+                if r["pss_anon_kb"] is not None and b["pss_anon_kb"] is not None]
+        if adds:
+            print(f"BENCH prefork: {part}_{mode}_pss_anon_added_kb = {statistics.median(adds):.0f} "
+                  f"({names[mode]}: Pss_Anon added per forked process, median over rounds of the "
+                  f"median process; off {statistics.median(b['pss_anon_kb'] for b in base if b['pss_anon_kb']):.0f} kB; "
+                  f"spread {min(adds):.0f}..{max(adds):.0f} kB)")
+if os.environ.get("PREFORK_KEEP"):
+    print(f"kept {tmp}", file=sys.stderr)
+else:
+    shutil.rmtree(tmp, ignore_errors=True)
+EOF
