@@ -106,6 +106,9 @@ struct wall_private {
 	uint8_t cache_state; /* enum wall_state */
 	uint8_t class_state;
 	bool pend_has_ctx;
+	/* pend_ctx/pend_gen are the context of the cached stack's own samples
+	 * (kept after a flush; cleared when another stack is cached). */
+	bool pend_ctx_of_stack;
 	bool visited;     /* visit_span() has a previous visit */
 	bool cpu_known, delay_known;
 	/* The previous visit found the thread waiting, at the cached stack. */
@@ -395,8 +398,8 @@ static bool same_otel_span(const struct wall_private *w, const struct otel_span 
 static void account_cached(int slot, struct wall_private *w, uint64_t now, uint64_t weight,
 			   const struct otel_span *otel_read)
 {
-	if (weight == 0)
-		return;
+	/* With weight 0 only the context is taken: the cached stack's time
+	 * found later (account_previous_wait) carries it. */
 	/* Samples taken under another span context must not share labels. */
 	int ctx_slot = atomic_load(&thread_slots[slot].context_slot);
 	unsigned gen = context_generation(ctx_slot, w->tid);
@@ -424,6 +427,28 @@ static void account_cached(int slot, struct wall_private *w, uint64_t now, uint6
 			w->pend_has_ctx = api || otel.span_id;
 		}
 	}
+	w->pend_ctx_of_stack = true;
+	if (weight == 0)
+		return;
+	w->pend_count++;
+	w->pend_ns += weight;
+	if (now - w->pend_since >= PENDING_FLUSH_NS)
+		flush_pending(w, now);
+}
+
+/* Time found late for the wait the previous visit found the thread in (the
+ * cached stack): it carries the span context of that wait's samples, not the
+ * one the thread runs under now (a request that waited, then ended). */
+static void account_previous_wait(int slot, struct wall_private *w, uint64_t now, uint64_t weight)
+{
+	if (weight == 0)
+		return;
+	if (!w->pend_ctx_of_stack) {
+		account_cached(slot, w, now, weight, NULL);
+		return;
+	}
+	if (w->pend_count == 0)
+		w->pend_since = now;
 	w->pend_count++;
 	w->pend_ns += weight;
 	if (now - w->pend_since >= PENDING_FLUSH_NS)
@@ -476,6 +501,7 @@ static bool cache_store(struct wall_private *w, const uint64_t *pcs, uint32_t de
 	rt_memcpy(w->stack, pcs, depth * sizeof(uint64_t));
 	w->depth = depth;
 	w->cache_state = (uint8_t)state;
+	w->pend_ctx_of_stack = false;
 	return true;
 }
 
@@ -744,7 +770,7 @@ static void place_running(int slot, struct wall_private *w, uint64_t now, uint64
 			  bool signals)
 {
 	if (w->after_wait && w->stack)
-		account_cached(slot, w, now, off, NULL);
+		account_previous_wait(slot, w, now, off);
 	else if (signals && off)
 		atomic_fetch_add(&thread_slots[slot].wall_owed_ns, off);
 	if (used)
@@ -832,7 +858,7 @@ static void sample_slot(int slot, uint64_t now)
 		uint64_t woken = w->after_wait && w->stack && waits ? delayed / waits : 0;
 		off -= delayed;
 		if (woken)
-			account_cached(slot, w, now, woken, NULL);
+			account_previous_wait(slot, w, now, woken);
 		atomic_fetch_add(&t->wall_owed_ns, delayed - woken);
 	}
 	uint32_t seq = atomic_load(&t->wall_seq);
