@@ -66,11 +66,16 @@ fi
 # 2b. The library's other architecture: the files whose code depends on
 #     src/rt/arch/aarch64.h, analysed with the aarch64 cross compiler.
 if command -v aarch64-linux-gnu-gcc >/dev/null; then
-	for f in src/rt/*.c src/unwind/*.c src/symbols/symbols.c src/collect/sample.c src/collect/wall_hooks.c; do
+	analyze_aarch64_one() {
 		aarch64-linux-gnu-gcc -std=c11 -O1 -fPIC -ffreestanding -fno-builtin -Isrc -Wvla \
 			-mno-outline-atomics -DSTOWAWAY_VERSION=\"lint\" -Wall -Wextra -Werror \
-			-fanalyzer -c "$f" -o /dev/null 2>&1
-	done >build/lint/analyzer-aarch64.txt
+			-fanalyzer -c "$1" -o /dev/null 2>&1
+		return 0
+	}
+	export -f analyze_aarch64_one
+	printf '%s\n' src/rt/*.c src/unwind/*.c src/symbols/symbols.c src/collect/sample.c \
+		src/collect/wall_hooks.c | xargs -P 2 -I{} bash -c 'analyze_aarch64_one {}' \
+		>build/lint/analyzer-aarch64.txt
 	if [ -s build/lint/analyzer-aarch64.txt ]; then
 		cat build/lint/analyzer-aarch64.txt
 		fail=1
@@ -80,17 +85,20 @@ else
 	fail=1
 fi
 
-# 3. cppcheck, one file at a time so each gets its own flags.
-: >build/lint/cppcheck.txt
-for f in $lib_src $cli_src; do
-	if ! cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance \
+# 3. cppcheck, one file at a time so each gets its own flags, two at a time.
+cppcheck_one() {
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance \
 		--inline-suppr --suppressions-list=tests/cppcheck.supp -I src -D__x86_64__ -D__linux__ \
-		-D__GNUC__ "-D__attribute__(x)=" -DSTOWAWAY_VERSION=\"lint\" --std=c11 $(extra_flags "$f") "$f" \
-		>>build/lint/cppcheck.txt 2>&1; then
-		fail=1
-	fi
-done
-[ -s build/lint/cppcheck.txt ] && cat build/lint/cppcheck.txt
+		-D__GNUC__ "-D__attribute__(x)=" -DSTOWAWAY_VERSION=\"lint\" --std=c11 $(extra_flags "$1") "$1" \
+		2>&1 || echo "cppcheck: $1 failed"
+	return 0
+}
+export -f cppcheck_one
+printf '%s\n' $lib_src $cli_src | xargs -P 2 -I{} bash -c 'cppcheck_one {}' >build/lint/cppcheck.txt
+if [ -s build/lint/cppcheck.txt ]; then
+	cat build/lint/cppcheck.txt
+	fail=1
+fi
 
 # 4. clang-tidy with the committed .clang-tidy, two files at a time.
 tidy_one() {

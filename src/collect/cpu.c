@@ -83,6 +83,9 @@ static void cpu_signal_handler(int sig, void *siv, void *ucv)
 		return;
 	}
 	rec->depth = sample_unwind_interrupted(ucv, t->stack_lo, t->stack_hi, rec->pcs, cpu.max_frames);
+	/* Interrupted in our own code (an interposer's work on the host's
+	 * thread): the time is the host caller's, shown at its frame. */
+	rec->depth = sample_drop_own_leaves(rec->pcs, rec->depth);
 	rec->has_context = context_read_self(&rec->context);
 	rec->tid = tid;
 	rec->slot = (int)slot;

@@ -26,7 +26,7 @@ SHELL_TIMED = ('echo "child LD_PRELOAD=[$LD_PRELOAD]"; end=$(($(date +%%s) + %d)
                'while [ $i -lt 50000 ]; do i=$((i+1)); done; done; echo burned')
 
 
-def run_exec(sfx, how, env, reps=1, loops=200000, seconds=None, burn="1.2"):
+def run_exec(sfx, how, env, reps=1, loops=200000, seconds=None, burn="0.5"):
     script = SHELL_TIMED % seconds if seconds else SHELL_LOOP % loops
     results = []
     for _ in range(reps):
