@@ -395,12 +395,24 @@ static bool same_otel_span(const struct wall_private *w, const struct otel_span 
 /* One sample of the cached stack, of `weight` ns.  `otel_read`: the thread's
  * OpenTelemetry span read while the caller knew the stack still stood, or
  * NULL to read it now. */
+/* Adds `weight` ns to the pending samples of the cached stack, under the
+ * context pend_ctx holds. */
+static void pend_add(struct wall_private *w, uint64_t now, uint64_t weight)
+{
+	if (w->pend_count == 0)
+		w->pend_since = now;
+	w->pend_count++;
+	w->pend_ns += weight;
+	if (now - w->pend_since >= PENDING_FLUSH_NS)
+		flush_pending(w, now);
+}
+
 static void account_cached(int slot, struct wall_private *w, uint64_t now, uint64_t weight,
 			   const struct otel_span *otel_read)
 {
 	/* With weight 0 only the context is taken: the cached stack's time
-	 * found later (account_previous_wait) carries it. */
-	/* Samples taken under another span context must not share labels. */
+	 * found later (account_previous_wait) carries it.  Samples taken
+	 * under another span context must not share labels. */
 	int ctx_slot = atomic_load(&thread_slots[slot].context_slot);
 	unsigned gen = context_generation(ctx_slot, w->tid);
 	/* An OpenTelemetry span has no generation: its record is read (a no-op
@@ -413,7 +425,6 @@ static void account_cached(int slot, struct wall_private *w, uint64_t now, uint6
 	if (w->pend_count && (gen != w->pend_gen || !same_otel_span(w, &otel)))
 		flush_pending(w, now);
 	if (w->pend_count == 0) {
-		w->pend_since = now;
 		w->pend_gen = gen;
 		bool want = gen || otel.span_id;
 		if (want && !w->pend_ctx)
@@ -428,12 +439,8 @@ static void account_cached(int slot, struct wall_private *w, uint64_t now, uint6
 		}
 	}
 	w->pend_ctx_of_stack = true;
-	if (weight == 0)
-		return;
-	w->pend_count++;
-	w->pend_ns += weight;
-	if (now - w->pend_since >= PENDING_FLUSH_NS)
-		flush_pending(w, now);
+	if (weight)
+		pend_add(w, now, weight);
 }
 
 /* Time found late for the wait the previous visit found the thread in (the
@@ -443,16 +450,10 @@ static void account_previous_wait(int slot, struct wall_private *w, uint64_t now
 {
 	if (weight == 0)
 		return;
-	if (!w->pend_ctx_of_stack) {
+	if (!w->pend_ctx_of_stack)
 		account_cached(slot, w, now, weight, NULL);
-		return;
-	}
-	if (w->pend_count == 0)
-		w->pend_since = now;
-	w->pend_count++;
-	w->pend_ns += weight;
-	if (now - w->pend_since >= PENDING_FLUSH_NS)
-		flush_pending(w, now);
+	else
+		pend_add(w, now, weight);
 }
 
 static void emit_cached(int slot, struct wall_private *w, uint64_t now, uint64_t weight,
