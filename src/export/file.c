@@ -69,62 +69,62 @@ static const char *errno_name(long e)
 	}
 }
 
-/* Writes and syncs data to fd; 0 or -errno.  Closes fd. */
-static long write_sync_close(long fd, const uint8_t *data, size_t len)
+/* Writes and syncs data to fd; 0 or -errno. */
+static long write_sync(long fd, const uint8_t *data, size_t len)
 {
 	long r = rt_write_all((int)fd, data, len);
-	if (r == 0)
-		r = sys_fsync((int)fd);
-	long c = sys_close((int)fd);
-	return r == 0 && c < 0 ? c : r;
+	return r == 0 ? sys_fsync((int)fd) : r;
 }
 
-/* Writes data to an unnamed file in the directory (O_TMPFILE) and links it
- * in under `name` only once complete: a process that dies or execs while
- * writing leaves nothing behind.  1 done, 0 not possible here (file system
- * without O_TMPFILE, no /proc, name taken), -errno on a write error. */
-static long write_unnamed(int dirfd, const char *name, const uint8_t *data, size_t len)
+/* Gives the complete unnamed file fd the name `name` in dirfd, replacing a
+ * file of that name (linked under `tmp` first: link cannot replace); 0 or
+ * -errno. */
+static long link_unnamed(long fd, int dirfd, const char *name, const char *tmp)
 {
-	long fd = sys_openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return 0;
 	char self[64];
 	rt_snprintf(self, sizeof(self), "/proc/self/fd/%ld", fd);
-	long r = rt_write_all((int)fd, data, len);
-	if (r == 0)
-		r = sys_fsync((int)fd);
-	long linked = r == 0 ? sys_linkat(AT_FDCWD, self, dirfd, name, AT_SYMLINK_FOLLOW) : r;
-	long c = sys_close((int)fd);
-	if (r < 0)
+	long r = sys_linkat(AT_FDCWD, self, dirfd, name, AT_SYMLINK_FOLLOW);
+	if (r != -EEXIST)
 		return r;
-	if (linked < 0)
-		return 0;
-	if (c < 0)
-		return c;
-	return 1;
+	r = sys_linkat(AT_FDCWD, self, dirfd, tmp, AT_SYMLINK_FOLLOW);
+	if (r == 0)
+		r = sys_renameat(dirfd, tmp, dirfd, name);
+	if (r < 0)
+		(void)sys_unlinkat(dirfd, tmp, 0);
+	return r;
 }
 
-/* Writes data to dir/name: an unnamed file linked in when done, else a
- * named temporary file renamed over name.  0 or -errno.  No partial file is
- * left behind on failure. */
+/* Writes data to dir/name; 0 or -errno.  The data goes to an unnamed file
+ * (O_TMPFILE) that gets its name only once complete, so a process that dies
+ * or execs while writing leaves nothing behind; where that is not possible
+ * (file system without O_TMPFILE, no /proc), to a named temporary file
+ * renamed over name, removed on failure. */
 static long write_atomically(int dirfd, const char *name, const uint8_t *data, size_t len)
 {
-	long r = write_unnamed(dirfd, name, data, len);
-	if (r < 0)
-		return r;
-	if (r == 0) {
-		char tmp[256];
-		rt_snprintf(tmp, sizeof(tmp), ".%s.%ld.tmp", name, sys_gettid());
-		long fd = sys_openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd < 0)
-			return fd;
-		r = write_sync_close(fd, data, len);
-		if (r == 0)
-			r = sys_renameat(dirfd, tmp, dirfd, name);
-		if (r < 0) {
-			(void)sys_unlinkat(dirfd, tmp, 0);
+	char tmp[256];
+	rt_snprintf(tmp, sizeof(tmp), ".%s.%ld.tmp", name, sys_gettid());
+	long r, fd = sys_openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		r = write_sync(fd, data, len);
+		long linked = r == 0 ? link_unnamed(fd, dirfd, name, tmp) : r;
+		long c = sys_close((int)fd);
+		if (r < 0)
 			return r;
-		}
+		if (linked == 0)
+			return c < 0 ? c : sys_fsync(dirfd);
+	}
+	fd = sys_openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return fd;
+	r = write_sync(fd, data, len);
+	long c = sys_close((int)fd);
+	if (r == 0 && c < 0)
+		r = c;
+	if (r == 0)
+		r = sys_renameat(dirfd, tmp, dirfd, name);
+	if (r < 0) {
+		(void)sys_unlinkat(dirfd, tmp, 0);
+		return r;
 	}
 	return sys_fsync(dirfd);
 }
