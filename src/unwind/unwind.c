@@ -325,11 +325,17 @@ static enum step_result step_cfi(struct stack_view *v, struct frame *f, const st
 	if (row->fp_offset == CFI_FP_UNKNOWN) {
 		f->fp_known = false;
 	} else if (row->fp_offset != CFI_FP_SAME) {
-		uint64_t fp;
-		if (!read_word(v, cfa + (uint64_t)(int64_t)row->fp_offset, &fp))
-			return STEP_BROKEN;
-		f->fp = fp;
-		f->fp_known = true;
+		uint64_t slot = cfa + (uint64_t)(int64_t)row->fp_offset;
+		/* A save slot below sp was popped, which restored the register:
+		 * compilers keep the save rule after `pop %rbp`/`leave` up to
+		 * the `ret`, so the register, not the slot, is the caller's. */
+		if (slot >= f->sp) {
+			uint64_t fp;
+			if (!read_word(v, slot, &fp))
+				return STEP_BROKEN;
+			f->fp = fp;
+			f->fp_known = true;
+		}
 	}
 	f->sp = cfa;
 	f->sp_exact = true;

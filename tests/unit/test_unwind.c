@@ -282,6 +282,68 @@ static void test_fp_chain_on_fake_stack(void)
 	CHECK(d <= 3 && end == UNWIND_END_BROKEN);
 }
 
+#if defined(__x86_64__)
+/* GCC's epilogue shape: after `leave` the rule still says rbp is saved at
+ * CFA-16, a slot already popped (below sp).  The caller keeps its frame in
+ * rbp (CFA = rbp + 16), so only the restored register leads further. */
+__asm__(".text\n"
+	".globl epilogue_callee, epilogue_callee_ret, epilogue_caller_ret\n"
+	".hidden epilogue_callee, epilogue_callee_ret, epilogue_caller_ret\n"
+	"epilogue_callee:\n"
+	".cfi_startproc\n"
+	"push %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"mov %rsp, %rbp\n"
+	".cfi_def_cfa_register %rbp\n"
+	"leave\n"
+	".cfi_def_cfa %rsp, 8\n"
+	"epilogue_callee_ret:\n"
+	"ret\n"
+	".cfi_endproc\n"
+	"epilogue_caller:\n"
+	".cfi_startproc\n"
+	"push %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"mov %rsp, %rbp\n"
+	".cfi_def_cfa_register %rbp\n"
+	"call epilogue_callee\n"
+	"epilogue_caller_ret:\n"
+	"leave\n"
+	".cfi_def_cfa %rsp, 8\n"
+	"ret\n"
+	".cfi_endproc\n");
+extern const char epilogue_callee_ret[], epilogue_caller_ret[];
+
+/* Interrupted at the callee's `ret`: the walk goes on through the caller's
+ * rbp frame to its return address, never reading the popped slot. */
+static void test_cfi_epilogue_after_pop(void)
+{
+	uint64_t stack[64];
+	memset(stack, 0, sizeof(stack));
+	uint64_t ra2 = code_address_b();
+	stack[7] = 0xbad0bad0bad0ull; /* the popped slot: stale, must not be used */
+	stack[8] = (uint64_t)(uintptr_t)epilogue_caller_ret;
+	stack[16] = 0; /* caller's frame record: saved rbp, return address */
+	stack[17] = ra2;
+	struct unwind_regs r;
+	memset(&r, 0, sizeof(r));
+	r.pc = (uint64_t)(uintptr_t)epilogue_callee_ret;
+	r.sp = (uint64_t)(uintptr_t)&stack[8];
+	r.fp = (uint64_t)(uintptr_t)&stack[16];
+	r.stack_lo = (uint64_t)(uintptr_t)&stack[0];
+	r.stack_hi = (uint64_t)(uintptr_t)&stack[64];
+	uint64_t pcs[8];
+	enum unwind_end end;
+	uint32_t d = unwind_stack(&r, pcs, 8, 0, &end);
+	CHECK(d >= 3);
+	CHECK(d >= 1 && pcs[0] == (uint64_t)(uintptr_t)epilogue_callee_ret);
+	CHECK(d >= 2 && pcs[1] == (uint64_t)(uintptr_t)epilogue_caller_ret - 1);
+	CHECK(d >= 3 && pcs[2] == ra2 - 1);
+}
+#endif
+
 struct walk {
 	uint64_t pcs[64];
 	uint32_t depth;
@@ -396,6 +458,9 @@ int main(void)
 	RUN(test_cfi_matches_readelf_self);
 	RUN(test_index_matches_table);
 	RUN(test_fp_chain_on_fake_stack);
+#if defined(__x86_64__)
+	RUN(test_cfi_epilogue_after_pop);
+#endif
 	RUN(test_remote_reads_match_local);
 	RUN(test_warm_cost);
 	RUN(test_capture_starts_at_hook_caller);

@@ -101,6 +101,10 @@ static void start_sampling(int count)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = prof_handler;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	/* A SIGALRM taken inside this handler would spin in handler_leaf with
+	 * SIGPROF blocked, waiting for samples that never come. */
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, SIGALRM);
 	sigaction(SIGPROF, &sa, NULL);
 	atomic_store(&nsamples, 0);
 	atomic_store(&target_samples, count);
