@@ -26,6 +26,7 @@ static struct {
 	struct recorder *rec;
 	struct sw_exporter *exporters[MAX_EXPORTERS];
 	int n_exporters;
+	bool wants_combined; /* an exporter reads the batch's combined profile */
 	struct sw_otlp_config otlp; /* OpenTelemetry export settings (immutable once loaded) */
 	/* Serialises period exports (scheduler, flush, exit). */
 	struct rt_mutex export_lock;
@@ -197,6 +198,27 @@ static void encode_otlp_request(struct otlp_encoder *enc, struct rt_buf *out)
 	}
 }
 
+/* The value slots some sample of p fills.  At exit, a kind none of whose
+ * slots is filled is not exported (no file, no OTLP profile): a short-lived
+ * child usually has samples of a kind or two at most, and each file costs an
+ * inode, a sync and a retention scan.  Nothing is lost for the kinds that
+ * count what happened in the period (an empty period adds nothing); the
+ * live heap is a snapshot, so an empty one is skipped only by a process
+ * that exported none before (an earlier snapshot would stand as its last). */
+static uint32_t slots_with_values(const struct profile *p)
+{
+	uint32_t filled = 0, n = profile_sample_count(p);
+	struct profile_sample_view v;
+	for (uint32_t i = 0; i < n; i++) {
+		if (!profile_sample_get(p, i, &v))
+			continue;
+		for (uint32_t s = 0; s < SW_V_COUNT; s++)
+			if (v.values[s] != 0)
+				filled |= 1u << s;
+	}
+	return filled;
+}
+
 /* Ends the current period and exports it; `trigger` (or NULL) is the
  * memory threshold that asked for this export out of period.  Caller holds
  * export_lock. */
@@ -232,6 +254,7 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 	struct profile_stats st;
 	profile_get_stats(p, &st);
 
+	uint32_t filled = final ? slots_with_values(p) : UINT32_MAX;
 	struct sw_export_item items[SW_KIND_COUNT];
 	struct rt_buf gz[SW_KIND_COUNT];
 	struct rt_buf combined = { 0 }, raw = { 0 };
@@ -250,6 +273,8 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 		o.n_comments = n_comments;
 		uint32_t mask = sw_kind_value_mask((enum sw_kind)k);
 		all_slots |= mask;
+		if (!(filled & mask) && (k != SW_KIND_HEAP || prof.seq == 0))
+			continue; /* see slots_with_values */
 		int r = encode_compressed(p, mask, &o, &raw, &gz[n_items]);
 		if (r < 0) {
 			rt_log_once(RT_LOG_WARN, "could not encode the %s profile (error %d)",
@@ -267,7 +292,8 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 		n_items++;
 	}
 	struct pprof_opts all_opts = { .period_slot = PPROF_NO_SLOT, .default_slot = PPROF_NO_SLOT };
-	if (all_slots && encode_compressed(p, all_slots, &all_opts, &raw, &combined) < 0)
+	if (all_slots && prof.wants_combined &&
+	    encode_compressed(p, all_slots, &all_opts, &raw, &combined) < 0)
 		rt_buf_free(&combined);
 	rt_buf_free(&raw);
 	struct rt_buf otlp_req = { 0 };
@@ -443,10 +469,13 @@ static struct sw_exporter *(*const exporter_makers[])(const struct sw_config *) 
 static void create_exporters(const struct sw_config *cfg)
 {
 	prof.n_exporters = 0;
+	prof.wants_combined = false;
 	for (size_t i = 0; i < sizeof(exporter_makers) / sizeof(exporter_makers[0]); i++) {
 		struct sw_exporter *e = exporter_makers[i](cfg);
-		if (e)
-			prof.exporters[prof.n_exporters++] = e;
+		if (!e)
+			continue;
+		prof.exporters[prof.n_exporters++] = e;
+		prof.wants_combined |= e->wants_combined;
 	}
 	struct sw_exporter *e = export_otlp_create(cfg, &prof.otlp);
 	if (e && prof.n_exporters < MAX_EXPORTERS)

@@ -276,6 +276,7 @@ struct sw_exporter *export_datadog_create(const struct sw_config *cfg)
 							  sizeof(struct datadog_state), datadog_export);
 	if (!ex)
 		return NULL;
+	ex->wants_combined = true;
 	struct datadog_state *st = ex->state;
 	st->cfg = cfg;
 	notice_api_key_change(cfg);

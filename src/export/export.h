@@ -41,7 +41,9 @@ struct sw_export_batch {
 	uint32_t seq;       /* period number in this process, from 0 */
 	uint32_t pid;
 	const char *runtime_id; /* UUID string, new after fork */
-	const struct sw_export_item *items; /* one per enabled kind with data */
+	/* One per enabled kind; at exit (final) only the kinds with a sample,
+	 * and the live heap also when an earlier period exported it. */
+	const struct sw_export_item *items;
 	size_t n_items;
 	/* All enabled kinds in one profile (sample types side by side), for
 	 * backends that take one attachment per upload (Datadog). */
@@ -70,6 +72,9 @@ struct sw_exporter {
 			    uint64_t deadline_ns);
 	void (*destroy)(struct sw_exporter *self);
 	void *state;
+	/* Reads batch->combined_gz; the scheduler builds the combined profile
+	 * only when some exporter does (it is NULL otherwise). */
+	bool wants_combined;
 };
 
 /* Built from sw_cfg; each returns NULL (after logging why) when its sink is

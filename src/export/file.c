@@ -1,9 +1,9 @@
 /* The file exporter (air-gapped use): one gzip pprof per kind per period in
  * STOWAWAY_OUTPUT_DIR, named <service>.<pid>.<kind>.<seq>.<runtime id[0:8]>.pb.gz,
  * written atomically (an unnamed O_TMPFILE file linked in once synced, or
- * where that is not possible a temporary file renamed; then an fsync of the
- * directory), with a bound on the number of profile files kept (oldest
- * removed first). */
+ * where that is not possible a temporary file renamed; then one fsync of the
+ * directory per batch), with a bound on the number of profile files kept
+ * (oldest removed first). */
 #include "export/export.h"
 #include "rt/rt.h"
 #include "rt/sys.h"
@@ -17,6 +17,8 @@ struct file_exporter {
 	char service[64]; /* sanitised for file names */
 	uint32_t max_files;
 	atomic_int write_failed_logged;
+	/* What this process did, for the debug line at its exit export. */
+	uint32_t files_written, dir_scans, dir_sorts, files_removed;
 };
 
 /* Keeps [A-Za-z0-9._-]; everything else becomes '_'. */
@@ -98,7 +100,7 @@ static long link_unnamed(long fd, int dirfd, const char *name, const char *tmp)
  * (O_TMPFILE) that gets its name only once complete, so a process that dies
  * or execs while writing leaves nothing behind; where that is not possible
  * (file system without O_TMPFILE, no /proc), to a named temporary file
- * renamed over name, removed on failure. */
+ * renamed over name, removed on failure.  The caller syncs the directory. */
 static long write_atomically(int dirfd, const char *name, const uint8_t *data, size_t len)
 {
 	char tmp[256];
@@ -111,7 +113,7 @@ static long write_atomically(int dirfd, const char *name, const uint8_t *data, s
 		if (r < 0)
 			return r;
 		if (linked == 0)
-			return c < 0 ? c : sys_fsync(dirfd);
+			return c < 0 ? c : 0;
 	}
 	fd = sys_openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
@@ -122,11 +124,9 @@ static long write_atomically(int dirfd, const char *name, const uint8_t *data, s
 		r = c;
 	if (r == 0)
 		r = sys_renameat(dirfd, tmp, dirfd, name);
-	if (r < 0) {
+	if (r < 0)
 		(void)sys_unlinkat(dirfd, tmp, 0);
-		return r;
-	}
-	return sys_fsync(dirfd);
+	return r;
 }
 
 struct old_file {
@@ -140,23 +140,49 @@ static bool is_profile_file(const char *name)
 	return name[0] != '.' && n > s && rt_streq(name + n - s, FILE_SUFFIX);
 }
 
-/* Removes the oldest profile files beyond max_files.  Bounded work: one
- * directory scan, and at most `excess` deletions, each the oldest left. */
+/* The number of profile files in dirfd, or -errno. */
+static long count_profile_files(int dirfd)
+{
+	struct rt_dir dir;
+	long r = rt_dir_open(&dir, dirfd, ".", RETENTION_SCAN_MAX);
+	if (r != 0)
+		return r < 0 ? r : -EIO;
+	long count = 0;
+	for (const char *name; (name = rt_dir_next(&dir)) != NULL;)
+		count += is_profile_file(name);
+	rt_dir_close(&dir);
+	return count;
+}
+
+/* Removes the oldest profile files beyond max_files.  A first scan only
+ * counts names; only when the directory is over the bound does a second
+ * scan read every file's time, and it then removes the excess plus a
+ * sixteenth of the bound (at most OLDEST_MAX files in all), so that a
+ * directory kept at its bound by many writers (a server forking a process
+ * per connection) is sorted about once per sixteenth of the bound written,
+ * not at every write.  Bounded work: two directory scans, at most
+ * OLDEST_MAX deletions, each of the oldest left. */
+enum { OLDEST_MAX = 64 };
 static void enforce_retention(struct file_exporter *fe, int dirfd)
 {
 	if (fe->max_files == 0)
 		return;
+	fe->dir_scans++;
+	long total = count_profile_files(dirfd);
+	if (total <= (long)fe->max_files)
+		return;
+	uint32_t remove = (uint32_t)RT_MIN((uint64_t)total - fe->max_files + fe->max_files / 16,
+					   (uint64_t)OLDEST_MAX);
 	struct rt_dir dir;
 	if (rt_dir_open(&dir, dirfd, ".", RETENTION_SCAN_MAX) != 0)
 		return;
-	/* Count first, then keep the `excess` oldest in a small array. */
-	enum { OLDEST_MAX = 64 };
+	fe->dir_sorts++;
+	/* Keep the `remove` oldest in a small array, oldest first. */
 	struct old_file oldest[OLDEST_MAX];
-	uint32_t count = 0, n_oldest = 0;
+	uint32_t n_oldest = 0;
 	for (const char *name; (name = rt_dir_next(&dir)) != NULL;) {
 		if (!is_profile_file(name))
 			continue;
-		count++;
 		struct statx st = { 0 };
 		if (sys_statx(dirfd, name, 0, STATX_MTIME, &st) != 0)
 			continue;
@@ -165,19 +191,18 @@ static void enforce_retention(struct file_exporter *fe, int dirfd)
 		uint32_t pos = n_oldest;
 		while (pos > 0 && oldest[pos - 1].mtime_ns > m)
 			pos--;
-		if (pos >= OLDEST_MAX)
+		if (pos >= remove)
 			continue;
-		uint32_t last = n_oldest < OLDEST_MAX ? n_oldest : OLDEST_MAX - 1;
+		uint32_t last = n_oldest < remove ? n_oldest : remove - 1;
 		rt_memmove(&oldest[pos + 1], &oldest[pos], (last - pos) * sizeof(oldest[0]));
 		oldest[pos].mtime_ns = m;
 		rt_strlcpy(oldest[pos].name, name, sizeof(oldest[pos].name));
-		if (n_oldest < OLDEST_MAX)
+		if (n_oldest < remove)
 			n_oldest++;
 	}
 	rt_dir_close(&dir);
-	uint32_t excess = count > fe->max_files ? count - fe->max_files : 0;
-	for (uint32_t i = 0; i < excess && i < n_oldest; i++)
-		(void)sys_unlinkat(dirfd, oldest[i].name, 0);
+	for (uint32_t i = 0; i < n_oldest; i++)
+		fe->files_removed += sys_unlinkat(dirfd, oldest[i].name, 0) == 0;
 }
 
 static int file_export(struct sw_exporter *self, const struct sw_export_batch *b, uint64_t deadline_ns)
@@ -194,6 +219,7 @@ static int file_export(struct sw_exporter *self, const struct sw_export_batch *b
 		return (int)dirfd;
 	}
 	int result = 0;
+	uint32_t written = 0;
 	for (size_t i = 0; i < b->n_items; i++) {
 		char name[200];
 		/* The runtime id's first 8 hex digits tell process starts apart:
@@ -206,10 +232,26 @@ static int file_export(struct sw_exporter *self, const struct sw_export_batch *b
 				rt_warn("cannot write profiles to %s: %s; profiling goes on, "
 					"files are skipped", fe->dir, errno_name(r));
 			result = (int)r;
+		} else {
+			written++;
 		}
 	}
-	enforce_retention(fe, (int)dirfd);
+	/* One sync makes every name of the batch durable.  A batch with no
+	 * profile (the exit of a short-lived child without samples) leaves the
+	 * directory alone: it cannot have pushed it over the bound.  One whose
+	 * writes failed still enforces the bound (it may free the space). */
+	if (written) {
+		long r = sys_fsync((int)dirfd);
+		if (r < 0)
+			result = (int)r;
+		fe->files_written += written;
+	}
+	if (b->n_items)
+		enforce_retention(fe, (int)dirfd);
 	(void)sys_close((int)dirfd);
+	if (b->final)
+		rt_debug("file exporter: %u files written, %u retention scans, %u sorted, %u files "
+			 "removed", fe->files_written, fe->dir_scans, fe->dir_sorts, fe->files_removed);
 	return result;
 }
 

@@ -58,7 +58,15 @@ for prog in os.environ.get("STOWAWAY_VARIANTS", "prefork_mem prefork_mem-musl").
               added_priv <= PRIVATE_BOUND_KB,
               f"+{added_priv:.0f} kB (without {statistics.median(base_priv):.0f} kB, with "
               f"{statistics.median(on_priv):.0f} kB)")
-        files = [f for f in os.listdir(out) if f.endswith(".pb.gz")]
-        check(f"{prog}: every process wrote its profiles", len(files) >= 4 * (WORKERS + 1),
-              f"{len(files)} files")
+        # Each process ran seconds and allocated: CPU, wall and allocation
+        # samples.  Its live heap is empty at exit (every sampled block was
+        # freed), and an exiting process writes no file for a kind without a
+        # sample (no earlier heap file to supersede).
+        kinds = {}
+        for f in os.listdir(out):
+            if f.endswith(".pb.gz"):
+                kinds.setdefault(f.split(".")[1], set()).add(f.split(".")[2])
+        check(f"{prog}: every process wrote its CPU, wall and allocation profiles",
+              len(kinds) == WORKERS + 1 and all({"cpu", "wall", "alloc"} <= k for k in kinds.values()),
+              str(kinds))
 raise SystemExit(status())

@@ -1,0 +1,53 @@
+/* Short-lived forked children, the shape of a server that forks a process
+ * per connection: the parent forks N children one after another; a child
+ * either exits at once (no sample of any kind) or, with BURN_MS > 0, burns
+ * that much CPU first.  The parent waits for each, burns ~50 ms itself and
+ * prints the children's pids, one a line.  Usage: fork_short N [BURN_MS] */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile uint64_t sink;
+
+static double cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+__attribute__((noinline)) static void burn(double seconds)
+{
+	double end = cpu_s() + seconds;
+	uint64_t h = sink;
+	while (cpu_s() < end)
+		for (int i = 0; i < 10000; i++)
+			h = (h ^ (uint64_t)i) * 0x100000001b3ull + 7;
+	sink = h;
+}
+
+int main(int argc, char **argv)
+{
+	int n = argc > 1 ? atoi(argv[1]) : 10;
+	double burn_s = argc > 2 ? atof(argv[2]) / 1e3 : 0;
+	burn(0.05);
+	for (int i = 0; i < n; i++) {
+		fflush(stdout); /* a child exits through exit(): nothing buffered twice */
+		pid_t pid = fork();
+		if (pid < 0)
+			return 1;
+		if (pid == 0) {
+			if (burn_s > 0)
+				burn(burn_s);
+			exit(0); /* exit, not _exit: the library's exit export runs */
+		}
+		int st;
+		if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			return 2;
+		printf("%d\n", (int)pid);
+	}
+	return 0;
+}
