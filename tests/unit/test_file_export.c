@@ -103,6 +103,32 @@ static void test_retention(void)
 	x->destroy(x);
 }
 
+/* A directory over a bound of 32 loses the excess plus 32/16 more, so the
+ * next writes find it under the bound (no sort by time at every write).
+ * Which files go is not checked: a coarse file-system clock gives quick
+ * writes the same time. */
+static void test_retention_margin(void)
+{
+	char sub[300];
+	snprintf(sub, sizeof(sub), "%s/margin", dir);
+	struct sw_exporter *x = make(32, sub);
+	CHECK(x != NULL);
+	if (!x)
+		return;
+	int expect[] = { 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 30, 32, 30 };
+	for (uint32_t i = 0; i < sizeof(expect) / sizeof(expect[0]); i++) {
+		CHECK(export_two(x, 100 + i, "c", "w") == 0);
+		int profiles = 0;
+		DIR *d = opendir(sub);
+		for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+			profiles += strstr(e->d_name, ".pb.gz") != NULL;
+		if (d)
+			closedir(d);
+		CHECK_EQ_U64(profiles, expect[i]);
+	}
+	x->destroy(x);
+}
+
 static void test_unusable_directory(void)
 {
 	char path[300];
@@ -123,6 +149,7 @@ int main(void)
 	}
 	RUN(test_write_and_replace);
 	RUN(test_retention);
+	RUN(test_retention_margin);
 	RUN(test_unusable_directory);
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+# needs: build/libstowaway.so build/workloads/fork_short build/workloads/fork_short-musl
+"""fork_short: what a short-lived forked child (a server forking a process per
+connection) leaves in the output directory, in glibc and musl processes.
+tests/workloads/fork_short.c forks children one after another.  Counts, not
+times, from the files and from each process's debug line at its exit export
+("file exporter: F files written, S retention scans, ..."):
+  - children that exit at once have no sample of any kind: they write no
+    file and never scan the directory (no inode, no sync, no retention scan),
+    while the parent still writes its profiles (kinds cpu, alloc, heap: a
+    child descheduled for 10 ms on a loaded machine could take a wall
+    sample and rightly write a wall profile);
+  - children that burn CPU write their CPU profile and scan the directory
+    once each, and the retention bound (STOWAWAY_MAX_FILES) holds."""
+import os
+import re
+import subprocess
+import tempfile
+from checks import check, check_terse, status
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
+WL = os.environ.get("STOWAWAY_WL", os.path.join(ROOT, "build", "workloads"))
+LINE = re.compile(r"file exporter: (\d+) files written, (\d+) retention scans")
+
+
+def run(prog, out, n, burn_ms, extra=None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DD_", "STOWAWAY_", "LD_PRELOAD"))}
+    env.update(LD_PRELOAD=SO, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out,
+               DD_SERVICE="fork_short", STOWAWAY_LOG_LEVEL="debug", **(extra or {}))
+    p = subprocess.run([os.path.join(WL, prog), str(n), str(burn_ms)], env=env,
+                       capture_output=True, text=True, timeout=120)
+    lines = [tuple(int(x) for x in m.groups()) for m in LINE.finditer(p.stderr)]
+    children = set(p.stdout.split())
+    files = [f for f in os.listdir(out) if f.endswith(".pb.gz")]
+    return p, lines, children, files
+
+
+N_IDLE, N_BURN, MAX_FILES = 20, 10, 6
+for prog in os.environ.get("STOWAWAY_VARIANTS", "fork_short fork_short-musl").split():
+    with tempfile.TemporaryDirectory() as out:
+        p, lines, children, files = run(prog, out, N_IDLE, 0, {"STOWAWAY_PROFILES": "cpu,alloc,heap"})
+        check_terse(f"{prog}: parent and {N_IDLE} idle children exit cleanly",
+              p.returncode == 0 and len(children) == N_IDLE, f"rc {p.returncode}, "
+              f"{len(children)} children; {p.stderr[-300:]}")
+        pids = {f.split(".")[1] for f in files}
+        check(f"{prog}: children without samples write no file, the parent writes its own",
+              len(pids) == 1 and not pids & children and len(files) >= 1, str(sorted(files)))
+        idle = [ln for ln in lines if ln == (0, 0)]
+        check(f"{prog}: children without samples never scan the directory",
+              len(lines) == N_IDLE + 1 and len(idle) == N_IDLE,
+              f"{len(idle)} of {len(lines)} exit lines with 0 files and 0 scans: {lines}")
+    with tempfile.TemporaryDirectory() as out:
+        p, lines, children, files = run(prog, out, N_BURN, 60, {"STOWAWAY_MAX_FILES": str(MAX_FILES),
+                                                                "STOWAWAY_PROFILES": "cpu"})
+        check_terse(f"{prog}: parent and {N_BURN} busy children exit cleanly",
+              p.returncode == 0 and len(children) == N_BURN, f"rc {p.returncode}; {p.stderr[-300:]}")
+        busy = [ln for ln in lines if ln[0] >= 1 and ln[1] == 1]
+        check(f"{prog}: each process with samples writes and scans once",
+              len(lines) == N_BURN + 1 and len(busy) == N_BURN + 1, str(lines))
+        check(f"{prog}: at most STOWAWAY_MAX_FILES={MAX_FILES} profiles kept",
+              0 < len(files) <= MAX_FILES, f"{len(files)} files: {sorted(files)}")
+raise SystemExit(status())
