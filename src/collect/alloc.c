@@ -278,11 +278,17 @@ static void live_forget_all(void)
 			st.live--;
 		}
 	}
+	/* Only words that hold a bit are written: at the exit of a fork child
+	 * the filters are mostly clear, and their pages stay shared. */
 	for (uint32_t w = 0; w < RT_ARRAY_LEN(alloc_live_filter); w++)
-		atomic_store_explicit(&alloc_live_filter[w], 0, memory_order_relaxed);
+		if (atomic_load_explicit(&alloc_live_filter[w], memory_order_relaxed))
+			atomic_store_explicit(&alloc_live_filter[w], 0, memory_order_relaxed);
 	for (uint32_t w = 0; w < RT_ARRAY_LEN(alloc_live_filter_small); w++)
-		atomic_store_explicit(&alloc_live_filter_small[w], 0, memory_order_relaxed);
-	rt_memset(st.filter_small_count, 0, sizeof(st.filter_small_count));
+		if (atomic_load_explicit(&alloc_live_filter_small[w], memory_order_relaxed))
+			atomic_store_explicit(&alloc_live_filter_small[w], 0, memory_order_relaxed);
+	for (uint32_t i = 0; i < RT_ARRAY_LEN(st.filter_small_count); i++)
+		if (st.filter_small_count[i])
+			st.filter_small_count[i] = 0;
 }
 
 /* Caller holds live_lock.  Index of addr's slot, or ALLOC_LIVE_SLOTS. */

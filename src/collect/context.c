@@ -18,6 +18,9 @@ struct context_slot {
  * only touched for threads that set a context. */
 static struct context_slot slots[CONTEXT_SLOTS];
 static struct context_value values[CONTEXT_SLOTS][2];
+/* Slots ever claimed (a bit stays set when its slot is freed): a fork child
+ * visits only these, never reading the pages of slots no thread used. */
+static atomic_ullong slots_claimed[CONTEXT_SLOTS / 64u];
 
 static struct context_value *copies_of(const struct context_slot *s) { return values[s - slots]; }
 
@@ -52,6 +55,8 @@ static struct context_slot *self_slot(bool claim)
 		s = &slots[(h + i) & (CONTEXT_SLOTS - 1u)];
 		uintptr_t expected = 0;
 		if (atomic_compare_exchange_strong(&s->key, &expected, tp)) {
+			uint32_t idx = (uint32_t)(s - slots);
+			atomic_fetch_or(&slots_claimed[idx / 64u], 1ull << (idx % 64u));
 			rt_memset(copies_of(s), 0, sizeof(values[0]));
 			atomic_store(&s->active, 0);
 			atomic_store(&s->tid, tid);
@@ -115,6 +120,8 @@ struct endpoint_slot {
 
 static struct endpoint_slot endpoint_table[ENDPOINT_SLOTS];
 static atomic_ullong endpoints_dropped;
+/* Endpoint slots claimed: exports and a fork child visit only these. */
+static atomic_ullong endpoints_claimed[ENDPOINT_SLOTS / 64u];
 
 static uint32_t endpoint_hash(const char *s, size_t n)
 {
@@ -134,6 +141,8 @@ static void endpoint_count(const char *name)
 		if (st == EP_EMPTY) {
 			unsigned expect = EP_EMPTY;
 			if (atomic_compare_exchange_strong(&e->state, &expect, EP_WRITING)) {
+				uint32_t idx = (uint32_t)(e - endpoint_table);
+				atomic_fetch_or(&endpoints_claimed[idx / 64u], 1ull << (idx % 64u));
 				rt_memcpy(e->name, name, n);
 				e->name[n] = '\0';
 				e->hash = h;
@@ -155,7 +164,8 @@ static void endpoint_count(const char *name)
 uint64_t context_endpoint_counts_take(void (*fn)(void *ctx, const char *name, uint64_t count),
 				      void *ctx)
 {
-	for (uint32_t i = 0; i < ENDPOINT_SLOTS; i++) {
+	for (int i = rt_bitmap_next(endpoints_claimed, (int)RT_ARRAY_LEN(endpoints_claimed), 0); i >= 0;
+	     i = rt_bitmap_next(endpoints_claimed, (int)RT_ARRAY_LEN(endpoints_claimed), i + 1)) {
 		struct endpoint_slot *e = &endpoint_table[i];
 		if (atomic_load_explicit(&e->state, memory_order_acquire) != EP_READY)
 			continue;
@@ -341,13 +351,15 @@ void context_after_fork_child(void)
 	/* The parent's requests are counted in the parent's profiles. */
 	/* Tables are written only where they hold something, so the pages the
 	 * parent never used stay shared with it. */
-	for (uint32_t i = 0; i < ENDPOINT_SLOTS; i++)
+	for (int i = rt_bitmap_next(endpoints_claimed, (int)RT_ARRAY_LEN(endpoints_claimed), 0); i >= 0;
+	     i = rt_bitmap_next(endpoints_claimed, (int)RT_ARRAY_LEN(endpoints_claimed), i + 1))
 		if (atomic_load(&endpoint_table[i].count))
 			atomic_store(&endpoint_table[i].count, 0);
 	atomic_store(&endpoints_dropped, 0);
 	uintptr_t tp = rt_thread_pointer();
 	int tid = (int)sys_gettid();
-	for (uint32_t i = 0; i < CONTEXT_SLOTS; i++) {
+	for (int i = rt_bitmap_next(slots_claimed, (int)RT_ARRAY_LEN(slots_claimed), 0); i >= 0;
+	     i = rt_bitmap_next(slots_claimed, (int)RT_ARRAY_LEN(slots_claimed), i + 1)) {
 		uintptr_t key = atomic_load(&slots[i].key);
 		if (key == tp)
 			atomic_store(&slots[i].tid, tid);

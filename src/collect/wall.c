@@ -175,6 +175,9 @@ static void priv_prepare(int s)
 /* The first prepared entry of priv[] at or after `from`, or -1. */
 static int next_prepared(int from) { return rt_bitmap_next(priv_ready, THREADS_MAX / 64, from); }
 static atomic_int tp_map[TP_BUCKETS]; /* slot + 1, 0: none */
+/* Buckets of tp_map ever written: a fork child clears only these, never
+ * reading the pages of buckets no thread used. */
+static atomic_ullong tp_map_used[TP_BUCKETS / 64u];
 
 /* Reads /proc/self/task/TID/<name> through *fd, keeping the descriptor
  * open when the budget allows.  The length read, or <= 0 if the thread is
@@ -1077,7 +1080,10 @@ static uint32_t tp_bucket(uint64_t tp) { return (uint32_t)((tp >> 4) * RT_HASH_M
 static void tp_bind(int slot, uint64_t tp)
 {
 	atomic_store(&thread_slots[slot].wall_tp, tp);
-	atomic_store(&tp_map[tp_bucket(tp)], slot + 1);
+	uint32_t b = tp_bucket(tp);
+	if (!(atomic_load_explicit(&tp_map_used[b / 64u], memory_order_relaxed) & (1ull << (b % 64u))))
+		atomic_fetch_or(&tp_map_used[b / 64u], 1ull << (b % 64u));
+	atomic_store(&tp_map[b], slot + 1);
 }
 
 /* The calling thread's slot, or -1 when it is not registered. */
@@ -1292,7 +1298,8 @@ void wall_after_fork_child(void)
 	/* The registry was reset before us; wall_thread_added clears a slot's
 	 * wall fields when a thread claims it. */
 	wall.open_fds = 0;
-	for (uint32_t b = 0; b < TP_BUCKETS; b++)
+	for (int b = rt_bitmap_next(tp_map_used, (int)RT_ARRAY_LEN(tp_map_used), 0); b >= 0;
+	     b = rt_bitmap_next(tp_map_used, (int)RT_ARRAY_LEN(tp_map_used), b + 1))
 		if (atomic_load(&tp_map[b]))
 			atomic_store(&tp_map[b], 0);
 	for (int word = 0; word < SLOT_WORDS; word++)

@@ -138,28 +138,31 @@ own(pgdir)
 pgdata = os.path.join(pgdir, "data")
 PORT = str(int(os.environ.get("PREFORK_PG_PORT", str(20000 + os.getpid() % 20000))))
 
-def pg(*args, env=None, check=True):
+def pg(*args, env=None, check=True, procs=None):
     # The environment is set after the user switch: setpriv itself must not
     # carry the library (glibc aborts a threaded process whose setresgid
     # fails in one thread after capset restored the main thread's caps only).
+    # procs: a cgroup's cgroup.procs the command (and all it forks) joins first.
     env = env if env is not None else {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}
     envargs = ["env", "-i"] + [f"{k}={v}" for k, v in env.items()]
-    return subprocess.run(as_user + envargs + list(args), check=check, capture_output=True,
+    join = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', procs] if procs else []
+    return subprocess.run(join + as_user + envargs + list(args), check=check, capture_output=True,
                           text=True, cwd=pgdir)
 
-def pg_start(mode, rnd):
+def pg_start(mode, rnd, data=pgdata, port=PORT, procs=None):
     env = mode_env(mode, os.path.join(pgdir, f"prof.{mode}.{rnd}"))
     log = os.path.join(pgdir, f"log.{mode}.{rnd}")
-    pg(f"{PGBIN}/pg_ctl", "-D", pgdata, "-l", log, "-w", "-o",
-       f"-p {PORT} -k {pgdir} -c listen_addresses= -c max_connections=100", "start", env=env)
-    with open(os.path.join(pgdata, "postmaster.pid")) as f:
+    pg(f"{PGBIN}/pg_ctl", "-D", data, "-l", log, "-w", "-o",
+       f"-p {port} -k {pgdir} -c listen_addresses= -c max_connections=100", "start", env=env,
+       procs=procs)
+    with open(os.path.join(data, "postmaster.pid")) as f:
         return int(f.readline())
 
-def pg_stop():
-    pg(f"{PGBIN}/pg_ctl", "-D", pgdata, "-m", "fast", "-w", "stop", check=False)
+def pg_stop(data=pgdata):
+    pg(f"{PGBIN}/pg_ctl", "-D", data, "-m", "fast", "-w", "stop", check=False)
 
-def pgbench(*args):
-    r = pg("/usr/bin/pgbench", "-h", pgdir, "-p", PORT, *args, "postgres")
+def pgbench(*args, port=PORT):
+    r = pg("/usr/bin/pgbench", "-h", pgdir, "-p", port, *args, "postgres")
     return r.stdout
 
 def pg_run(mode, rnd, connect):
@@ -250,9 +253,127 @@ def ng_run(mode, rnd):
     return {"tps": rps, "cpu_per_tx_us": (c1 - c0) / n * 1e6,
             "pss_anon_kb": statistics.median(pss) if pss else None}
 
+# ------------------------------------- postgres, CPU per transaction (pgcpu)
+# Three servers (off, cpu, all) started once, each in a cgroup of its own,
+# driven in turn by many short pgbench runs (the order rotates every round).
+# The server's CPU per transaction is the cgroup's CPU time (every process,
+# exited backends included, at nanosecond resolution) over the transactions
+# of that run; each round gives one ratio per mode against the same round's
+# `off` run, minutes apart at most.  Throughput on a shared 2-core machine
+# moves with whatever else runs; CPU per transaction moves far less.
+PGCPU_ROUNDS = int(os.environ.get("PREFORK_PGCPU_ROUNDS", "12"))
+PGCPU_SECONDS = int(os.environ.get("PREFORK_PGCPU_SECONDS", "2"))
+
+def cgroup_make(name):
+    """(directory, reader of its CPU nanoseconds) of a new cgroup, or None."""
+    if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+        d = os.path.join("/sys/fs/cgroup", name)
+        def read():
+            with open(os.path.join(d, "cpu.stat")) as f:
+                return int(f.read().split("usage_usec")[1].split()[0]) * 1000
+    elif os.path.isdir("/sys/fs/cgroup/cpuacct"):
+        d = os.path.join("/sys/fs/cgroup/cpuacct", name)
+        def read():
+            with open(os.path.join(d, "cpuacct.usage")) as f:
+                return int(f.read())
+    else:
+        return None
+    try:
+        os.mkdir(d)
+        read()
+    except OSError:
+        return None
+    return d, read
+
+def cgroup_procs(d):
+    with open(os.path.join(d, "cgroup.procs")) as f:
+        return len(f.read().split())
+
+def pgcpu_rounds(subs):
+    servers = {}
+    port = int(PORT) + 2
+    try:
+        for mode in MODES:
+            data = f"{pgdata}.{mode}"
+            subprocess.run(["cp", "-a", pgdata, data], check=True)
+            cg = cgroup_make(f"stowaway-bench-{os.getpid()}-{mode}")
+            root = pg_start(mode, "pgcpu", data, str(port), os.path.join(cg[0], "cgroup.procs")
+                            if cg else None)
+            if cg:
+                usage, procs = cg[1], (lambda d=cg[0]: cgroup_procs(d))
+            else:  # no cgroup: ticks of the process tree, exited backends through cutime
+                usage = lambda r=root: server_cpu(r) * 1e9
+                procs = lambda r=root: len(tree(r))
+            servers[mode] = {"data": data, "port": str(port), "usage": usage, "procs": procs,
+                             "cg": cg[0] if cg else None}
+            port += 1
+        for mode, sv in servers.items():
+            pgbench("-S", "-c", str(CLIENTS), "-j", "2", "-T", "1", port=sv["port"])  # warm
+        time.sleep(0.5)
+        for sv in servers.values():
+            sv["idle"] = sv["procs"]()
+        res = {(sub, m): [] for sub in subs for m in MODES}
+        for rnd in range(PGCPU_ROUNDS):
+            order = MODES[rnd % len(MODES):] + MODES[:rnd % len(MODES)]
+            for sub in subs:
+                for mode in order:
+                    sv = servers[mode]
+                    u0 = sv["usage"]()
+                    args = ["-S", "-c", str(CLIENTS), "-j", "2", "-T", str(PGCPU_SECONDS)]
+                    if sub == "pgcpuconnect":
+                        args.insert(0, "-C")
+                    out = pgbench(*args, port=sv["port"])
+                    # The backends of this run exit (and export) after the
+                    # client leaves: their CPU is this run's.
+                    for _ in range(300):
+                        if sv["procs"]() <= sv["idle"]:
+                            break
+                        time.sleep(0.01)
+                    u1 = sv["usage"]()
+                    tx = int(re.search(r"number of transactions actually processed: (\d+)",
+                                       out).group(1))
+                    tps = float(re.search(r"tps = ([\d.]+)", out).group(1))
+                    res[(sub, mode)].append({"cpu_per_tx_us": (u1 - u0) / tx / 1e3, "tps": tps})
+        return res, any(sv["cg"] for sv in servers.values())
+    finally:
+        for sv in servers.values():
+            pg_stop(sv["data"])
+            if sv["cg"]:
+                for _ in range(100):
+                    try:
+                        os.rmdir(sv["cg"])
+                        break
+                    except OSError:
+                        time.sleep(0.05)
+
+def quartiles(xs):
+    xs = sorted(xs)
+    q = statistics.quantiles(xs, n=4, method="inclusive") if len(xs) >= 2 else [xs[0]] * 3
+    return q[0], statistics.median(xs), q[2]
+
+def pgcpu_report(res, by_cgroup):
+    what = {"pgcpu": f"pgbench -S -c {CLIENTS} (persistent connections)",
+            "pgcpuconnect": f"pgbench -S -C -c {CLIENTS} (a backend per transaction)"}
+    how = "cgroup CPU time" if by_cgroup else "process-tree CPU ticks"
+    subs = sorted({sub for sub, _ in res})
+    for sub in subs:
+        base = res[(sub, "off")]
+        print(f"BENCH prefork: {sub}_off_cpu_per_tx_us = "
+              f"{statistics.median(r['cpu_per_tx_us'] for r in base):.1f} (postgres, {what[sub]}: "
+              f"server CPU per transaction from {how}, no profiler; median of {PGCPU_ROUNDS} "
+              f"interleaved runs of {PGCPU_SECONDS} s against long-lived servers)")
+        for mode in ("cpu", "all"):
+            for metric, label in (("cpu_per_tx_us", "cpu_per_tx"), ("tps", "tps")):
+                rs = [r[metric] / b[metric] for r, b in zip(res[(sub, mode)], base)]
+                q1, med, q3 = quartiles(rs)
+                print(f"BENCH prefork: {sub}_{mode}_{label}_ratio = {med:.3f} ({names[mode]}: "
+                      f"{'server CPU per transaction' if metric != 'tps' else 'throughput'} "
+                      f"{pct(med)} vs no profiler in the same round; middle half {pct(q1)}..{pct(q3)}, "
+                      f"all {pct(min(rs))}..{pct(max(rs))}, {len(rs)} rounds)")
+
 # ---------------------------------------------------------------- rounds
 parts = {}
-if "pg" in PARTS or "pgconnect" in PARTS:
+if {"pg", "pgconnect", "pgcpu", "pgcpuconnect"} & set(PARTS):
     pg(f"{PGBIN}/initdb", "-D", pgdata, "-A", "trust", "--no-sync")
     pg_start("off", -1)
     try:
@@ -280,6 +401,9 @@ def pct(x):
     return f"{(x - 1) * 100:+.1f}%"
 
 names = {"cpu": "cpu profile only", "all": "default kinds cpu+wall+alloc+heap"}
+pgcpu_subs = [p for p in ("pgcpu", "pgcpuconnect") if p in PARTS]
+if pgcpu_subs:
+    pgcpu_report(*pgcpu_rounds(pgcpu_subs))
 for part, (_, what) in parts.items():
     base = results[(part, "off")]
     print(f"BENCH prefork: {part}_off_tps = {statistics.median(r['tps'] for r in base):.0f} "
