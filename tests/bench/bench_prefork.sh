@@ -255,12 +255,14 @@ def ng_run(mode, rnd):
 
 # ------------------------------------- postgres, CPU per transaction (pgcpu)
 # Three servers (off, cpu, all) started once, each in a cgroup of its own,
-# driven in turn by many short pgbench runs (the order rotates every round).
-# The server's CPU per transaction is the cgroup's CPU time (every process,
+# driven by many short pgbench runs.  In every round the three servers are
+# driven at the same time, each by its own pgbench (started in a rotating
+# order), so whatever else loads the machine loads all three alike.  A
+# server's CPU per transaction is its cgroup's CPU time (every process,
 # exited backends included, at nanosecond resolution) over the transactions
-# of that run; each round gives one ratio per mode against the same round's
-# `off` run, minutes apart at most.  Throughput on a shared 2-core machine
-# moves with whatever else runs; CPU per transaction moves far less.
+# of its run; each round gives one ratio per mode against the same round's
+# `off` server.  Throughput on a shared 2-core machine moves with whatever
+# else runs; CPU per transaction in the same seconds moves far less.
 PGCPU_ROUNDS = int(os.environ.get("PREFORK_PGCPU_ROUNDS", "12"))
 PGCPU_SECONDS = int(os.environ.get("PREFORK_PGCPU_SECONDS", "2"))
 
@@ -316,13 +318,20 @@ def pgcpu_rounds(subs):
         for rnd in range(PGCPU_ROUNDS):
             order = MODES[rnd % len(MODES):] + MODES[:rnd % len(MODES)]
             for sub in subs:
+                args = ["-S", "-c", str(CLIENTS), "-j", "2", "-T", str(PGCPU_SECONDS)]
+                if sub == "pgcpuconnect":
+                    args.insert(0, "-C")
+                u0 = {m: servers[m]["usage"]() for m in order}
+                outs = {}
+                def drive(m):
+                    outs[m] = pgbench(*args, port=servers[m]["port"])
+                drivers = [threading.Thread(target=drive, args=(m,)) for m in order]
+                for d in drivers:
+                    d.start()
+                for d in drivers:
+                    d.join()
                 for mode in order:
                     sv = servers[mode]
-                    u0 = sv["usage"]()
-                    args = ["-S", "-c", str(CLIENTS), "-j", "2", "-T", str(PGCPU_SECONDS)]
-                    if sub == "pgcpuconnect":
-                        args.insert(0, "-C")
-                    out = pgbench(*args, port=sv["port"])
                     # The backends of this run exit (and export) after the
                     # client leaves: their CPU is this run's.
                     for _ in range(300):
@@ -330,10 +339,12 @@ def pgcpu_rounds(subs):
                             break
                         time.sleep(0.01)
                     u1 = sv["usage"]()
+                    out = outs[mode]
                     tx = int(re.search(r"number of transactions actually processed: (\d+)",
                                        out).group(1))
                     tps = float(re.search(r"tps = ([\d.]+)", out).group(1))
-                    res[(sub, mode)].append({"cpu_per_tx_us": (u1 - u0) / tx / 1e3, "tps": tps})
+                    res[(sub, mode)].append({"cpu_per_tx_us": (u1 - u0[mode]) / tx / 1e3,
+                                             "tps": tps})
         return res, any(sv["cg"] for sv in servers.values())
     finally:
         for sv in servers.values():
@@ -361,7 +372,7 @@ def pgcpu_report(res, by_cgroup):
         print(f"BENCH prefork: {sub}_off_cpu_per_tx_us = "
               f"{statistics.median(r['cpu_per_tx_us'] for r in base):.1f} (postgres, {what[sub]}: "
               f"server CPU per transaction from {how}, no profiler; median of {PGCPU_ROUNDS} "
-              f"interleaved runs of {PGCPU_SECONDS} s against long-lived servers)")
+              f"runs of {PGCPU_SECONDS} s, the three servers driven together, long-lived)")
         for mode in ("cpu", "all"):
             for metric, label in (("cpu_per_tx_us", "cpu_per_tx"), ("tps", "tps")):
                 rs = [r[metric] / b[metric] for r, b in zip(res[(sub, mode)], base)]
