@@ -22,8 +22,13 @@
 #             connections), and over the workers (nginx)
 # Prints "BENCH prefork: <metric> = <value> (...)" lines: medians over rounds
 # of the ratio to the same round's `off` run, and pss_anon added per process.
+# Parts pgcpu/pgcpuconnect instead keep one server per mode running, each
+# in a cgroup of its own, and drive the three together in every round (see
+# below and docs/benchmarks.md).
 # Environment: PREFORK_ROUNDS (3), PREFORK_SECONDS (4 per run),
-# PREFORK_CLIENTS (4), PREFORK_PARTS ("pg pgconnect nginx"), STOWAWAY_SO.
+# PREFORK_CLIENTS (4), PREFORK_PARTS ("pg pgconnect nginx pgcpu"; also
+# pgcpuconnect), PREFORK_PGCPU_ROUNDS (12), PREFORK_PGCPU_SECONDS (2),
+# STOWAWAY_SO.
 set -eu
 cd "$(dirname "$0")/../.."
 so=${STOWAWAY_SO:-build/libstowaway.so}
@@ -39,7 +44,7 @@ SO, PGBIN = os.environ["SO"], os.environ["PGBIN"]
 ROUNDS = int(os.environ.get("PREFORK_ROUNDS", "3"))
 SECONDS = float(os.environ.get("PREFORK_SECONDS", "4"))
 CLIENTS = int(os.environ.get("PREFORK_CLIENTS", "4"))
-PARTS = os.environ.get("PREFORK_PARTS", "pg pgconnect nginx").split()
+PARTS = os.environ.get("PREFORK_PARTS", "pg pgconnect nginx pgcpu").split()
 MODES = ["off", "cpu", "all"]
 TICK = os.sysconf("SC_CLK_TCK")
 
