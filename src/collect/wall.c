@@ -1225,7 +1225,7 @@ static bool calls_need_blocking(void)
 #if ARCH_CPU_TIMERS_TASK_WORK_SINCE == 0
 	return true;
 #else
-	struct new_utsname uts;
+	struct new_utsname uts = { 0 };
 	if (sys_uname(&uts) != 0)
 		return true;
 	const char *r = uts.release, *dot = r;
