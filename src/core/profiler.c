@@ -27,6 +27,7 @@ static struct {
 	struct sw_exporter *exporters[MAX_EXPORTERS];
 	int n_exporters;
 	bool wants_combined; /* an exporter reads the batch's combined profile */
+	bool forked;         /* this process is a fork child */
 	struct sw_otlp_config otlp; /* OpenTelemetry export settings (immutable once loaded) */
 	/* Serialises period exports (scheduler, flush, exit). */
 	struct rt_mutex export_lock;
@@ -198,10 +199,11 @@ static void encode_otlp_request(struct otlp_encoder *enc, struct rt_buf *out)
 	}
 }
 
-/* The value slots some sample of p fills.  At exit, a kind none of whose
- * slots is filled is not exported (no file, no OTLP profile): a short-lived
- * child usually has samples of a kind or two at most, and each file costs an
- * inode, a sync and a retention scan.  Nothing is lost for the kinds that
+/* The value slots some sample of p fills.  At the exit of a fork child, a
+ * kind none of whose slots is filled is not exported (no file, no OTLP
+ * profile): a short-lived child (a server's process per connection) usually
+ * has samples of a kind or two at most, and each file costs an inode, a
+ * sync and a retention scan.  Other processes export every kind.  Nothing is lost for the kinds that
  * count what happened in the period (an empty period adds nothing); the
  * live heap is a snapshot, so an empty one is skipped only by a process
  * that exported none before (an earlier snapshot would stand as its last). */
@@ -254,7 +256,7 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 	struct profile_stats st;
 	profile_get_stats(p, &st);
 
-	uint32_t filled = final ? slots_with_values(p) : UINT32_MAX;
+	uint32_t filled = final && prof.forked ? slots_with_values(p) : UINT32_MAX;
 	struct sw_export_item items[SW_KIND_COUNT];
 	struct rt_buf gz[SW_KIND_COUNT];
 	struct rt_buf combined = { 0 }, raw = { 0 };
@@ -497,6 +499,7 @@ static void fork_child(void)
 	make_runtime_id(prof.runtime_id);
 	prof.runtime_id_adopted = false;
 	prof.seq = 0;
+	prof.forked = true;
 	atomic_store(&prof.fork_warm, 0); /* its own first fork prepares its own children */
 	recorder_after_fork_child(prof.rec);
 	symbols_after_fork_child();

@@ -41,8 +41,9 @@ struct sw_export_batch {
 	uint32_t seq;       /* period number in this process, from 0 */
 	uint32_t pid;
 	const char *runtime_id; /* UUID string, new after fork */
-	/* One per enabled kind; at exit (final) only the kinds with a sample,
-	 * and the live heap also when an earlier period exported it. */
+	/* One per enabled kind; at the exit (final) of a fork child only the
+	 * kinds with a sample, and the live heap also when an earlier period
+	 * exported it. */
 	const struct sw_export_item *items;
 	size_t n_items;
 	/* All enabled kinds in one profile (sample types side by side), for

@@ -59,9 +59,9 @@ for prog in os.environ.get("STOWAWAY_VARIANTS", "prefork_mem prefork_mem-musl").
               f"+{added_priv:.0f} kB (without {statistics.median(base_priv):.0f} kB, with "
               f"{statistics.median(on_priv):.0f} kB)")
         # Each process ran seconds and allocated: CPU, wall and allocation
-        # samples.  Its live heap is empty at exit (every sampled block was
-        # freed), and an exiting process writes no file for a kind without a
-        # sample (no earlier heap file to supersede).
+        # samples.  A worker's live heap is empty at exit (every sampled
+        # block was freed), and an exiting fork child writes no file for a
+        # kind without a sample (no earlier heap file to supersede).
         kinds = {}
         for f in os.listdir(out):
             if f.endswith(".pb.gz"):
