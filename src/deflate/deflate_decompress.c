@@ -103,7 +103,35 @@ struct inflate_out {
 	uint8_t *data;
 	size_t len;
 	size_t cap;
+	/* Streaming (deflate_stream): data is a window; bytes before `passed`
+	 * went to the sink already and data[0] is output byte `base`. */
+	const struct inflate_sink *sink;
+	uint64_t base;
+	size_t passed;
+	bool stopped;
 };
+
+#define WINDOW_BYTES 32768u
+
+/* Streaming: hands the bytes not yet passed to the sink and keeps the last
+ * 32 KiB (what back references may reach) at the front of the window.
+ * Non-streaming output has no room to make. */
+static int make_room(struct inflate_out *o, size_t need)
+{
+	if (o->sink == NULL)
+		return DEFLATE_NO_SPACE;
+	if (o->len > o->passed &&
+	    !o->sink->put(o->sink->ctx, o->base + o->passed, o->data + o->passed, o->len - o->passed)) {
+		o->stopped = true;
+		return DEFLATE_STOPPED;
+	}
+	size_t keep = o->len < WINDOW_BYTES ? o->len : WINDOW_BYTES;
+	rt_memmove(o->data, o->data + o->len - keep, keep);
+	o->base += o->len - keep;
+	o->len = keep;
+	o->passed = keep;
+	return o->cap - o->len >= need ? DEFLATE_OK : DEFLATE_NO_SPACE;
+}
 
 static int inflate_stored(struct bit_reader *br, struct inflate_out *o)
 {
@@ -118,13 +146,18 @@ static int inflate_stored(struct bit_reader *br, struct inflate_out *o)
 		return DEFLATE_BAD_STORED_LENGTH;
 	if (br->len - br->pos < len)
 		return DEFLATE_TRUNCATED;
-	if (len == 0)
-		return DEFLATE_OK;
-	if (o->cap - o->len < len)
-		return DEFLATE_NO_SPACE;
-	rt_memcpy(o->data + o->len, br->in + br->pos, len);
-	o->len += len;
-	br->pos += len;
+	while (len > 0) {
+		if (o->len == o->cap || (o->sink == NULL && o->cap - o->len < len)) {
+			int rc = make_room(o, 1);
+			if (rc != DEFLATE_OK)
+				return rc;
+		}
+		size_t n = o->cap - o->len < len ? o->cap - o->len : len;
+		rt_memcpy(o->data + o->len, br->in + br->pos, n);
+		o->len += n;
+		br->pos += n;
+		len -= (unsigned)n;
+	}
 	return DEFLATE_OK;
 }
 
@@ -137,8 +170,8 @@ static int inflate_codes(struct bit_reader *br, struct inflate_out *o, const str
 		if (rc != DEFLATE_OK)
 			return rc;
 		if (sym < 256) {
-			if (o->len == o->cap)
-				return DEFLATE_NO_SPACE;
+			if (o->len == o->cap && (rc = make_room(o, 1)) != DEFLATE_OK)
+				return rc;
 			o->data[o->len++] = (uint8_t)sym;
 			continue;
 		}
@@ -164,8 +197,8 @@ static int inflate_codes(struct bit_reader *br, struct inflate_out *o, const str
 		size_t distance = dist_base[dsym] + extra;
 		if (distance > o->len)
 			return DEFLATE_BAD_DISTANCE;
-		if (o->cap - o->len < length)
-			return DEFLATE_NO_SPACE;
+		if (o->cap - o->len < length && (rc = make_room(o, length)) != DEFLATE_OK)
+			return rc;
 		uint8_t *d = o->data + o->len;
 		const uint8_t *from = d - distance;
 		for (size_t i = 0; i < length; i++) /* byte by byte: copies may overlap */
@@ -264,46 +297,91 @@ static int dynamic_tables(struct bit_reader *br, struct huffman *lit, struct huf
 	return huffman_build(dist, lengths + hlit, hdist);
 }
 
-int deflate_decompress(const void *in, size_t in_len, void *out, size_t out_cap, size_t *in_used,
-		       size_t *out_len)
+/* Decodes blocks until the last one.  Streaming, the sink hears where each
+ * block after the first starts. */
+static int inflate_blocks(struct bit_reader *br, struct inflate_out *o)
 {
-	struct bit_reader br = {.in = in, .len = in_len};
-	struct inflate_out o = {.data = out, .cap = out ? out_cap : 0};
 	struct huffman lit, dist;
-	uint32_t last;
+	uint32_t last = 0;
+	bool first = true;
 	do {
+		if (o->sink != NULL && !first && o->sink->block != NULL) {
+			size_t w = o->len < WINDOW_BYTES ? o->len : WINDOW_BYTES;
+			struct inflate_resume at = {
+				.in_bit = (uint64_t)br->pos * 8 - br->bit_count,
+				.out_offset = o->base + o->len,
+				.window = o->data + o->len - w,
+				.window_len = w,
+			};
+			o->sink->block(o->sink->ctx, &at);
+		}
+		first = false;
 		uint32_t type;
-		int rc = get_bits(&br, 1, &last);
+		int rc = get_bits(br, 1, &last);
 		if (rc == DEFLATE_OK)
-			rc = get_bits(&br, 2, &type);
+			rc = get_bits(br, 2, &type);
 		if (rc != DEFLATE_OK)
 			return rc;
 		if (type == 0) {
-			rc = inflate_stored(&br, &o);
+			rc = inflate_stored(br, o);
 		} else if (type == 1) {
 			rc = fixed_tables(&lit, &dist);
 			if (rc == DEFLATE_OK)
-				rc = inflate_codes(&br, &o, &lit, &dist);
+				rc = inflate_codes(br, o, &lit, &dist);
 		} else if (type == 2) {
-			rc = dynamic_tables(&br, &lit, &dist);
+			rc = dynamic_tables(br, &lit, &dist);
 			if (rc == DEFLATE_OK)
-				rc = inflate_codes(&br, &o, &lit, &dist);
+				rc = inflate_codes(br, o, &lit, &dist);
 		} else {
 			rc = DEFLATE_BAD_BLOCK_TYPE;
 		}
 		if (rc != DEFLATE_OK)
 			return rc;
 	} while (!last);
+	return DEFLATE_OK;
+}
+
+int deflate_decompress(const void *in, size_t in_len, void *out, size_t out_cap, size_t *in_used,
+		       size_t *out_len)
+{
+	struct bit_reader br = {.in = in, .len = in_len};
+	struct inflate_out o = {.data = out, .cap = out ? out_cap : 0};
+	int rc = inflate_blocks(&br, &o);
+	if (rc != DEFLATE_OK)
+		return rc;
 	if (in_used)
 		*in_used = br.pos; /* unused bits of the last byte are padding */
 	*out_len = o.len;
 	return DEFLATE_OK;
 }
 
+int deflate_stream(const void *in, size_t in_len, const struct inflate_resume *from, uint8_t *work,
+		   size_t work_cap, const struct inflate_sink *sink)
+{
+	if (work_cap < 2 * WINDOW_BYTES || from->window_len > WINDOW_BYTES ||
+	    from->in_bit / 8 > in_len)
+		return DEFLATE_NO_SPACE;
+	struct bit_reader br = {.in = in, .len = in_len, .pos = (size_t)(from->in_bit / 8)};
+	struct inflate_out o = {.data = work, .cap = work_cap, .sink = sink};
+	if (from->window_len > 0)
+		rt_memcpy(work, from->window, from->window_len);
+	o.len = o.passed = from->window_len;
+	o.base = from->out_offset - from->window_len;
+	uint32_t skip;
+	int rc = get_bits(&br, (unsigned)(from->in_bit % 8), &skip);
+	if (rc == DEFLATE_OK)
+		rc = inflate_blocks(&br, &o);
+	if (rc == DEFLATE_OK && o.len > o.passed &&
+	    !sink->put(sink->ctx, o.base + o.passed, o.data + o.passed, o.len - o.passed))
+		rc = DEFLATE_STOPPED;
+	return o.stopped ? DEFLATE_STOPPED : rc;
+}
+
 const char *deflate_status_text(int status)
 {
 	switch (status) {
 	case DEFLATE_OK: return "no error";
+	case DEFLATE_STOPPED: return "stopped by its reader";
 	case DEFLATE_TRUNCATED: return "compressed data is truncated";
 	case DEFLATE_NO_SPACE: return "decompressed data is larger than its buffer";
 	case DEFLATE_BAD_BLOCK_TYPE: return "compressed data has an invalid block type";
