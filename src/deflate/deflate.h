@@ -32,7 +32,7 @@ uint32_t adler32_update(uint32_t adler, const void *p, size_t n);
  * retry with a larger buffer).  On success *in_used (may be NULL) is the
  * number of input bytes the stream occupied (a gzip or zlib stream: with its
  * trailer) and *out_len the number of bytes written.  Stack use is under
- * 4 KiB. */
+ * 8 KiB. */
 enum deflate_status {
 	DEFLATE_STOPPED = 1,            /* deflate_stream: the sink asked to stop */
 	DEFLATE_OK = 0,
@@ -82,10 +82,13 @@ struct inflate_sink {
 };
 /* Decodes in[0..in_len) from `from` ({0, 0, NULL, 0}: the stream's start)
  * through work[0..work_cap) (at least 64 KiB), passing the output to
- * sink->put.  DEFLATE_OK at the end of the stream, DEFLATE_STOPPED when put
- * asked to stop, else the error.  No allocation. */
-int deflate_stream(const void *in, size_t in_len, const struct inflate_resume *from, uint8_t *work,
-		   size_t work_cap, const struct inflate_sink *sink);
+ * sink->put whenever the window fills and, once, as soon as the output
+ * reaches offset `until` (0: no such point), so a reader that wants bytes
+ * up to there can stop without more decoding.  DEFLATE_OK at the end of
+ * the stream, DEFLATE_STOPPED when put asked to stop, else the error.  No
+ * allocation. */
+int deflate_stream(const void *in, size_t in_len, const struct inflate_resume *from, uint64_t until,
+		   uint8_t *work, size_t work_cap, const struct inflate_sink *sink);
 /* True when in[0..len) starts with the gzip magic bytes. */
 bool gzip_is_gzip(const void *in, size_t len);
 /* The ISIZE field of a gzip member that ends at in[len] (its trailer's last

@@ -53,6 +53,13 @@ struct lazy_section {
 	uint64_t *have; /* one bit per page loaded */
 	struct resume_point *points; /* by output offset; points[0] is the stream's start */
 	uint32_t npoints, cap_points;
+	/* Every block start a pass crossed, by output offset: a pass may resume
+	 * at one whose 32 KiB before are loaded pages. */
+	struct block_mark {
+		uint64_t in_bit, out;
+	} *marks;
+	uint32_t nmarks, cap_marks;
+	uint64_t work; /* bytes inflated for it so far */
 };
 
 struct debuginfo {
@@ -181,6 +188,7 @@ static void lazy_free(struct lazy_section *l)
 	for (uint32_t i = 0; i < l->npoints; i++)
 		rt_free(l->points[i].window);
 	rt_free(l->points);
+	rt_free(l->marks);
 	rt_free(l->have);
 	if (l->buf != NULL)
 		(void)sys_munmap(l->buf, l->map_size);
@@ -190,6 +198,16 @@ static void lazy_free(struct lazy_section *l)
 static bool page_have(const struct lazy_section *l, size_t page)
 {
 	return (l->have[page / 64] >> (page % 64)) & 1u;
+}
+
+/* Whether the window before output offset `out` is in loaded pages. */
+static bool window_loaded(const struct lazy_section *l, uint64_t out)
+{
+	uint64_t w = out < 32768 ? out : 32768;
+	for (uint64_t pg = (out - w) / LAZY_PAGE; w > 0 && pg <= (out - 1) / LAZY_PAGE; pg++)
+		if (!page_have(l, (size_t)pg))
+			return false;
+	return true;
 }
 
 /* One load: the output range wanted and where the stream got to. */
@@ -203,6 +221,7 @@ static bool lazy_put(void *ctx, uint64_t offset, const uint8_t *p, size_t n)
 {
 	struct lazy_load *ld = ctx;
 	inflated_add(ld->di, n);
+	ld->l->work += n;
 	uint64_t from = offset > ld->lo ? offset : ld->lo, to = offset + n < ld->hi ? offset + n : ld->hi;
 	if (from < to)
 		rt_memcpy(ld->l->buf + from, p + (from - offset), (size_t)(to - from));
@@ -215,6 +234,18 @@ static void lazy_block(void *ctx, const struct inflate_resume *at)
 {
 	struct lazy_load *ld = ctx;
 	struct lazy_section *l = ld->l;
+	if (l->nmarks == 0 || at->out_offset > l->marks[l->nmarks - 1].out) {
+		if (l->nmarks == l->cap_marks) {
+			uint32_t ncap = l->cap_marks ? 2 * l->cap_marks : 64;
+			struct block_mark *n = rt_realloc(l->marks, (size_t)ncap * sizeof(*n));
+			if (n != NULL) {
+				l->marks = n;
+				l->cap_marks = ncap;
+			}
+		}
+		if (l->nmarks < l->cap_marks)
+			l->marks[l->nmarks++] = (struct block_mark){at->in_bit, at->out_offset};
+	}
 	const struct resume_point *last = &l->points[l->npoints - 1];
 	if (at->out_offset < last->out + RESUME_SPACING ||
 	    ld->di->lazy_bytes + at->window_len > ld->di->lazy_cap)
@@ -271,10 +302,48 @@ static bool lazy_load(void *ctx, enum dwarf_section_id which, uint64_t off, uint
 	while (p > 0 && l->points[p].out > lo)
 		p--;
 	const struct resume_point *rp = &l->points[p];
+	struct resume_point here = *rp;
+	/* A later block start whose window is loaded saves inflating from rp. */
+	uint32_t m = l->nmarks;
+	while (m > 0 && l->marks[m - 1].out > lo)
+		m--;
+	for (uint32_t tries = 0; m > 0 && tries < 64 && l->marks[m - 1].out > rp->out; m--, tries++) {
+		const struct block_mark *bm = &l->marks[m - 1];
+		if (window_loaded(l, bm->out)) {
+			uint64_t w = bm->out < 32768 ? bm->out : 32768;
+			here = (struct resume_point){bm->in_bit, bm->out, l->buf + bm->out - w, (uint32_t)w};
+			break;
+		}
+	}
+	rp = &here;
+	/* Once lookups have cost a quarter as much inflating as the whole section, the
+	 * pages inflated on the way are kept too (within the bound), so many
+	 * units in one region cost one pass, not one pass each. */
+	if (l->work > l->size / 4) {
+		size_t keep_from = (size_t)((rp->out + LAZY_PAGE - 1) / LAZY_PAGE);
+		size_t more = 0;
+		for (size_t pg = keep_from; pg < first; pg++)
+			more += !page_have(l, pg);
+		if (keep_from < first && di->lazy_bytes + (hi - lo) + more * LAZY_PAGE <= di->lazy_cap) {
+			first = keep_from;
+			lo = (uint64_t)first * LAZY_PAGE;
+		}
+		/* Reading ahead: the next lookups of a region (units in order,
+		 * abbreviation tables growing a window at a time) find their
+		 * pages loaded instead of inflating the same block again. */
+		uint64_t ahead = hi + RESUME_SPACING < l->size ? hi + RESUME_SPACING : l->size;
+		size_t more_ahead = 0;
+		for (size_t pg = last + 1; (uint64_t)pg * LAZY_PAGE < ahead; pg++)
+			more_ahead += !page_have(l, pg);
+		if (di->lazy_bytes + (ahead - lo) + more_ahead * LAZY_PAGE <= di->lazy_cap) {
+			hi = ahead;
+			last = (size_t)((hi - 1) / LAZY_PAGE);
+		}
+	}
 	struct inflate_resume from = {rp->in_bit, rp->out, rp->window, rp->window_len};
 	struct lazy_load ld = {di, l, lo, hi, rp->out};
 	struct inflate_sink sink = {&ld, lazy_put, lazy_block};
-	int rc = deflate_stream(l->in, l->in_len, &from, di->work, STREAM_WORK_BYTES, &sink);
+	int rc = deflate_stream(l->in, l->in_len, &from, hi, di->work, STREAM_WORK_BYTES, &sink);
 	if ((rc != DEFLATE_OK && rc != DEFLATE_STOPPED) || ld.reached < hi)
 		return false;
 	for (size_t pg = first; pg <= last; pg++) {
