@@ -59,7 +59,8 @@ struct lazy_section {
 		uint64_t in_bit, out;
 	} *marks;
 	uint32_t nmarks, cap_marks;
-	uint64_t work; /* bytes inflated for it so far */
+	uint64_t frontier; /* furthest output offset inflated */
+	uint64_t rework;   /* bytes inflated again, before the frontier */
 };
 
 struct debuginfo {
@@ -221,7 +222,11 @@ static bool lazy_put(void *ctx, uint64_t offset, const uint8_t *p, size_t n)
 {
 	struct lazy_load *ld = ctx;
 	inflated_add(ld->di, n);
-	ld->l->work += n;
+	struct lazy_section *l = ld->l;
+	if (offset < l->frontier)
+		l->rework += l->frontier - offset < n ? l->frontier - offset : n;
+	if (offset + n > l->frontier)
+		l->frontier = offset + n;
 	uint64_t from = offset > ld->lo ? offset : ld->lo, to = offset + n < ld->hi ? offset + n : ld->hi;
 	if (from < to)
 		rt_memcpy(ld->l->buf + from, p + (from - offset), (size_t)(to - from));
@@ -316,10 +321,10 @@ static bool lazy_load(void *ctx, enum dwarf_section_id which, uint64_t off, uint
 		}
 	}
 	rp = &here;
-	/* Once lookups have cost a quarter as much inflating as the whole section, the
+	/* Once lookups have inflated again a quarter of the section, the
 	 * pages inflated on the way are kept too (within the bound), so many
 	 * units in one region cost one pass, not one pass each. */
-	if (l->work > l->size / 4) {
+	if (l->rework > l->size / 4) {
 		size_t keep_from = (size_t)((rp->out + LAZY_PAGE - 1) / LAZY_PAGE);
 		size_t more = 0;
 		for (size_t pg = keep_from; pg < first; pg++)
