@@ -349,6 +349,8 @@ static bool lazy_load(void *ctx, enum dwarf_section_id which, uint64_t off, uint
 	struct lazy_load ld = {di, l, lo, hi, rp->out};
 	struct inflate_sink sink = {&ld, lazy_put, lazy_block};
 	int rc = deflate_stream(l->in, l->in_len, &from, hi, di->work, STREAM_WORK_BYTES, &sink);
+	/* The compressed bytes read are read again only by a later pass. */
+	release_pages(di, (uint64_t)(l->in - (const uint8_t *)di->map), l->in_len);
 	if ((rc != DEFLATE_OK && rc != DEFLATE_STOPPED) || ld.reached < hi)
 		return false;
 	for (size_t pg = first; pg <= last; pg++) {
