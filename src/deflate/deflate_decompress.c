@@ -59,15 +59,15 @@ static void refill(struct bit_reader *br)
  * DEFLATE sends them least significant bit first). */
 static void huffman_fast(struct huffman *h, const uint8_t *lengths, unsigned n)
 {
-	uint16_t next[MAX_BITS + 2];
+	uint16_t next[MAX_BITS + 1];
 	rt_memset(h->fast, 0, sizeof(h->fast));
 	unsigned code = 0;
 	next[0] = 0;
 	for (unsigned len = 1; len <= MAX_BITS; len++) {
-		code = (code + h->count[len - 1]) << 1;
+		/* count[0] counts unused symbols, which take no codes. */
+		code = (code + (len > 1 ? h->count[len - 1] : 0u)) << 1;
 		next[len] = (uint16_t)code;
 	}
-	next[0] = 0;
 	for (unsigned sym = 0; sym < n; sym++) {
 		unsigned len = lengths[sym];
 		if (len == 0)
@@ -105,10 +105,7 @@ static int huffman_build(struct huffman *h, const uint8_t *lengths, unsigned n)
 	for (unsigned i = 0; i < n; i++)
 		if (lengths[i] != 0)
 			h->symbol[offsets[lengths[i]]++] = (uint16_t)i;
-	uint16_t zero = h->count[0];
-	h->count[0] = 0;
 	huffman_fast(h, lengths, n);
-	h->count[0] = zero;
 	return DEFLATE_OK;
 }
 
@@ -214,7 +211,6 @@ static int make_room(struct inflate_out *o, size_t need)
 	o->base += o->len - keep;
 	o->len = keep;
 	o->passed = keep;
-	o->until = 0; /* handed over: from now on, whenever the buffer fills */
 	return o->cap - o->len >= need ? DEFLATE_OK : DEFLATE_NO_SPACE;
 }
 
