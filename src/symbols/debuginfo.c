@@ -50,7 +50,7 @@ struct lazy_section {
 	size_t in_len;
 	uint8_t *buf;
 	size_t size, map_size;
-	uint64_t *have; /* one bit per page loaded */
+	_Atomic uint64_t *have; /* one bit per page loaded, after the bytes in the same mapping */
 	struct resume_point *points; /* by output offset; points[0] is the stream's start */
 	uint32_t npoints, cap_points;
 	/* Every block start a pass crossed, by output offset: a pass may resume
@@ -161,19 +161,24 @@ static bool lazy_init(struct lazy_section *l, const struct elf_image *img,
 	if (zlen < 6 || (z[0] & 0x0f) != 8 || (z[0] >> 4) > 7 || (z[1] & 0x20) ||
 	    ((unsigned)z[0] << 8 | z[1]) % 31 != 0)
 		return false;
-	size_t map_size = ((size_t)ch->ch_size + LAZY_PAGE - 1) & ~(size_t)(LAZY_PAGE - 1);
-	size_t pages = map_size / LAZY_PAGE;
-	l->have = rt_calloc((pages + 63) / 64, sizeof(uint64_t));
+	size_t bytes = ((size_t)ch->ch_size + LAZY_PAGE - 1) & ~(size_t)(LAZY_PAGE - 1);
+	size_t bitmap = ((bytes / LAZY_PAGE + 63) / 64 * sizeof(uint64_t) + LAZY_PAGE - 1) &
+			~(size_t)(LAZY_PAGE - 1);
+	/* Shared: processes forked after the section is set up see the pages
+	 * any of them loads (the bytes are the same for all), so prefork
+	 * workers inflate a unit once between them, not once each. */
+	void *buf = sys_mmap(NULL, bytes + bitmap, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			     -1, 0);
 	l->points = rt_calloc(16, sizeof(*l->points));
-	void *buf = sys_mmap(NULL, map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (l->have == NULL || l->points == NULL || SYS_IS_ERR(buf)) {
-		rt_free(l->have);
+	if (l->points == NULL || SYS_IS_ERR(buf)) {
 		rt_free(l->points);
 		if (!SYS_IS_ERR(buf))
-			(void)sys_munmap(buf, map_size);
+			(void)sys_munmap(buf, bytes + bitmap);
 		rt_memset(l, 0, sizeof(*l));
 		return false;
 	}
+	l->have = (_Atomic uint64_t *)((uint8_t *)buf + bytes);
+	size_t map_size = bytes + bitmap;
 	l->in = z + 2;
 	l->in_len = zlen - 2;
 	l->buf = buf;
@@ -190,7 +195,6 @@ static void lazy_free(struct lazy_section *l)
 		rt_free(l->points[i].window);
 	rt_free(l->points);
 	rt_free(l->marks);
-	rt_free(l->have);
 	if (l->buf != NULL)
 		(void)sys_munmap(l->buf, l->map_size);
 	rt_memset(l, 0, sizeof(*l));
@@ -198,7 +202,7 @@ static void lazy_free(struct lazy_section *l)
 
 static bool page_have(const struct lazy_section *l, size_t page)
 {
-	return (l->have[page / 64] >> (page % 64)) & 1u;
+	return (atomic_load_explicit(&l->have[page / 64], memory_order_acquire) >> (page % 64)) & 1u;
 }
 
 /* Whether the window before output offset `out` is in loaded pages. */
@@ -355,7 +359,9 @@ static bool lazy_load(void *ctx, enum dwarf_section_id which, uint64_t off, uint
 		return false;
 	for (size_t pg = first; pg <= last; pg++) {
 		if (!page_have(l, pg)) {
-			l->have[pg / 64] |= 1ull << (pg % 64);
+			/* After its bytes: another process may read it once set. */
+			(void)atomic_fetch_or_explicit(&l->have[pg / 64], 1ull << (pg % 64),
+						       memory_order_release);
 			di->lazy_bytes += LAZY_PAGE;
 		}
 	}
