@@ -1,8 +1,11 @@
-/* Logging: one "stowaway: ..." line per message, one write(2) to fd 2, so
- * lines from several threads (and the host's own output) never interleave
- * mid-line.  Signal-safe (no allocation, no lock). */
+/* Logging: one "stowaway: ..." line per message, one write(2) to the
+ * program's fd 2, so lines from several threads (and the host's own output)
+ * never interleave mid-line.  A thread of ours on a private descriptor
+ * table writes through a descriptor it takes for the line.  Signal-safe (no
+ * allocation, no lock). */
 #include "rt/rt.h"
 #include "rt/sys.h"
+#include "rt/thread.h"
 
 static atomic_int log_level = RT_LOG_WARN;
 
@@ -28,5 +31,15 @@ void rt_log(enum rt_log_level level, const char *fmt, ...)
 		if (line[i] == '\n' || line[i] == '\r')
 			line[i] = ' ';
 	line[n++] = '\n';
+	int tid = (int)sys_gettid();
+	if (thread_is_own(tid) && thread_has_private_files(tid)) {
+		/* Our thread's table has no fd 2: the program's, as it is now. */
+		long fd = thread_program_descriptor(2);
+		if (fd >= 0) {
+			(void)rt_write_all((int)fd, line, n);
+			(void)sys_close((int)fd);
+		}
+		return;
+	}
 	(void)rt_write_all(2, line, n);
 }
