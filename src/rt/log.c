@@ -5,9 +5,11 @@
  * allocation, no lock). */
 #include "rt/rt.h"
 #include "rt/sys.h"
-#include "rt/thread.h"
 
 static atomic_int log_level = RT_LOG_WARN;
+static _Atomic(rt_log_redirect_fn) log_redirect;
+
+void rt_log_set_redirect(rt_log_redirect_fn fn) { atomic_store(&log_redirect, fn); }
 
 void rt_log_set_level(enum rt_log_level level) { atomic_store(&log_level, (int)level); }
 enum rt_log_level rt_log_get_level(void) { return (enum rt_log_level)atomic_load(&log_level); }
@@ -31,15 +33,8 @@ void rt_log(enum rt_log_level level, const char *fmt, ...)
 		if (line[i] == '\n' || line[i] == '\r')
 			line[i] = ' ';
 	line[n++] = '\n';
-	int tid = (int)sys_gettid();
-	if (thread_is_own(tid) && thread_has_private_files(tid)) {
-		/* Our thread's table has no fd 2: the program's, as it is now. */
-		long fd = thread_program_descriptor(2);
-		if (fd >= 0) {
-			(void)rt_write_all((int)fd, line, n);
-			(void)sys_close((int)fd);
-		}
+	rt_log_redirect_fn redirect = atomic_load(&log_redirect);
+	if (redirect && redirect(line, n))
 		return;
-	}
 	(void)rt_write_all(2, line, n);
 }

@@ -136,6 +136,20 @@ long thread_program_descriptor(int fd)
 	return sys_open(path, O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY, 0);
 }
 
+/* rt_log's redirect: a line from a thread of ours on a private table goes
+ * to the program's fd 2 as it is now. */
+static bool log_for_own_thread(const char *line, size_t n)
+{
+	if (!thread_has_private_files((int)sys_gettid()))
+		return false;
+	long fd = thread_program_descriptor(2);
+	if (fd >= 0) {
+		(void)rt_write_all((int)fd, line, n);
+		(void)sys_close((int)fd);
+	}
+	return true;
+}
+
 /* Shared by the spawner and the new thread; the last one to let go frees it,
  * so neither waits unboundedly for the other. */
 struct spawn_request {
@@ -163,6 +177,8 @@ static void *spawn_trampoline(void *p)
 	for (int i = 0; i < OWN_THREADS_MAX && files == 0; i++)
 		if (atomic_load(&own_tids[i]) == tid)
 			atomic_store(&own_private_files[i], 1);
+	if (files == 0)
+		rt_log_set_redirect(log_for_own_thread);
 	atomic_store(&req->started, 1);
 	(void)sys_futex((volatile int *)&req->started, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL);
 	spawn_request_put(req);
