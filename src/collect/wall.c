@@ -259,8 +259,8 @@ static void give_back_fd(struct wall_private *w, int *fd, const char *name)
 		wall.open_fds--;
 		return;
 	}
-	char link[48], target[80], expected[64];
-	rt_snprintf(link, sizeof(link), "/proc/self/fd/%d", *fd);
+	char link[64], target[80], expected[64];
+	rt_snprintf(link, sizeof(link), "/proc/self/task/%d/fd/%d", (int)sys_gettid(), *fd);
 	size_t len = rt_snprintf(expected, sizeof(expected), "/proc/%d/task/%d/%s", (int)sys_getpid(),
 				 w->tid, name);
 	long n = sys_readlinkat(AT_FDCWD, link, target, sizeof(target) - 1);

@@ -3,7 +3,9 @@
 # pipe, epoll_wait with timeout 0): without the library; without it but with
 # one idle thread sharing the descriptor table (what the kernel charges every
 # call while any other thread shares the table: it then takes a reference
-# on the file each time); and preloaded with the CPU profile and with the
+# on the file each time); with one idle thread on a table of its own (the
+# floor for any program with a second thread: libc's multi-threaded paths,
+# e.g. cancellation around read and write); and preloaded with the CPU profile and with the
 # default kinds, whose threads run on tables of their own.  The wall profile
 # (a default kind) also interposes these calls.  FDTABLE_COMPARE_SO=path adds
 # the same two preloaded runs with another build (before/after).
@@ -26,7 +28,7 @@ fi
 other="${FDTABLE_COMPARE_SO:-}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-configs="off thread cpu default"
+configs="off thread private-thread cpu default"
 [ -n "$other" ] && configs="$configs cpu-other default-other"
 
 run() { # config
@@ -35,6 +37,7 @@ run() { # config
 	case "$1" in
 	off) "$drv" "$calls" ;;
 	thread) "$drv" "$calls" thread ;;
+	private-thread) "$drv" "$calls" private-thread ;;
 	cpu*) DD_PROFILING_ENABLED=true STOWAWAY_PROFILES=cpu STOWAWAY_OUTPUT_DIR="$tmp/out" \
 		DD_SERVICE=bench LD_PRELOAD="$lib" "$drv" "$calls" ;;
 	default*) DD_PROFILING_ENABLED=true STOWAWAY_OUTPUT_DIR="$tmp/out" DD_SERVICE=bench \
@@ -55,7 +58,7 @@ median() { # config column
 report() { # column name
 	local line="" off
 	off=$(median off "$1")
-	for cfg in off thread cpu default ${other:+cpu-other default-other}; do
+	for cfg in off thread private-thread cpu default ${other:+cpu-other default-other}; do
 		line="$line $cfg $(median "$cfg" "$1")"
 	done
 	echo "$line" | awk -v n="$2" -v a="$off" '{

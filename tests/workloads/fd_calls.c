@@ -3,10 +3,13 @@
  * then N epoll_wait calls (timeout 0, one idle descriptor).  Prints
  * "write_read_ns X epoll_wait_ns Y": the thread's CPU time per call.
  * With a second argument "thread", an idle thread sharing the descriptor
- * table exists meanwhile (what any thread sharing it costs the calls). */
+ * table exists meanwhile (what any thread sharing it costs the calls);
+ * "private-thread": an idle thread on a descriptor table of its own (what
+ * any second thread costs them: libc's multi-threaded paths). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -20,9 +23,13 @@ static double cpu_ns(void)
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
+static volatile int ready;
+
 static void *idle(void *arg)
 {
-	(void)arg;
+	if (arg && unshare(CLONE_FILES) != 0)
+		exit(1);
+	ready = 1;
 	for (;;)
 		pause();
 	return NULL;
@@ -31,8 +38,13 @@ static void *idle(void *arg)
 int main(int argc, char **argv)
 {
 	pthread_t t;
-	if (argc > 2 && strcmp(argv[2], "thread") == 0 && pthread_create(&t, NULL, idle, NULL) != 0)
-		return 1;
+	if (argc > 2) {
+		void *private_files = strcmp(argv[2], "private-thread") == 0 ? argv : NULL;
+		if (pthread_create(&t, NULL, idle, private_files) != 0)
+			return 1;
+		while (!ready)
+			sched_yield();
+	}
 	long n = argc > 1 ? atol(argv[1]) : 1000000;
 	int p[2];
 	int ep = epoll_create1(0);
