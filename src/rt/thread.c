@@ -8,6 +8,8 @@
 #define OWN_THREADS_MAX 8
 
 static atomic_int own_tids[OWN_THREADS_MAX];
+/* 1 where the thread of own_tids[i] runs on a descriptor table of its own. */
+static atomic_int own_private_files[OWN_THREADS_MAX];
 
 host_pthread_create_fn thread_host_pthread_create(void)
 {
@@ -52,6 +54,102 @@ static uint64_t host_signals_mask(void)
 	return mask;
 }
 
+/* ---- descriptor tables ---- */
+
+#define FD_DIR_READS_MAX 256
+#define FD_BRUTE_MAX 65536
+
+/* Closes every descriptor of the calling thread's private table, on
+ * kernels without close_range: the table is listed through
+ * /proc/thread-self/fd; without /proc, every number below the descriptor
+ * limit is closed (bounded). */
+static void close_all_listed(void)
+{
+	struct rt_dir dir;
+	if (rt_dir_open(&dir, AT_FDCWD, "/proc/thread-self/fd", FD_DIR_READS_MAX) == 0) {
+		for (const char *name; (name = rt_dir_next(&dir)) != NULL;) {
+			uint64_t fd;
+			if (rt_parse_u64(name, rt_strlen(name), &fd) && fd <= 0x7fffffff &&
+			    (int)fd != dir.fd)
+				(void)sys_close((int)fd);
+		}
+		rt_dir_close(&dir);
+		return;
+	}
+	uint64_t lim[2] = { FD_BRUTE_MAX, FD_BRUTE_MAX };
+	(void)SYS4(__NR_prlimit64, 0, 7 /* RLIMIT_NOFILE */, 0, lim);
+	int top = (int)RT_MIN(lim[0], (uint64_t)FD_BRUTE_MAX);
+	for (int fd = 0; fd < top; fd++)
+		(void)sys_close(fd);
+}
+
+/* Gives the calling thread (one of ours, just started) a descriptor table
+ * of its own holding none of the program's descriptors.  While one of our
+ * threads shares the program's table, the kernel takes a reference on the
+ * file at every descriptor system call of every thread (its single-owner
+ * shortcut no longer applies): ~35 ns per read, write or epoll_wait.  A
+ * copy that kept the program's descriptors would keep their files open
+ * (a pipe the program closes would never reach EOF), so all are closed.
+ * 0, or -errno when the kernel (or a seccomp filter) refuses: the thread
+ * then keeps sharing the program's table. */
+static long private_files_begin(void)
+{
+	/* One step: a copy made without the descriptors it would close. */
+	long r = sys_close_range(0, ~0u, SYS_CLOSE_RANGE_UNSHARE);
+	if (r == 0)
+		return 0;
+	r = sys_unshare(SYS_CLONE_FILES);
+	if (r != 0)
+		return r;
+	if (sys_close_range(0, ~0u, 0) != 0)
+		close_all_listed();
+	return 0;
+}
+
+bool thread_has_private_files(int tid)
+{
+	for (int i = 0; i < OWN_THREADS_MAX; i++)
+		if (atomic_load(&own_tids[i]) == tid)
+			return atomic_load(&own_private_files[i]) != 0;
+	return false;
+}
+
+long thread_program_descriptor(int fd)
+{
+	/* pidfd_getfd duplicates the program's descriptor itself (a socket,
+	 * a pipe without readers, a terminal alike); seccomp policies that
+	 * kill the process on an unlisted call commonly leave it out, so it
+	 * is used only when no filter is installed. */
+	if (sys_prctl(21 /* PR_GET_SECCOMP */, 0, 0, 0, 0) == 0) {
+		long pidfd = sys_pidfd_open(sys_getpid(), 0);
+		if (pidfd >= 0) {
+			long r = sys_pidfd_getfd((int)pidfd, fd, 0);
+			(void)sys_close((int)pidfd);
+			if (r >= 0)
+				return r;
+		}
+	}
+	/* Opening it again through /proc works for pipes, terminals and
+	 * files (not sockets); never blocks on a pipe nobody reads. */
+	char path[40];
+	rt_snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return sys_open(path, O_WRONLY | O_APPEND | O_NONBLOCK | O_NOCTTY, 0);
+}
+
+/* rt_log's redirect: a line from a thread of ours on a private table goes
+ * to the program's fd 2 as it is now. */
+static bool log_for_own_thread(const char *line, size_t n)
+{
+	if (!thread_has_private_files((int)sys_gettid()))
+		return false;
+	long fd = thread_program_descriptor(2);
+	if (fd >= 0) {
+		(void)rt_write_all((int)fd, line, n);
+		(void)sys_close((int)fd);
+	}
+	return true;
+}
+
 /* Shared by the spawner and the new thread; the last one to let go frees it,
  * so neither waits unboundedly for the other. */
 struct spawn_request {
@@ -72,11 +170,22 @@ static void *spawn_trampoline(void *p)
 	struct spawn_request *req = p;
 	void *(*fn)(void *) = req->fn;
 	void *arg = req->arg;
+	long files = private_files_begin();
 	/* Marked before the spawner returns: no collector ever profiles us. */
-	thread_mark_own((int)sys_gettid());
+	int tid = (int)sys_gettid();
+	thread_mark_own(tid);
+	for (int i = 0; i < OWN_THREADS_MAX && files == 0; i++)
+		if (atomic_load(&own_tids[i]) == tid)
+			atomic_store(&own_private_files[i], 1);
+	if (files == 0)
+		rt_log_set_redirect(log_for_own_thread);
 	atomic_store(&req->started, 1);
 	(void)sys_futex((volatile int *)&req->started, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL);
 	spawn_request_put(req);
+	if (files != 0)
+		rt_log_once(RT_LOG_DEBUG,
+			    "our threads share the program's descriptor table (unshare refused: "
+			    "error %ld)", -files);
 	return fn(arg);
 }
 
@@ -133,6 +242,8 @@ bool thread_is_own(int tid)
 
 void thread_forget_own(void)
 {
-	for (int i = 0; i < OWN_THREADS_MAX; i++)
+	for (int i = 0; i < OWN_THREADS_MAX; i++) {
+		atomic_store(&own_private_files[i], 0);
 		atomic_store(&own_tids[i], 0);
+	}
 }
