@@ -37,8 +37,9 @@ static bool entry_before_any(const void *a, const void *b)
 	return entry_before(a, b);
 }
 
-/* Buckets of the distribution pass: at most this many, about one per entry. */
-#define SORT_BUCKETS_MAX 16384u
+/* Buckets of the distribution pass: about one per two entries, at most this
+ * many (512 KiB of counts while a table of over 128k symbols is sorted). */
+#define SORT_BUCKETS_MAX 65536u
 /* A bucket with more entries than this is heap-sorted, not insertion-sorted. */
 #define SORT_INSERTION_MAX 32u
 
@@ -61,7 +62,7 @@ bool function_entries_sort(struct function_entry *f, uint32_t n, uint64_t *steps
 		max = RT_MAX(max, f[i].start);
 	}
 	uint32_t nb = 1;
-	while (nb < n && nb < SORT_BUCKETS_MAX)
+	while (nb < n / 2 && nb < SORT_BUCKETS_MAX)
 		nb <<= 1;
 	uint32_t shift = 0;
 	while (shift < 64 && ((max - min) >> shift) >= nb)

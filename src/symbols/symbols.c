@@ -34,6 +34,7 @@ struct sym_module {
 	struct maps_file file;
 	struct function_table functions; /* built on first resolve */
 	bool functions_tried;
+	uint32_t names_unreleased; /* names looked up since the file's pages were given back */
 	struct cfi_index cfi; /* count 0: no unwind rules */
 	uint64_t seen_generation;
 	struct debug_ref debug_ref; /* where its DWARF is */
@@ -495,6 +496,23 @@ static void resolve_lines(struct sym_module *m, uint64_t addr, struct sw_frame_i
 	out->n_inlined = k;
 }
 
+/* Name lookups between two releases of a module's file pages: each lands
+ * on scattered symbol and string table pages (the kernel maps 64 KiB around
+ * each fault), so an export resolving thousands of pcs in a large library
+ * would otherwise end with most of its tables resident. */
+#define NAMES_PER_RELEASE 64u
+
+/* Gives back the file pages name lookups read, every NAMES_PER_RELEASE
+ * lookups (names handed out stay valid: a private read-only mapping reads
+ * them again from the page cache). */
+static void release_names_read(struct sym_module *m)
+{
+	if (m->file.data == NULL || ++m->names_unreleased < NAMES_PER_RELEASE)
+		return;
+	m->names_unreleased = 0;
+	release_file_pages(&m->file);
+}
+
 /* The mapping of the sorted, non-overlapping v[0..n) that contains pc. */
 static const struct sym_mapping *mapping_of(const struct sym_mapping *v, uint32_t n, uint64_t pc)
 {
@@ -543,6 +561,7 @@ bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out)
 				names = twin;
 		}
 		out->function = function_table_lookup(module_functions(names), addr);
+		release_names_read(names);
 		/* Our own frames are left out of stacks: no lines needed. */
 		if (m->path[0] == '/' && !m->own)
 			resolve_lines(names, addr, out);
