@@ -513,6 +513,37 @@ static void release_names_read(struct sym_module *m)
 	release_file_pages(&m->file);
 }
 
+/* Function names already looked up, by module and link-time address: the
+ * profiles of one export share most of their pcs, and every lookup reads
+ * scattered file pages.  Direct-mapped; entries name modules that are only
+ * freed by symbols_collect_garbage, which empties it. */
+#define NAME_CACHE_SIZE 2048u
+static struct name_cache_entry {
+	const struct sym_module *module; /* NULL: empty */
+	uint64_t addr;
+	const char *function;
+} name_cache[NAME_CACHE_SIZE];
+
+static struct name_cache_entry *name_cache_slot(const struct sym_module *m, uint64_t addr)
+{
+	uint64_t h = (addr ^ (uint64_t)(uintptr_t)m) * RT_HASH_MUL64;
+	return &name_cache[h >> 53]; /* the top 11 bits: NAME_CACHE_SIZE slots */
+}
+
+/* The function containing addr in m's symbols, from the cache or looked up. */
+static const char *function_of(struct sym_module *m, uint64_t addr)
+{
+	struct name_cache_entry *c = name_cache_slot(m, addr);
+	if (c->module == m && c->addr == addr)
+		return c->function;
+	const char *name = function_table_lookup(module_functions(m), addr);
+	release_names_read(m);
+	c->module = m;
+	c->addr = addr;
+	c->function = name;
+	return name;
+}
+
 /* The mapping of the sorted, non-overlapping v[0..n) that contains pc. */
 static const struct sym_mapping *mapping_of(const struct sym_mapping *v, uint32_t n, uint64_t pc)
 {
@@ -560,8 +591,7 @@ bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out)
 			if (twin != NULL)
 				names = twin;
 		}
-		out->function = function_table_lookup(module_functions(names), addr);
-		release_names_read(names);
+		out->function = function_of(names, addr);
 		/* Our own frames are left out of stacks: no lines needed. */
 		if (m->path[0] == '/' && !m->own)
 			resolve_lines(names, addr, out);
@@ -577,6 +607,7 @@ void symbols_collect_garbage(void)
 		rt_free(retired_mappings);
 		retired_mappings = NULL;
 		nretired_mappings = 0;
+		rt_memset(name_cache, 0, sizeof(name_cache));
 		while (retired_modules != NULL) {
 			struct sym_module *m = retired_modules;
 			retired_modules = m->next;
