@@ -56,8 +56,8 @@ bool function_entries_sort(struct function_entry *f, uint32_t n, uint64_t *steps
 	*steps = 0;
 	if (n < 2)
 		return true;
-	uint64_t min = f[0].start, max = f[0].start;
-	for (uint32_t i = 1; i < n; i++) {
+	uint64_t min = UINT64_MAX, max = 0;
+	for (uint32_t i = 0; i < n; i++) {
 		min = RT_MIN(min, f[i].start);
 		max = RT_MAX(max, f[i].start);
 	}

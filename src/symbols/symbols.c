@@ -496,6 +496,9 @@ static void resolve_lines(struct sym_module *m, uint64_t addr, struct sw_frame_i
 	out->n_inlined = k;
 }
 
+/* Counts for symbols_stats (under the registry lock). */
+static uint64_t names_looked_up, names_from_cache, name_page_releases;
+
 /* Name lookups between two releases of a module's file pages: each lands
  * on scattered symbol and string table pages (the kernel maps 64 KiB around
  * each fault), so an export resolving thousands of pcs in a large library
@@ -510,6 +513,7 @@ static void release_names_read(struct sym_module *m)
 	if (m->file.data == NULL || ++m->names_unreleased < NAMES_PER_RELEASE)
 		return;
 	m->names_unreleased = 0;
+	name_page_releases++;
 	release_file_pages(&m->file);
 }
 
@@ -534,8 +538,11 @@ static struct name_cache_entry *name_cache_slot(const struct sym_module *m, uint
 static const char *function_of(struct sym_module *m, uint64_t addr)
 {
 	struct name_cache_entry *c = name_cache_slot(m, addr);
-	if (c->module == m && c->addr == addr)
+	if (c->module == m && c->addr == addr) {
+		names_from_cache++;
 		return c->function;
+	}
+	names_looked_up++;
 	const char *name = function_table_lookup(module_functions(m), addr);
 	release_names_read(m);
 	c->module = m;
@@ -669,6 +676,9 @@ void symbols_stats(struct symbols_stats *st)
 		if (m->debug != NULL)
 			st->modules_with_lines++;
 	}
+	st->names_looked_up = names_looked_up;
+	st->names_from_cache = names_from_cache;
+	st->name_page_releases = name_page_releases;
 	rt_mutex_unlock(&registry_lock);
 }
 

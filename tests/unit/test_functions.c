@@ -1,10 +1,13 @@
-/* Function tables: the sort into table order against qsort (the judge), and
- * the work it does counted (not timed) against the table's size. */
+/* Function tables: the sort into table order against qsort (the judge), the
+ * work it does counted (not timed) against the table's size, and the
+ * registry's name lookups counted: each (module, address) looked up once,
+ * the pages lookups read given back every 64 lookups. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "rt/rt.h"
 #include "symbols/functions.h"
+#include "symbols/symbols.h"
 #include "unit/check.h"
 
 static int entry_cmp(const void *pa, const void *pb)
@@ -104,10 +107,44 @@ static void sort_work_is_linear(void)
 	CHECK(per_entry[1] <= per_entry[0] + 1); /* flat in the table's size */
 }
 
+/* Resolving 130 addresses inside one function of this program twice: 130
+ * lookups the first time, the second round from the cache (as the profiles
+ * of one export share their pcs; a direct-mapped cache may lose a few to
+ * collisions), and one release of the pages read per 64 lookups. */
+static void registry_looks_each_name_up_once(void)
+{
+	const uintptr_t base = (uintptr_t)sort_matches_qsort;
+	CHECK(symbols_refresh());
+	struct symbols_stats before, mid, after;
+	symbols_stats(&before);
+	uint32_t named = 0;
+	for (int round = 0; round < 2; round++) {
+		for (uint32_t i = 0; i < 130; i++) {
+			struct sw_frame_info fi;
+			CHECK(symbols_resolve(NULL, base + i, &fi));
+			named += fi.function != NULL && strcmp(fi.function, "sort_matches_qsort") == 0;
+		}
+		if (round == 0)
+			symbols_stats(&mid);
+	}
+	symbols_stats(&after);
+	uint64_t looked = after.names_looked_up - before.names_looked_up;
+	uint64_t cached = after.names_from_cache - before.names_from_cache;
+	printf("INFO names looked up %llu, from the cache %llu, page releases %llu\n",
+	       (unsigned long long)looked, (unsigned long long)cached,
+	       (unsigned long long)(after.name_page_releases - before.name_page_releases));
+	CHECK_EQ_U64(named, 2 * 130);
+	CHECK_EQ_U64(mid.names_looked_up - before.names_looked_up, 130);
+	CHECK(cached >= 130 - 16 && looked + cached == 2 * 130);
+	CHECK_EQ_U64(after.name_page_releases - before.name_page_releases, looked / 64);
+	symbols_collect_garbage();
+}
+
 int main(void)
 {
 	RUN(sort_matches_qsort);
 	RUN(sort_clustered_starts);
 	RUN(sort_work_is_linear);
+	RUN(registry_looks_each_name_up_once);
 	return CHECK_DONE();
 }
