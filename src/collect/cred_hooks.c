@@ -24,6 +24,14 @@
  *   capset's inheritable set, and ours, never reduced, is a superset of
  *   the program's, so a replayed capset is never refused for it.
  *
+ * Why replay each call rather than copy the caller's state later (from
+ * /proc/self/task/N/status): a uid change without keep-caps empties a
+ * thread's permitted set for good, so keep-caps must be set in our threads
+ * before the program's setuid, i.e. at the program's prctl; securebits and
+ * keep-caps are not in /proc and only a thread itself can read them; and
+ * only a thread itself can call capset.  For capset the replay does use
+ * the caller's state (capget), which a copy would read.
+ *
  * Only calls through these symbols are seen: a raw syscall(SYS_capset) or
  * syscall(SYS_prctl) is not (libcap and libcap-ng call the libc
  * functions).  A program that never calls them pays nothing; prctl's other

@@ -284,8 +284,10 @@ struct thread_own_outcome thread_own_run(thread_own_fn fn, const void *arg, size
 					 uint64_t timeout_ns)
 {
 	struct thread_own_outcome o = { 0, 0, 0, 0 };
+	if (!fn || len > THREAD_OWN_ARG_MAX || atomic_load(&own_pid) == 0)
+		return o;
 	int pid = (int)sys_getpid();
-	if (!fn || len > THREAD_OWN_ARG_MAX || atomic_load(&own_pid) != pid)
+	if (atomic_load(&own_pid) != pid)
 		return o;
 	bool any = false;
 	for (int i = 0; i < OWN_THREADS_MAX && !any; i++)
