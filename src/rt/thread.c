@@ -152,9 +152,10 @@ void thread_mark_own(int tid)
 	atomic_store(&own_pid, (int)sys_getpid());
 	for (int i = 0; i < OWN_THREADS_MAX; i++) {
 		int expected = 0;
-		atomic_store(&own_wake[i], NULL);
-		if (atomic_compare_exchange_strong(&own_tids[i], &expected, tid))
+		if (atomic_compare_exchange_strong(&own_tids[i], &expected, tid)) {
+			atomic_store(&own_wake[i], NULL);
 			return;
+		}
 	}
 	rt_log_once(RT_LOG_WARN, "internal: more than %d threads of our own", OWN_THREADS_MAX);
 }
