@@ -93,22 +93,17 @@ static void replay(thread_own_fn fn, const void *arg, size_t len, const char *wh
 			what, -o.error);
 }
 
-#define NEXT(type, var, name)                                                  \
-	static _Atomic(void *) cache_##name;                                   \
-	type var = NULL;                                                       \
-	do {                                                                   \
-		void *sym_ = hook_next_cached(&cache_##name, #name);           \
-		HOOK_FN(var, sym_);                                            \
-	} while (0)
-
 typedef int (*capset_fn)(void *header, void *data);
 typedef int (*prctl_fn)(int option, unsigned long a2, unsigned long a3, unsigned long a4,
 			unsigned long a5);
+static _Atomic(void *) next_capset, next_prctl;
 
 SW_EXPORT int capset(void *header, void *data);
 SW_EXPORT int capset(void *header, void *data)
 {
-	NEXT(capset_fn, next, capset);
+	capset_fn next = NULL;
+	void *sym = hook_next_cached(&next_capset, "capset");
+	HOOK_FN(next, sym);
 	if (!next)
 		return -1;
 	int r = next(header, data);
@@ -129,7 +124,9 @@ SW_EXPORT int prctl(int option, unsigned long a2, unsigned long a3, unsigned lon
 SW_EXPORT int prctl(int option, unsigned long a2, unsigned long a3, unsigned long a4,
 		    unsigned long a5)
 {
-	NEXT(prctl_fn, next, prctl);
+	prctl_fn next = NULL;
+	void *sym = hook_next_cached(&next_prctl, "prctl");
+	HOOK_FN(next, sym);
 	if (!next)
 		return -1;
 	int r = next(option, a2, a3, a4, a5);
