@@ -132,67 +132,66 @@ static void burn(double seconds)
 	} while ((double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9 < seconds);
 }
 
+enum step { KEEPCAPS, SECUREBITS, UID_ALL, UID_EFFECTIVE, UID_SAME, CAPSET, GID_ALL, GID_SAME };
+
+static const char *const step_names[] = { "keepcaps", "securebits", "setresuid", "setresuid",
+					  "setresuid", "capset", "setresgid", "setresgid" };
+
+static const struct {
+	const char *mode;
+	enum step steps[4];
+	int n;
+} modes[] = {
+	{ "euid", { UID_EFFECTIVE, CAPSET, GID_ALL }, 3 },
+	{ "keepcaps", { KEEPCAPS, UID_ALL, CAPSET, GID_ALL }, 4 },
+	{ "securebits", { SECUREBITS, UID_ALL, GID_ALL }, 3 },
+	{ "drop", { GID_ALL, UID_ALL }, 2 },
+	{ "unpriv", { CAPSET, UID_SAME, GID_SAME }, 3 },
+};
+
+static int run_step(enum step s, unsigned id)
+{
+	switch (s) {
+	case KEEPCAPS:
+		return prctl(PR_SET_KEEPCAPS, 1L, 0L, 0L, 0L);
+	case SECUREBITS:
+		return prctl(PR_SET_SECUREBITS, (long)SECBIT_NO_SETUID_FIXUP_BIT, 0L, 0L, 0L);
+	case UID_ALL:
+		return setresuid(id, id, id);
+	case UID_EFFECTIVE:
+		return setresuid((uid_t)-1, id, (uid_t)-1);
+	case UID_SAME:
+		return setresuid(getuid(), getuid(), getuid());
+	case CAPSET:
+		return restore_effective();
+	case GID_ALL:
+		return setresgid(id, id, id);
+	case GID_SAME:
+		return setresgid(getgid(), getgid(), getgid());
+	}
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "keepcaps";
 	unsigned id = argc > 2 ? (unsigned)atoi(argv[2]) : 65534;
+	int m = 0;
+	while (m < (int)(sizeof(modes) / sizeof(modes[0])) && strcmp(modes[m].mode, mode))
+		m++;
+	if (m == (int)(sizeof(modes) / sizeof(modes[0]))) {
+		fprintf(stderr, "unknown mode %s\n", mode);
+		return 2;
+	}
 	/* Let the profiler's threads settle first. */
 	struct timespec pause = { 0, 100 * 1000 * 1000 };
 	nanosleep(&pause, NULL);
 	report("start");
-	if (!strcmp(mode, "euid")) {
-		if (setresuid((uid_t)-1, id, (uid_t)-1) != 0)
-			return fail("setresuid");
-		report("setresuid");
-		if (restore_effective() != 0)
-			return fail("capset");
-		report("capset");
-		if (setresgid(id, id, id) != 0)
-			return fail("setresgid");
-		report("setresgid");
-	} else if (!strcmp(mode, "keepcaps")) {
-		if (prctl(PR_SET_KEEPCAPS, 1L, 0L, 0L, 0L) != 0)
-			return fail("prctl(PR_SET_KEEPCAPS)");
-		report("keepcaps");
-		if (setresuid(id, id, id) != 0)
-			return fail("setresuid");
-		report("setresuid");
-		if (restore_effective() != 0)
-			return fail("capset");
-		report("capset");
-		if (setresgid(id, id, id) != 0)
-			return fail("setresgid");
-		report("setresgid");
-	} else if (!strcmp(mode, "securebits")) {
-		if (prctl(PR_SET_SECUREBITS, (long)SECBIT_NO_SETUID_FIXUP_BIT, 0L, 0L, 0L) != 0)
-			return fail("prctl(PR_SET_SECUREBITS)");
-		report("securebits");
-		if (setresuid(id, id, id) != 0)
-			return fail("setresuid");
-		report("setresuid");
-		if (setresgid(id, id, id) != 0)
-			return fail("setresgid");
-		report("setresgid");
-	} else if (!strcmp(mode, "drop")) {
-		if (setresgid(id, id, id) != 0)
-			return fail("setresgid");
-		report("setresgid");
-		if (setresuid(id, id, id) != 0)
-			return fail("setresuid");
-		report("setresuid");
-	} else if (!strcmp(mode, "unpriv")) {
-		if (restore_effective() != 0)
-			return fail("capset");
-		report("capset");
-		if (setresuid(getuid(), getuid(), getuid()) != 0)
-			return fail("setresuid");
-		report("setresuid");
-		if (setresgid(getgid(), getgid(), getgid()) != 0)
-			return fail("setresgid");
-		report("setresgid");
-	} else {
-		fprintf(stderr, "unknown mode %s\n", mode);
-		return 2;
+	for (int i = 0; i < modes[m].n; i++) {
+		const char *name = step_names[modes[m].steps[i]];
+		if (run_step(modes[m].steps[i], id) != 0)
+			return fail(name);
+		report(name);
 	}
 	printf("uid=%u gid=%u\n", (unsigned)geteuid(), (unsigned)getegid());
 	fflush(stdout);
