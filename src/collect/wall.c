@@ -1077,8 +1077,7 @@ static void *wall_main(void *arg)
 	wall.private_files = thread_has_private_files((int)sys_gettid());
 	uint64_t next = rt_monotonic_ns() + atomic_load(&wall.period_ns);
 	while (atomic_load(&wall.running)) {
-		struct __kernel_timespec ts = { (long long)(next / RT_NS_PER_SEC), (long long)(next % RT_NS_PER_SEC) };
-		(void)sys_clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		thread_own_sleep_until(next);
 		if (!atomic_load(&wall.running))
 			break;
 		wall_tick();
