@@ -62,7 +62,7 @@ static void *sampler_main(void *arg)
 	(void)sys_prctl(15 /* PR_SET_NAME */, (long)"stowaway-sample", 0, 0, 0);
 	uint64_t tick = 0, last_unknown_refresh = 0;
 	while (atomic_load(&col.running)) {
-		(void)rt_sleep_ns(SAMPLER_TICK_NS);
+		thread_own_sleep_until(rt_monotonic_ns() + SAMPLER_TICK_NS);
 		for (size_t i = 0; i < N_COLLECTORS; i++)
 			if (collectors[i]->tick)
 				collectors[i]->tick();

@@ -4,6 +4,7 @@
 #include "rt/host.h"
 #include "rt/rt.h"
 #include "rt/sys.h"
+#include "rt/thread.h"
 
 #define PROC_TEXT_MAX (64 * 1024)
 #define MAX_DEPTH 64
@@ -416,6 +417,9 @@ static struct {
 	uint64_t oom_kills, oom_reported;
 	bool oom_known;
 	bool read_failed_logged;
+	/* The descriptors live in the scheduler thread's own table (a fork
+	 * child has none of them: its new scheduler opens them again). */
+	bool private_files;
 	/* Looked and found nothing to watch: a fork child (same cgroup, same
 	 * settings) does not read /proc/self/cgroup and mountinfo again. */
 	bool nothing_found;
@@ -427,6 +431,30 @@ static int open_in(const char *dir, const char *file)
 	if (rt_snprintf(path, sizeof(path), "%s/%s", dir, file) >= sizeof(path))
 		return -ENAMETOOLONG;
 	return (int)sys_open(path, O_RDONLY, 0);
+}
+
+/* Opens the usage and OOM files of the source in mg.dir; the usage file's
+ * descriptor or -errno (the OOM file is optional). */
+static int open_files(void)
+{
+	if (mg.source == MEMGUARD_RSS) {
+		mg.usage_fd = (int)sys_open("/proc/self/statm", O_RDONLY, 0);
+		mg.oom_fd = -1;
+		return mg.usage_fd;
+	}
+	bool v2 = mg.source == MEMGUARD_CGROUP_V2;
+	mg.usage_fd = open_in(mg.dir, v2 ? "memory.current" : "memory.usage_in_bytes");
+	mg.oom_fd = open_in(mg.dir, v2 ? "memory.events" : "memory.oom_control");
+	if (mg.usage_fd < 0) {
+		if (mg.oom_fd >= 0)
+			(void)sys_close(mg.oom_fd);
+		int err = mg.usage_fd;
+		mg.usage_fd = mg.oom_fd = -1;
+		return err;
+	}
+	if (mg.oom_fd < 0)
+		mg.oom_fd = -1;
+	return mg.usage_fd;
 }
 
 static bool pread_text(int fd, char *buf, size_t cap, size_t *len)
@@ -470,6 +498,9 @@ static void format_mib(char *out, size_t cap, uint64_t bytes)
 
 bool memguard_start(const struct sw_config *cfg)
 {
+	mg.private_files = thread_has_private_files((int)sys_gettid());
+	if (mg.on && mg.usage_fd < 0 && open_files() < 0)
+		mg.on = false; /* a fork child's scheduler, whose files went with the parent's */
 	if (mg.on)
 		return true;
 	if (!cfg->memory_guard || mg.nothing_found)
@@ -492,34 +523,25 @@ bool memguard_start(const struct sw_config *cfg)
 			mg.page_size = ps;
 	}
 	if (found) {
-		mg.usage_fd = open_in(lim.dir, lim.source == MEMGUARD_CGROUP_V2 ? "memory.current"
-										: "memory.usage_in_bytes");
-		mg.oom_fd = open_in(lim.dir, lim.source == MEMGUARD_CGROUP_V2 ? "memory.events"
-									      : "memory.oom_control");
+		/* lim.source and lim.dir as memguard_locate found them */
 	} else if (cfg->memory_rss_limit) {
 		lim.source = MEMGUARD_RSS;
 		lim.limit = cfg->memory_rss_limit;
 		rt_strlcpy(lim.dir, "/proc/self", sizeof(lim.dir));
-		mg.usage_fd = (int)sys_open("/proc/self/statm", O_RDONLY, 0);
-		mg.oom_fd = -1;
 	} else {
 		rt_info("memory guard: no cgroup memory limit visible and no "
 			"STOWAWAY_MEMORY_RSS_LIMIT; not watching memory");
 		mg.nothing_found = true;
 		return false;
 	}
-	if (mg.usage_fd < 0) {
-		rt_warn("memory guard: cannot open the usage file in %s (error %d); not watching "
-			"memory", lim.dir, -mg.usage_fd);
-		if (mg.oom_fd >= 0)
-			(void)sys_close(mg.oom_fd);
-		mg.usage_fd = mg.oom_fd = -1;
-		return false;
-	}
-	if (mg.oom_fd < 0)
-		mg.oom_fd = -1;
 	mg.source = lim.source;
 	rt_strlcpy(mg.dir, lim.dir, sizeof(mg.dir));
+	int opened = open_files();
+	if (opened < 0) {
+		rt_warn("memory guard: cannot open the usage file in %s (error %d); not watching "
+			"memory", lim.dir, -opened);
+		return false;
+	}
 	mg.n_thresholds = RT_MIN(cfg->n_memory_thresholds, (uint32_t)SW_MEMORY_THRESHOLDS_MAX);
 	rt_memcpy(mg.thresholds_ppm, cfg->memory_thresholds_ppm, mg.n_thresholds * sizeof(uint32_t));
 	memguard_state_init(&mg.st, mg.thresholds_ppm, mg.n_thresholds, lim.limit);
@@ -626,11 +648,14 @@ void memguard_after_fork_child(void)
 	memguard_state_init(&mg.st, mg.thresholds_ppm, mg.n_thresholds, mg.st.limit);
 	mg.prev_usage = 0;
 	mg.prev_ns = 0;
-	if (mg.source == MEMGUARD_RSS) {
-		/* /proc/self resolved to the parent when it was opened */
+	/* The child's scheduler opens its own (memguard_start): /proc/self
+	 * named the parent when they were opened, and from the scheduler's
+	 * private table they did not come along.  Copies inherited in this
+	 * table (the parent's scheduler shared it) are closed. */
+	if (!mg.private_files) {
 		(void)sys_close(mg.usage_fd);
-		mg.usage_fd = (int)sys_open("/proc/self/statm", O_RDONLY, 0);
-		if (mg.usage_fd < 0)
-			mg.on = false;
+		if (mg.oom_fd >= 0)
+			(void)sys_close(mg.oom_fd);
 	}
+	mg.usage_fd = mg.oom_fd = -1;
 }

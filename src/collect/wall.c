@@ -149,6 +149,9 @@ static struct {
 	int cursor;
 	int open_fds;
 	int fd_floor; /* kept descriptors are moved to at least this number */
+	/* The sampler thread's descriptors live in a table of its own: nobody
+	 * else closes or reuses their numbers, and they go with the thread. */
+	bool private_files;
 	uint64_t handler_checked_ns;
 	struct sys_sigaction previous;
 	atomic_ullong ticks, published, cached, syscall_samples, running_samples, cancelled,
@@ -203,8 +206,8 @@ static long read_task_file(struct wall_private *w, int *fd, const char *name, ch
 			return n;
 		}
 		/* Kept descriptors live high, out of the way of the program's
-		 * low-numbered ones (select() users). */
-		long high = sys_fcntl((int)opened, F_DUPFD_CLOEXEC, wall.fd_floor);
+		 * low-numbered ones (select() users), when they share its table. */
+		long high = wall.private_files ? -1 : sys_fcntl((int)opened, F_DUPFD_CLOEXEC, wall.fd_floor);
 		if (high >= 0) {
 			(void)sys_close((int)opened);
 			opened = high;
@@ -214,9 +217,9 @@ static long read_task_file(struct wall_private *w, int *fd, const char *name, ch
 	}
 	n = sys_pread(*fd, text, cap, 0);
 	if (n <= 0) {
-		/* Not what we opened any more (the program closed it and reused
-		 * the number): forget it without closing what is now the
-		 * program's. */
+		/* Not what we opened any more (sharing its table, the program
+		 * closed it and reused the number): forget it without closing
+		 * what is now the program's. */
 		*fd = -1;
 		wall.open_fds--;
 	}
@@ -253,13 +256,20 @@ static bool read_run_delay(struct wall_private *w, uint64_t *delay, uint64_t *sl
 	return false;
 }
 
-/* Closes a kept descriptor, unless the program closed it and the number
- * now names a file of its own: then it is only forgotten.  (The file of a
- * thread that has exited reads back with " (deleted)".) */
+/* Closes a kept descriptor (on the sampler thread).  Sharing the
+ * program's table, the program may have closed it and reused the number
+ * for a file of its own: then it is only forgotten.  (The file of a thread
+ * that has exited reads back with " (deleted)".) */
 static void give_back_fd(struct wall_private *w, int *fd, const char *name)
 {
-	char link[48], target[80], expected[64];
-	rt_snprintf(link, sizeof(link), "/proc/self/fd/%d", *fd);
+	if (wall.private_files) {
+		(void)sys_close(*fd);
+		*fd = -1;
+		wall.open_fds--;
+		return;
+	}
+	char link[64], target[80], expected[64];
+	rt_snprintf(link, sizeof(link), "/proc/self/task/%d/fd/%d", (int)sys_gettid(), *fd);
 	size_t len = rt_snprintf(expected, sizeof(expected), "/proc/%d/task/%d/%s", (int)sys_getpid(),
 				 w->tid, name);
 	long n = sys_readlinkat(AT_FDCWD, link, target, sizeof(target) - 1);
@@ -271,6 +281,20 @@ static void give_back_fd(struct wall_private *w, int *fd, const char *name)
 	}
 	*fd = -1;
 	wall.open_fds--;
+}
+
+/* Off the sampler thread, once it has exited: its private table went with
+ * it, so the numbers name nothing of ours here. */
+static void forget_private_fds(struct wall_private *w)
+{
+	if (!wall.private_files)
+		return;
+	if (w->proc_fd >= 0)
+		wall.open_fds--;
+	if (w->sched_fd >= 0)
+		wall.open_fds--;
+	w->proc_fd = -1;
+	w->sched_fd = -1;
 }
 
 static void give_back_fds(struct wall_private *w)
@@ -520,7 +544,7 @@ static enum wall_state state_of_fd(struct wall_private *w, enum wall_state kind,
 	if (kind != WALL_STATE_IO || fd < 0)
 		return kind;
 	if (w->class_fd != fd) {
-		w->class_state = (uint8_t)wall_state_of_fd(fd);
+		w->class_state = (uint8_t)wall_state_of_fd(w->tid, fd);
 		w->class_fd = fd;
 	}
 	return (enum wall_state)w->class_state;
@@ -664,7 +688,7 @@ static bool sample_syscall(int slot, struct wall_private *w, const struct wall_s
 		w->unplaced += span;
 		return false;
 	}
-	enum wall_state state = si->nr >= 0 ? wall_state_of_syscall(si->nr, si->arg0) : WALL_STATE_RUNNING;
+	enum wall_state state = si->nr >= 0 ? wall_state_of_syscall(w->tid, si->nr, si->arg0) : WALL_STATE_RUNNING;
 	if (!cache_store(w, wall.scratch, depth, state, now)) {
 		w->unplaced += span;
 		return false;
@@ -1059,10 +1083,10 @@ static void *wall_main(void *arg)
 	RT_UNUSED(arg);
 	(void)sys_prctl(15 /* PR_SET_NAME */, (long)"stowaway-wall", 0, 0, 0);
 	atomic_store(&wall.thread_tid, (int)sys_gettid());
+	wall.private_files = thread_has_private_files((int)sys_gettid());
 	uint64_t next = rt_monotonic_ns() + atomic_load(&wall.period_ns);
 	while (atomic_load(&wall.running)) {
-		struct __kernel_timespec ts = { (long long)(next / RT_NS_PER_SEC), (long long)(next % RT_NS_PER_SEC) };
-		(void)sys_clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		thread_own_sleep_until(next);
 		if (!atomic_load(&wall.running))
 			break;
 		wall_tick();
@@ -1296,6 +1320,7 @@ void wall_stop(void)
 		struct thread_slot *t = &thread_slots[s];
 		if (priv[s].timer_id >= 0)
 			cancel_request(t, &priv[s]);
+		forget_private_fds(&priv[s]);
 		private_release(&priv[s]);
 	}
 	/* The handler stays installed but finds no request: a signal already
@@ -1317,13 +1342,14 @@ void wall_after_fork_child(void)
 {
 	if (!wall.ring.mem)
 		return; /* never started: priv[] holds no descriptor */
-	/* Descriptors name the parent's threads; timers are not inherited (an id
-	 * may already name a timer of the child's, so none is deleted). */
+	/* Descriptors name the parent's threads (and, in the sampler's private
+	 * table, are not in the child's at all); timers are not inherited (an
+	 * id may already name a timer of the child's, so none is deleted). */
 	for (int s = next_prepared(0); s >= 0; s = next_prepared(s + 1)) {
 		struct wall_private *w = &priv[s];
-		if (w->proc_fd >= 0)
+		if (w->proc_fd >= 0 && !wall.private_files)
 			(void)sys_close(w->proc_fd);
-		if (w->sched_fd >= 0)
+		if (w->sched_fd >= 0 && !wall.private_files)
 			(void)sys_close(w->sched_fd);
 		w->proc_fd = -1;
 		w->sched_fd = -1;

@@ -71,12 +71,14 @@ enum wall_state {
 	WALL_STATE_COUNT
 };
 const char *wall_state_name(enum wall_state s);
-/* State of a thread blocked in system call `nr` of this architecture whose
- * first argument is `arg0` (a descriptor for read/write-like calls, which
- * is classified through /proc/self/fd). */
-enum wall_state wall_state_of_syscall(long nr, uint64_t arg0);
-/* What waiting on descriptor fd is: network (socket), waiting (pipe), io. */
-enum wall_state wall_state_of_fd(int fd);
+/* State of thread tid blocked in system call `nr` of this architecture
+ * whose first argument is `arg0` (a descriptor for read/write-like calls,
+ * which is classified through /proc/self/task/TID/fd: the blocked thread's
+ * own table, wherever the caller runs; tid 0: /proc/self/fd). */
+enum wall_state wall_state_of_syscall(int tid, long nr, uint64_t arg0);
+/* What thread tid waiting on its descriptor fd is: network (socket),
+ * waiting (pipe), io. */
+enum wall_state wall_state_of_fd(int tid, int fd);
 
 /* Parses the text of /proc/PID/task/TID/syscall: "running" (nr = -2),
  * "-1 sp pc" (not in a system call, nr = -1) or "nr a0 .. a5 sp pc".

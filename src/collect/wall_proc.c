@@ -16,10 +16,13 @@ const char *wall_state_name(enum wall_state s)
 	return (unsigned)s < WALL_STATE_COUNT ? state_names[s] : "unknown";
 }
 
-enum wall_state wall_state_of_fd(int fd)
+enum wall_state wall_state_of_fd(int tid, int fd)
 {
-	char path[48], target[64];
-	rt_snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	char path[64], target[64];
+	if (tid > 0)
+		rt_snprintf(path, sizeof(path), "/proc/self/task/%d/fd/%d", tid, fd);
+	else
+		rt_snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 	long n = sys_readlinkat(AT_FDCWD, path, target, sizeof(target) - 1);
 	if (n <= 0)
 		return WALL_STATE_IO;
@@ -36,7 +39,7 @@ static bool is_fd_call(long nr)
 	       nr == __NR_writev || nr == __NR_pwrite64;
 }
 
-enum wall_state wall_state_of_syscall(long nr, uint64_t arg0)
+enum wall_state wall_state_of_syscall(int tid, long nr, uint64_t arg0)
 {
 	static const long sleeping[] = {
 		__NR_nanosleep, __NR_clock_nanosleep,
@@ -74,7 +77,7 @@ enum wall_state wall_state_of_syscall(long nr, uint64_t arg0)
 		if (nr == network[i])
 			return WALL_STATE_NETWORK;
 	if (is_fd_call(nr) && arg0 <= 0x7fffffff)
-		return wall_state_of_fd((int)arg0);
+		return wall_state_of_fd(tid, (int)arg0);
 	return WALL_STATE_SYSCALL;
 }
 

@@ -366,6 +366,7 @@ static bool wait_until(uint64_t deadline_ns)
 		if (atomic_load(&prof.stop_requested))
 			return false;
 		int seen = atomic_load(&prof.wake);
+		thread_own_service();
 		uint64_t now = rt_monotonic_ns();
 		if (now >= deadline_ns || atomic_load(&prof.fork_warm) == 2)
 			return true;
@@ -407,6 +408,7 @@ static void *scheduler_main(void *arg)
 {
 	RT_UNUSED(arg);
 	(void)sys_prctl(15 /* PR_SET_NAME */, (long)"stowaway-sched", 0, 0, 0);
+	thread_own_wake_word(&prof.wake);
 	uint64_t period_ns = (uint64_t)prof.cfg->upload_period_s * RT_NS_PER_SEC;
 	uint64_t next = rt_monotonic_ns() + period_ns;
 	/* The memory guard is polled from this thread between periods. */

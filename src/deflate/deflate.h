@@ -32,8 +32,9 @@ uint32_t adler32_update(uint32_t adler, const void *p, size_t n);
  * retry with a larger buffer).  On success *in_used (may be NULL) is the
  * number of input bytes the stream occupied (a gzip or zlib stream: with its
  * trailer) and *out_len the number of bytes written.  Stack use is under
- * 4 KiB. */
+ * 8 KiB. */
 enum deflate_status {
+	DEFLATE_STOPPED = 1,            /* deflate_stream: the sink asked to stop */
 	DEFLATE_OK = 0,
 	DEFLATE_TRUNCATED = -1,         /* the input ends inside the stream */
 	DEFLATE_NO_SPACE = -2,          /* the output does not fit in out_cap */
@@ -62,6 +63,32 @@ int gzip_decompress(const void *in, size_t in_len, void *out, size_t out_cap, si
  * CM 8, no preset dictionary; its Adler-32 is checked. */
 int zlib_decompress(const void *in, size_t in_len, void *out, size_t out_cap, size_t *in_used,
 		    size_t *out_len);
+/* Streaming a raw DEFLATE stream through a bounded window, from its start
+ * or from a point a previous pass reported, so that parts of a large
+ * stream can be decoded without holding all of it. */
+struct inflate_resume {
+	uint64_t in_bit;       /* bit position in the input where a block starts */
+	uint64_t out_offset;   /* output offset of that point */
+	const uint8_t *window; /* the up to 32 KiB of output before it */
+	size_t window_len;
+};
+struct inflate_sink {
+	void *ctx;
+	/* Takes output bytes [offset, offset + n), in order; false stops. */
+	bool (*put)(void *ctx, uint64_t offset, const uint8_t *p, size_t n);
+	/* Where each block after the first starts (NULL: not wanted); the
+	 * window is valid during the call only. */
+	void (*block)(void *ctx, const struct inflate_resume *at);
+};
+/* Decodes in[0..in_len) from `from` ({0, 0, NULL, 0}: the stream's start)
+ * through work[0..work_cap) (at least 64 KiB), passing the output to
+ * sink->put whenever the window fills and, once, as soon as the output
+ * reaches offset `until` (0: no such point), so a reader that wants bytes
+ * up to there can stop without more decoding.  DEFLATE_OK at the end of
+ * the stream, DEFLATE_STOPPED when put asked to stop, else the error.  No
+ * allocation. */
+int deflate_stream(const void *in, size_t in_len, const struct inflate_resume *from, uint64_t until,
+		   uint8_t *work, size_t work_cap, const struct inflate_sink *sink);
 /* True when in[0..len) starts with the gzip magic bytes. */
 bool gzip_is_gzip(const void *in, size_t len);
 /* The ISIZE field of a gzip member that ends at in[len] (its trailer's last

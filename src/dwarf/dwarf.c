@@ -94,6 +94,7 @@ struct unit {
 	struct dw_unit_ctx ctx;
 	uint64_t end, die_offset, abbrev_offset, stmt_list;
 	bool has_stmt_list, over_budget, broken;
+	bool unread; /* known from .debug_aranges only: header and root not read yet */
 	const char *comp_dir;
 	struct unit_cache *cache;
 	uint64_t last_use;
@@ -140,6 +141,72 @@ static void account(struct dwarf_index *ix, size_t add, size_t sub)
 
 static bool fits(const struct dwarf_index *ix, size_t add) { return add <= ix->budget - ix->bytes; }
 
+/* ---- sections produced on demand (dwarf_sections.load) ---- */
+
+/* Makes [off, off + len) of a section readable (clipped to its size). */
+static bool need(const struct dwarf_sections *s, enum dwarf_section_id which, size_t size,
+		 uint64_t off, uint64_t len)
+{
+	if (s->load == NULL)
+		return true;
+	if (off >= size)
+		return false;
+	if (len > size - off)
+		len = size - off;
+	return s->load(s->load_ctx, which, off, len);
+}
+
+/* Makes a length-prefixed unit (of .debug_info or .debug_line) at `off` readable. */
+static bool need_unit(const struct dwarf_sections *s, enum dwarf_section_id which,
+		      const uint8_t *data, size_t size, uint64_t off)
+{
+	if (s->load == NULL)
+		return true;
+	if (!need(s, which, size, off, 12))
+		return false;
+	struct dw_cursor c;
+	unsigned offset_size;
+	dw_cursor_init(&c, data, size, (size_t)off);
+	uint64_t len = dw_unit_length(&c, &offset_size);
+	if (!c.ok || len > c.end - c.pos)
+		return false;
+	return need(s, which, size, off, c.pos - off + len);
+}
+
+/* Makes the abbreviation table at `offset` readable: it has no length, so
+ * windows four times larger are loaded until one holds its end. */
+static bool need_abbrevs(const struct dwarf_sections *s, uint64_t offset)
+{
+	if (s->load == NULL)
+		return true;
+	uint64_t window = 4096;
+	for (uint32_t round = 0; round < 24 && offset < s->abbrev_size; round++, window *= 4) {
+		uint64_t end = s->abbrev_size - offset < window ? s->abbrev_size : offset + window;
+		if (!need(s, DWARF_SEC_ABBREV, s->abbrev_size, offset, end - offset))
+			return false;
+		struct dw_cursor c;
+		dw_cursor_init(&c, s->abbrev, (size_t)end, (size_t)offset);
+		/* Each declaration takes at least four bytes. */
+		while (c.ok && c.pos < c.end) {
+			uint64_t code = dw_uleb(&c);
+			if (c.ok && code == 0)
+				return true;
+			(void)dw_uleb(&c);
+			(void)dw_u8(&c);
+			for (uint32_t i = 0; i <= MAX_ATTRS && c.ok; i++) {
+				uint64_t name = dw_uleb(&c), form = dw_uleb(&c);
+				if (form == DW_FORM_implicit_const)
+					(void)dw_sleb(&c);
+				if (name == 0 && form == 0)
+					break;
+			}
+		}
+		if (end == s->abbrev_size)
+			return true; /* the whole section: the parser judges it */
+	}
+	return false;
+}
+
 /* Grows an index-level array, counting it against the budget. */
 static bool grow_array(struct dwarf_index *ix, void **arr, uint32_t *cap, uint32_t need, size_t size)
 {
@@ -181,7 +248,7 @@ static bool abbrev_scan(const struct dwarf_sections *s, uint64_t offset, uint64_
 			struct abbrev *out)
 {
 	struct dw_cursor c;
-	if (offset >= s->abbrev_size)
+	if (offset >= s->abbrev_size || !need_abbrevs(s, offset))
 		return false;
 	dw_cursor_init(&c, s->abbrev, s->abbrev_size, (size_t)offset);
 	/* Each declaration takes at least four bytes. */
@@ -203,7 +270,7 @@ static bool abbrev_table_load(struct dwarf_index *ix, uint64_t offset, size_t ma
 	*too_big = false;
 	uint32_t cap = 0;
 	struct dw_cursor c;
-	if (offset >= ix->s.abbrev_size)
+	if (offset >= ix->s.abbrev_size || !need_abbrevs(&ix->s, offset))
 		return false;
 	dw_cursor_init(&c, ix->s.abbrev, ix->s.abbrev_size, (size_t)offset);
 	t->dense = true;
@@ -464,6 +531,9 @@ static bool unit_read(struct dwarf_index *ix, size_t pos, size_t *next, struct u
 	struct dw_cursor c;
 	unsigned offset_size;
 	rt_memset(u, 0, sizeof(*u));
+	*next = 0;
+	if (!need_unit(s, DWARF_SEC_INFO, s->info, s->info_size, pos))
+		return false;
 	dw_cursor_init(&c, s->info, s->info_size, pos);
 	uint64_t len = dw_unit_length(&c, &offset_size);
 	if (!c.ok || len > c.end - c.pos || len < 7)
@@ -509,6 +579,107 @@ static bool range_before(const void *a, const void *b)
 	return x->lo < y->lo || (x->lo == y->lo && x->hi < y->hi);
 }
 
+/* Adds a unit at .debug_info offset `off` whose header is read on first use. */
+static bool add_unread_unit(struct dwarf_index *ix, uint64_t off)
+{
+	void *arr = ix->units;
+	if (!grow_array(ix, &arr, &ix->cap_units, ix->nunits + 1, sizeof(*ix->units)))
+		return false;
+	ix->units = arr;
+	struct unit *u = &ix->units[ix->nunits++];
+	rt_memset(u, 0, sizeof(*u));
+	u->ctx.offset = off;
+	u->unread = true;
+	return true;
+}
+
+static bool add_range(struct dwarf_index *ix, uint64_t lo, uint64_t hi, uint32_t unit)
+{
+	void *arr = ix->ranges;
+	if (!grow_array(ix, &arr, &ix->cap_ranges, ix->nranges + 1, sizeof(*ix->ranges)))
+		return false;
+	ix->ranges = arr;
+	struct unit_range *r = &ix->ranges[ix->nranges++];
+	r->lo = lo;
+	r->hi = hi;
+	r->unit = unit;
+	return true;
+}
+
+/* The unit table from .debug_aranges: one unit per set, in .debug_info
+ * order.  False (and nothing kept) if the sets are not in that order or
+ * are malformed; the caller then reads every unit header. */
+static bool units_from_aranges(struct dwarf_index *ix)
+{
+	const struct dwarf_sections *s = &ix->s;
+	size_t pos = 0;
+	bool ok = true;
+	/* Each set takes at least sixteen bytes. */
+	while (ok && s->aranges_size - pos >= 16) {
+		struct dw_cursor c;
+		unsigned offset_size;
+		dw_cursor_init(&c, s->aranges, s->aranges_size, pos);
+		uint64_t len = dw_unit_length(&c, &offset_size);
+		if (!c.ok || len > c.end - c.pos || len < 4) {
+			ok = false;
+			break;
+		}
+		size_t next = c.pos + (size_t)len;
+		c.end = next;
+		uint16_t version = (uint16_t)dw_fixed(&c, 2);
+		uint64_t info_off = dw_fixed(&c, offset_size);
+		uint8_t addr_size = dw_u8(&c), seg_size = dw_u8(&c);
+		if (!c.ok || version != 2 || (addr_size != 4 && addr_size != 8) || seg_size != 0 ||
+		    info_off >= s->info_size ||
+		    (ix->nunits > 0 && info_off <= ix->units[ix->nunits - 1].ctx.offset)) {
+			ok = false;
+			break;
+		}
+		/* Tuples start at a multiple of their size from the set's start. */
+		size_t tuple = 2u * addr_size, skip = (tuple - (c.pos - pos) % tuple) % tuple;
+		(void)dw_skip(&c, skip);
+		ok = add_unread_unit(ix, info_off);
+		/* Each tuple takes at least eight bytes. */
+		while (ok && c.ok && c.end - c.pos >= tuple) {
+			uint64_t lo = dw_fixed(&c, addr_size), n = dw_fixed(&c, addr_size);
+			if (lo == 0 && n == 0)
+				break;
+			if (n > 0 && lo + n > lo)
+				ok = add_range(ix, lo, lo + n, ix->nunits - 1);
+		}
+		pos = next;
+	}
+	if (!ok || ix->nunits == 0) {
+		account(ix, 0, (size_t)ix->cap_units * sizeof(*ix->units) +
+				       (size_t)ix->cap_ranges * sizeof(*ix->ranges));
+		rt_free(ix->units);
+		rt_free(ix->ranges);
+		ix->units = NULL;
+		ix->ranges = NULL;
+		ix->nunits = ix->cap_units = ix->nranges = ix->cap_ranges = 0;
+		return false;
+	}
+	return true;
+}
+
+/* Reads the header and root entry of a unit known from .debug_aranges. */
+static bool unit_ready(struct dwarf_index *ix, struct unit *u)
+{
+	if (!u->unread)
+		return !u->broken;
+	u->unread = false;
+	struct unit read;
+	struct die root;
+	size_t next;
+	if (!unit_read(ix, (size_t)u->ctx.offset, &next, &read, &root)) {
+		u->broken = true;
+		return false;
+	}
+	read.last_use = u->last_use;
+	*u = read;
+	return true;
+}
+
 struct dwarf_index *dwarf_index_new(const struct dwarf_sections *s, size_t budget)
 {
 	if (s->info == NULL || s->info_size == 0 || s->abbrev == NULL)
@@ -521,6 +692,8 @@ struct dwarf_index *dwarf_index_new(const struct dwarf_sections *s, size_t budge
 	account(ix, sizeof(*ix), 0);
 	size_t pos = 0, next = 0;
 	bool ok = true;
+	if (s->load != NULL && s->aranges_size > 0 && units_from_aranges(ix))
+		pos = s->info_size; /* the unit table is built */
 	/* Each unit takes at least eleven bytes, so the loop is bounded. */
 	while (ok && pos + 11 <= s->info_size) {
 		struct unit u;
@@ -560,7 +733,7 @@ struct dwarf_index *dwarf_index_new(const struct dwarf_sections *s, size_t budge
 		}
 		ix->nunits++;
 	}
-	if (!ok || ix->nunits == 0) {
+	if (!ok || ix->nunits == 0 || ix->nranges == 0) {
 		dwarf_index_free(ix);
 		return NULL;
 	}
@@ -746,7 +919,8 @@ static enum decode_result decode_unit(struct dwarf_index *ix, struct unit *u, si
 		return too_big ? DECODE_TOO_BIG : DECODE_BROKEN;
 	}
 	size_t used = cache_bytes_of(k);
-	if (u->has_stmt_list && used < max_bytes) {
+	if (u->has_stmt_list && used < max_bytes &&
+	    need_unit(&ix->s, DWARF_SEC_LINE, ix->s.line, ix->s.line_size, u->stmt_list)) {
 		k->has_lines = dw_line_decode(&ix->s, &u->ctx, u->stmt_list, u->comp_dir,
 					      max_bytes - used, &k->lines);
 		if (!k->has_lines && k->lines.over_budget) {
@@ -776,7 +950,7 @@ static enum dwarf_lookup_status unit_cache_get(struct dwarf_index *ix, struct un
 		return DWARF_FOUND;
 	if (u->over_budget || ix->thrashing)
 		return DWARF_OVER_BUDGET;
-	if (u->broken)
+	if (!unit_ready(ix, u))
 		return DWARF_NOT_FOUND;
 	size_t fixed = ix->bytes - ix->cache_bytes;
 	if (fixed >= ix->budget)
@@ -819,6 +993,8 @@ static struct unit *unit_of_die(struct dwarf_index *ix, uint64_t off)
 	if (lo == 0)
 		return NULL;
 	struct unit *u = &ix->units[lo - 1];
+	if (!unit_ready(ix, u))
+		return NULL;
 	return off >= u->die_offset && off < u->end ? u : NULL;
 }
 

@@ -5,7 +5,9 @@
  * refer to.  Split DWARF (.dwo) and type units are not read.
  *
  * An index is built lazily: creating one reads only the unit headers and
- * each compile unit's root entry (a sorted table of unit address ranges);
+ * each compile unit's root entry (a sorted table of unit address ranges),
+ * or, for sections produced on demand (dwarf_sections.load), only
+ * .debug_aranges, a unit's header and root being read at its first lookup;
  * the first lookup in a unit decodes that unit's line table and scope tree
  * into a cache, evicted least-recently-used when the memory budget would be
  * exceeded.  Everything is bounds-checked against the section sizes, so

@@ -83,8 +83,10 @@ static long write_sync(long fd, const uint8_t *data, size_t len)
  * -errno. */
 static long link_unnamed(long fd, int dirfd, const char *name, const char *tmp)
 {
+	/* The calling thread's own table: a thread of ours may have one
+	 * apart from the program's, which /proc/self/fd would show. */
 	char self[64];
-	rt_snprintf(self, sizeof(self), "/proc/self/fd/%ld", fd);
+	rt_snprintf(self, sizeof(self), "/proc/self/task/%ld/fd/%ld", sys_gettid(), fd);
 	long r = sys_linkat(AT_FDCWD, self, dirfd, name, AT_SYMLINK_FOLLOW);
 	if (r != -EEXIST)
 		return r;

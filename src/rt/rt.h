@@ -187,6 +187,11 @@ enum rt_log_level { RT_LOG_ERROR = 0, RT_LOG_WARN = 1, RT_LOG_INFO = 2, RT_LOG_D
 void rt_log_set_level(enum rt_log_level level);
 enum rt_log_level rt_log_get_level(void);
 void rt_log(enum rt_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A writer that takes a finished line ("stowaway: ...\n", n bytes) instead
+ * of fd 2 when it returns true (the calling thread has no fd 2 of the
+ * program's).  Signal-safe; set once. */
+typedef bool (*rt_log_redirect_fn)(const char *line, size_t n);
+void rt_log_set_redirect(rt_log_redirect_fn fn);
 #define rt_error(...) rt_log(RT_LOG_ERROR, __VA_ARGS__)
 #define rt_warn(...) rt_log(RT_LOG_WARN, __VA_ARGS__)
 #define rt_info(...) rt_log(RT_LOG_INFO, __VA_ARGS__)

@@ -54,6 +54,23 @@ static inline long sys_open(const char *path, int flags, int mode)
 	return sys_openat(AT_FDCWD, path, flags | O_CLOEXEC, mode);
 }
 static inline long sys_close(int fd) { return SYS1(__NR_close, fd); }
+/* Descriptor tables (close_range 5.9, pidfd_open 5.3, pidfd_getfd 5.6: the
+ * numbers are the same on every architecture). */
+#define SYS_CLONE_FILES 0x400
+#define SYS_CLOSE_RANGE_UNSHARE 2u
+static inline long sys_unshare(unsigned long flags) { return SYS1(__NR_unshare, flags); }
+static inline long sys_close_range(unsigned first, unsigned last, unsigned flags)
+{
+	return SYS3(436 /* __NR_close_range */, first, last, flags);
+}
+static inline long sys_pidfd_open(long pid, unsigned flags)
+{
+	return SYS2(434 /* __NR_pidfd_open */, pid, flags);
+}
+static inline long sys_pidfd_getfd(int pidfd, int fd, unsigned flags)
+{
+	return SYS3(438 /* __NR_pidfd_getfd */, pidfd, fd, flags);
+}
 static inline long sys_read(int fd, void *buf, size_t n) { return SYS3(__NR_read, fd, buf, n); }
 static inline long sys_write(int fd, const void *buf, size_t n)
 {

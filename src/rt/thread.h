@@ -3,7 +3,9 @@
 #ifndef STOWAWAY_RT_THREAD_H
 #define STOWAWAY_RT_THREAD_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* The host's pthread_create, found once (before any interposer of ours
@@ -15,13 +17,64 @@ host_pthread_create_fn thread_host_pthread_create(void);
 /* Starts fn(arg) on a detached thread that has every signal blocked except
  * libc's internal ones (setuid broadcast, cancellation), so the host's
  * signals are never delivered to us while the program's setuid still
- * reaches us.  0 or -errno. */
+ * reaches us.  0 or -errno.
+ *
+ * The thread first gives itself a descriptor table of its own, empty:
+ * none of the program's descriptors (not even 0, 1, 2), so a file the
+ * program closes is closed, and the program's descriptor system calls
+ * keep the kernel's single-table shortcut.  A descriptor a thread of ours
+ * opens is then valid in that thread only; the program's are reached
+ * through thread_program_descriptor.  If the kernel or a seccomp filter
+ * refuses, the thread shares the program's table as any thread does. */
 int thread_spawn(void *(*fn)(void *), void *arg);
 
 /* Our own threads register their kernel tid so collectors skip them. */
 void thread_mark_own(int tid);
 bool thread_is_own(int tid);
+/* Whether thread tid, one of ours, runs on a descriptor table of its own. */
+bool thread_has_private_files(int tid);
+/* A descriptor, in the calling thread's table, opened for writing on the
+ * file the program's descriptor fd names now (for a thread on a private
+ * table); -errno if none can be had.  The caller closes it. */
+long thread_program_descriptor(int fd);
 /* In a fork child no thread of ours survives. */
 void thread_forget_own(void);
+
+/* ---- running a function on every thread of ours ----
+ * For what a thread can only do to itself (its capabilities, keep-caps,
+ * securebits): the caller posts fn and a copy of arg (at most
+ * THREAD_OWN_ARG_MAX bytes), and each thread of ours runs fn(copy) at its
+ * next wake-up; they wake at once, since they wait only in
+ * thread_own_sleep_until or on a word given to thread_own_wake_word.  A
+ * thread busy elsewhere (an export in progress) runs it when it next waits.
+ * fn runs on a thread of ours with every host signal blocked; it must only
+ * make system calls. */
+#define THREAD_OWN_ARG_MAX 64
+typedef long (*thread_own_fn)(const void *arg);
+
+struct thread_own_outcome {
+	int threads;  /* threads of ours that were asked */
+	int late;     /* of them, still not done at the timeout */
+	int failed;   /* of them, fn returned < 0 (the first such value in error) */
+	long error;
+};
+
+/* Runs fn on each live thread of ours and waits for all of them, at most
+ * timeout_ns (also for another caller's request in progress).  The calling
+ * thread, if it is ours, runs fn itself.  Nothing is asked in a process
+ * that has no thread of ours, such as a vfork child sharing its parent's
+ * memory.  Uses only system calls and futexes: callable from a signal
+ * handler of the host, never from one of ours. */
+struct thread_own_outcome thread_own_run(thread_own_fn fn, const void *arg, size_t len,
+					 uint64_t timeout_ns);
+
+/* Called by a thread of ours where it can take a request: runs the pending
+ * one, if any.  One atomic load when there is none. */
+void thread_own_service(void);
+/* A thread of ours sleeps until the monotonic deadline, serving requests. */
+void thread_own_sleep_until(uint64_t deadline_ns);
+/* A thread of ours that waits on a futex word of its own (then serving
+ * requests each time it wakes) asks to be woken through it. */
+void thread_own_wake_word(atomic_int *word);
 
 #endif

@@ -23,11 +23,44 @@ struct elf64_chdr {
 	uint64_t ch_size, ch_addralign;
 };
 
+/* The first three are the ones read on demand (enum dwarf_section_id). */
 enum { SEC_INFO, SEC_ABBREV, SEC_LINE, SEC_STR, SEC_LINE_STR, SEC_STR_OFFSETS, SEC_ADDR, SEC_RANGES,
-       SEC_RNGLISTS, SEC_COUNT };
+       SEC_RNGLISTS, SEC_ARANGES, SEC_COUNT };
+#define SEC_LAZY_COUNT 3
 static const char *const section_names[SEC_COUNT] = {
 	".debug_info", ".debug_abbrev", ".debug_line", ".debug_str", ".debug_line_str",
-	".debug_str_offsets", ".debug_addr", ".debug_ranges", ".debug_rnglists",
+	".debug_str_offsets", ".debug_addr", ".debug_ranges", ".debug_rnglists", ".debug_aranges",
+};
+
+#define LAZY_PAGE 4096u
+#define RESUME_SPACING (256u << 10) /* output bytes between resume points */
+#define STREAM_WORK_BYTES (128u << 10)
+
+/* A resume point of a compressed section's stream. */
+struct resume_point {
+	uint64_t in_bit, out;
+	uint8_t *window;
+	uint32_t window_len;
+};
+
+/* A compressed section inflated page by page on demand into an anonymous
+ * mapping of its whole size (pages never loaded cost no memory). */
+struct lazy_section {
+	const uint8_t *in; /* the raw DEFLATE stream */
+	size_t in_len;
+	uint8_t *buf;
+	size_t size, map_size;
+	_Atomic uint64_t *have; /* one bit per page loaded, after the bytes in the same mapping */
+	struct resume_point *points; /* by output offset; points[0] is the stream's start */
+	uint32_t npoints, cap_points;
+	/* Every block start a pass crossed, by output offset: a pass may resume
+	 * at one whose 32 KiB before are loaded pages. */
+	struct block_mark {
+		uint64_t in_bit, out;
+	} *marks;
+	uint32_t nmarks, cap_marks;
+	uint64_t frontier; /* furthest output offset inflated */
+	uint64_t rework;   /* bytes inflated again, before the frontier */
 };
 
 struct debuginfo {
@@ -38,6 +71,12 @@ struct debuginfo {
 	bool symbols_tried;
 	void *owned[SEC_COUNT]; /* decompressed copies */
 	size_t owned_size[SEC_COUNT];
+	struct lazy_section lazy[SEC_LAZY_COUNT];
+	uint8_t *work;      /* the streaming window, allocated on the first load */
+	size_t lazy_bytes;  /* pages loaded and resume windows held */
+	size_t lazy_cap;    /* most lazy_bytes may reach */
+	uint64_t inflated;  /* bytes inflated since opening */
+	bool bound_said;
 	struct dwarf_index *index;
 	bool read; /* the mapping was read since the last debuginfo_trim */
 	char path[PATH_CAP];
@@ -110,10 +149,229 @@ bool debuginfo_file_crc(const char *path, uint32_t *crc)
 
 /* ---- sections ---- */
 
+static void inflated_add(struct debuginfo *di, uint64_t n) { di->inflated += n; }
+
+/* Sets up a compressed section for loading on demand: its zlib header
+ * checked, an address range reserved for its bytes. */
+static bool lazy_init(struct lazy_section *l, const struct elf_image *img,
+		      const struct elf_section *s, const struct elf64_chdr *ch)
+{
+	const uint8_t *z = img->data + s->offset + sizeof(*ch);
+	size_t zlen = (size_t)s->size - sizeof(*ch);
+	if (zlen < 6 || (z[0] & 0x0f) != 8 || (z[0] >> 4) > 7 || (z[1] & 0x20) ||
+	    ((unsigned)z[0] << 8 | z[1]) % 31 != 0)
+		return false;
+	size_t bytes = ((size_t)ch->ch_size + LAZY_PAGE - 1) & ~(size_t)(LAZY_PAGE - 1);
+	size_t bitmap = ((bytes / LAZY_PAGE + 63) / 64 * sizeof(uint64_t) + LAZY_PAGE - 1) &
+			~(size_t)(LAZY_PAGE - 1);
+	/* Shared: processes forked after the section is set up see the pages
+	 * any of them loads (the bytes are the same for all), so prefork
+	 * workers inflate a unit once between them, not once each. */
+	void *buf = sys_mmap(NULL, bytes + bitmap, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			     -1, 0);
+	l->points = rt_calloc(16, sizeof(*l->points));
+	if (l->points == NULL || SYS_IS_ERR(buf)) {
+		rt_free(l->points);
+		if (!SYS_IS_ERR(buf))
+			(void)sys_munmap(buf, bytes + bitmap);
+		rt_memset(l, 0, sizeof(*l));
+		return false;
+	}
+	l->have = (_Atomic uint64_t *)((uint8_t *)buf + bytes);
+	size_t map_size = bytes + bitmap;
+	l->in = z + 2;
+	l->in_len = zlen - 2;
+	l->buf = buf;
+	l->size = (size_t)ch->ch_size;
+	l->map_size = map_size;
+	l->cap_points = 16;
+	l->npoints = 1; /* the start: bit 0, offset 0, no window */
+	return true;
+}
+
+static void lazy_free(struct lazy_section *l)
+{
+	for (uint32_t i = 0; i < l->npoints; i++)
+		rt_free(l->points[i].window);
+	rt_free(l->points);
+	rt_free(l->marks);
+	if (l->buf != NULL)
+		(void)sys_munmap(l->buf, l->map_size);
+	rt_memset(l, 0, sizeof(*l));
+}
+
+static bool page_have(const struct lazy_section *l, size_t page)
+{
+	return (atomic_load_explicit(&l->have[page / 64], memory_order_acquire) >> (page % 64)) & 1u;
+}
+
+/* Whether the window before output offset `out` is in loaded pages. */
+static bool window_loaded(const struct lazy_section *l, uint64_t out)
+{
+	uint64_t w = out < 32768 ? out : 32768;
+	for (uint64_t pg = (out - w) / LAZY_PAGE; w > 0 && pg <= (out - 1) / LAZY_PAGE; pg++)
+		if (!page_have(l, (size_t)pg))
+			return false;
+	return true;
+}
+
+/* One load: the output range wanted and where the stream got to. */
+struct lazy_load {
+	struct debuginfo *di;
+	struct lazy_section *l;
+	uint64_t lo, hi, reached;
+};
+
+static bool lazy_put(void *ctx, uint64_t offset, const uint8_t *p, size_t n)
+{
+	struct lazy_load *ld = ctx;
+	inflated_add(ld->di, n);
+	struct lazy_section *l = ld->l;
+	if (offset < l->frontier)
+		l->rework += l->frontier - offset < n ? l->frontier - offset : n;
+	if (offset + n > l->frontier)
+		l->frontier = offset + n;
+	uint64_t from = offset > ld->lo ? offset : ld->lo, to = offset + n < ld->hi ? offset + n : ld->hi;
+	if (from < to)
+		rt_memcpy(ld->l->buf + from, p + (from - offset), (size_t)(to - from));
+	ld->reached = offset + n;
+	return offset + n < ld->hi;
+}
+
+/* Keeps a resume point every RESUME_SPACING bytes past the last one. */
+static void lazy_block(void *ctx, const struct inflate_resume *at)
+{
+	struct lazy_load *ld = ctx;
+	struct lazy_section *l = ld->l;
+	if (l->nmarks == 0 || at->out_offset > l->marks[l->nmarks - 1].out) {
+		if (l->nmarks == l->cap_marks) {
+			uint32_t ncap = l->cap_marks ? 2 * l->cap_marks : 64;
+			struct block_mark *n = rt_realloc(l->marks, (size_t)ncap * sizeof(*n));
+			if (n != NULL) {
+				l->marks = n;
+				l->cap_marks = ncap;
+			}
+		}
+		if (l->nmarks < l->cap_marks)
+			l->marks[l->nmarks++] = (struct block_mark){at->in_bit, at->out_offset};
+	}
+	const struct resume_point *last = &l->points[l->npoints - 1];
+	if (at->out_offset < last->out + RESUME_SPACING ||
+	    ld->di->lazy_bytes + at->window_len > ld->di->lazy_cap)
+		return;
+	if (l->npoints == l->cap_points) {
+		struct resume_point *n = rt_realloc(l->points, 2 * (size_t)l->cap_points * sizeof(*n));
+		if (n == NULL)
+			return;
+		l->points = n;
+		l->cap_points *= 2;
+	}
+	uint8_t *w = rt_malloc(at->window_len);
+	if (w == NULL)
+		return;
+	rt_memcpy(w, at->window, at->window_len);
+	l->points[l->npoints++] = (struct resume_point){at->in_bit, at->out_offset, w,
+							(uint32_t)at->window_len};
+	ld->di->lazy_bytes += at->window_len;
+}
+
+/* dwarf_sections.load: inflates the pages of [off, off + len) not loaded
+ * yet, from the last resume point before them. */
+static bool lazy_load(void *ctx, enum dwarf_section_id which, uint64_t off, uint64_t len)
+{
+	struct debuginfo *di = ctx;
+	if ((unsigned)which >= SEC_LAZY_COUNT || di->lazy[which].buf == NULL)
+		return true;
+	struct lazy_section *l = &di->lazy[which];
+	if (off >= l->size || len == 0)
+		return len == 0;
+	if (len > l->size - off)
+		len = l->size - off;
+	size_t first = (size_t)(off / LAZY_PAGE), last = (size_t)((off + len - 1) / LAZY_PAGE);
+	while (first <= last && page_have(l, first))
+		first++;
+	while (last >= first && page_have(l, last))
+		last--;
+	if (first > last)
+		return true;
+	uint64_t lo = (uint64_t)first * LAZY_PAGE, hi = ((uint64_t)last + 1) * LAZY_PAGE;
+	if (hi > l->size)
+		hi = l->size;
+	if (di->lazy_bytes + (hi - lo) > di->lazy_cap) {
+		if (!di->bound_said)
+			rt_warn("debug information of %s needs more than its memory bound (%zu KiB of "
+				"inflated sections); frames there keep function names without lines",
+				di->path, di->lazy_cap >> 10);
+		di->bound_said = true;
+		return false;
+	}
+	if (di->work == NULL && (di->work = rt_malloc(STREAM_WORK_BYTES)) == NULL)
+		return false;
+	uint32_t p = l->npoints - 1;
+	while (p > 0 && l->points[p].out > lo)
+		p--;
+	const struct resume_point *rp = &l->points[p];
+	struct resume_point here = *rp;
+	/* A later block start whose window is loaded saves inflating from rp. */
+	uint32_t m = l->nmarks;
+	while (m > 0 && l->marks[m - 1].out > lo)
+		m--;
+	for (uint32_t tries = 0; m > 0 && tries < 64 && l->marks[m - 1].out > rp->out; m--, tries++) {
+		const struct block_mark *bm = &l->marks[m - 1];
+		if (window_loaded(l, bm->out)) {
+			uint64_t w = bm->out < 32768 ? bm->out : 32768;
+			here = (struct resume_point){bm->in_bit, bm->out, l->buf + bm->out - w, (uint32_t)w};
+			break;
+		}
+	}
+	rp = &here;
+	/* Once lookups have inflated again a quarter of the section, the
+	 * pages inflated on the way are kept too (within the bound), so many
+	 * units in one region cost one pass, not one pass each. */
+	if (l->rework > l->size / 4) {
+		size_t keep_from = (size_t)((rp->out + LAZY_PAGE - 1) / LAZY_PAGE);
+		size_t more = 0;
+		for (size_t pg = keep_from; pg < first; pg++)
+			more += !page_have(l, pg);
+		if (keep_from < first && di->lazy_bytes + (hi - lo) + more * LAZY_PAGE <= di->lazy_cap) {
+			first = keep_from;
+			lo = (uint64_t)first * LAZY_PAGE;
+		}
+		/* Reading ahead: the next lookups of a region (units in order,
+		 * abbreviation tables growing a window at a time) find their
+		 * pages loaded instead of inflating the same block again. */
+		uint64_t ahead = hi + RESUME_SPACING < l->size ? hi + RESUME_SPACING : l->size;
+		size_t more_ahead = 0;
+		for (size_t pg = last + 1; (uint64_t)pg * LAZY_PAGE < ahead; pg++)
+			more_ahead += !page_have(l, pg);
+		if (di->lazy_bytes + (ahead - lo) + more_ahead * LAZY_PAGE <= di->lazy_cap) {
+			hi = ahead;
+			last = (size_t)((hi - 1) / LAZY_PAGE);
+		}
+	}
+	struct inflate_resume from = {rp->in_bit, rp->out, rp->window, rp->window_len};
+	struct lazy_load ld = {di, l, lo, hi, rp->out};
+	struct inflate_sink sink = {&ld, lazy_put, lazy_block};
+	int rc = deflate_stream(l->in, l->in_len, &from, hi, di->work, STREAM_WORK_BYTES, &sink);
+	/* The compressed bytes read are read again only by a later pass. */
+	release_pages(di, (uint64_t)(l->in - (const uint8_t *)di->map), l->in_len);
+	if ((rc != DEFLATE_OK && rc != DEFLATE_STOPPED) || ld.reached < hi)
+		return false;
+	for (size_t pg = first; pg <= last; pg++) {
+		if (!page_have(l, pg)) {
+			/* After its bytes: another process may read it once set. */
+			(void)atomic_fetch_or_explicit(&l->have[pg / 64], 1ull << (pg % 64),
+						       memory_order_release);
+			di->lazy_bytes += LAZY_PAGE;
+		}
+	}
+	return true;
+}
+
 /* The bytes of one section; a compressed one (SHF_COMPRESSED, zlib) is
  * inflated into memory the debuginfo owns, within the budget. */
 static bool section_bytes(struct debuginfo *di, const struct elf_image *img, uint32_t which,
-			  size_t *budget, const uint8_t **data, size_t *size)
+			  bool lazy, size_t *budget, const uint8_t **data, size_t *size)
 {
 	struct elf_section s;
 	*data = NULL;
@@ -129,8 +387,16 @@ static bool section_bytes(struct debuginfo *di, const struct elf_image *img, uin
 	if (s.size < sizeof(ch))
 		return false;
 	rt_memcpy(&ch, img->data + s.offset, sizeof(ch));
-	if (ch.ch_type != ELFCOMPRESS_ZLIB_TYPE || ch.ch_size == 0 || ch.ch_size > *budget)
+	if (ch.ch_type != ELFCOMPRESS_ZLIB_TYPE || ch.ch_size == 0 || ch.ch_size > DEBUG_FILE_MAX_BYTES)
 		return false;
+	if (which < SEC_LAZY_COUNT && lazy && lazy_init(&di->lazy[which], img, &s, &ch)) {
+		*data = di->lazy[which].buf;
+		*size = di->lazy[which].size;
+		return true;
+	}
+	if (ch.ch_size > *budget)
+		return false;
+	inflated_add(di, ch.ch_size);
 	uint8_t *out = rt_malloc((size_t)ch.ch_size);
 	if (out == NULL)
 		return false;
@@ -157,6 +423,9 @@ static void debuginfo_release(struct debuginfo *di)
 	function_table_free(&di->symbols);
 	for (uint32_t i = 0; i < SEC_COUNT; i++)
 		rt_free(di->owned[i]);
+	for (uint32_t i = 0; i < SEC_LAZY_COUNT; i++)
+		lazy_free(&di->lazy[i]);
+	rt_free(di->work);
 	if (di->map != NULL)
 		(void)sys_munmap(di->map, di->map_size);
 	rt_free(di);
@@ -192,14 +461,30 @@ static struct debuginfo *open_checked(const char *path, const char *want_id, boo
 	struct dwarf_sections s;
 	rt_memset(&s, 0, sizeof(s));
 	const uint8_t **data[SEC_COUNT] = {&s.info, &s.abbrev, &s.line, &s.str, &s.line_str,
-					    &s.str_offsets, &s.addr, &s.ranges, &s.rnglists};
+					    &s.str_offsets, &s.addr, &s.ranges, &s.rnglists, &s.aranges};
 	size_t *size[SEC_COUNT] = {&s.info_size, &s.abbrev_size, &s.line_size, &s.str_size,
 				   &s.line_str_size, &s.str_offsets_size, &s.addr_size,
-				   &s.ranges_size, &s.rnglists_size};
-	/* Inflated sections count against the budget; the index gets the rest. */
+				   &s.ranges_size, &s.rnglists_size, &s.aranges_size};
+	/* With .debug_aranges to find units by, compressed .debug_info,
+	 * .debug_abbrev and .debug_line are inflated page by page as lookups
+	 * need them, within half the budget; the other sections (small) are
+	 * inflated whole.  Inflated sections count against the budget; the
+	 * index gets the rest. */
+	struct elf_section ar;
+	bool lazy = elf_section_by_name(&img, section_names[SEC_ARANGES], &ar) && ar.size > 0;
 	size_t left = budget;
 	for (uint32_t i = 0; i < SEC_COUNT; i++)
-		(void)section_bytes(di, &img, i, &left, data[i], size[i]);
+		(void)section_bytes(di, &img, i, lazy, &left, data[i], size[i]);
+	for (uint32_t i = 0; i < SEC_LAZY_COUNT; i++) {
+		if (di->lazy[i].buf != NULL) {
+			s.load = lazy_load;
+			s.load_ctx = di;
+		}
+	}
+	if (s.load != NULL) {
+		di->lazy_cap = left / 2;
+		left -= di->lazy_cap;
+	}
 	di->index = dwarf_index_new(&s, left);
 	if (di->index == NULL)
 		goto fail;
@@ -292,6 +577,9 @@ enum dwarf_lookup_status debuginfo_lookup(struct debuginfo *di, uint64_t addr,
 {
 	di->read = true;
 	enum dwarf_lookup_status st = dwarf_lookup(di->index, addr, frames, n);
+	/* A unit whose bytes the memory bound kept out reads as over budget. */
+	if (st == DWARF_NOT_FOUND && di->bound_said)
+		st = DWARF_OVER_BUDGET;
 	/* DWARF names follow the same naming rules as symbol tables. */
 	if (st == DWARF_FOUND)
 		for (uint32_t i = 0; i < *n && i < DWARF_MAX_FRAMES; i++)
@@ -348,7 +636,7 @@ const char *debuginfo_symbol(struct debuginfo *di, uint64_t addr)
 
 static size_t owned_bytes(const struct debuginfo *di)
 {
-	size_t n = 0;
+	size_t n = di->lazy_bytes;
 	for (uint32_t i = 0; i < SEC_COUNT; i++)
 		n += di->owned_size[i];
 	return n;
@@ -363,6 +651,8 @@ size_t debuginfo_peak_bytes(const struct debuginfo *di)
 {
 	return owned_bytes(di) + dwarf_index_peak_bytes(di->index);
 }
+
+uint64_t debuginfo_inflated_bytes(const struct debuginfo *di) { return di->inflated; }
 
 void debuginfo_trim(struct debuginfo *di)
 {

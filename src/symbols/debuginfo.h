@@ -10,7 +10,12 @@
  *   /d/NAME, /d/.debug/NAME, <root>/d/NAME
  *
  * Sections compressed with SHF_COMPRESSED (zlib, as -gz writes them) are
- * inflated into memory counted against the budget.
+ * inflated into memory counted against the budget.  When the file has
+ * .debug_aranges, compressed .debug_info, .debug_abbrev and .debug_line
+ * are inflated only where lookups need them (the pages of the units hit,
+ * streamed from resume points kept every 256 KiB of output), within half
+ * the budget; past that bound one warning is logged and lookups needing
+ * more report DWARF_OVER_BUDGET.
  *
  * Not for signal handlers (opens, maps, allocates). */
 #ifndef STOWAWAY_SYMBOLS_DEBUGINFO_H
@@ -81,6 +86,9 @@ void debuginfo_trim(struct debuginfo *di);
  * mapped file, page cache shared with everyone, is not counted). */
 size_t debuginfo_bytes(const struct debuginfo *di);
 size_t debuginfo_peak_bytes(const struct debuginfo *di);
+
+/* Bytes inflated from compressed sections since opening (work, not memory). */
+uint64_t debuginfo_inflated_bytes(const struct debuginfo *di);
 
 /* CRC-32 of .gnu_debuglink (the gzip CRC-32) of a whole file; false if unreadable. */
 bool debuginfo_file_crc(const char *path, uint32_t *crc);

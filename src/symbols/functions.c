@@ -25,10 +25,95 @@ uint32_t function_alias_preference(const struct elf_symbol *sym, const char *nam
 	return bind << 24 | (sym->hidden_version ? 0u : 1u) << 23 | (15u - underscores) << 8 | shortness;
 }
 
-static bool entry_before(const void *pa, const void *pb)
+/* Table order: by start, then by where the symbol was read (.symtab before
+ * .dynsym, each by index), so the order does not depend on the sort. */
+static bool entry_before(const struct function_entry *a, const struct function_entry *b)
 {
-	const struct function_entry *a = pa, *b = pb;
-	return a->start < b->start;
+	return a->start < b->start || (a->start == b->start && a->symbol < b->symbol);
+}
+
+static bool entry_before_any(const void *a, const void *b)
+{
+	return entry_before(a, b);
+}
+
+/* Buckets of the distribution pass: about one per two entries, at most this
+ * many (512 KiB of counts while a table of over 128k symbols is sorted). */
+#define SORT_BUCKETS_MAX 65536u
+/* A bucket with more entries than this is heap-sorted, not insertion-sorted. */
+#define SORT_INSERTION_MAX 32u
+
+static uint32_t bucket_of(const struct function_entry *f, uint64_t min, uint32_t shift)
+{
+	return (uint32_t)((f->start - min) >> shift);
+}
+
+/* One in-place distribution pass on the high bits of start (each swap puts
+ * one entry in its bucket for good), then each bucket by insertion; a
+ * comparison sort of a 60000-symbol library was the bulk of naming it. */
+bool function_entries_sort(struct function_entry *f, uint32_t n, uint64_t *steps)
+{
+	*steps = 0;
+	if (n < 2)
+		return true;
+	uint64_t min = UINT64_MAX, max = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		min = RT_MIN(min, f[i].start);
+		max = RT_MAX(max, f[i].start);
+	}
+	uint32_t nb = 1;
+	while (nb < n / 2 && nb < SORT_BUCKETS_MAX)
+		nb <<= 1;
+	uint32_t shift = 0;
+	while (shift < 64 && ((max - min) >> shift) >= nb)
+		shift++;
+	uint32_t *bound = rt_calloc(2 * (size_t)nb + 1, sizeof(uint32_t));
+	if (bound == NULL)
+		return false;
+	uint32_t *next = bound + nb + 1; /* next unplaced slot of each bucket */
+	for (uint32_t i = 0; i < n; i++)
+		bound[bucket_of(&f[i], min, shift) + 1]++;
+	for (uint32_t b = 0; b < nb; b++) {
+		bound[b + 1] += bound[b];
+		next[b] = bound[b];
+	}
+	for (uint32_t b = 0; b < nb; b++) {
+		while (next[b] < bound[b + 1]) {
+			uint32_t t = bucket_of(&f[next[b]], min, shift);
+			if (t == b) {
+				next[b]++;
+				continue;
+			}
+			struct function_entry tmp = f[next[t]];
+			f[next[t]++] = f[next[b]];
+			f[next[b]] = tmp;
+			++*steps;
+		}
+	}
+	for (uint32_t b = 0; b < nb; b++) {
+		uint32_t lo = bound[b], k = bound[b + 1] - lo;
+		if (k > SORT_INSERTION_MAX) {
+			rt_sort(f + lo, k, sizeof(f[0]), entry_before_any);
+			uint32_t log2k = 0;
+			while (log2k < 32 && (k >> log2k) > 1)
+				log2k++;
+			*steps += 2 * (uint64_t)k * (log2k + 1); /* the heap sort's bound */
+			continue;
+		}
+		for (uint32_t i = lo + 1; i < lo + k; i++) {
+			struct function_entry x = f[i];
+			uint32_t j = i;
+			while (j > lo && entry_before(&x, &f[j - 1])) {
+				f[j] = f[j - 1];
+				j--;
+				++*steps;
+			}
+			f[j] = x;
+			++*steps;
+		}
+	}
+	rt_free(bound);
+	return true;
 }
 
 /* Symbol table bytes read between two page releases. */
@@ -98,7 +183,8 @@ bool function_table_build(struct function_table *t, const struct elf_image *img,
 	ns = collect(&t->symtab, 0, t->funcs, ns, release_pages);
 	nd = collect(&t->dynsym, FUNCTION_IN_DYNSYM, t->funcs + ns, nd, release_pages);
 	t->nfuncs = ns + nd;
-	rt_sort(t->funcs, t->nfuncs, sizeof(t->funcs[0]), entry_before);
+	if (!function_entries_sort(t->funcs, t->nfuncs, &t->sort_steps))
+		rt_sort(t->funcs, t->nfuncs, sizeof(t->funcs[0]), entry_before_any);
 	t->bytes = (size_t)t->nfuncs * sizeof(t->funcs[0]);
 	return true;
 }
@@ -123,8 +209,9 @@ static const char *preferred_alias(const struct function_table *t, uint32_t firs
 			continue;
 		const char *shown = function_display_name(sym.name);
 		uint32_t p = function_alias_preference(&sym, shown);
-		/* Equal ranks: the later entry, as a stable sort by rank would keep. */
-		if (name == NULL || p >= pref) {
+		/* Equal ranks (C1/C2 constructors, strtol/strtoq): the name that
+		 * sorts first, whatever order the symbol tables list them in. */
+		if (name == NULL || p > pref || (p == pref && rt_strcmp(shown, name) < 0)) {
 			name = shown;
 			pref = p;
 			*best = f;

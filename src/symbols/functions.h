@@ -29,6 +29,7 @@ struct function_table {
 	struct elf_image img;
 	struct elf_symbol_iter symtab, dynsym; /* count 0: not used */
 	size_t bytes; /* heap bytes held */
+	uint64_t sort_steps; /* what function_entries_sort reported */
 };
 
 /* The name shown for a function named `name` by any source: glibc's
@@ -49,6 +50,13 @@ uint32_t function_alias_preference(const struct elf_symbol *sym, const char *nam
  * if there are none or memory ran out. */
 bool function_table_build(struct function_table *t, const struct elf_image *img, bool with_dynsym,
 			  bool release_pages);
+
+/* Sorts f[0..n) into table order: by start, then by symbol (.symtab before
+ * .dynsym, each by index), so equal starts keep the order they were read
+ * in.  *steps counts the entries moved and compared: about n, not n log n,
+ * for symbols spread over the module's addresses.  False if memory ran out
+ * (f then unchanged). */
+bool function_entries_sort(struct function_entry *f, uint32_t n, uint64_t *steps);
 
 /* The function containing link-time address addr, or NULL: among aliases of
  * its address the one function_alias_preference ranks highest, shown as

@@ -34,6 +34,7 @@ struct sym_module {
 	struct maps_file file;
 	struct function_table functions; /* built on first resolve */
 	bool functions_tried;
+	uint32_t names_unreleased; /* names looked up since the file's pages were given back */
 	struct cfi_index cfi; /* count 0: no unwind rules */
 	uint64_t seen_generation;
 	struct debug_ref debug_ref; /* where its DWARF is */
@@ -495,6 +496,61 @@ static void resolve_lines(struct sym_module *m, uint64_t addr, struct sw_frame_i
 	out->n_inlined = k;
 }
 
+/* Counts for symbols_stats (under the registry lock). */
+static uint64_t names_looked_up, names_from_cache, name_page_releases;
+
+/* Name lookups between two releases of a module's file pages: each lands
+ * on scattered symbol and string table pages (the kernel maps 64 KiB around
+ * each fault), so an export resolving thousands of pcs in a large library
+ * would otherwise end with most of its tables resident. */
+#define NAMES_PER_RELEASE 64u
+
+/* Gives back the file pages name lookups read, every NAMES_PER_RELEASE
+ * lookups (names handed out stay valid: a private read-only mapping reads
+ * them again from the page cache). */
+static void release_names_read(struct sym_module *m)
+{
+	if (m->file.data == NULL || ++m->names_unreleased < NAMES_PER_RELEASE)
+		return;
+	m->names_unreleased = 0;
+	name_page_releases++;
+	release_file_pages(&m->file);
+}
+
+/* Function names already looked up, by module and link-time address: the
+ * profiles of one export share most of their pcs, and every lookup reads
+ * scattered file pages.  Direct-mapped; entries name modules that are only
+ * freed by symbols_collect_garbage, which empties it. */
+#define NAME_CACHE_SIZE 2048u
+static struct name_cache_entry {
+	const struct sym_module *module; /* NULL: empty */
+	uint64_t addr;
+	const char *function;
+} name_cache[NAME_CACHE_SIZE];
+
+static struct name_cache_entry *name_cache_slot(const struct sym_module *m, uint64_t addr)
+{
+	uint64_t h = (addr ^ (uint64_t)(uintptr_t)m) * RT_HASH_MUL64;
+	return &name_cache[h >> 53]; /* the top 11 bits: NAME_CACHE_SIZE slots */
+}
+
+/* The function containing addr in m's symbols, from the cache or looked up. */
+static const char *function_of(struct sym_module *m, uint64_t addr)
+{
+	struct name_cache_entry *c = name_cache_slot(m, addr);
+	if (c->module == m && c->addr == addr) {
+		names_from_cache++;
+		return c->function;
+	}
+	names_looked_up++;
+	const char *name = function_table_lookup(module_functions(m), addr);
+	release_names_read(m);
+	c->module = m;
+	c->addr = addr;
+	c->function = name;
+	return name;
+}
+
 /* The mapping of the sorted, non-overlapping v[0..n) that contains pc. */
 static const struct sym_mapping *mapping_of(const struct sym_mapping *v, uint32_t n, uint64_t pc)
 {
@@ -542,7 +598,7 @@ bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out)
 			if (twin != NULL)
 				names = twin;
 		}
-		out->function = function_table_lookup(module_functions(names), addr);
+		out->function = function_of(names, addr);
 		/* Our own frames are left out of stacks: no lines needed. */
 		if (m->path[0] == '/' && !m->own)
 			resolve_lines(names, addr, out);
@@ -558,6 +614,7 @@ void symbols_collect_garbage(void)
 		rt_free(retired_mappings);
 		retired_mappings = NULL;
 		nretired_mappings = 0;
+		rt_memset(name_cache, 0, sizeof(name_cache));
 		while (retired_modules != NULL) {
 			struct sym_module *m = retired_modules;
 			retired_modules = m->next;
@@ -619,6 +676,9 @@ void symbols_stats(struct symbols_stats *st)
 		if (m->debug != NULL)
 			st->modules_with_lines++;
 	}
+	st->names_looked_up = names_looked_up;
+	st->names_from_cache = names_from_cache;
+	st->name_page_releases = name_page_releases;
 	rt_mutex_unlock(&registry_lock);
 }
 

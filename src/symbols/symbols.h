@@ -78,6 +78,10 @@ struct symbols_stats {
 	uint64_t functions;         /* function symbols held */
 	uint64_t function_bytes;    /* heap bytes of those tables */
 	uint64_t unwind_bytes;      /* heap bytes of built search tables */
+	/* Since start: function names looked up in a module's symbols, answered
+	 * from the cache of names already looked up, and releases of the file
+	 * pages lookups read (one per 64 lookups in a module). */
+	uint64_t names_looked_up, names_from_cache, name_page_releases;
 };
 void symbols_stats(struct symbols_stats *st);
 

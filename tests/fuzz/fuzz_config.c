@@ -89,7 +89,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_preload_filter(text, strlen(text));
 	struct wall_syscall_info si;
 	if (wall_parse_syscall(text, size, &si))
-		(void)wall_state_name(wall_state_of_syscall(si.nr, si.arg0));
+		(void)wall_state_name(wall_state_of_syscall(0, si.nr, si.arg0));
 	uint64_t run_delay, timeslices;
 	(void)wall_parse_schedstat(text, size, &run_delay, &timeslices);
 

@@ -4,7 +4,11 @@
  * _abbrev, _line, _str, _line_str, _str_offsets, _addr, _ranges, _rnglists),
  * eight u64 addresses to look up, then the sections' bytes in that order.
  * Each section is copied into its own allocation so ASan sees any overread.
- * A small budget exercises eviction and the over-budget path. */
+ * A small budget exercises eviction and the over-budget path.  When bit 6 of
+ * the first byte is set, .debug_info, .debug_abbrev and .debug_line start
+ * zeroed and are filled through dwarf_sections.load (as a compressed debug
+ * file's are), the .debug_ranges bytes doubling as .debug_aranges; bit 7
+ * makes loads fail after a few. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,12 +21,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define NSEC 9
 #define NADDR 8
 
+/* On-demand sections: the real bytes, and the zeroed copies the reader sees. */
+struct lazy {
+	const uint8_t *real[3];
+	uint8_t *seen[3];
+	size_t size[3];
+	uint32_t loads, fail_after;
+};
+
+static bool lazy_load(void *ctx, enum dwarf_section_id which, uint64_t off, uint64_t len)
+{
+	struct lazy *l = ctx;
+	if ((unsigned)which > 2 || off >= l->size[which] || len > l->size[which] - off)
+		abort(); /* the reader asks only for bytes inside the section */
+	if (l->fail_after && ++l->loads > l->fail_after)
+		return false;
+	memcpy(l->seen[which] + off, l->real[which] + off, (size_t)len);
+	return true;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	size_t head = NSEC * 4 + NADDR * 8;
 	if (size < head)
 		return 0;
 	uint8_t *copies[NSEC] = {0};
+	struct lazy lz = {0};
 	size_t sizes[NSEC];
 	size_t pos = head;
 	for (int i = 0; i < NSEC; i++) {
@@ -48,6 +72,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		.ranges = copies[7], .ranges_size = sizes[7],
 		.rnglists = copies[8], .rnglists_size = sizes[8],
 	};
+	lz.fail_after = (data[0] & 0x80) ? 1u + data[1] % 8 : 0;
+	if (data[0] & 0x40) {
+		const uint8_t **sec[3] = {&s.info, &s.abbrev, &s.line};
+		for (int i = 0; i < 3; i++) {
+			lz.real[i] = copies[i];
+			lz.size[i] = sizes[i];
+			lz.seen[i] = calloc(1, sizes[i] ? sizes[i] : 1);
+			if (lz.seen[i] == NULL)
+				goto out;
+			*sec[i] = lz.seen[i];
+		}
+		s.aranges = copies[7];
+		s.aranges_size = sizes[7];
+		s.load = lazy_load;
+		s.load_ctx = &lz;
+	}
 	size_t budget = 16384 + (size_t)(data[0] & 0x3f) * 4096;
 	struct dwarf_index *ix = dwarf_index_new(&s, budget);
 	if (ix != NULL) {
@@ -70,6 +110,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		dwarf_index_free(ix);
 	}
 out:
+	for (int i = 0; i < 3; i++)
+		free(lz.seen[i]);
 	for (int i = 0; i < NSEC; i++)
 		free(copies[i]);
 	return 0;

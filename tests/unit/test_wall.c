@@ -94,14 +94,14 @@ static void test_parse_schedstat(void)
 
 static void test_states_of_syscalls(void)
 {
-	CHECK(wall_state_of_syscall(SYS_nanosleep, 0) == WALL_STATE_SLEEPING);
-	CHECK(wall_state_of_syscall(SYS_clock_nanosleep, 0) == WALL_STATE_SLEEPING);
-	CHECK(wall_state_of_syscall(SYS_futex, 0) == WALL_STATE_WAITING);
-	CHECK(wall_state_of_syscall(SYS_epoll_pwait, 0) == WALL_STATE_WAITING);
-	CHECK(wall_state_of_syscall(SYS_wait4, 0) == WALL_STATE_WAITING);
-	CHECK(wall_state_of_syscall(SYS_recvfrom, 0) == WALL_STATE_NETWORK);
-	CHECK(wall_state_of_syscall(SYS_accept4, 0) == WALL_STATE_NETWORK);
-	CHECK(wall_state_of_syscall(SYS_getpid, 0) == WALL_STATE_SYSCALL);
+	CHECK(wall_state_of_syscall(0, SYS_nanosleep, 0) == WALL_STATE_SLEEPING);
+	CHECK(wall_state_of_syscall(0, SYS_clock_nanosleep, 0) == WALL_STATE_SLEEPING);
+	CHECK(wall_state_of_syscall(0, SYS_futex, 0) == WALL_STATE_WAITING);
+	CHECK(wall_state_of_syscall(0, SYS_epoll_pwait, 0) == WALL_STATE_WAITING);
+	CHECK(wall_state_of_syscall(0, SYS_wait4, 0) == WALL_STATE_WAITING);
+	CHECK(wall_state_of_syscall(0, SYS_recvfrom, 0) == WALL_STATE_NETWORK);
+	CHECK(wall_state_of_syscall(0, SYS_accept4, 0) == WALL_STATE_NETWORK);
+	CHECK(wall_state_of_syscall(0, SYS_getpid, 0) == WALL_STATE_SYSCALL);
 	CHECK(strcmp(wall_state_name(WALL_STATE_RUNNING), "running") == 0);
 	CHECK(strcmp(wall_state_name(WALL_STATE_NETWORK), "network") == 0);
 	CHECK(strcmp(wall_state_name(WALL_STATE_COUNT), "unknown") == 0);
@@ -115,9 +115,13 @@ static void test_read_state_follows_descriptor(void)
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
 	int f = open("/proc/self/status", O_RDONLY);
 	CHECK(f >= 0);
-	CHECK(wall_state_of_syscall(SYS_read, (uint64_t)p[0]) == WALL_STATE_WAITING);
-	CHECK(wall_state_of_syscall(SYS_read, (uint64_t)s[0]) == WALL_STATE_NETWORK);
-	CHECK(wall_state_of_syscall(SYS_read, (uint64_t)f) == WALL_STATE_IO);
+	CHECK(wall_state_of_syscall(0, SYS_read, (uint64_t)p[0]) == WALL_STATE_WAITING);
+	CHECK(wall_state_of_syscall(0, SYS_read, (uint64_t)s[0]) == WALL_STATE_NETWORK);
+	CHECK(wall_state_of_syscall(0, SYS_read, (uint64_t)f) == WALL_STATE_IO);
+	/* Through the blocked thread's own table. */
+	int tid = (int)syscall(SYS_gettid);
+	CHECK(wall_state_of_syscall(tid, SYS_read, (uint64_t)p[0]) == WALL_STATE_WAITING);
+	CHECK(wall_state_of_syscall(tid, SYS_read, (uint64_t)s[0]) == WALL_STATE_NETWORK);
 	close(p[0]), close(p[1]), close(s[0]), close(s[1]), close(f);
 }
 
@@ -166,7 +170,7 @@ static void test_parse_kernel_output(void)
 	CHECK(n > 0 && wall_parse_syscall(text, (size_t)n, &si));
 	CHECK(si.nr == SYS_nanosleep);
 	CHECK(si.sp != 0 && si.pc != 0);
-	CHECK(wall_state_of_syscall(si.nr, si.arg0) == WALL_STATE_SLEEPING);
+	CHECK(wall_state_of_syscall(0, si.nr, si.arg0) == WALL_STATE_SLEEPING);
 	char self_path[64];
 	snprintf(self_path, sizeof(self_path), "/proc/self/task/%d/syscall", (int)syscall(SYS_gettid));
 	int self_fd = open(self_path, O_RDONLY);

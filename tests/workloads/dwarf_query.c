@@ -98,9 +98,10 @@ int main(int argc, char **argv)
 		getrusage(RUSAGE_SELF, &ru);
 		fprintf(stderr,
 			"stats: lookups %d index_ms %.2f first_pass_ms %.2f second_pass_ms %.2f "
-			"bytes %zu peak_bytes %zu over_budget %d maxrss_kib %ld\n",
+			"bytes %zu peak_bytes %zu over_budget %d maxrss_kib %ld inflated_bytes %llu\n",
 			argc - first_arg, t_index, t_first, t_second, debuginfo_bytes(di),
-			debuginfo_peak_bytes(di), over, ru.ru_maxrss);
+			debuginfo_peak_bytes(di), over, ru.ru_maxrss,
+			(unsigned long long)debuginfo_inflated_bytes(di));
 	}
 	debuginfo_free(di);
 	return 0;

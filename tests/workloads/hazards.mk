@@ -3,7 +3,7 @@
 # (Own names: workloads.mk, which defines WL, is included after this file.)
 HZ_WL := $(BUILD)/workloads
 HZ_CFLAGS := -O2 -g -Wall -Wextra -Werror
-HAZARDS := threads dlopen signals setuid spawn exec soak
+HAZARDS := threads dlopen signals setuid setxid spawn exec soak
 HAZARD_BINS := $(foreach h,$(HAZARDS),$(HZ_WL)/hazard_$(h) $(HZ_WL)/hazard_$(h)-musl)
 TEST_PROGRAMS += $(HAZARD_BINS) $(HZ_WL)/hazard_dlib.so
 

@@ -1,0 +1,175 @@
+/* Running a function on every thread of ours (rt/thread.c thread_own_run):
+ * threads asleep in thread_own_sleep_until or on their own futex word wake
+ * at once and run it; failures are counted; a busy thread is reported late
+ * after the timeout and still runs the request when it next waits; a thread
+ * that ended is not waited for. */
+#define _GNU_SOURCE
+#include "check.h"
+#include "rt/rt.h"
+#include "rt/thread.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static int gettid_now(void) { return (int)syscall(SYS_gettid); }
+
+#define LONG_SLEEP_NS (10ull * 1000 * 1000 * 1000)
+
+static atomic_int stop;
+static atomic_int ran_tids[8];
+static atomic_int ran;
+static atomic_int started;
+
+static long record_tid(const void *arg)
+{
+	long add = *(const long *)arg;
+	int i = atomic_fetch_add(&ran, 1);
+	if (i < 8)
+		atomic_store(&ran_tids[i], gettid_now() + (int)add);
+	return 0;
+}
+
+static long refuse(const void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&ran, 1);
+	return -EPERM;
+}
+
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&started, 1);
+	while (!atomic_load(&stop))
+		thread_own_sleep_until(rt_monotonic_ns() + LONG_SLEEP_NS / 10);
+	return NULL;
+}
+
+static atomic_int own_word;
+
+static void *word_waiter(void *arg)
+{
+	(void)arg;
+	thread_own_wake_word(&own_word);
+	atomic_fetch_add(&started, 1);
+	while (!atomic_load(&stop)) {
+		int seen = atomic_load(&own_word);
+		thread_own_service();
+		struct timespec ts = { 1, 0 };
+		(void)syscall(SYS_futex, &own_word, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, seen, &ts, NULL, 0);
+	}
+	return NULL;
+}
+
+static atomic_int busy_release;
+
+static void *busy(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&started, 1);
+	while (!atomic_load(&busy_release))
+		sched_yield();
+	while (!atomic_load(&stop))
+		thread_own_sleep_until(rt_monotonic_ns() + LONG_SLEEP_NS / 10);
+	return NULL;
+}
+
+static void wait_started(int n)
+{
+	for (int i = 0; i < 5000 && atomic_load(&started) < n; i++)
+		usleep(1000);
+	CHECK(atomic_load(&started) >= n);
+}
+
+static void wait_ran(int n)
+{
+	for (int i = 0; i < 5000 && atomic_load(&ran) < n; i++)
+		usleep(1000);
+}
+
+static void nothing_to_ask_before_any_thread(void)
+{
+	long zero = 0;
+	struct thread_own_outcome o = thread_own_run(record_tid, &zero, sizeof(zero), 1000000);
+	CHECK_EQ_U64(o.threads, 0);
+	CHECK_EQ_U64(atomic_load(&ran), 0);
+}
+
+static void sleeping_threads_run_it_at_once(void)
+{
+	CHECK(thread_spawn(sleeper, NULL) == 0);
+	CHECK(thread_spawn(word_waiter, NULL) == 0);
+	wait_started(2);
+	usleep(20000); /* both asleep for 1 s now */
+	atomic_store(&ran, 0);
+	long zero = 0;
+	uint64_t t0 = rt_monotonic_ns();
+	struct thread_own_outcome o = thread_own_run(record_tid, &zero, sizeof(zero), LONG_SLEEP_NS);
+	uint64_t took = rt_monotonic_ns() - t0;
+	CHECK_EQ_U64(o.threads, 2);
+	CHECK_EQ_U64(o.late, 0);
+	CHECK_EQ_U64(o.failed, 0);
+	CHECK_EQ_U64(atomic_load(&ran), 2);
+	/* Woken, not waited out: their sleeps last 1 s. */
+	CHECK(took < 500ull * 1000 * 1000);
+	int me = gettid_now();
+	for (int i = 0; i < 2; i++) {
+		int tid = atomic_load(&ran_tids[i]);
+		CHECK(tid != me && thread_is_own(tid));
+	}
+	CHECK(atomic_load(&ran_tids[0]) != atomic_load(&ran_tids[1]));
+}
+
+static void failures_are_counted(void)
+{
+	atomic_store(&ran, 0);
+	struct thread_own_outcome o = thread_own_run(refuse, NULL, 0, LONG_SLEEP_NS);
+	CHECK_EQ_U64(o.threads, 2);
+	CHECK_EQ_U64(o.failed, 2);
+	CHECK(o.error == -EPERM);
+	CHECK_EQ_U64(atomic_load(&ran), 2);
+}
+
+static void busy_thread_is_late_then_runs_it(void)
+{
+	CHECK(thread_spawn(busy, NULL) == 0);
+	wait_started(3);
+	atomic_store(&ran, 0);
+	long one = 1;
+	struct thread_own_outcome o = thread_own_run(record_tid, &one, sizeof(one), 300ull * 1000 * 1000);
+	CHECK_EQ_U64(o.late, 1);
+	CHECK_EQ_U64(o.threads, 3);
+	CHECK_EQ_U64(atomic_load(&ran), 2);
+	atomic_store(&busy_release, 1);
+	wait_ran(3);
+	CHECK_EQ_U64(atomic_load(&ran), 3);
+}
+
+static void ended_threads_are_not_waited_for(void)
+{
+	atomic_store(&stop, 1);
+	for (int i = 0; i < 5000; i++) {
+		struct thread_own_outcome o = thread_own_run(refuse, NULL, 0, 1000000);
+		if (o.threads == 0)
+			break;
+		usleep(1000);
+	}
+	uint64_t t0 = rt_monotonic_ns();
+	struct thread_own_outcome o = thread_own_run(refuse, NULL, 0, LONG_SLEEP_NS);
+	CHECK_EQ_U64(o.threads, 0);
+	CHECK(rt_monotonic_ns() - t0 < 500ull * 1000 * 1000);
+}
+
+int main(void)
+{
+	RUN(nothing_to_ask_before_any_thread);
+	RUN(sleeping_threads_run_it_at_once);
+	RUN(failures_are_counted);
+	RUN(busy_thread_is_late_then_runs_it);
+	RUN(ended_threads_are_not_waited_for);
+	return CHECK_DONE();
+}
