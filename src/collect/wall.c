@@ -10,8 +10,6 @@
 #include "symbols/symbols.h"
 #include "unwind/remote.h"
 
-#include <linux/utsname.h>
-
 #define RING_RECORDS 128u
 /* A running request that has not fired after this long (the thread did not
  * run through a scheduler tick) is withdrawn. */
@@ -133,10 +131,6 @@ static struct {
 	atomic_int alive;        /* sampler thread exists */
 	atomic_int hooks_on;
 	atomic_int signals_on;   /* our handler is installed and ours */
-	/* Interposed calls block our signal while a request runs: false where
-	 * the kernel raises CPU-timer signals only on the return to user mode
-	 * (calls_need_blocking), so a signal cannot interrupt a call. */
-	bool calls_block;
 	int signo;
 	const struct sw_config *cfg;
 	struct recorder *rec;
@@ -1167,7 +1161,7 @@ void wall_call_enter(struct wall_call *c, const struct wall_frame *f, enum wall_
 	atomic_store_explicit(&t->wall_fd, fd, memory_order_relaxed);
 	uint32_t seq = atomic_load_explicit(&t->wall_seq, memory_order_relaxed);
 	atomic_store(&t->wall_seq, (seq | 1u) + ((seq & 1u) ? 2u : 0u));
-	if (wall.calls_block && atomic_load(&t->wall_inflight))
+	if (atomic_load(&t->wall_inflight))
 		block_our_signal(c);
 }
 
@@ -1237,35 +1231,6 @@ static void start_thread(void)
 	}
 }
 
-/* Whether an interposed call must block our signal while a request runs.
- * Where CPU-clock timers expire in task work, the signal is raised on the
- * return to user mode after the system call: it never interrupts a call
- * (no EINTR), and lands inside the call's wrapper (wall_seq odd), where the
- * handler takes the call's published frame, as it does for a signal left
- * pending until the call unblocked it.  Skipping the block saves two
- * rt_sigprocmask system calls per interposed call while a request runs. */
-static bool calls_need_blocking(void)
-{
-#if ARCH_CPU_TIMERS_TASK_WORK_SINCE == 0
-	return true;
-#else
-	struct new_utsname uts = { 0 };
-	if (sys_uname(&uts) != 0)
-		return true;
-	const char *r = uts.release, *dot = r;
-	while (*dot >= '0' && *dot <= '9')
-		dot++;
-	const char *end = *dot == '.' ? dot + 1 : dot;
-	while (*end >= '0' && *end <= '9')
-		end++;
-	uint64_t major, minor;
-	if (*dot != '.' || !rt_parse_u64(r, (size_t)(dot - r), &major) ||
-	    !rt_parse_u64(dot + 1, (size_t)(end - dot - 1), &minor))
-		return true;
-	return major * 256 + minor < ARCH_CPU_TIMERS_TASK_WORK_SINCE;
-#endif
-}
-
 int wall_start(const struct sw_config *cfg, struct recorder *rec)
 {
 	if (atomic_load(&wall.running))
@@ -1283,7 +1248,6 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 		wall.scratch = rt_malloc((cfg->max_frames + 2) * sizeof(uint64_t));
 	if (!wall.scratch)
 		return -ENOMEM;
-	wall.calls_block = calls_need_blocking();
 	wall.signo = choose_signal();
 	if (wall.signo > 0) {
 		if (rt_signal_install(wall.signo, wall_signal_handler, &wall.previous) == 0)

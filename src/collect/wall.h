@@ -48,11 +48,7 @@
  * value read after the flag went up, so every interposed call the signal
  * can reach has blocked it: a late signal stays pending until the call
  * returned.  ppoll/pselect/epoll_pwait/sigsuspend masks always keep our
- * signal blocked.  Where CPU-clock timers expire in task work the block is
- * skipped (it costs two system calls per call while a request runs): the
- * signal is raised only on a return to user mode, so it cannot interrupt a
- * call, and it lands inside the wrapper (wall_seq odd) with the same
- * published frame.
+ * signal blocked.
  */
 #ifndef STOWAWAY_COLLECT_WALL_H
 #define STOWAWAY_COLLECT_WALL_H
