@@ -286,16 +286,15 @@ static void test_fp_chain_on_fake_stack(void)
 /* GCC's epilogue shape: after `leave` the rule still says rbp is saved at
  * CFA-16, a slot already popped (below sp).  The caller keeps its frame in
  * rbp (CFA = rbp + 16), so only the restored register leads further. */
+#define RBP_FRAME_PROLOGUE \
+	"push %rbp\n.cfi_def_cfa_offset 16\n.cfi_offset %rbp, -16\n" \
+	"mov %rsp, %rbp\n.cfi_def_cfa_register %rbp\n"
 __asm__(".text\n"
 	".globl epilogue_callee, epilogue_callee_ret, epilogue_caller_ret\n"
 	".hidden epilogue_callee, epilogue_callee_ret, epilogue_caller_ret\n"
 	"epilogue_callee:\n"
 	".cfi_startproc\n"
-	"push %rbp\n"
-	".cfi_def_cfa_offset 16\n"
-	".cfi_offset %rbp, -16\n"
-	"mov %rsp, %rbp\n"
-	".cfi_def_cfa_register %rbp\n"
+	RBP_FRAME_PROLOGUE
 	"leave\n"
 	".cfi_def_cfa %rsp, 8\n"
 	"epilogue_callee_ret:\n"
@@ -303,11 +302,7 @@ __asm__(".text\n"
 	".cfi_endproc\n"
 	"epilogue_caller:\n"
 	".cfi_startproc\n"
-	"push %rbp\n"
-	".cfi_def_cfa_offset 16\n"
-	".cfi_offset %rbp, -16\n"
-	"mov %rsp, %rbp\n"
-	".cfi_def_cfa_register %rbp\n"
+	RBP_FRAME_PROLOGUE
 	"call epilogue_callee\n"
 	"epilogue_caller_ret:\n"
 	"leave\n"
