@@ -31,6 +31,15 @@ static struct {
 	unsigned char arg[THREAD_OWN_ARG_MAX];
 } own_req;
 
+/* The slot of thread tid among ours, or -1. */
+static int own_slot_of(int tid)
+{
+	for (int i = 0; i < OWN_THREADS_MAX; i++)
+		if (atomic_load(&own_tids[i]) == tid)
+			return i;
+	return -1;
+}
+
 host_pthread_create_fn thread_host_pthread_create(void)
 {
 	static _Atomic(host_pthread_create_fn) cached;
@@ -128,10 +137,8 @@ static long private_files_begin(void)
 
 bool thread_has_private_files(int tid)
 {
-	for (int i = 0; i < OWN_THREADS_MAX; i++)
-		if (atomic_load(&own_tids[i]) == tid)
-			return atomic_load(&own_private_files[i]) != 0;
-	return false;
+	int slot = own_slot_of(tid);
+	return slot >= 0 && atomic_load(&own_private_files[slot]) != 0;
 }
 
 long thread_program_descriptor(int fd)
@@ -207,9 +214,9 @@ static void *spawn_trampoline(void *p)
 	/* Marked before the spawner returns: no collector ever profiles us. */
 	int tid = (int)sys_gettid();
 	thread_mark_own(tid);
-	for (int i = 0; i < OWN_THREADS_MAX && files == 0; i++)
-		if (atomic_load(&own_tids[i]) == tid)
-			atomic_store(&own_private_files[i], 1);
+	int slot = own_slot_of(tid);
+	if (files == 0 && slot >= 0)
+		atomic_store(&own_private_files[slot], 1);
 	if (files == 0)
 		rt_log_set_redirect(log_for_own_thread);
 	atomic_store(&req->started, 1);
@@ -220,7 +227,7 @@ static void *spawn_trampoline(void *p)
 			    "our threads share the program's descriptor table (unshare refused: "
 			    "error %ld)", -files);
 	void *r = fn(arg);
-	forget_self((int)sys_gettid());
+	forget_self(tid);
 	return r;
 }
 
@@ -270,13 +277,7 @@ void thread_mark_own(int tid)
 	rt_log_once(RT_LOG_WARN, "internal: more than %d threads of our own", OWN_THREADS_MAX);
 }
 
-bool thread_is_own(int tid)
-{
-	for (int i = 0; i < OWN_THREADS_MAX; i++)
-		if (atomic_load(&own_tids[i]) == tid)
-			return true;
-	return false;
-}
+bool thread_is_own(int tid) { return own_slot_of(tid) >= 0; }
 
 void thread_forget_own(void)
 {
@@ -291,14 +292,6 @@ void thread_forget_own(void)
 }
 
 /* ---- running a function on every thread of ours ---- */
-
-static int own_slot_of(int tid)
-{
-	for (int i = 0; i < OWN_THREADS_MAX; i++)
-		if (atomic_load(&own_tids[i]) == tid)
-			return i;
-	return -1;
-}
 
 static void serve(int slot)
 {
@@ -347,12 +340,6 @@ void thread_own_wake_word(atomic_int *word)
 	int slot = own_slot_of((int)sys_gettid());
 	if (slot >= 0)
 		atomic_store(&own_wake[slot], word);
-}
-
-static void pause_ms(long ms)
-{
-	struct __kernel_timespec ts = { 0, ms * 1000 * 1000 };
-	(void)sys_clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, NULL);
 }
 
 /* Publishes the request and wakes every thread of ours. */
@@ -415,7 +402,7 @@ struct thread_own_outcome thread_own_run(thread_own_fn fn, const void *arg, size
 			o.threads = o.late = count_waiting(pid, self, ~0u);
 			return o;
 		}
-		pause_ms(1);
+		(void)rt_sleep_ns(1000 * 1000);
 	}
 	unsigned seq = publish(fn, arg, len);
 	int mine = own_slot_of(self);
