@@ -63,6 +63,9 @@ int gzip_decompress(const void *in, size_t in_len, void *out, size_t out_cap, si
  * CM 8, no preset dictionary; its Adler-32 is checked. */
 int zlib_decompress(const void *in, size_t in_len, void *out, size_t out_cap, size_t *in_used,
 		    size_t *out_len);
+/* True when in[0..len) starts with a zlib header zlib_decompress accepts
+ * (the DEFLATE body then starts at in + 2). */
+bool zlib_header_ok(const void *in, size_t len);
 /* Streaming a raw DEFLATE stream through a bounded window, from its start
  * or from a point a previous pass reported, so that parts of a large
  * stream can be decoded without holding all of it. */

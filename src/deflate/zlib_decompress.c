@@ -7,15 +7,23 @@
 #define ZLIB_MAX_CINFO 7
 #define ZLIB_FDICT 0x20
 
+bool zlib_header_ok(const void *data, size_t len)
+{
+	const uint8_t *in = data;
+	if (len < 2)
+		return false;
+	unsigned cmf = in[0], flg = in[1];
+	return (cmf & 0x0f) == ZLIB_CM_DEFLATE && (cmf >> 4) <= ZLIB_MAX_CINFO && !(flg & ZLIB_FDICT) &&
+	       (cmf << 8 | flg) % 31 == 0;
+}
+
 int zlib_decompress(const void *data, size_t len, void *out, size_t out_cap, size_t *in_used,
 		    size_t *out_len)
 {
 	const uint8_t *in = data;
 	if (len < 2)
 		return DEFLATE_TRUNCATED;
-	unsigned cmf = in[0], flg = in[1];
-	if ((cmf & 0x0f) != ZLIB_CM_DEFLATE || (cmf >> 4) > ZLIB_MAX_CINFO || (flg & ZLIB_FDICT) ||
-	    (cmf << 8 | flg) % 31 != 0)
+	if (!zlib_header_ok(in, len))
 		return DEFLATE_BAD_HEADER;
 	size_t used = 0, n = 0;
 	int rc = deflate_decompress(in + 2, len - 2, out, out_cap, &used, &n);

@@ -158,8 +158,7 @@ static bool lazy_init(struct lazy_section *l, const struct elf_image *img,
 {
 	const uint8_t *z = img->data + s->offset + sizeof(*ch);
 	size_t zlen = (size_t)s->size - sizeof(*ch);
-	if (zlen < 6 || (z[0] & 0x0f) != 8 || (z[0] >> 4) > 7 || (z[1] & 0x20) ||
-	    ((unsigned)z[0] << 8 | z[1]) % 31 != 0)
+	if (zlen < 6 || !zlib_header_ok(z, zlen))
 		return false;
 	size_t bytes = ((size_t)ch->ch_size + LAZY_PAGE - 1) & ~(size_t)(LAZY_PAGE - 1);
 	size_t bitmap = ((bytes / LAZY_PAGE + 63) / 64 * sizeof(uint64_t) + LAZY_PAGE - 1) &
