@@ -1203,8 +1203,14 @@ void wall_call_enter(struct wall_call *c, const struct wall_frame *f, enum wall_
 	atomic_store_explicit(&t->wall_kind, (int)kind, memory_order_relaxed);
 	atomic_store_explicit(&t->wall_fd, fd, memory_order_relaxed);
 	uint32_t seq = atomic_load_explicit(&t->wall_seq, memory_order_relaxed);
-	atomic_store(&t->wall_seq, (seq | 1u) + ((seq & 1u) ? 2u : 0u));
-	if (wall.calls_block && atomic_load(&t->wall_inflight))
+	uint32_t odd = (seq | 1u) + ((seq & 1u) ? 2u : 0u);
+	if (!wall.calls_block) {
+		/* No handshake: the sampler only needs the frame before the seq. */
+		atomic_store_explicit(&t->wall_seq, odd, memory_order_release);
+		return;
+	}
+	atomic_store(&t->wall_seq, odd);
+	if (atomic_load(&t->wall_inflight))
 		block_our_signal(c);
 }
 
