@@ -1190,7 +1190,8 @@ void wall_call_enter(struct wall_call *c, const struct wall_frame *f, enum wall_
 		/* Called from a signal handler inside another blocking call:
 		 * that call's frame stays published. */
 		t->wall_depth++;
-		block_our_signal(c);
+		if (wall.calls_block)
+			block_our_signal(c);
 		return;
 	}
 	/* Outermost (a deeper published frame belongs to a call that was left
