@@ -66,6 +66,7 @@ struct wall_record {
  * address into its caller (two callers at the same depth share the frame). */
 struct frame_key {
 	uint64_t pc, sp, fp, ra;
+	uint64_t callee; /* follows from pc (one wrapper, one callee): not compared */
 };
 
 struct recent_frame {
@@ -497,15 +498,26 @@ static void emit_cached(int slot, struct wall_private *w, uint64_t now, uint64_t
 }
 
 /* A published stack, with the markers of an empty or cut one. */
-static uint32_t unwind_published(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t *pcs)
+/* A published call's stack starts at the C library's function the program
+ * called, in place of our wrapper's frame, so the leaf says which call it
+ * was (as for a call we do not interpose, found in the C library's code).
+ * [signal-safe] */
+static void leaf_at_callee(uint64_t *pcs, uint32_t depth, uint64_t wrapper_pc, uint64_t callee)
 {
-	struct unwind_regs regs = { .pc = pc, .sp = sp, .fp = fp };
+	if (depth > 0 && callee != 0 && pcs[0] == wrapper_pc)
+		pcs[0] = callee;
+}
+
+static uint32_t unwind_published(const struct frame_key *k, uint64_t *pcs)
+{
+	struct unwind_regs regs = { .pc = k->pc, .sp = k->sp, .fp = k->fp };
 	enum unwind_end end;
 	uint32_t depth = unwind_remote(&regs, pcs, wall.max_frames, &end);
 	if (depth == 0)
 		pcs[depth++] = SW_PC_UNKNOWN;
 	if (end == UNWIND_END_TRUNCATED)
 		pcs[depth++] = SW_PC_TRUNCATED;
+	leaf_at_callee(pcs, depth, k->pc, k->callee);
 	return depth;
 }
 
@@ -563,6 +575,7 @@ static bool read_published(struct thread_slot *t, uint32_t seq, struct frame_key
 	k->sp = atomic_load_explicit(&t->wall_sp, memory_order_relaxed);
 	k->fp = atomic_load_explicit(&t->wall_fp, memory_order_relaxed);
 	k->ra = atomic_load_explicit(&t->wall_ra, memory_order_relaxed);
+	k->callee = atomic_load_explicit(&t->wall_callee, memory_order_relaxed);
 	return atomic_load(&t->wall_seq) == seq;
 }
 
@@ -619,13 +632,13 @@ static bool sample_published(int slot, struct wall_private *w, uint32_t seq, uin
 		emit_cached(slot, w, now, span, &otel);
 		return true;
 	}
-	struct frame_key k = { 0, 0, 0, 0 };
+	struct frame_key k = { 0, 0, 0, 0, 0 };
 	const uint64_t *pcs = NULL;
 	uint32_t depth = 0;
 	for (int attempt = 0; attempt <= UNWIND_RETRIES; attempt++) {
 		if (attempt > 0) {
 			/* Back in a call from the same frame: that stack is the same. */
-			struct frame_key again = { 0, 0, 0, 0 };
+			struct frame_key again = { 0, 0, 0, 0, 0 };
 			seq = atomic_load(&t->wall_seq);
 			if (!(seq & 1u) || !read_published(t, seq, &again) || !same_key(&k, &again))
 				break;
@@ -638,7 +651,7 @@ static bool sample_published(int slot, struct wall_private *w, uint32_t seq, uin
 			depth = r->depth;
 			break;
 		}
-		depth = unwind_published(k.pc, k.sp, k.fp, wall.scratch);
+		depth = unwind_published(&k, wall.scratch);
 		if (atomic_load(&t->wall_seq) == seq) {
 			pcs = wall.scratch;
 			recent_store(w, &k, pcs, depth);
@@ -942,7 +955,8 @@ static bool in_published_call(struct thread_slot *t, uint64_t sp)
 }
 
 /* The published call's stack unwound by the thread itself, leaf first
- * (the wrapper's pc), with room for max_frames + 1. [signal-safe] */
+ * (the C library's function called), with room for max_frames + 1.
+ * [signal-safe] */
 static uint32_t unwind_published_here(struct thread_slot *t, uint64_t *pcs)
 {
 	struct unwind_regs regs;
@@ -950,12 +964,14 @@ static uint32_t unwind_published_here(struct thread_slot *t, uint64_t *pcs)
 	regs.pc = atomic_load_explicit(&t->wall_pc, memory_order_relaxed);
 	regs.sp = atomic_load_explicit(&t->wall_sp, memory_order_relaxed);
 	regs.fp = atomic_load_explicit(&t->wall_fp, memory_order_relaxed);
+	uint64_t wrapper_pc = regs.pc;
 	enum unwind_end end = UNWIND_END_OUTERMOST;
 	uint32_t depth = unwind_stack(&regs, pcs, wall.max_frames, 0, &end);
 	if (depth == 0)
 		pcs[depth++] = SW_PC_UNKNOWN;
 	if (end == UNWIND_END_TRUNCATED)
 		pcs[depth++] = SW_PC_TRUNCATED;
+	leaf_at_callee(pcs, depth, wrapper_pc, atomic_load_explicit(&t->wall_callee, memory_order_relaxed));
 	return depth;
 }
 
@@ -1008,7 +1024,8 @@ static void wall_signal_handler(int sig, void *siv, void *ucv)
 		depth = sample_drop_through_own(rec->pcs, depth);
 		for (uint32_t i = depth; i > 0; i--)
 			rec->pcs[i] = rec->pcs[i - 1];
-		rec->pcs[0] = atomic_load_explicit(&t->wall_pc, memory_order_relaxed);
+		uint64_t callee = atomic_load_explicit(&t->wall_callee, memory_order_relaxed);
+		rec->pcs[0] = callee ? callee : atomic_load_explicit(&t->wall_pc, memory_order_relaxed);
 		rec->depth = depth + 1;
 		rec->state = (int8_t)atomic_load_explicit(&t->wall_kind, memory_order_relaxed);
 		rec->fd = atomic_load_explicit(&t->wall_fd, memory_order_relaxed);
@@ -1201,6 +1218,7 @@ void wall_call_enter(struct wall_call *c, const struct wall_frame *f, enum wall_
 	atomic_store_explicit(&t->wall_sp, f->sp, memory_order_relaxed);
 	atomic_store_explicit(&t->wall_fp, f->fp, memory_order_relaxed);
 	atomic_store_explicit(&t->wall_ra, f->ra, memory_order_relaxed);
+	atomic_store_explicit(&t->wall_callee, f->callee, memory_order_relaxed);
 	atomic_store_explicit(&t->wall_kind, (int)kind, memory_order_relaxed);
 	atomic_store_explicit(&t->wall_fd, fd, memory_order_relaxed);
 	uint32_t seq = atomic_load_explicit(&t->wall_seq, memory_order_relaxed);

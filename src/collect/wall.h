@@ -118,6 +118,7 @@ void wall_after_fork_child(void);
  * return address. */
 struct wall_frame {
 	uint64_t pc, sp, fp, ra;
+	uint64_t callee; /* entry of the C library's function called; 0: none */
 };
 /* Per-call state kept on the caller's stack between enter and leave. */
 struct wall_call {
