@@ -563,7 +563,7 @@ int profiler_start(const struct sw_config *cfg)
 	register_fork_handlers();
 	if (prof.n_exporters == 0)
 		rt_warn("no profile destination is usable; profiles are collected but not exported");
-	symbols_configure(cfg->debug_dirs, (size_t)cfg->debug_memory_mb << 20);
+	symbols_configure(cfg->debug_dirs, (size_t)cfg->debug_memory_mb << 20, cfg->max_overhead_ppm);
 	if (!symbols_refresh())
 		rt_warn("cannot read /proc/self/maps: stacks will have no symbols");
 	atomic_store(&prof.stop_requested, 0);
