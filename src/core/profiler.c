@@ -19,6 +19,12 @@
 
 #define MAX_EXPORTERS 4
 #define FLUSH_MIN_TIMEOUT_NS (10ull * RT_NS_PER_SEC)
+/* A fork child starts its sampler threads only once it has lived this
+ * long: most children of a process-per-connection server are gone by then,
+ * and a child that exits before made one thread (the scheduler) instead of
+ * three.  Its CPU samples wait in the ring meanwhile, and its wall time is
+ * counted from the fork (wall_since_fork). */
+#define CHILD_THREADS_DELAY_NS (20ull * 1000000ull)
 
 static struct {
 	atomic_int running;
@@ -28,6 +34,7 @@ static struct {
 	int n_exporters;
 	bool wants_combined; /* an exporter reads the batch's combined profile */
 	bool forked;         /* this process is a fork child */
+	uint64_t forked_ns;  /* when, on the monotonic clock (0: not a child) */
 	struct sw_otlp_config otlp; /* OpenTelemetry export settings (immutable once loaded) */
 	/* Serialises period exports (scheduler, flush, exit). */
 	struct rt_mutex export_lock;
@@ -409,6 +416,15 @@ static void *scheduler_main(void *arg)
 	RT_UNUSED(arg);
 	(void)sys_prctl(15 /* PR_SET_NAME */, (long)"stowaway-sched", 0, 0, 0);
 	thread_own_wake_word(&prof.wake);
+	if (prof.forked_ns) {
+		uint64_t start = prof.forked_ns + CHILD_THREADS_DELAY_NS;
+		while (rt_monotonic_ns() < start) {
+			if (!wait_until(start))
+				return NULL; /* the child is exiting: nothing to start */
+			prepare_for_children();
+		}
+		collect_start_threads();
+	}
 	uint64_t period_ns = (uint64_t)prof.cfg->upload_period_s * RT_NS_PER_SEC;
 	uint64_t next = rt_monotonic_ns() + period_ns;
 	/* The memory guard is polled from this thread between periods. */
@@ -502,6 +518,7 @@ static void fork_child(void)
 	prof.runtime_id_adopted = false;
 	prof.seq = 0;
 	prof.forked = true;
+	prof.forked_ns = rt_monotonic_ns();
 	atomic_store(&prof.fork_warm, 0); /* its own first fork prepares its own children */
 	recorder_after_fork_child(prof.rec);
 	symbols_after_fork_child();

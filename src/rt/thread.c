@@ -321,18 +321,50 @@ void thread_own_service(void)
 		serve(slot);
 }
 
+/* Bumped by thread_own_interrupt: sleepers return early to recheck. */
+static atomic_uint own_interrupts;
+
 void thread_own_sleep_until(uint64_t deadline_ns)
 {
-	/* Each round ends at the deadline or with a new request. */
+	unsigned interrupts = atomic_load(&own_interrupts);
+	/* Each round ends at the deadline, with a new request or an interrupt. */
 	for (int round = 0; round < 1000; round++) {
 		int seen = (int)atomic_load(&own_req.seq);
 		thread_own_service();
 		uint64_t now = rt_monotonic_ns();
-		if (now >= deadline_ns)
+		if (now >= deadline_ns || atomic_load(&own_interrupts) != interrupts)
 			return;
 		struct __kernel_timespec ts = sys_timespec_of_ns(deadline_ns - now);
 		(void)sys_futex((volatile int *)&own_req.seq, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, seen, &ts);
 	}
+}
+
+void thread_own_interrupt(void)
+{
+	atomic_fetch_add(&own_interrupts, 1);
+	(void)sys_futex((volatile int *)&own_req.seq, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, FUTEX_WAKE_ALL, NULL);
+}
+
+void thread_flag_clear(atomic_int *flag)
+{
+	atomic_store(flag, 0);
+	(void)sys_futex((volatile int *)flag, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, FUTEX_WAKE_ALL, NULL);
+}
+
+bool thread_flag_wait_clear(atomic_int *flag, uint64_t timeout_ns)
+{
+	uint64_t deadline = rt_monotonic_ns() + timeout_ns;
+	for (int round = 0; round < 1000; round++) {
+		int v = atomic_load(flag);
+		if (v == 0)
+			return true;
+		uint64_t now = rt_monotonic_ns();
+		if (now >= deadline)
+			return false;
+		struct __kernel_timespec ts = sys_timespec_of_ns(deadline - now);
+		(void)sys_futex((volatile int *)flag, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, v, &ts);
+	}
+	return atomic_load(flag) == 0;
 }
 
 void thread_own_wake_word(atomic_int *word)
