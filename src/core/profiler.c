@@ -416,22 +416,19 @@ static void *scheduler_main(void *arg)
 	RT_UNUSED(arg);
 	(void)sys_prctl(15 /* PR_SET_NAME */, (long)"stowaway-sched", 0, 0, 0);
 	thread_own_wake_word(&prof.wake);
-	if (prof.forked_ns) {
-		uint64_t start = prof.forked_ns + CHILD_THREADS_DELAY_NS;
-		while (rt_monotonic_ns() < start) {
-			if (!wait_until(start))
-				return NULL; /* the child is exiting: nothing to start */
-			prepare_for_children();
-		}
-		collect_start_threads();
-	}
 	uint64_t period_ns = (uint64_t)prof.cfg->upload_period_s * RT_NS_PER_SEC;
 	uint64_t next = rt_monotonic_ns() + period_ns;
 	/* The memory guard is polled from this thread between periods. */
 	uint64_t next_poll = memguard_start(prof.cfg) ? rt_monotonic_ns() : UINT64_MAX;
-	while (wait_until(RT_MIN(next, next_poll))) {
+	/* A fork child's sampler threads, once it has lived on. */
+	uint64_t threads_at = prof.forked_ns ? prof.forked_ns + CHILD_THREADS_DELAY_NS : UINT64_MAX;
+	while (wait_until(RT_MIN(RT_MIN(next, next_poll), threads_at))) {
 		prepare_for_children();
 		uint64_t now = rt_monotonic_ns();
+		if (now >= threads_at) {
+			collect_start_threads();
+			threads_at = UINT64_MAX;
+		}
 		if (now >= next_poll) {
 			struct memguard_trigger t;
 			next_poll = memguard_poll(now, &t);
