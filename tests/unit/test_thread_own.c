@@ -2,7 +2,8 @@
  * threads asleep in thread_own_sleep_until or on their own futex word wake
  * at once and run it; failures are counted; a busy thread is reported late
  * after the timeout and still runs the request when it next waits; a thread
- * that ended is not waited for. */
+ * that ended is not waited for.  A stop wakes a thread of ours at once
+ * (thread_own_interrupt) and waits for its alive flag, not its next tick. */
 #define _GNU_SOURCE
 #include "check.h"
 #include "rt/rt.h"
@@ -149,6 +150,32 @@ static void busy_thread_is_late_then_runs_it(void)
 	CHECK_EQ_U64(atomic_load(&ran), 3);
 }
 
+static atomic_int ticker_stop, ticker_alive;
+
+static void *ticker(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&ticker_stop))
+		thread_own_sleep_until(rt_monotonic_ns() + LONG_SLEEP_NS);
+	thread_flag_clear(&ticker_alive);
+	return NULL;
+}
+
+static void interrupted_thread_stops_at_once(void)
+{
+	atomic_store(&ticker_alive, 1);
+	CHECK_EQ_U64(thread_spawn(ticker, NULL), 0);
+	usleep(20000); /* asleep for 10 s by now */
+	uint64_t t0 = rt_monotonic_ns();
+	CHECK(!thread_flag_wait_clear(&ticker_alive, 20ull * 1000 * 1000)); /* times out */
+	CHECK(rt_monotonic_ns() - t0 >= 20ull * 1000 * 1000);
+	atomic_store(&ticker_stop, 1);
+	t0 = rt_monotonic_ns();
+	thread_own_interrupt();
+	CHECK(thread_flag_wait_clear(&ticker_alive, LONG_SLEEP_NS));
+	CHECK(rt_monotonic_ns() - t0 < 500ull * 1000 * 1000);
+}
+
 static void ended_threads_are_not_waited_for(void)
 {
 	atomic_store(&stop, 1);
@@ -170,6 +197,7 @@ int main(void)
 	RUN(sleeping_threads_run_it_at_once);
 	RUN(failures_are_counted);
 	RUN(busy_thread_is_late_then_runs_it);
+	RUN(interrupted_thread_stops_at_once);
 	RUN(ended_threads_are_not_waited_for);
 	return CHECK_DONE();
 }
