@@ -523,7 +523,7 @@ static void fork_child(void)
 	atomic_store(&prof.stop_requested, 0);
 	memguard_after_fork_child();
 	collect_after_fork_child();
-	int r = thread_spawn(scheduler_main, NULL);
+	int r = thread_spawn_unwaited(scheduler_main, NULL);
 	if (r < 0)
 		rt_warn("cannot restart the scheduler after fork (error %d); this process's "
 			"profiles are exported only at exit", -r);

@@ -27,6 +27,11 @@ host_pthread_create_fn thread_host_pthread_create(void);
  * through thread_program_descriptor.  If the kernel or a seccomp filter
  * refuses, the thread shares the program's table as any thread does. */
 int thread_spawn(void *(*fn)(void *), void *arg);
+/* The same without waiting for the thread to start (thread_spawn waits
+ * until it has marked itself as ours): for a fork child, whose own code
+ * then never waits for a thread of ours to be scheduled.  thread_own_run
+ * waits for threads still starting, so none misses a request. */
+int thread_spawn_unwaited(void *(*fn)(void *), void *arg);
 
 /* Our own threads register their kernel tid so collectors skip them. */
 void thread_mark_own(int tid);
