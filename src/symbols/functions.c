@@ -150,6 +150,9 @@ static uint32_t collect(struct elf_symbol_iter *it, uint32_t flag, struct functi
 		out[n].start = sym.value;
 		out[n].size = sym.size > UINT32_MAX ? UINT32_MAX : (uint32_t)sym.size;
 		out[n].symbol = (uint32_t)sym.index | flag;
+		out[n].name = sym.name_offset;
+		out[n].bind = sym.bind;
+		out[n].hidden_version = sym.hidden_version;
 		n++;
 	}
 	if (release && it->img != NULL)
@@ -207,12 +210,12 @@ static const char *preferred_alias(const struct function_table *t, uint32_t firs
 	*best = NULL;
 	for (uint32_t i = first; i < end; i++) {
 		const struct function_entry *f = &t->funcs[i];
-		struct elf_symbol_iter it = (f->symbol & FUNCTION_IN_DYNSYM) ? t->dynsym : t->symtab;
-		struct elf_symbol sym;
-		it.img = &t->img;
-		if (!elf_symbol_at(&it, f->symbol & ~FUNCTION_IN_DYNSYM, &sym))
+		const struct elf_symbol_iter *it = (f->symbol & FUNCTION_IN_DYNSYM) ? &t->dynsym : &t->symtab;
+		const char *raw = f->name != 0 ? elf_string_at(&t->img, &it->strtab, f->name) : NULL;
+		if (raw == NULL || raw[0] == 0)
 			continue;
-		const char *shown = function_display_name(sym.name);
+		struct elf_symbol sym = {.bind = f->bind, .hidden_version = f->hidden_version};
+		const char *shown = function_display_name(raw);
 		uint32_t p = function_alias_preference(&sym, shown);
 		/* Equal ranks (C1/C2 constructors, strtol/strtoq): the name that
 		 * sorts first, whatever order the symbol tables list them in. */

@@ -12,17 +12,22 @@
 
 #include "symbols/elf.h"
 
-/* One sized function symbol: its name is read from the file when asked for. */
+/* One sized function symbol: its name is read from the file's string table
+ * when asked for; what ranks it among aliases besides its name is kept, so
+ * a lookup never reads the symbol table again. */
 struct function_entry {
 	uint64_t start; /* link-time */
 	uint32_t size;  /* capped at 4 GiB */
 	uint32_t symbol; /* index in .symtab, or in .dynsym with FUNCTION_IN_DYNSYM */
+	uint32_t name;   /* offset in the table's string table, 0: none */
+	uint8_t bind;    /* STB_* */
+	bool hidden_version;
 };
 #define FUNCTION_IN_DYNSYM 0x80000000u
 
 /* Sorted by start; aliases of one address are adjacent.  Names stay in the
- * image (only the symbols a lookup lands on are read), so the image must
- * stay mapped while the table is used. */
+ * image (only the names a lookup lands on are read, in the string tables),
+ * so the image must stay mapped while the table is used. */
 struct function_table {
 	struct function_entry *funcs;
 	uint32_t nfuncs;
@@ -43,7 +48,7 @@ const char *function_display_name(const char *name);
 uint32_t function_alias_preference(const struct elf_symbol *sym, const char *name);
 
 /* Fills t from the sized function symbols of img's .symtab and, when
- * with_dynsym, its .dynsym, reading neither name nor string table.  img's
+ * with_dynsym, its .dynsym (and their versions), reading no string table.  img's
  * bytes must outlive t.  With release_pages (img is a read-only private file
  * mapping), the symbol tables' pages are given back as they are read, so
  * reading a large table does not hold all of it at once.  False (t empty)
