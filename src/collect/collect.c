@@ -86,15 +86,9 @@ uint64_t collect_next_tick_ns(uint64_t tick_ns, uint64_t samples, bool lock_epoc
 /* Sleeps until the deadline, a stop, or a request for our threads. */
 static void sampler_sleep_until(uint64_t deadline_ns)
 {
-	for (int round = 0; round < 1000 && atomic_load(&col.running); round++) {
-		int seen = atomic_load(&col.wake);
-		thread_own_service();
-		uint64_t now = rt_monotonic_ns();
-		if (now >= deadline_ns)
-			return;
-		struct __kernel_timespec ts = sys_timespec_of_ns(deadline_ns - now);
-		(void)sys_futex((volatile int *)&col.wake, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, seen, &ts);
-	}
+	int seen = atomic_load(&col.wake);
+	if (atomic_load(&col.running))
+		thread_own_sleep_on(&col.wake, seen, deadline_ns);
 }
 
 static void *sampler_main(void *arg)

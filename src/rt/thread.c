@@ -321,18 +321,33 @@ void thread_own_service(void)
 		serve(slot);
 }
 
+/* Serves a pending request, then waits on word while it holds `seen`, at
+ * most until the deadline; false once the deadline has passed. */
+static bool serve_and_wait(volatile int *word, int seen, uint64_t deadline_ns)
+{
+	thread_own_service();
+	uint64_t now = rt_monotonic_ns();
+	if (now >= deadline_ns)
+		return false;
+	struct __kernel_timespec ts = sys_timespec_of_ns(deadline_ns - now);
+	(void)sys_futex(word, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, seen, &ts);
+	return true;
+}
+
 void thread_own_sleep_until(uint64_t deadline_ns)
 {
 	/* Each round ends at the deadline or with a new request. */
-	for (int round = 0; round < 1000; round++) {
-		int seen = (int)atomic_load(&own_req.seq);
-		thread_own_service();
-		uint64_t now = rt_monotonic_ns();
-		if (now >= deadline_ns)
+	for (int round = 0; round < 1000; round++)
+		if (!serve_and_wait((volatile int *)&own_req.seq, (int)atomic_load(&own_req.seq), deadline_ns))
 			return;
-		struct __kernel_timespec ts = sys_timespec_of_ns(deadline_ns - now);
-		(void)sys_futex((volatile int *)&own_req.seq, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, seen, &ts);
-	}
+}
+
+void thread_own_sleep_on(atomic_int *word, int seen, uint64_t deadline_ns)
+{
+	for (int round = 0; round < 1000 && atomic_load(word) == seen; round++)
+		if (!serve_and_wait((volatile int *)word, seen, deadline_ns))
+			return;
+	thread_own_service(); /* a request changes the word too */
 }
 
 void thread_own_wake_word(atomic_int *word)

@@ -76,5 +76,9 @@ void thread_own_sleep_until(uint64_t deadline_ns);
 /* A thread of ours that waits on a futex word of its own (then serving
  * requests each time it wakes) asks to be woken through it. */
 void thread_own_wake_word(atomic_int *word);
+/* A thread of ours that gave `word` to thread_own_wake_word sleeps until
+ * the monotonic deadline or until the word no longer holds `seen` (read
+ * before the condition it waits for was checked), serving requests. */
+void thread_own_sleep_on(atomic_int *word, int seen, uint64_t deadline_ns);
 
 #endif
