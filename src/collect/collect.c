@@ -35,7 +35,7 @@
  * they may hold more than UNWIND_PAGES_KEEP; exports give them all back
  * first, so they are never part of an export's peak. */
 #define TRIM_EVERY_NS (100 * 1000000ull)
-#define UNWIND_PAGES_KEEP ((uint64_t)2 << 20)
+#define UNWIND_PAGES_KEEP ((uint64_t)4 << 20)
 /* Refreshes asked for by unknown code: at most one per 100 ms (a broken frame
  * chain can yield garbage pcs on every sample; an unchanged maps file costs
  * one read and a hash). */
