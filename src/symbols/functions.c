@@ -25,11 +25,11 @@ uint32_t function_alias_preference(const struct elf_symbol *sym, const char *nam
 	return bind << 24 | (sym->hidden_version ? 0u : 1u) << 23 | (15u - underscores) << 8 | shortness;
 }
 
-/* Table order: by start, then by where the symbol was read (.symtab before
- * .dynsym, each by index), so the order does not depend on the sort. */
+/* Table order: by start, then by where the name is (.symtab's before
+ * .dynsym's, each by offset), so the order does not depend on the sort. */
 static bool entry_before(const struct function_entry *a, const struct function_entry *b)
 {
-	return a->start < b->start || (a->start == b->start && a->symbol < b->symbol);
+	return a->start < b->start || (a->start == b->start && a->name < b->name);
 }
 
 static bool entry_before_any(const void *a, const void *b)
@@ -145,14 +145,13 @@ static uint32_t collect(struct elf_symbol_iter *it, uint32_t flag, struct functi
 			release_pages(it->img, released, at);
 			released = at;
 		}
-		if (sym.size == 0 || sym.index >= FUNCTION_IN_DYNSYM)
+		if (sym.size == 0 || sym.name_offset >= FUNCTION_IN_DYNSYM)
 			continue; /* covers nothing we could claim */
 		out[n].start = sym.value;
-		out[n].size = sym.size > UINT32_MAX ? UINT32_MAX : (uint32_t)sym.size;
-		out[n].symbol = (uint32_t)sym.index | flag;
-		out[n].name = sym.name_offset;
-		out[n].bind = sym.bind;
-		out[n].hidden_version = sym.hidden_version;
+		out[n].size_bits = (sym.size > FUNCTION_SIZE_MAX ? FUNCTION_SIZE_MAX : (uint32_t)sym.size) |
+				   (sym.hidden_version ? FUNCTION_HIDDEN_VERSION : 0u) |
+				   (uint32_t)(sym.bind & 3u) << FUNCTION_BIND_SHIFT;
+		out[n].name = sym.name_offset | flag;
 		n++;
 	}
 	if (release && it->img != NULL)
@@ -210,11 +209,13 @@ static const char *preferred_alias(const struct function_table *t, uint32_t firs
 	*best = NULL;
 	for (uint32_t i = first; i < end; i++) {
 		const struct function_entry *f = &t->funcs[i];
-		const struct elf_symbol_iter *it = (f->symbol & FUNCTION_IN_DYNSYM) ? &t->dynsym : &t->symtab;
-		const char *raw = f->name != 0 ? elf_string_at(&t->img, &it->strtab, f->name) : NULL;
+		const struct elf_symbol_iter *it = (f->name & FUNCTION_IN_DYNSYM) ? &t->dynsym : &t->symtab;
+		uint32_t off = f->name & ~FUNCTION_IN_DYNSYM;
+		const char *raw = off != 0 ? elf_string_at(&t->img, &it->strtab, off) : NULL;
 		if (raw == NULL || raw[0] == 0)
 			continue;
-		struct elf_symbol sym = {.bind = f->bind, .hidden_version = f->hidden_version};
+		struct elf_symbol sym = {.bind = (uint8_t)(f->size_bits >> FUNCTION_BIND_SHIFT),
+					 .hidden_version = (f->size_bits & FUNCTION_HIDDEN_VERSION) != 0};
 		const char *shown = function_display_name(raw);
 		uint32_t p = function_alias_preference(&sym, shown);
 		/* Equal ranks (C1/C2 constructors, strtol/strtoq): the name that
@@ -241,7 +242,7 @@ const char *function_table_lookup(const struct function_table *t, uint64_t addr)
 			first--;
 		const struct function_entry *best;
 		const char *name = preferred_alias(t, first, end, &best);
-		if (name != NULL && addr - best->start < best->size)
+		if (name != NULL && addr - best->start < function_size(best))
 			return name;
 		while (first > 0 && t->funcs[first - 1].start == start)
 			first--;
