@@ -48,7 +48,12 @@
  * value read after the flag went up, so every interposed call the signal
  * can reach has blocked it: a late signal stays pending until the call
  * returned.  ppoll/pselect/epoll_pwait/sigsuspend masks always keep our
- * signal blocked.
+ * signal blocked.  Where CPU-clock timers expire in task work the block is
+ * skipped (it costs two system calls per call while a request runs): the
+ * signal is raised only on a return to user mode, so it cannot interrupt a
+ * call; raised inside one (wall_seq odd, in the wrapper or in the C
+ * library's part, which may have no unwind tables), the handler unwinds
+ * from the call's published frame, not from the interrupted registers.
  */
 #ifndef STOWAWAY_COLLECT_WALL_H
 #define STOWAWAY_COLLECT_WALL_H
@@ -104,8 +109,15 @@ void wall_drain(void);
 void wall_set_rate(uint32_t hz);
 uint32_t wall_rate(void);
 int wall_thread_tid(void);
-/* In a fork child: forget the parent's descriptors and timers, restart. */
+/* In a fork child: forget the parent's descriptors and timers.  The
+ * sampler thread is not started there: wall_start_sampler starts it once
+ * the child lives on (a child that exits at once creates no thread), and
+ * wall_since_fork gives the forked thread (registered in `slot`) a first
+ * visit at the fork, so its first sample covers the time before the
+ * sampler started, split by its CPU clock as any span is. */
 void wall_after_fork_child(void);
+void wall_start_sampler(void);
+void wall_since_fork(int slot, int tid);
 
 /* ---- for the interposed blocking calls (wall_hooks.c) ---- */
 
@@ -113,6 +125,7 @@ void wall_after_fork_child(void);
  * return address. */
 struct wall_frame {
 	uint64_t pc, sp, fp, ra;
+	uint64_t callee; /* entry of the C library's function called; 0: none */
 };
 /* Per-call state kept on the caller's stack between enter and leave. */
 struct wall_call {
