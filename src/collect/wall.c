@@ -803,6 +803,16 @@ static bool on_cpu_now(int tid, uint64_t *cpu)
 	return true;
 }
 
+/* Whether the interposed call the thread is in reads or writes a file
+ * (state io: a copy to or from the page cache, on a CPU unless it waits
+ * for a disk), not a wait. */
+static bool copying_call(struct wall_private *w, struct thread_slot *t)
+{
+	enum wall_state kind = (enum wall_state)atomic_load_explicit(&t->wall_kind, memory_order_relaxed);
+	int fd = atomic_load_explicit(&t->wall_fd, memory_order_relaxed);
+	return state_of_fd(w, kind, fd) == WALL_STATE_IO;
+}
+
 /* Whether the thread entered an interposed call after the previous
  * visit's reading `last` of its wall_seq (each call moves it by two). */
 static bool calls_since(uint32_t last, uint32_t seq)
@@ -969,9 +979,14 @@ static void sample_slot(int slot, uint64_t now)
 	bool waiting = true; /* the visit found it in a wait, placed there */
 	if (seq & 1u) {
 		/* In an interposed call: running in it (its CPU time is the
-		 * running samples'), or waiting in it. */
+		 * running samples'), preempted in a call that copies files (our
+		 * own sampler thread preempts it, too, when they share a CPU),
+		 * or waiting in it (woken, it may wait for a CPU there). */
 		if (busy && on_cpu_now(tid, &cpu)) {
 			place_running(slot, w, now, &sp, true, signals);
+			waiting = false;
+		} else if (busy && copying_call(w, t) && read_syscall(w, &si) && si.nr < -1) {
+			place_running(slot, w, now, &sp, false, signals);
 			waiting = false;
 		} else {
 			waiting = sample_published(slot, w, seq, now, sp.off);
