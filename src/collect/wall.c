@@ -950,10 +950,9 @@ static void sample_slot(int slot, uint64_t now)
 	sp.called = calls_since(w->last_seq, seq);
 	w->last_seq = seq;
 	/* A thread that ran for a fair part of the span may also have waited
-	 * for a CPU meanwhile, and may be on one now; so may one the previous
-	 * visit found waiting for a CPU.  One that barely ran (a wait that
-	 * woke, did little and waits again: most waiting threads) is not
-	 * asked: its waits for a CPU stay with its waits. */
+	 * for a CPU meanwhile, and may be on one now.  One that barely ran
+	 * (a wait that woke, did little and waits again: most waiting threads)
+	 * is not asked: its waits for a CPU stay with its waits. */
 	bool busy = sp.used > 0 && sp.used >= sp.span / BUSY_SHARE;
 	if (sp.used && !busy)
 		w->delay_known = false;
