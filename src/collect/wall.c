@@ -838,6 +838,7 @@ struct span_split {
 	uint64_t delayed; /* waits for a CPU that ended in the span, if read */
 	uint64_t off;     /* the rest */
 	bool called;      /* it entered an interposed call in the span */
+	bool asked;       /* schedstat was read */
 	bool known;       /* the span's waits for a CPU were all counted */
 };
 
@@ -919,6 +920,25 @@ static uint64_t delay_span(struct wall_private *w, uint64_t *waits)
 	return d;
 }
 
+/* Reads the span's waits for a CPU: they go with the running samples,
+ * except the first after a wake-up from the wait the previous visit found
+ * (the span's mean one), which is that wait's. */
+static void split_delays(int slot, struct wall_private *w, uint64_t now, struct span_split *sp)
+{
+	uint64_t waits;
+	sp->asked = true;
+	sp->known = w->delay_known;
+	sp->delayed = RT_MIN(delay_span(w, &waits), sp->off);
+	sp->known = sp->known && w->delay_known;
+	sp->off -= sp->delayed;
+	uint64_t woken = w->after_wait && w->stack && waits ? sp->delayed / waits : 0;
+	if (woken) {
+		account_previous_wait(slot, w, now, woken);
+		sp->delayed -= woken;
+	}
+	atomic_fetch_add(&thread_slots[slot].wall_owed_ns, sp->delayed);
+}
+
 /* One visit.  The span since the previous visit is split by the thread's
  * CPU clock and its schedstat: its CPU time, and the time it waited for a
  * CPU after being preempted, go to the thread's running samples, which
@@ -954,26 +974,10 @@ static void sample_slot(int slot, uint64_t now)
 	 * (a wait that woke, did little and waits again: most waiting threads)
 	 * is not asked: its waits for a CPU stay with its waits. */
 	bool busy = sp.used > 0 && sp.used >= sp.span / BUSY_SHARE;
-	if (sp.used && !busy)
-		w->delay_known = false;
 	if (sp.used)
 		atomic_fetch_add(&t->wall_owed_ns, sp.used);
-	if (busy) {
-		uint64_t waits;
-		sp.known = w->delay_known;
-		sp.delayed = RT_MIN(delay_span(w, &waits), sp.off);
-		sp.known = sp.known && w->delay_known;
-		sp.off -= sp.delayed;
-		uint64_t woken = w->after_wait && w->stack && waits ? sp.delayed / waits : 0;
-		if (woken) {
-			/* Woken from the wait the previous visit found, it first
-			 * waited for a CPU there: one of the span's waits for a
-			 * CPU, the mean one. */
-			account_previous_wait(slot, w, now, woken);
-			sp.delayed -= woken;
-		}
-		atomic_fetch_add(&t->wall_owed_ns, sp.delayed);
-	}
+	if (busy)
+		split_delays(slot, w, now, &sp);
 	struct wall_syscall_info si;
 	bool waiting = true; /* the visit found it in a wait, placed there */
 	if (seq & 1u) {
@@ -1007,14 +1011,26 @@ static void sample_slot(int slot, uint64_t now)
 		/* Off CPU: the kernel gave its registers. */
 		waiting = sample_syscall(slot, w, &si, cpu, now, sp.off);
 	} else {
-		/* On a CPU, or waiting for one. */
-		place_running(slot, w, now, &sp, false, signals);
+		/* On a CPU, or waiting for one.  One that barely ran, woken from
+		 * a wait no visit saw, is asked too when its count of waits for
+		 * a CPU is still exact (it was asked last time). */
+		bool on_cpu = false;
+		if (!busy && signals && sp.used && sp.called && !w->after_wait && w->delay_known &&
+		    on_cpu_now(tid, &cpu)) {
+			split_delays(slot, w, now, &sp);
+			on_cpu = true;
+		}
+		place_running(slot, w, now, &sp, on_cpu, signals);
 		waiting = false;
 	}
 	if (waiting) {
 		w->after_wait = true;
 		place_unseen(slot, w, now);
 	}
+	/* A thread that ran without being asked: its next reading of waits
+	 * for a CPU would count this span's too. */
+	if (sp.used && !sp.asked)
+		w->delay_known = false;
 	if (signals)
 		update_request(slot, w, now);
 }
