@@ -42,7 +42,7 @@ struct thread_slot {
 	int wall_depth;             /* the thread itself: nesting of blocking calls */
 	atomic_int wall_kind;       /* enum wall_state of the blocking call */
 	atomic_int wall_fd;         /* its file descriptor, or -1 */
-	atomic_ullong wall_pc, wall_sp, wall_fp, wall_ra;
+	atomic_ullong wall_pc, wall_sp, wall_fp, wall_ra, wall_callee;
 	atomic_ullong wall_tp;      /* thread pointer, for the hooks' slot lookup */
 	/* Wall time the thread spent on a CPU (or waiting for one) that no
 	 * running sample has carried yet: the next one takes it all. */

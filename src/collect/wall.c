@@ -10,6 +10,8 @@
 #include "symbols/symbols.h"
 #include "unwind/remote.h"
 
+#include <linux/utsname.h>
+
 #define RING_RECORDS 128u
 /* A running request that has not fired after this long (the thread did not
  * run through a scheduler tick) is withdrawn. */
@@ -68,6 +70,7 @@ struct wall_record {
  * address into its caller (two callers at the same depth share the frame). */
 struct frame_key {
 	uint64_t pc, sp, fp, ra;
+	uint64_t callee; /* follows from pc (one wrapper, one callee): not compared */
 };
 
 struct recent_frame {
@@ -139,6 +142,10 @@ static struct {
 	atomic_int alive;        /* sampler thread exists */
 	atomic_int hooks_on;
 	atomic_int signals_on;   /* our handler is installed and ours */
+	/* Interposed calls block our signal while a request runs: false where
+	 * the kernel raises CPU-timer signals only on the return to user mode
+	 * (calls_need_blocking), so a signal cannot interrupt a call. */
+	bool calls_block;
 	int signo;
 	const struct sw_config *cfg;
 	struct recorder *rec;
@@ -505,15 +512,26 @@ static void emit_cached(int slot, struct wall_private *w, uint64_t now, uint64_t
 }
 
 /* A published stack, with the markers of an empty or cut one. */
-static uint32_t unwind_published(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t *pcs)
+/* A published call's stack starts at the C library's function the program
+ * called, in place of our wrapper's frame, so the leaf says which call it
+ * was (as for a call we do not interpose, found in the C library's code).
+ * [signal-safe] */
+static void leaf_at_callee(uint64_t *pcs, uint32_t depth, uint64_t wrapper_pc, uint64_t callee)
 {
-	struct unwind_regs regs = { .pc = pc, .sp = sp, .fp = fp };
+	if (depth > 0 && callee != 0 && pcs[0] == wrapper_pc)
+		pcs[0] = callee;
+}
+
+static uint32_t unwind_published(const struct frame_key *k, uint64_t *pcs)
+{
+	struct unwind_regs regs = { .pc = k->pc, .sp = k->sp, .fp = k->fp };
 	enum unwind_end end;
 	uint32_t depth = unwind_remote(&regs, pcs, wall.max_frames, &end);
 	if (depth == 0)
 		pcs[depth++] = SW_PC_UNKNOWN;
 	if (end == UNWIND_END_TRUNCATED)
 		pcs[depth++] = SW_PC_TRUNCATED;
+	leaf_at_callee(pcs, depth, k->pc, k->callee);
 	return depth;
 }
 
@@ -571,6 +589,7 @@ static bool read_published(struct thread_slot *t, uint32_t seq, struct frame_key
 	k->sp = atomic_load_explicit(&t->wall_sp, memory_order_relaxed);
 	k->fp = atomic_load_explicit(&t->wall_fp, memory_order_relaxed);
 	k->ra = atomic_load_explicit(&t->wall_ra, memory_order_relaxed);
+	k->callee = atomic_load_explicit(&t->wall_callee, memory_order_relaxed);
 	return atomic_load(&t->wall_seq) == seq;
 }
 
@@ -627,13 +646,13 @@ static bool sample_published(int slot, struct wall_private *w, uint32_t seq, uin
 		emit_cached(slot, w, now, span, &otel);
 		return true;
 	}
-	struct frame_key k = { 0, 0, 0, 0 };
+	struct frame_key k = { 0, 0, 0, 0, 0 };
 	const uint64_t *pcs = NULL;
 	uint32_t depth = 0;
 	for (int attempt = 0; attempt <= UNWIND_RETRIES; attempt++) {
 		if (attempt > 0) {
 			/* Back in a call from the same frame: that stack is the same. */
-			struct frame_key again = { 0, 0, 0, 0 };
+			struct frame_key again = { 0, 0, 0, 0, 0 };
 			seq = atomic_load(&t->wall_seq);
 			if (!(seq & 1u) || !read_published(t, seq, &again) || !same_key(&k, &again))
 				break;
@@ -646,7 +665,7 @@ static bool sample_published(int slot, struct wall_private *w, uint32_t seq, uin
 			depth = r->depth;
 			break;
 		}
-		depth = unwind_published(k.pc, k.sp, k.fp, wall.scratch);
+		depth = unwind_published(&k, wall.scratch);
 		if (atomic_load(&t->wall_seq) == seq) {
 			pcs = wall.scratch;
 			recent_store(w, &k, pcs, depth);
@@ -1037,6 +1056,36 @@ static void sample_slot(int slot, uint64_t now)
 
 /* ---- the handler ---- */
 
+/* Whether the interrupted thread, its stack pointer at sp, is inside the
+ * interposed call it published (in the wrapper or below it; a call left by
+ * longjmp keeps wall_seq odd, but the thread then runs above its frame).
+ * The thread itself wrote the frame, so it is whole. [signal-safe] */
+static bool in_published_call(struct thread_slot *t, uint64_t sp)
+{
+	return (atomic_load(&t->wall_seq) & 1u) && sp <= atomic_load_explicit(&t->wall_sp, memory_order_relaxed);
+}
+
+/* The published call's stack unwound by the thread itself, leaf first
+ * (the C library's function called), with room for max_frames + 1.
+ * [signal-safe] */
+static uint32_t unwind_published_here(struct thread_slot *t, uint64_t *pcs)
+{
+	struct unwind_regs regs;
+	rt_memset(&regs, 0, sizeof(regs));
+	regs.pc = atomic_load_explicit(&t->wall_pc, memory_order_relaxed);
+	regs.sp = atomic_load_explicit(&t->wall_sp, memory_order_relaxed);
+	regs.fp = atomic_load_explicit(&t->wall_fp, memory_order_relaxed);
+	uint64_t wrapper_pc = regs.pc;
+	enum unwind_end end = UNWIND_END_OUTERMOST;
+	uint32_t depth = unwind_stack(&regs, pcs, wall.max_frames, 0, &end);
+	if (depth == 0)
+		pcs[depth++] = SW_PC_UNKNOWN;
+	if (end == UNWIND_END_TRUNCATED)
+		pcs[depth++] = SW_PC_TRUNCATED;
+	leaf_at_callee(pcs, depth, wrapper_pc, atomic_load_explicit(&t->wall_callee, memory_order_relaxed));
+	return depth;
+}
+
 static void wall_signal_handler(int sig, void *siv, void *ucv)
 {
 	RT_UNUSED(sig);
@@ -1066,26 +1115,37 @@ static void wall_signal_handler(int sig, void *siv, void *ucv)
 		atomic_fetch_add(&wall.dropped, 1);
 		return;
 	}
-	uint32_t depth = sample_unwind_interrupted(ucv, 0, 0, rec->pcs, wall.max_frames);
-	/* Inside an interposed call (delivered as its end unblocks our signal,
-	 * or between its start and the block): the call's CPU time, on the
-	 * stack its visits see, which starts at the wrapper's published pc. */
-	rec->in_call = (atomic_load(&t->wall_seq) & 1u) ||
-		       atomic_load_explicit(&t->wall_leave_state, memory_order_relaxed) != 0;
-	if (rec->in_call) {
+	struct unwind_regs at;
+	unwind_regs_from_ucontext(ucv, &at);
+	uint32_t depth;
+	if (in_published_call(t, at.sp)) {
+		/* Inside an interposed call, in its wrapper or in the C library's
+		 * part of it (musl's has no unwind tables): the call's CPU time,
+		 * on the stack its visits see, from the frame it published. */
+		depth = unwind_published_here(t, rec->pcs);
+		rec->in_call = true;
+		rec->depth = depth;
+		rec->state = (int8_t)atomic_load_explicit(&t->wall_kind, memory_order_relaxed);
+		rec->fd = atomic_load_explicit(&t->wall_fd, memory_order_relaxed);
+	} else if (atomic_load_explicit(&t->wall_leave_state, memory_order_relaxed) != 0) {
+		/* Delivered as the call's end unblocks our signal (our code has
+		 * unwind tables): the stack starts at the wrapper's published pc. */
+		depth = sample_unwind_interrupted(ucv, 0, 0, rec->pcs, wall.max_frames);
+		rec->in_call = true;
 		depth = sample_drop_through_own(rec->pcs, depth);
 		for (uint32_t i = depth; i > 0; i--)
 			rec->pcs[i] = rec->pcs[i - 1];
-		rec->pcs[0] = atomic_load_explicit(&t->wall_pc, memory_order_relaxed);
+		uint64_t callee = atomic_load_explicit(&t->wall_callee, memory_order_relaxed);
+		rec->pcs[0] = callee ? callee : atomic_load_explicit(&t->wall_pc, memory_order_relaxed);
 		rec->depth = depth + 1;
 		rec->state = (int8_t)atomic_load_explicit(&t->wall_kind, memory_order_relaxed);
 		rec->fd = atomic_load_explicit(&t->wall_fd, memory_order_relaxed);
 	} else {
 		/* Raised during a system call, a CPU-clock signal is delivered
 		 * as the call returns, right after its instruction. */
-		struct unwind_regs regs;
-		unwind_regs_from_ucontext(ucv, &regs);
-		rec->state = (int8_t)(unwind_after_syscall(regs.pc) ? WALL_STATE_SYSCALL : WALL_STATE_RUNNING);
+		depth = sample_unwind_interrupted(ucv, 0, 0, rec->pcs, wall.max_frames);
+		rec->in_call = false;
+		rec->state = (int8_t)(unwind_after_syscall(at.pc) ? WALL_STATE_SYSCALL : WALL_STATE_RUNNING);
 		rec->depth = sample_drop_own_leaves(rec->pcs, depth);
 		rec->fd = -1;
 	}
@@ -1258,7 +1318,8 @@ void wall_call_enter(struct wall_call *c, const struct wall_frame *f, enum wall_
 		/* Called from a signal handler inside another blocking call:
 		 * that call's frame stays published. */
 		t->wall_depth++;
-		block_our_signal(c);
+		if (wall.calls_block)
+			block_our_signal(c);
 		return;
 	}
 	/* Outermost (a deeper published frame belongs to a call that was left
@@ -1268,10 +1329,17 @@ void wall_call_enter(struct wall_call *c, const struct wall_frame *f, enum wall_
 	atomic_store_explicit(&t->wall_sp, f->sp, memory_order_relaxed);
 	atomic_store_explicit(&t->wall_fp, f->fp, memory_order_relaxed);
 	atomic_store_explicit(&t->wall_ra, f->ra, memory_order_relaxed);
+	atomic_store_explicit(&t->wall_callee, f->callee, memory_order_relaxed);
 	atomic_store_explicit(&t->wall_kind, (int)kind, memory_order_relaxed);
 	atomic_store_explicit(&t->wall_fd, fd, memory_order_relaxed);
 	uint32_t seq = atomic_load_explicit(&t->wall_seq, memory_order_relaxed);
-	atomic_store(&t->wall_seq, (seq | 1u) + ((seq & 1u) ? 2u : 0u));
+	uint32_t odd = (seq | 1u) + ((seq & 1u) ? 2u : 0u);
+	if (!wall.calls_block) {
+		/* No handshake: the sampler only needs the frame before the seq. */
+		atomic_store_explicit(&t->wall_seq, odd, memory_order_release);
+		return;
+	}
+	atomic_store(&t->wall_seq, odd);
 	if (atomic_load(&t->wall_inflight))
 		block_our_signal(c);
 }
@@ -1342,6 +1410,35 @@ static void start_thread(void)
 	}
 }
 
+/* Whether an interposed call must block our signal while a request runs.
+ * Where CPU-clock timers expire in task work, the signal is raised on the
+ * return to user mode after the system call: it never interrupts a call
+ * (no EINTR), and lands inside the call's wrapper (wall_seq odd), where the
+ * handler takes the call's published frame, as it does for a signal left
+ * pending until the call unblocked it.  Skipping the block saves two
+ * rt_sigprocmask system calls per interposed call while a request runs. */
+static bool calls_need_blocking(void)
+{
+#if ARCH_CPU_TIMERS_TASK_WORK_SINCE == 0
+	return true;
+#else
+	struct new_utsname uts = { 0 };
+	if (sys_uname(&uts) != 0)
+		return true;
+	const char *r = uts.release, *dot = r;
+	while (*dot >= '0' && *dot <= '9')
+		dot++;
+	const char *end = *dot == '.' ? dot + 1 : dot;
+	while (*end >= '0' && *end <= '9')
+		end++;
+	uint64_t major, minor;
+	if (*dot != '.' || !rt_parse_u64(r, (size_t)(dot - r), &major) ||
+	    !rt_parse_u64(dot + 1, (size_t)(end - dot - 1), &minor))
+		return true;
+	return major * 256 + minor < ARCH_CPU_TIMERS_TASK_WORK_SINCE;
+#endif
+}
+
 int wall_start(const struct sw_config *cfg, struct recorder *rec)
 {
 	if (atomic_load(&wall.running))
@@ -1359,6 +1456,7 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 		wall.scratch = rt_malloc((cfg->max_frames + 2) * sizeof(uint64_t));
 	if (!wall.scratch)
 		return -ENOMEM;
+	wall.calls_block = calls_need_blocking();
 	wall.signo = choose_signal();
 	if (wall.signo > 0) {
 		if (rt_signal_install(wall.signo, wall_signal_handler, &wall.previous) == 0)

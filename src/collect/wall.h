@@ -51,7 +51,12 @@
  * value read after the flag went up, so every interposed call the signal
  * can reach has blocked it: a late signal stays pending until the call
  * returned.  ppoll/pselect/epoll_pwait/sigsuspend masks always keep our
- * signal blocked.
+ * signal blocked.  Where CPU-clock timers expire in task work the block is
+ * skipped (it costs two system calls per call while a request runs): the
+ * signal is raised only on a return to user mode, so it cannot interrupt a
+ * call; raised inside one (wall_seq odd, in the wrapper or in the C
+ * library's part, which may have no unwind tables), the handler unwinds
+ * from the call's published frame, not from the interrupted registers.
  */
 #ifndef STOWAWAY_COLLECT_WALL_H
 #define STOWAWAY_COLLECT_WALL_H
@@ -116,6 +121,7 @@ void wall_after_fork_child(void);
  * return address. */
 struct wall_frame {
 	uint64_t pc, sp, fp, ra;
+	uint64_t callee; /* entry of the C library's function called; 0: none */
 };
 /* Per-call state kept on the caller's stack between enter and leave. */
 struct wall_call {

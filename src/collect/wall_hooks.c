@@ -16,12 +16,14 @@
 #define SIGSET_BYTES 128
 
 /* The wrapper's own pc, sp and frame pointer, taken together so that the
- * unwind tables of that pc describe that sp, and its return address into
- * the caller (two callers at the same depth share the frame). */
-#define WALL_HERE(f)                                                           \
+ * unwind tables of that pc describe that sp, its return address into the
+ * caller (two callers at the same depth share the frame), and the entry of
+ * the C library's function it calls (the stack's leaf frame). */
+#define WALL_HERE(f, fn)                                                       \
 	do {                                                                   \
 		ARCH_HERE((f).pc, (f).sp, (f).fp);                             \
 		(f).ra = (uint64_t)(uintptr_t)__builtin_return_address(0);     \
+		(f).callee = (uint64_t)(uintptr_t)(fn);                        \
 	} while (0)
 
 /* The next definition of `name`, resolved once found. */
@@ -51,13 +53,14 @@ static const void *mask_with_ours(const void *mask, struct wait_mask *copy)
 
 /* The body the waiting wrappers share: forward at once when wall profiling
  * is off; otherwise publish "blocked here" (this frame) around the call.  A
- * macro, not a function: WALL_HERE must capture the wrapper's own frame. */
+ * macro, not a function: WALL_HERE must capture the wrapper's own frame.
+ * `next` is the C library's function that `call` calls. */
 #define WALL_WRAP(state, fd, call)                                               \
 	do {                                                                     \
 		if (!wall_hooks_active())                                        \
 			return call;                                             \
 		struct wall_frame wrap_frame_;                                   \
-		WALL_HERE(wrap_frame_);                                          \
+		WALL_HERE(wrap_frame_, next);                                    \
 		struct wall_call wrap_call_;                                     \
 		wall_call_enter(&wrap_call_, &wrap_frame_, (state), (fd));       \
 		__typeof__(call) wrap_result_ = call;                            \
@@ -286,7 +289,7 @@ SW_EXPORT int epoll_pwait(int epfd, void *events, int max, int timeout, const vo
 		return next(epfd, events, max, timeout, sigmask);
 	struct wait_mask copy;
 	struct wall_frame f;
-	WALL_HERE(f);
+	WALL_HERE(f, next);
 	struct wall_call c;
 	wall_call_enter(&c, &f, WALL_STATE_WAITING, -1);
 	int r = next(epfd, events, max, timeout, mask_with_ours(sigmask, &copy));
@@ -317,7 +320,7 @@ SW_EXPORT int ppoll(void *fds, unsigned long nfds, const void *ts, const void *s
 		return next(fds, nfds, ts, sigmask);
 	struct wait_mask copy;
 	struct wall_frame f;
-	WALL_HERE(f);
+	WALL_HERE(f, next);
 	struct wall_call c;
 	wall_call_enter(&c, &f, WALL_STATE_WAITING, -1);
 	int r = next(fds, nfds, ts, mask_with_ours(sigmask, &copy));
@@ -348,7 +351,7 @@ SW_EXPORT int pselect(int nfds, void *rd, void *wr, void *ex, const void *ts, co
 		return next(nfds, rd, wr, ex, ts, sigmask);
 	struct wait_mask copy;
 	struct wall_frame f;
-	WALL_HERE(f);
+	WALL_HERE(f, next);
 	struct wall_call c;
 	wall_call_enter(&c, &f, WALL_STATE_WAITING, -1);
 	int r = next(nfds, rd, wr, ex, ts, mask_with_ours(sigmask, &copy));
@@ -368,7 +371,7 @@ SW_EXPORT int sigsuspend(const void *sigmask)
 		return next(sigmask);
 	struct wait_mask copy;
 	struct wall_frame f;
-	WALL_HERE(f);
+	WALL_HERE(f, next);
 	struct wall_call c;
 	wall_call_enter(&c, &f, WALL_STATE_WAITING, -1);
 	int r = next(mask_with_ours(sigmask, &copy));

@@ -13,6 +13,9 @@ short reads.  Judged with `go tool pprof -traces -sample_index=wall-time`:
    3 percentage points of its true share (its thread's lifetime over the sum
    of all threads' lifetimes, as the workload measured them);
  - each such thread: >= 97% of its wall time under its waiting function;
+ - the stacks of its waits start at the C library's function it called
+   (a name containing the call's, e.g. __nanosleep), never at its caller
+   or at our wrapper (>= 97% of its thread's time off a CPU);
  - the profile's total wall time within 5% of the threads' lifetimes."""
 import glob
 import os
@@ -28,6 +31,15 @@ SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so")
 # STOWAWAY_WL: another build's workloads (aarch64.sh: launchers that run them under qemu).
 WL = os.environ.get("STOWAWAY_WL", os.path.join(ROOT, "build", "workloads"))
 SECONDS = float(os.environ.get("WALL_TORTURE_SECONDS", "6"))
+# The C library call each interposed wait makes: its leaf frame's name holds
+# this (glibc and musl name their entries __nanosleep, __libc_read, ...).
+# wait_mutex_lock is left out: pthread_mutex_lock is not interposed.
+CALLED = {"wait_nanosleep": "nanosleep", "wait_clock_nanosleep": "clock_nanosleep",
+          "wait_usleep": "usleep", "wait_read_pipe": "read", "wait_read_socket": "read",
+          "wait_recv_timeout": "recv", "wait_accept": "accept", "wait_epoll": "epoll_wait",
+          "wait_poll": "poll", "wait_select": "select", "wait_ppoll": "ppoll",
+          "wait_sem_timedwait": "sem_timedwait", "wait_cond_timedwait": "cond_timedwait",
+          "wait_waitpid": "waitpid"}
 
 
 def run_variant(exe_name):
@@ -79,6 +91,18 @@ def run_variant(exe_name):
             frac = under / thread_total if thread_total else 0
             check(f"{exe_name}: {function}: >= 97% of its thread's wall time under it",
                   frac >= 0.97, f"{100*frac:.2f}% of {thread_total/1e9:.2f}s")
+            if function in CALLED:
+                off_cpu = [(s, v) for lab, s, v in samples
+                           if lab.get("thread name") == thread and lab.get("state") != "running"]
+                def called(stack):  # the C library's entry, not the workload's wait_ caller
+                    return bool(stack) and CALLED[function] in stack[0] and stack[0] != function
+                at_call = sum(v for s, v in off_cpu if called(s))
+                waited = sum(v for _, v in off_cpu)
+                leaves = sorted({s[0] for s, _ in off_cpu if s and not called(s)})
+                check(f"{exe_name}: {function}: its waits' leaf frame is the C library's "
+                      f"{CALLED[function]}", waited > 0 and at_call >= 0.97 * waited,
+                      f"{100*at_call/waited if waited else 0:.2f}% of {waited/1e9:.2f}s off a CPU; "
+                      f"other leaves {leaves[:4]}")
         states = {lab.get("state") for lab, _, _ in samples}
         check(f"{exe_name}: states running, sleeping, waiting, network present",
               {"running", "sleeping", "waiting", "network"} <= states, str(sorted(s for s in states if s)))

@@ -5,6 +5,8 @@
 
 #define ARCH_NAME "aarch64"
 #define ARCH_ELF_MACHINE 183 /* EM_AARCH64 */
+/* See rt/arch/x86_64.h (arm64 selects POSIX_CPU_TIMERS_TASK_WORK since 5.16). */
+#define ARCH_CPU_TIMERS_TASK_WORK_SINCE 0x0510 /* 5.16 */
 
 /* aarch64 has only the *at, clone, ppoll... forms of the system calls;
  * rt/sys.h uses only those on every architecture. */

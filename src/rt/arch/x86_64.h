@@ -5,6 +5,10 @@
 
 #define ARCH_NAME "x86_64"
 #define ARCH_ELF_MACHINE 62 /* EM_X86_64 */
+/* The kernel release (major << 8 | minor) from which CPU-clock timers expire
+ * in task work, raising their signal on the return to user mode (never
+ * during a system call); 0: not known for this architecture. */
+#define ARCH_CPU_TIMERS_TASK_WORK_SINCE 0x050a /* 5.10 */
 
 static inline long arch_syscall6(long n, long a, long b, long c, long d, long e, long f)
 {
