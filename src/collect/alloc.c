@@ -630,6 +630,11 @@ void alloc_collector_before_export(struct profile *finished)
 void alloc_collector_after_fork_child(void)
 {
 	rt_mutex_reset(&st.live_lock);
+	/* Slots draw their generator from st.seed: children forked from one
+	 * parent state would otherwise all sample the same allocations. */
+	struct rt_rng rng;
+	rt_rng_seed(&rng);
+	atomic_store(&st.seed, rt_rng_next(&rng));
 	/* Only the forking thread survives; it claims a fresh slot. */
 	for (uint32_t w = 0; w < ALLOC_THREAD_SLOTS / 64u; w++) {
 		uint64_t bits = atomic_load_explicit(&claimed_bits[w], memory_order_relaxed);

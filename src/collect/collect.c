@@ -38,6 +38,8 @@ static const struct collector *const collectors[] = {
 static struct {
 	atomic_int running;
 	atomic_int sampler_alive;
+	/* Orders a fork child's deferred thread start with collect_stop. */
+	struct rt_mutex start_lock;
 	const struct sw_config *cfg;
 } col;
 
@@ -61,8 +63,13 @@ static void *sampler_main(void *arg)
 	RT_UNUSED(arg);
 	(void)sys_prctl(15 /* PR_SET_NAME */, (long)"stowaway-sample", 0, 0, 0);
 	uint64_t tick = 0, last_unknown_refresh = 0;
+	uint64_t next = rt_monotonic_ns();
 	while (atomic_load(&col.running)) {
-		thread_own_sleep_until(rt_monotonic_ns() + SAMPLER_TICK_NS);
+		thread_own_sleep_until(next + SAMPLER_TICK_NS);
+		uint64_t now = rt_monotonic_ns();
+		if (now < next + SAMPLER_TICK_NS)
+			continue; /* woken for a stop: the loop condition says */
+		next = now;
 		for (size_t i = 0; i < N_COLLECTORS; i++)
 			if (collectors[i]->tick)
 				collectors[i]->tick();
@@ -86,7 +93,7 @@ static void *sampler_main(void *arg)
 		}
 	}
 	cpu_drain();
-	atomic_store(&col.sampler_alive, 0);
+	thread_flag_clear(&col.sampler_alive);
 	return NULL;
 }
 
@@ -127,14 +134,17 @@ int collect_start(const struct sw_config *cfg, struct recorder *rec)
 
 void collect_stop(void)
 {
-	if (!atomic_exchange(&col.running, 0))
+	rt_mutex_lock(&col.start_lock);
+	bool was_running = atomic_exchange(&col.running, 0) != 0;
+	rt_mutex_unlock(&col.start_lock);
+	if (!was_running)
 		return;
+	thread_own_interrupt();
 	for (size_t i = 0; i < N_COLLECTORS; i++)
 		if (collectors[i]->stop)
 			collectors[i]->stop();
 	/* Let the sampler drain what the handlers left (bounded wait). */
-	for (int i = 0; i < 100 && atomic_load(&col.sampler_alive); i++)
-		(void)rt_sleep_ns(1000000);
+	(void)thread_flag_wait_clear(&col.sampler_alive, 100 * 1000000ull);
 	cpu_drain();
 }
 
@@ -184,19 +194,34 @@ void collect_after_fork_child(void)
 	if (lo == 0 && !unwind_stack_bounds(here, &lo, &hi))
 		lo = hi = 0;
 	threads_reset();
+	rt_mutex_reset(&col.start_lock);
+	atomic_store(&col.sampler_alive, 0);
 	for (size_t i = 0; i < N_COLLECTORS; i++)
 		if (collectors[i]->after_fork_child)
 			collectors[i]->after_fork_child();
 	context_after_fork_child();
 	if (!atomic_load(&col.running))
 		return;
-	(void)threads_register((int)sys_gettid(), true, lo, hi);
-	atomic_store(&col.sampler_alive, 1);
-	int r = thread_spawn(sampler_main, NULL);
-	if (r < 0) {
-		atomic_store(&col.sampler_alive, 0);
-		rt_warn("cannot restart the sampler thread after fork (error %d)", -r);
+	int tid = (int)sys_gettid();
+	wall_since_fork(threads_register(tid, true, lo, hi), tid);
+	/* No thread yet: collect_start_threads, if the child lives on. */
+}
+
+void collect_start_threads(void)
+{
+	rt_mutex_lock(&col.start_lock);
+	if (atomic_load(&col.running)) {
+		if (!atomic_load(&col.sampler_alive)) {
+			atomic_store(&col.sampler_alive, 1);
+			int r = thread_spawn(sampler_main, NULL);
+			if (r < 0) {
+				atomic_store(&col.sampler_alive, 0);
+				rt_warn("cannot start the sampler thread after fork (error %d)", -r);
+			}
+		}
+		wall_start_sampler();
 	}
+	rt_mutex_unlock(&col.start_lock);
 }
 
 __attribute__((noinline)) uint32_t collect_stack_of_caller(uint64_t *pcs, uint32_t cap)

@@ -22,9 +22,13 @@ void collect_stop(void);
  * threads only then. */
 bool collect_threads_active(void);
 /* In a fork child (from the atfork handler): forgets the parent's threads
- * and pending samples, registers the forking thread and restarts the
- * sampler thread. */
+ * and pending samples and registers the forking thread, whose CPU timer
+ * runs from now; the sampler threads are not started there (a child that
+ * exits at once makes none): collect_start_threads starts them, from a
+ * thread of ours, once the child lives on.  Samples taken before wait in
+ * the rings, and the exit path drains them itself. */
 void collect_after_fork_child(void);
+void collect_start_threads(void);
 /* The stack of the caller of the function that calls this (return
  * addresses minus one, as samples hold them), without our own frames, into
  * pcs (room for cap); returns the depth.  Not for signal handlers. */

@@ -81,11 +81,20 @@ void ring_clear(struct sample_ring *r)
 {
 	/* Only records in use are written (none are even read when the count
 	 * says so): after a fork the others stay shared with the parent. */
-	if (atomic_load(&r->in_use) == 0)
+	uint32_t left = atomic_load(&r->in_use);
+	if (left == 0)
 		return;
-	for (uint32_t i = 0; r->mem && i < r->records; i++)
-		if (atomic_load(&record_at(r, i)->state) != RECORD_EMPTY)
-			atomic_store(&record_at(r, i)->state, RECORD_EMPTY);
+	/* Records are reserved in turn, so those in use are the last ones
+	 * reserved: walking back from the next one finds them without reading
+	 * the whole ring (one record per page or so). */
+	uint32_t next = atomic_load(&r->next);
+	for (uint32_t k = 1; r->mem && k <= r->records && left > 0; k++) {
+		struct ring_head *h = record_at(r, (next - k) % r->records);
+		if (atomic_load(&h->state) != RECORD_EMPTY) {
+			atomic_store(&h->state, RECORD_EMPTY);
+			left--;
+		}
+	}
 	atomic_store(&r->ready, 0);
 	atomic_store(&r->in_use, 0);
 }

@@ -1254,6 +1254,8 @@ static void *wall_main(void *arg)
 		thread_own_sleep_until(next);
 		if (!atomic_load(&wall.running))
 			break;
+		if (rt_monotonic_ns() < next)
+			continue; /* woken for another thread's stop */
 		wall_tick();
 		drain_ring();
 		uint64_t now = rt_monotonic_ns();
@@ -1264,7 +1266,7 @@ static void *wall_main(void *arg)
 			next = now + period;
 	}
 	drain_ring();
-	atomic_store(&wall.alive, 0);
+	thread_flag_clear(&wall.alive);
 	return NULL;
 }
 
@@ -1485,9 +1487,8 @@ void wall_stop(void)
 	if (!atomic_exchange(&wall.running, 0))
 		return;
 	atomic_store(&wall.hooks_on, 0);
-	for (int i = 0; i < STOP_WAIT_MS && atomic_load(&wall.alive); i++)
-		(void)rt_sleep_ns(1000000);
-	if (atomic_load(&wall.alive))
+	thread_own_interrupt();
+	if (!thread_flag_wait_clear(&wall.alive, STOP_WAIT_MS * 1000000ull))
 		return; /* still sampling: leave its descriptors and timers alone */
 	for (int s = next_prepared(0); s >= 0; s = next_prepared(s + 1)) {
 		struct thread_slot *t = &thread_slots[s];
@@ -1542,8 +1543,32 @@ void wall_after_fork_child(void)
 		atomic_store(&slot_bits[word], 0);
 	ring_clear(&wall.ring);
 	atomic_store(&wall.alive, 0);
-	if (atomic_load(&wall.running))
+	/* The sampler thread starts later, if the child lives on
+	 * (wall_start_sampler). */
+}
+
+void wall_start_sampler(void)
+{
+	if (atomic_load(&wall.running) && !atomic_load(&wall.alive))
 		start_thread();
+}
+
+void wall_since_fork(int slot, int tid)
+{
+	if (!atomic_load(&wall.running) || slot < 0 || slot >= THREADS_MAX)
+		return;
+	/* The forked thread's clocks began at the fork: its CPU time and its
+	 * waits for a CPU are all this process's. */
+	struct wall_private *w = &priv[slot];
+	w->tid = tid;
+	w->first_seen_ns = rt_monotonic_ns();
+	w->visited = true;
+	w->last_visit = w->first_seen_ns;
+	w->cpu_known = true;
+	w->last_cpu = 0;
+	w->delay_known = true;
+	w->last_delay = 0;
+	w->last_slices = 0;
 }
 
 void wall_get_stats(struct wall_stats *out)

@@ -112,8 +112,15 @@ void wall_drain(void);
 void wall_set_rate(uint32_t hz);
 uint32_t wall_rate(void);
 int wall_thread_tid(void);
-/* In a fork child: forget the parent's descriptors and timers, restart. */
+/* In a fork child: forget the parent's descriptors and timers.  The
+ * sampler thread is not started there: wall_start_sampler starts it once
+ * the child lives on (a child that exits at once creates no thread), and
+ * wall_since_fork gives the forked thread (registered in `slot`) a first
+ * visit at the fork, so its first sample covers the time before the
+ * sampler started, split by its CPU clock as any span is. */
 void wall_after_fork_child(void);
+void wall_start_sampler(void);
+void wall_since_fork(int slot, int tid);
 
 /* ---- for the interposed blocking calls (wall_hooks.c) ---- */
 

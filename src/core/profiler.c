@@ -19,6 +19,12 @@
 
 #define MAX_EXPORTERS 4
 #define FLUSH_MIN_TIMEOUT_NS (10ull * RT_NS_PER_SEC)
+/* A fork child starts its sampler threads only once it has lived this
+ * long: most children of a process-per-connection server are gone by then,
+ * and a child that exits before made one thread (the scheduler) instead of
+ * three.  Its CPU samples wait in the ring meanwhile, and its wall time is
+ * counted from the fork (wall_since_fork). */
+#define CHILD_THREADS_DELAY_NS (20ull * 1000000ull)
 
 static struct {
 	atomic_int running;
@@ -28,6 +34,7 @@ static struct {
 	int n_exporters;
 	bool wants_combined; /* an exporter reads the batch's combined profile */
 	bool forked;         /* this process is a fork child */
+	uint64_t forked_ns;  /* when, on the monotonic clock (0: not a child) */
 	struct sw_otlp_config otlp; /* OpenTelemetry export settings (immutable once loaded) */
 	/* Serialises period exports (scheduler, flush, exit). */
 	struct rt_mutex export_lock;
@@ -413,9 +420,15 @@ static void *scheduler_main(void *arg)
 	uint64_t next = rt_monotonic_ns() + period_ns;
 	/* The memory guard is polled from this thread between periods. */
 	uint64_t next_poll = memguard_start(prof.cfg) ? rt_monotonic_ns() : UINT64_MAX;
-	while (wait_until(RT_MIN(next, next_poll))) {
+	/* A fork child's sampler threads, once it has lived on. */
+	uint64_t threads_at = prof.forked_ns ? prof.forked_ns + CHILD_THREADS_DELAY_NS : UINT64_MAX;
+	while (wait_until(RT_MIN(RT_MIN(next, next_poll), threads_at))) {
 		prepare_for_children();
 		uint64_t now = rt_monotonic_ns();
+		if (now >= threads_at) {
+			collect_start_threads();
+			threads_at = UINT64_MAX;
+		}
 		if (now >= next_poll) {
 			struct memguard_trigger t;
 			next_poll = memguard_poll(now, &t);
@@ -502,6 +515,7 @@ static void fork_child(void)
 	prof.runtime_id_adopted = false;
 	prof.seq = 0;
 	prof.forked = true;
+	prof.forked_ns = rt_monotonic_ns();
 	atomic_store(&prof.fork_warm, 0); /* its own first fork prepares its own children */
 	recorder_after_fork_child(prof.rec);
 	symbols_after_fork_child();
@@ -509,7 +523,7 @@ static void fork_child(void)
 	atomic_store(&prof.stop_requested, 0);
 	memguard_after_fork_child();
 	collect_after_fork_child();
-	int r = thread_spawn(scheduler_main, NULL);
+	int r = thread_spawn_unwaited(scheduler_main, NULL);
 	if (r < 0)
 		rt_warn("cannot restart the scheduler after fork (error %d); this process's "
 			"profiles are exported only at exit", -r);
@@ -563,7 +577,7 @@ int profiler_start(const struct sw_config *cfg)
 	register_fork_handlers();
 	if (prof.n_exporters == 0)
 		rt_warn("no profile destination is usable; profiles are collected but not exported");
-	symbols_configure(cfg->debug_dirs, (size_t)cfg->debug_memory_mb << 20);
+	symbols_configure(cfg->debug_dirs, (size_t)cfg->debug_memory_mb << 20, cfg->max_overhead_ppm);
 	if (!symbols_refresh())
 		rt_warn("cannot read /proc/self/maps: stacks will have no symbols");
 	atomic_store(&prof.stop_requested, 0);

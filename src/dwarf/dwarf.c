@@ -1169,6 +1169,15 @@ static struct unit *unit_of_addr(struct dwarf_index *ix, uint64_t addr)
 	return NULL;
 }
 
+bool dwarf_unit_offset(struct dwarf_index *ix, uint64_t addr, uint64_t *info_offset)
+{
+	const struct unit *u = unit_of_addr(ix, addr);
+	if (u == NULL)
+		return false;
+	*info_offset = u->ctx.offset;
+	return true;
+}
+
 enum dwarf_lookup_status dwarf_lookup(struct dwarf_index *ix, uint64_t addr,
 				      struct dwarf_frame frames[DWARF_MAX_FRAMES], uint32_t *n)
 {

@@ -48,6 +48,7 @@ enum dwarf_lookup_status {
 	DWARF_FOUND = 0,     /* frames filled */
 	DWARF_NOT_FOUND = 1, /* no unit covers the address, or it has no line for it */
 	DWARF_OVER_BUDGET = 2, /* the unit would not fit the budget even alone */
+	DWARF_DEFERRED = 3,    /* not read now (its caller's CPU share is used up); a later lookup may */
 };
 
 /* Frames at link-time address addr, innermost first: frames[0] is the code at
@@ -56,6 +57,9 @@ enum dwarf_lookup_status {
  * *n receives the count (at least 1 when DWARF_FOUND). */
 enum dwarf_lookup_status dwarf_lookup(struct dwarf_index *ix, uint64_t addr,
 				      struct dwarf_frame frames[DWARF_MAX_FRAMES], uint32_t *n);
+/* The .debug_info offset of the unit covering addr, without reading it;
+ * false if no unit does. */
+bool dwarf_unit_offset(struct dwarf_index *ix, uint64_t addr, uint64_t *info_offset);
 
 /* Bytes the index holds now, and its peak since creation. */
 size_t dwarf_index_bytes(const struct dwarf_index *ix);

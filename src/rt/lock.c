@@ -35,4 +35,9 @@ void rt_mutex_unlock(struct rt_mutex *m)
 		(void)sys_futex((volatile int *)&m->state, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL);
 }
 
-void rt_mutex_reset(struct rt_mutex *m) { atomic_store(&m->state, 0); }
+/* Written only when held: after fork an untouched page stays shared. */
+void rt_mutex_reset(struct rt_mutex *m)
+{
+	if (atomic_load_explicit(&m->state, memory_order_relaxed) != 0)
+		atomic_store(&m->state, 0);
+}

@@ -13,6 +13,9 @@ static atomic_int own_tids[OWN_THREADS_MAX];
 static atomic_int own_private_files[OWN_THREADS_MAX];
 /* The process our threads belong to (a vfork child shares this memory). */
 static atomic_int own_pid;
+/* Threads created and not yet marked as ours: thread_own_run waits for
+ * them (a thread spawned without waiting must not miss a request). */
+static atomic_int own_starting;
 /* Per thread of ours: the futex word it waits on when not the request
  * word, the last request it ran and what that returned. */
 static _Atomic(atomic_int *) own_wake[OWN_THREADS_MAX];
@@ -195,7 +198,7 @@ static void forget_self(int tid)
 struct spawn_request {
 	void *(*fn)(void *);
 	void *arg;
-	atomic_int started;
+	atomic_int unmarked; /* 1 until the thread has marked itself as ours */
 	atomic_int refs;
 };
 
@@ -203,6 +206,12 @@ static void spawn_request_put(struct spawn_request *req)
 {
 	if (atomic_fetch_sub(&req->refs, 1) == 1)
 		rt_free(req);
+}
+
+static void starting_done(void)
+{
+	atomic_fetch_sub(&own_starting, 1);
+	(void)sys_futex((volatile int *)&own_starting, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, FUTEX_WAKE_ALL, NULL);
 }
 
 static void *spawn_trampoline(void *p)
@@ -219,8 +228,8 @@ static void *spawn_trampoline(void *p)
 		atomic_store(&own_private_files[slot], 1);
 	if (files == 0)
 		rt_log_set_redirect(log_for_own_thread);
-	atomic_store(&req->started, 1);
-	(void)sys_futex((volatile int *)&req->started, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL);
+	thread_flag_clear(&req->unmarked);
+	starting_done();
 	spawn_request_put(req);
 	if (files != 0)
 		rt_log_once(RT_LOG_DEBUG,
@@ -231,7 +240,7 @@ static void *spawn_trampoline(void *p)
 	return r;
 }
 
-int thread_spawn(void *(*fn)(void *), void *arg)
+static int spawn(void *(*fn)(void *), void *arg, bool wait)
 {
 	host_pthread_create_fn create = thread_host_pthread_create();
 	if (!create)
@@ -241,28 +250,34 @@ int thread_spawn(void *(*fn)(void *), void *arg)
 		return -ENOMEM;
 	req->fn = fn;
 	req->arg = arg;
+	atomic_store(&req->unmarked, 1); /* cleared by the thread once marked */
 	atomic_store(&req->refs, 2);
 	uint64_t all = host_signals_mask(), old = 0;
 	if (sys_rt_sigprocmask(SIG_SETMASK, &all, &old) != 0) {
 		rt_free(req);
 		return -EINVAL;
 	}
+	atomic_fetch_add(&own_starting, 1);
 	unsigned long handle = 0;
 	int r = create(&handle, NULL, spawn_trampoline, req);
 	(void)sys_rt_sigprocmask(SIG_SETMASK, &old, NULL);
 	if (r != 0) {
+		starting_done();
 		rt_free(req);
 		return -r;
 	}
 	if (pthread_detach)
 		(void)pthread_detach(handle);
 	/* Wait up to 5 s for the thread to mark itself as ours. */
-	struct __kernel_timespec ts = { 0, 10 * 1000 * 1000 };
-	for (int i = 0; i < 500 && !atomic_load(&req->started); i++)
-		(void)sys_futex((volatile int *)&req->started, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, 0, &ts);
+	if (wait)
+		(void)thread_flag_wait_clear(&req->unmarked, 5ull * RT_NS_PER_SEC);
 	spawn_request_put(req);
 	return 0;
 }
+
+int thread_spawn(void *(*fn)(void *), void *arg) { return spawn(fn, arg, true); }
+
+int thread_spawn_unwaited(void *(*fn)(void *), void *arg) { return spawn(fn, arg, false); }
 
 void thread_mark_own(int tid)
 {
@@ -286,9 +301,11 @@ void thread_forget_own(void)
 		atomic_store(&own_tids[i], 0);
 		atomic_store(&own_wake[i], NULL);
 	}
-	/* A request some thread of the parent had in progress is not ours. */
+	/* A request some thread of the parent had in progress is not ours,
+	 * nor a thread it was starting. */
 	atomic_store(&own_req.pending, 0);
 	atomic_store(&own_req.busy, 0);
+	atomic_store(&own_starting, 0);
 }
 
 /* ---- running a function on every thread of ours ---- */
@@ -321,18 +338,50 @@ void thread_own_service(void)
 		serve(slot);
 }
 
+/* Bumped by thread_own_interrupt: sleepers return early to recheck. */
+static atomic_uint own_interrupts;
+
 void thread_own_sleep_until(uint64_t deadline_ns)
 {
-	/* Each round ends at the deadline or with a new request. */
+	unsigned interrupts = atomic_load(&own_interrupts);
+	/* Each round ends at the deadline, with a new request or an interrupt. */
 	for (int round = 0; round < 1000; round++) {
 		int seen = (int)atomic_load(&own_req.seq);
 		thread_own_service();
 		uint64_t now = rt_monotonic_ns();
-		if (now >= deadline_ns)
+		if (now >= deadline_ns || atomic_load(&own_interrupts) != interrupts)
 			return;
 		struct __kernel_timespec ts = sys_timespec_of_ns(deadline_ns - now);
 		(void)sys_futex((volatile int *)&own_req.seq, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, seen, &ts);
 	}
+}
+
+void thread_own_interrupt(void)
+{
+	atomic_fetch_add(&own_interrupts, 1);
+	(void)sys_futex((volatile int *)&own_req.seq, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, FUTEX_WAKE_ALL, NULL);
+}
+
+void thread_flag_clear(atomic_int *flag)
+{
+	atomic_store(flag, 0);
+	(void)sys_futex((volatile int *)flag, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, FUTEX_WAKE_ALL, NULL);
+}
+
+bool thread_flag_wait_clear(atomic_int *flag, uint64_t timeout_ns)
+{
+	uint64_t deadline = rt_monotonic_ns() + timeout_ns;
+	for (int round = 0; round < 1000; round++) {
+		int v = atomic_load(flag);
+		if (v == 0)
+			return true;
+		uint64_t now = rt_monotonic_ns();
+		if (now >= deadline)
+			return false;
+		struct __kernel_timespec ts = sys_timespec_of_ns(deadline - now);
+		(void)sys_futex((volatile int *)flag, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, v, &ts);
+	}
+	return atomic_load(flag) == 0;
 }
 
 void thread_own_wake_word(atomic_int *word)
@@ -383,7 +432,19 @@ struct thread_own_outcome thread_own_run(thread_own_fn fn, const void *arg, size
 					 uint64_t timeout_ns)
 {
 	struct thread_own_outcome o = { 0, 0, 0, 0 };
-	if (!fn || len > THREAD_OWN_ARG_MAX || atomic_load(&own_pid) == 0)
+	if (!fn || len > THREAD_OWN_ARG_MAX)
+		return o;
+	/* A thread still starting marks itself first, then takes the request. */
+	uint64_t deadline = rt_monotonic_ns() + timeout_ns;
+	for (int round = 0; round < 1000; round++) {
+		int starting = atomic_load(&own_starting);
+		uint64_t now = rt_monotonic_ns();
+		if (starting <= 0 || now >= deadline)
+			break;
+		struct __kernel_timespec ts = sys_timespec_of_ns(RT_MIN(deadline - now, 10 * 1000 * 1000ull));
+		(void)sys_futex((volatile int *)&own_starting, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, starting, &ts);
+	}
+	if (atomic_load(&own_pid) == 0)
 		return o;
 	int pid = (int)sys_getpid();
 	if (atomic_load(&own_pid) != pid)
@@ -394,7 +455,6 @@ struct thread_own_outcome thread_own_run(thread_own_fn fn, const void *arg, size
 	if (!any)
 		return o;
 	int self = (int)sys_gettid();
-	uint64_t deadline = rt_monotonic_ns() + timeout_ns;
 	int expected = 0;
 	while (!atomic_compare_exchange_strong(&own_req.busy, &expected, 1)) {
 		expected = 0;

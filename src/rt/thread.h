@@ -27,6 +27,11 @@ host_pthread_create_fn thread_host_pthread_create(void);
  * through thread_program_descriptor.  If the kernel or a seccomp filter
  * refuses, the thread shares the program's table as any thread does. */
 int thread_spawn(void *(*fn)(void *), void *arg);
+/* The same without waiting for the thread to start (thread_spawn waits
+ * until it has marked itself as ours): for a fork child, whose own code
+ * then never waits for a thread of ours to be scheduled.  thread_own_run
+ * waits for threads still starting, so none misses a request. */
+int thread_spawn_unwaited(void *(*fn)(void *), void *arg);
 
 /* Our own threads register their kernel tid so collectors skip them. */
 void thread_mark_own(int tid);
@@ -71,8 +76,17 @@ struct thread_own_outcome thread_own_run(thread_own_fn fn, const void *arg, size
 /* Called by a thread of ours where it can take a request: runs the pending
  * one, if any.  One atomic load when there is none. */
 void thread_own_service(void);
-/* A thread of ours sleeps until the monotonic deadline, serving requests. */
+/* A thread of ours sleeps until the monotonic deadline, serving requests;
+ * it returns early after a thread_own_interrupt. */
 void thread_own_sleep_until(uint64_t deadline_ns);
+/* Wakes every thread of ours in thread_own_sleep_until, so that a loop
+ * around it rechecks its condition now (a stop) instead of at its next tick. */
+void thread_own_interrupt(void);
+/* A flag that says a thread of ours is alive: the thread clears it as it
+ * ends (thread_flag_clear), and a stopper waits for that on the flag itself,
+ * at most timeout_ns, instead of polling.  true once the flag is 0. */
+void thread_flag_clear(atomic_int *flag);
+bool thread_flag_wait_clear(atomic_int *flag, uint64_t timeout_ns);
 /* A thread of ours that waits on a futex word of its own (then serving
  * requests each time it wakes) asks to be woken through it. */
 void thread_own_wake_word(atomic_int *word);

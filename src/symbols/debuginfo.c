@@ -147,6 +147,55 @@ bool debuginfo_file_crc(const char *path, uint32_t *crc)
 	return true;
 }
 
+/* ---- the CPU share of inflating on demand ---- */
+
+/* Inflating compressed debug sections is the one cost of reading DWARF that
+ * grows with the file rather than with the samples: a unit deep in a large
+ * section is reached by inflating all that comes before it.  With a limit
+ * set, what this process spends inflating stays within DEBUG_BASE_NS plus
+ * `ppm` of its CPU time so far; a lookup that would go past it is deferred
+ * (names without lines now; a later export, with more CPU behind it, reads
+ * it).  Lookups run under the symbol registry's lock: plain fields. */
+#define DEBUG_BASE_NS 2000000ull     /* 2 ms, whatever the process's CPU */
+#define DEBUG_NS_PER_KIB_GUESS 8192u /* ~125 MB/s until 1 MiB has been timed */
+static struct {
+	uint32_t ppm; /* 0: no limit */
+	int pid;      /* the process the counts are of (a fork child starts anew) */
+	uint64_t spent_ns, bytes, deferred;
+} share;
+
+void debuginfo_limit_inflating(uint32_t ppm) { share.ppm = ppm; }
+
+uint64_t debuginfo_deferred_lookups(void) { return share.deferred; }
+
+static void share_this_process(void)
+{
+	int pid = (int)sys_getpid();
+	if (share.pid != pid) {
+		share.pid = pid;
+		share.spent_ns = share.bytes = share.deferred = 0;
+	}
+}
+
+/* Whether inflating `bytes` more stays within the share. */
+static bool share_allows(uint64_t bytes)
+{
+	if (share.ppm == 0 || bytes == 0)
+		return true;
+	share_this_process();
+	uint64_t ns_per_kib = share.bytes >= (1u << 20) ? share.spent_ns / (share.bytes >> 10) : DEBUG_NS_PER_KIB_GUESS;
+	uint64_t cost = ((bytes + 1023) >> 10) * ns_per_kib;
+	uint64_t allowed = DEBUG_BASE_NS + rt_process_cpu_ns() / 1000000u * share.ppm;
+	return share.spent_ns + cost <= allowed;
+}
+
+static void share_spent(uint64_t ns, uint64_t bytes)
+{
+	share_this_process();
+	share.spent_ns += ns;
+	share.bytes += bytes;
+}
+
 /* ---- sections ---- */
 
 static void inflated_add(struct debuginfo *di, uint64_t n) { di->inflated += n; }
@@ -351,7 +400,9 @@ static bool lazy_load(void *ctx, enum dwarf_section_id which, uint64_t off, uint
 	struct inflate_resume from = {rp->in_bit, rp->out, rp->window, rp->window_len};
 	struct lazy_load ld = {di, l, lo, hi, rp->out};
 	struct inflate_sink sink = {&ld, lazy_put, lazy_block};
+	uint64_t t0 = rt_thread_cpu_ns();
 	int rc = deflate_stream(l->in, l->in_len, &from, hi, di->work, STREAM_WORK_BYTES, &sink);
+	share_spent(rt_thread_cpu_ns() - t0, ld.reached > rp->out ? ld.reached - rp->out : 0);
 	/* The compressed bytes read are read again only by a later pass. */
 	release_pages(di, (uint64_t)(l->in - (const uint8_t *)di->map), l->in_len);
 	if ((rc != DEFLATE_OK && rc != DEFLATE_STOPPED) || ld.reached < hi)
@@ -575,6 +626,21 @@ enum dwarf_lookup_status debuginfo_lookup(struct debuginfo *di, uint64_t addr,
 					  struct dwarf_frame frames[DWARF_MAX_FRAMES], uint32_t *n)
 {
 	di->read = true;
+	*n = 0;
+	/* A unit whose pages are not inflated yet costs inflating from the
+	 * last resume point before it. */
+	const struct lazy_section *info = &di->lazy[SEC_INFO];
+	uint64_t off;
+	if (share.ppm != 0 && info->buf != NULL && di->index != NULL && dwarf_unit_offset(di->index, addr, &off) &&
+	    off < info->size && !page_have(info, (size_t)(off / LAZY_PAGE))) {
+		uint32_t p = info->npoints - 1;
+		while (p > 0 && info->points[p].out > off)
+			p--;
+		if (!share_allows(off - info->points[p].out + LAZY_PAGE)) {
+			share.deferred++;
+			return DWARF_DEFERRED;
+		}
+	}
 	enum dwarf_lookup_status st = dwarf_lookup(di->index, addr, frames, n);
 	/* A unit whose bytes the memory bound kept out reads as over budget. */
 	if (st == DWARF_NOT_FOUND && di->bound_said)

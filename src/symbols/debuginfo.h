@@ -93,4 +93,12 @@ uint64_t debuginfo_inflated_bytes(const struct debuginfo *di);
 /* CRC-32 of .gnu_debuglink (the gzip CRC-32) of a whole file; false if unreadable. */
 bool debuginfo_file_crc(const char *path, uint32_t *crc);
 
+/* Bounds the CPU this process spends inflating compressed debug sections on
+ * demand to 2 ms plus `ppm` parts per million of its CPU time so far (0, the
+ * default: no bound).  A lookup whose unit would take more is not made:
+ * debuginfo_lookup reports DWARF_DEFERRED.  Counts restart in a fork child. */
+void debuginfo_limit_inflating(uint32_t ppm);
+/* Lookups deferred so far by that bound, in this process. */
+uint64_t debuginfo_deferred_lookups(void);
+
 #endif

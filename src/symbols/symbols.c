@@ -445,11 +445,12 @@ bool symbols_refresh(void)
 	return ok;
 }
 
-void symbols_configure(const char *dirs, size_t budget)
+void symbols_configure(const char *dirs, size_t budget, uint32_t inflate_ppm)
 {
 	rt_mutex_lock(&registry_lock);
 	rt_strlcpy(debug_dirs, dirs != NULL ? dirs : "", sizeof(debug_dirs));
 	dwarf_budget = budget;
+	debuginfo_limit_inflating(inflate_ppm);
 	rt_mutex_unlock(&registry_lock);
 }
 
@@ -477,8 +478,9 @@ static void resolve_lines(struct sym_module *m, uint64_t addr, struct sw_frame_i
 	/* The debug file's symbol table names code its DWARF may not cover. */
 	if (out->function == NULL)
 		out->function = debuginfo_symbol(m->debug, addr);
-	/* Looked up: an address the DWARF does not cover has no inlined frames. */
-	out->debug_info = st != DWARF_OVER_BUDGET;
+	/* Looked up: an address the DWARF does not cover has no inlined frames
+	 * (a lookup deferred by the CPU bound was not made: names only now). */
+	out->debug_info = st != DWARF_OVER_BUDGET && st != DWARF_DEFERRED;
 	if (st != DWARF_FOUND || n == 0)
 		return;
 	const struct dwarf_frame *outer = &fr[n - 1];
@@ -690,11 +692,12 @@ size_t symbols_describe(char *buf, size_t cap)
 	unwind_counts_get(&uc);
 	return rt_snprintf(buf, cap,
 			   "stowaway: symbols: %u modules mapped, names read for %u (%llu functions, "
-			   "%llu KiB), lines for %u; unwind rules read in place for %u, search tables "
-			   "built for %u (%llu KiB), %llu rules looked up; %llu stacks stopped at code "
-			   "mapped since the last refresh",
+			   "%llu KiB), lines for %u (%llu lookups deferred by the CPU cap); unwind rules "
+			   "read in place for %u, search tables built for %u (%llu KiB), %llu rules looked "
+			   "up; %llu stacks stopped at code mapped since the last refresh",
 			   st.modules, st.modules_named, (unsigned long long)st.functions,
 			   (unsigned long long)(st.function_bytes >> 10), st.modules_with_lines,
+			   (unsigned long long)debuginfo_deferred_lookups(),
 			   st.unwind_in_place, st.unwind_built, (unsigned long long)(st.unwind_bytes >> 10),
 			   (unsigned long long)uc.rule_lookups, (unsigned long long)uc.unknown_code);
 }

@@ -11,6 +11,8 @@
 #   cpu   libstowaway.so preloaded into the server's first process (every
 #         forked process inherits it), STOWAWAY_PROFILES=cpu
 #   all   the default kinds (cpu, wall, alloc, heap)
+#   floor (parts pgcpu/pgcpuconnect only) libstowaway.so preloaded with
+#         profiling off: what loading the library alone costs
 # Each run starts the server afresh with that mode's environment, drives it,
 # and stops it.  Measured per run:
 #   tps       throughput the client reports (pgbench: without connection time
@@ -23,7 +25,7 @@
 # Prints "BENCH prefork: <metric> = <value> (...)" lines: medians over rounds
 # of the ratio to the same round's `off` run, and pss_anon added per process.
 # Parts pgcpu/pgcpuconnect instead keep one server per mode running, each
-# in a cgroup of its own, and drive the three together in every round (see
+# in a cgroup of its own, and drive them together in every round (see
 # below and docs/benchmarks.md).
 # Environment: PREFORK_ROUNDS (3), PREFORK_SECONDS (4 per run),
 # PREFORK_CLIENTS (4), PREFORK_PARTS ("pg pgconnect nginx pgcpu"; also
@@ -46,6 +48,7 @@ SECONDS = float(os.environ.get("PREFORK_SECONDS", "4"))
 CLIENTS = int(os.environ.get("PREFORK_CLIENTS", "4"))
 PARTS = os.environ.get("PREFORK_PARTS", "pg pgconnect nginx pgcpu").split()
 MODES = ["off", "cpu", "all"]
+PGCPU_MODES = MODES + ["floor"]
 TICK = os.sysconf("SC_CLK_TCK")
 
 tmp = tempfile.mkdtemp(prefix="bench_prefork.")
@@ -70,7 +73,9 @@ def mode_env(mode, outdir):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("DD_", "STOWAWAY_", "LD_PRELOAD", "MALLOC_CONF"))}
     env["LC_ALL"] = "C"
-    if mode != "off":
+    if mode == "floor":
+        env["LD_PRELOAD"] = so_copy
+    elif mode != "off":
         os.makedirs(outdir, exist_ok=True)
         own(outdir)
         env.update(LD_PRELOAD=so_copy, DD_PROFILING_ENABLED="true", DD_SERVICE="benchprefork",
@@ -259,10 +264,10 @@ def ng_run(mode, rnd):
             "pss_anon_kb": statistics.median(pss) if pss else None}
 
 # ------------------------------------- postgres, CPU per transaction (pgcpu)
-# Three servers (off, cpu, all) started once, each in a cgroup of its own,
-# driven by many short pgbench runs.  In every round the three servers are
+# Four servers (off, floor, cpu, all) started once, each in a cgroup of its own,
+# driven by many short pgbench runs.  In every round the four servers are
 # driven at the same time, each by its own pgbench (started in a rotating
-# order), so whatever else loads the machine loads all three alike.  A
+# order), so whatever else loads the machine loads all four alike.  A
 # server's CPU per transaction is its cgroup's CPU time (every process,
 # exited backends included, at nanosecond resolution) over the transactions
 # of its run; each round gives one ratio per mode against the same round's
@@ -300,7 +305,7 @@ def pgcpu_rounds(subs):
     servers = {}
     port = int(PORT) + 2
     try:
-        for mode in MODES:
+        for mode in PGCPU_MODES:
             data = f"{pgdata}.{mode}"
             subprocess.run(["cp", "-a", pgdata, data], check=True)
             cg = cgroup_make(f"stowaway-bench-{os.getpid()}-{mode}")
@@ -319,9 +324,9 @@ def pgcpu_rounds(subs):
         time.sleep(0.5)
         for sv in servers.values():
             sv["idle"] = sv["procs"]()
-        res = {(sub, m): [] for sub in subs for m in MODES}
+        res = {(sub, m): [] for sub in subs for m in PGCPU_MODES}
         for rnd in range(PGCPU_ROUNDS):
-            order = MODES[rnd % len(MODES):] + MODES[:rnd % len(MODES)]
+            order = PGCPU_MODES[rnd % len(PGCPU_MODES):] + PGCPU_MODES[:rnd % len(PGCPU_MODES)]
             for sub in subs:
                 args = ["-S", "-c", str(CLIENTS), "-j", "2", "-T", str(PGCPU_SECONDS)]
                 if sub == "pgcpuconnect":
@@ -377,8 +382,8 @@ def pgcpu_report(res, by_cgroup):
         print(f"BENCH prefork: {sub}_off_cpu_per_tx_us = "
               f"{statistics.median(r['cpu_per_tx_us'] for r in base):.1f} (postgres, {what[sub]}: "
               f"server CPU per transaction from {how}, no profiler; median of {PGCPU_ROUNDS} "
-              f"runs of {PGCPU_SECONDS} s, the three servers driven together, long-lived)")
-        for mode in ("cpu", "all"):
+              f"runs of {PGCPU_SECONDS} s, the four servers driven together, long-lived)")
+        for mode in ("floor", "cpu", "all"):
             for metric, label in (("cpu_per_tx_us", "cpu_per_tx"), ("tps", "tps")):
                 rs = [r[metric] / b[metric] for r, b in zip(res[(sub, mode)], base)]
                 q1, med, q3 = quartiles(rs)
@@ -416,7 +421,8 @@ for rnd in range(ROUNDS):
 def pct(x):
     return f"{(x - 1) * 100:+.1f}%"
 
-names = {"cpu": "cpu profile only", "all": "default kinds cpu+wall+alloc+heap"}
+names = {"cpu": "cpu profile only", "all": "default kinds cpu+wall+alloc+heap",
+         "floor": "library loaded, profiling off"}
 pgcpu_subs = [p for p in ("pgcpu", "pgcpuconnect") if p in PARTS]
 if pgcpu_subs:
     pgcpu_report(*pgcpu_rounds(pgcpu_subs))

@@ -68,7 +68,7 @@ def stats(args):
     line = next((l for l in r.stderr.splitlines() if l.startswith("stats:")), "")
     words = line.split()
     vals = {words[i]: words[i + 1] for i in range(1, len(words) - 1, 2)}
-    return r, {k: int(float(v)) for k, v in vals.items() if k.endswith(("bytes", "budget"))}
+    return r, {k: int(float(v)) for k, v in vals.items() if k.endswith(("bytes", "budget", "deferred"))}
 
 
 def main():
@@ -121,6 +121,19 @@ def main():
     with_lines = sum(1 for b in mine if b and b[0][2] > 0)
     check("debug_lazy: sampled libc addresses agree with llvm-symbolizer", same == 1.0 and with_lines >= len(addrs) // 2,
           f"{same:.1%} of {len(addrs)} agree, {with_lines} with lines; first differences {diffs}")
+
+    # The CPU bound: a process that has used almost no CPU may spend 2 ms
+    # inflating, so the last unit (a pass over the whole stream) is deferred,
+    # not read, while the first unit is still read; unbounded, both are.
+    r, st = stats(["--cpu-ppm", "20000", LIBC, hex(first_pc), hex(last_pc)])
+    answers = [b for b in blocks(r.stdout)]
+    check("debug_lazy: under the CPU bound a short process defers the last unit and reads the first",
+          r.returncode == 0 and st.get("deferred", 0) >= 1 and len(answers) >= 1 and answers[0]
+          and answers[0][0][2] > 0 and st.get("inflated_bytes", 1 << 40) < whole // 3,
+          f"rc {r.returncode}, stats {st}, first answer {answers[:1]}")
+    r, st = stats([LIBC, hex(first_pc), hex(last_pc)])
+    check("debug_lazy: without the CPU bound both units are read",
+          r.returncode == 0 and st.get("deferred", 1) == 0, f"stats {st}")
 
     # A memory bound too small for the units: over budget, one warning, no crash.
     bound = 1500000

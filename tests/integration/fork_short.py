@@ -13,7 +13,12 @@ times, from the files and from each process's debug line at its exit export
     could be sampled and inherited as live heap by every child, both rightly
     written);
   - children that burn CPU write their CPU profile and scan the directory
-    once each, and the retention bound (STOWAWAY_MAX_FILES) holds."""
+    once each, and the retention bound (STOWAWAY_MAX_FILES) holds;
+  - children that each allocate half the sampling mean (256 KiB of 1 KiB
+    blocks, mean 512 KiB) are sampled independently of one another: about
+    1 - e^-0.5 = 39% of them write an allocation profile (binomial, 40
+    children: 4..30 holds beyond 3.5 standard deviations), not all or none
+    as when every child drew its sampling from the parent's generator."""
 import os
 import re
 import subprocess
@@ -26,11 +31,11 @@ WL = os.environ.get("STOWAWAY_WL", os.path.join(ROOT, "build", "workloads"))
 LINE = re.compile(r"file exporter: (\d+) files written, (\d+) retention scans")
 
 
-def run(prog, out, n, burn_ms, extra=None):
+def run(prog, out, n, burn_ms, extra=None, alloc_kb=0):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DD_", "STOWAWAY_", "LD_PRELOAD"))}
     env.update(LD_PRELOAD=SO, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out,
                DD_SERVICE="fork_short", STOWAWAY_LOG_LEVEL="debug", **(extra or {}))
-    p = subprocess.run([os.path.join(WL, prog), str(n), str(burn_ms)], env=env,
+    p = subprocess.run([os.path.join(WL, prog), str(n), str(burn_ms), str(alloc_kb)], env=env,
                        capture_output=True, text=True, timeout=120)
     lines = [tuple(int(x) for x in m.groups()) for m in LINE.finditer(p.stderr)]
     children = set(p.stdout.split())
@@ -38,7 +43,7 @@ def run(prog, out, n, burn_ms, extra=None):
     return p, lines, children, files
 
 
-N_IDLE, N_BURN, MAX_FILES = 20, 10, 6
+N_IDLE, N_BURN, MAX_FILES, N_ALLOC = 20, 10, 6, 40
 for prog in os.environ.get("STOWAWAY_VARIANTS", "fork_short fork_short-musl").split():
     with tempfile.TemporaryDirectory() as out:
         p, lines, children, files = run(prog, out, N_IDLE, 0, {"STOWAWAY_PROFILES": "cpu,alloc"})
@@ -62,4 +67,11 @@ for prog in os.environ.get("STOWAWAY_VARIANTS", "fork_short fork_short-musl").sp
               len(lines) == N_BURN + 1 and len(busy) == N_BURN + 1, str(lines))
         check(f"{prog}: at most STOWAWAY_MAX_FILES={MAX_FILES} profiles kept",
               0 < len(files) <= MAX_FILES, f"{len(files)} files: {sorted(files)}")
+    with tempfile.TemporaryDirectory() as out:
+        p, lines, children, files = run(prog, out, N_ALLOC, 0, {"STOWAWAY_PROFILES": "alloc"}, 256)
+        sampled = {f.split(".")[1] for f in files if ".alloc." in f} & children
+        check(f"{prog}: children sample their allocations independently",
+              p.returncode == 0 and len(children) == N_ALLOC and 4 <= len(sampled) <= 30,
+              f"rc {p.returncode}; {len(sampled)} of {len(children)} children wrote an allocation "
+              f"profile (expected about {0.393 * N_ALLOC:.0f})")
 raise SystemExit(status())

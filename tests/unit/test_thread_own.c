@@ -2,7 +2,10 @@
  * threads asleep in thread_own_sleep_until or on their own futex word wake
  * at once and run it; failures are counted; a busy thread is reported late
  * after the timeout and still runs the request when it next waits; a thread
- * that ended is not waited for. */
+ * that ended is not waited for.  A stop wakes a thread of ours at once
+ * (thread_own_interrupt) and waits for its alive flag, not its next tick;
+ * a request posted while a thread spawned without waiting is still
+ * starting reaches it. */
 #define _GNU_SOURCE
 #include "check.h"
 #include "rt/rt.h"
@@ -124,6 +127,40 @@ static void sleeping_threads_run_it_at_once(void)
 	CHECK(atomic_load(&ran_tids[0]) != atomic_load(&ran_tids[1]));
 }
 
+static atomic_int starter_stop, starter_alive, starter_tid;
+
+static void *starter(void *arg)
+{
+	(void)arg;
+	atomic_store(&starter_tid, gettid_now());
+	while (!atomic_load(&starter_stop))
+		thread_own_sleep_until(rt_monotonic_ns() + LONG_SLEEP_NS);
+	thread_flag_clear(&starter_alive);
+	return NULL;
+}
+
+/* A thread spawned without waiting and a request posted at once: the
+ * request waits for the thread to mark itself, and the thread runs it. */
+static void unwaited_thread_takes_a_request_posted_at_once(void)
+{
+	atomic_store(&starter_alive, 1);
+	CHECK_EQ_U64(thread_spawn_unwaited(starter, NULL), 0);
+	atomic_store(&ran, 0);
+	long zero = 0;
+	struct thread_own_outcome o = thread_own_run(record_tid, &zero, sizeof(zero), LONG_SLEEP_NS);
+	CHECK_EQ_U64(o.threads, 3); /* with sleeper and word_waiter */
+	CHECK_EQ_U64(o.late, 0);
+	CHECK_EQ_U64(atomic_load(&ran), 3);
+	int tid = atomic_load(&starter_tid);
+	bool found = false;
+	for (int i = 0; i < 3; i++)
+		found |= atomic_load(&ran_tids[i]) == tid;
+	CHECK(tid != 0 && found);
+	atomic_store(&starter_stop, 1);
+	thread_own_interrupt();
+	CHECK(thread_flag_wait_clear(&starter_alive, LONG_SLEEP_NS));
+}
+
 static void failures_are_counted(void)
 {
 	atomic_store(&ran, 0);
@@ -149,6 +186,32 @@ static void busy_thread_is_late_then_runs_it(void)
 	CHECK_EQ_U64(atomic_load(&ran), 3);
 }
 
+static atomic_int ticker_stop, ticker_alive;
+
+static void *ticker(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&ticker_stop))
+		thread_own_sleep_until(rt_monotonic_ns() + LONG_SLEEP_NS);
+	thread_flag_clear(&ticker_alive);
+	return NULL;
+}
+
+static void interrupted_thread_stops_at_once(void)
+{
+	atomic_store(&ticker_alive, 1);
+	CHECK_EQ_U64(thread_spawn(ticker, NULL), 0);
+	usleep(20000); /* asleep for 10 s by now */
+	uint64_t t0 = rt_monotonic_ns();
+	CHECK(!thread_flag_wait_clear(&ticker_alive, 20ull * 1000 * 1000)); /* times out */
+	CHECK(rt_monotonic_ns() - t0 >= 20ull * 1000 * 1000);
+	atomic_store(&ticker_stop, 1);
+	t0 = rt_monotonic_ns();
+	thread_own_interrupt();
+	CHECK(thread_flag_wait_clear(&ticker_alive, LONG_SLEEP_NS));
+	CHECK(rt_monotonic_ns() - t0 < 500ull * 1000 * 1000);
+}
+
 static void ended_threads_are_not_waited_for(void)
 {
 	atomic_store(&stop, 1);
@@ -168,8 +231,10 @@ int main(void)
 {
 	RUN(nothing_to_ask_before_any_thread);
 	RUN(sleeping_threads_run_it_at_once);
+	RUN(unwaited_thread_takes_a_request_posted_at_once);
 	RUN(failures_are_counted);
 	RUN(busy_thread_is_late_then_runs_it);
+	RUN(interrupted_thread_stops_at_once);
 	RUN(ended_threads_are_not_waited_for);
 	return CHECK_DONE();
 }

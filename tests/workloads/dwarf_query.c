@@ -2,7 +2,7 @@
  * in the layout of `llvm-symbolizer --inlining` (one "name\nfile:line" pair
  * per frame, innermost first, a blank line after each address), so tests
  * can compare the two.  Usage:
- *   dwarf_query [--dirs D1:D2] [--budget BYTES] [--stats] BINARY ADDR...
+ *   dwarf_query [--dirs D1:D2] [--budget BYTES] [--cpu-ppm N] [--stats] BINARY ADDR...
  * Addresses are hex (0x...).  The debug information is found as the library
  * finds it (the binary, then separate debug files). */
 #include <stdio.h>
@@ -37,9 +37,11 @@ int main(int argc, char **argv)
 			budget = strtoull(argv[++i], NULL, 0);
 		else if (strcmp(argv[i], "--stats") == 0)
 			stats = 1;
+		else if (strcmp(argv[i], "--cpu-ppm") == 0 && i + 1 < argc)
+			debuginfo_limit_inflating((uint32_t)strtoul(argv[++i], NULL, 0));
 	}
 	if (i >= argc) {
-		fprintf(stderr, "usage: dwarf_query [--dirs D] [--budget N] [--stats] BINARY ADDR...\n");
+		fprintf(stderr, "usage: dwarf_query [--dirs D] [--budget N] [--cpu-ppm N] [--stats] BINARY ADDR...\n");
 		return 2;
 	}
 	const char *path = argv[i++];
@@ -98,10 +100,12 @@ int main(int argc, char **argv)
 		getrusage(RUSAGE_SELF, &ru);
 		fprintf(stderr,
 			"stats: lookups %d index_ms %.2f first_pass_ms %.2f second_pass_ms %.2f "
-			"bytes %zu peak_bytes %zu over_budget %d maxrss_kib %ld inflated_bytes %llu\n",
+			"bytes %zu peak_bytes %zu over_budget %d maxrss_kib %ld inflated_bytes %llu "
+			"deferred %llu\n",
 			argc - first_arg, t_index, t_first, t_second, debuginfo_bytes(di),
 			debuginfo_peak_bytes(di), over, ru.ru_maxrss,
-			(unsigned long long)debuginfo_inflated_bytes(di));
+			(unsigned long long)debuginfo_inflated_bytes(di),
+			(unsigned long long)debuginfo_deferred_lookups());
 	}
 	debuginfo_free(di);
 	return 0;

@@ -2,7 +2,9 @@
  * per connection: the parent forks N children one after another; a child
  * either exits at once (no sample of any kind) or, with BURN_MS > 0, burns
  * that much CPU first.  The parent waits for each, burns ~50 ms itself and
- * writes the children's pids, one a line; it allocates nothing.  Usage: fork_short N [BURN_MS] */
+ * writes the children's pids, one a line; it allocates nothing.  With
+ * ALLOC_KB, each child first allocates (and frees) that many 1 KiB blocks.
+ * Usage: fork_short N [BURN_MS [ALLOC_KB]] */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 static volatile uint64_t sink;
+static void *volatile sink_block;
 
 static double cpu_s(void)
 {
@@ -33,6 +36,7 @@ int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 10;
 	double burn_s = argc > 2 ? atof(argv[2]) / 1e3 : 0;
+	int alloc_kb = argc > 3 ? atoi(argv[3]) : 0;
 	burn(0.05);
 	for (int i = 0; i < n; i++) {
 		pid_t pid = fork();
@@ -41,6 +45,10 @@ int main(int argc, char **argv)
 		if (pid == 0) {
 			if (burn_s > 0)
 				burn(burn_s);
+			for (int k = 0; k < alloc_kb; k++) {
+				sink_block = malloc(1024);
+				free(sink_block);
+			}
 			exit(0); /* exit, not _exit: the library's exit export runs */
 		}
 		int st;
