@@ -1,14 +1,19 @@
 /* The collector group and the sampler thread.
  *
- * The sampler thread ticks every 10 ms: each collector's tick (the CPU ring
- * drained into the recorder, the lock profiler's epoch advanced); about once
- * a second it reconciles the thread registry with /proc/self/task, runs each
- * collector's once-a-second work (the CPU handler still ours?) and the
+ * The sampler thread ticks every 10 to 100 ms: each collector's tick (the
+ * CPU ring drained into the recorder, the lock profiler's epoch advanced).
+ * Its wake-ups follow the samples: a tick that drained few CPU samples
+ * makes the next one longer, up to 100 ms, so a program with one busy
+ * thread (100 samples a second) wakes it 10 times a second, not 100; the
+ * lock profiler, whose epoch is a 10 ms tick, keeps it at 10 ms.  About once
+ * a second it reconciles the thread registry with /proc/self/task, runs
+ * each collector's once-a-second work (the CPU handler still ours?) and the
  * overhead cap; every few seconds it refreshes the module registry. */
 #include "collect/collect.h"
 #include "collect/collector.h"
 #include "collect/otel_context.h"
 #include "collect/cpu.h"
+#include "collect/lock.h"
 #include "collect/overhead.h"
 #include "collect/sample.h"
 #include "collect/threads.h"
@@ -18,15 +23,23 @@
 #include "symbols/symbols.h"
 #include "unwind/unwind.h"
 
-#define SAMPLER_TICK_NS 10000000ull
-#define SCAN_EVERY_TICKS 100
-#define REFRESH_EVERY_TICKS 300
-/* File pages unwinds read are given back this often. */
-#define TRIM_EVERY_TICKS 10
+/* The sampler's tick: at least the lock profiler's 10 ms epoch, at most
+ * 100 ms, stretched so that about TICK_SAMPLES CPU samples wait in the ring
+ * (of its 512) between two drains at the rate of the last tick. */
+#define SAMPLER_TICK_MIN_NS (10 * 1000000ull)
+#define SAMPLER_TICK_MAX_NS (100 * 1000000ull)
+#define TICK_SAMPLES 64u
+#define SCAN_EVERY_NS RT_NS_PER_SEC
+#define REFRESH_EVERY_NS (3 * RT_NS_PER_SEC)
+/* How often the file pages unwinds read are counted, and given back when
+ * they may hold more than UNWIND_PAGES_KEEP; exports give them all back
+ * first, so they are never part of an export's peak. */
+#define TRIM_EVERY_NS (100 * 1000000ull)
+#define UNWIND_PAGES_KEEP ((uint64_t)4 << 20)
 /* Refreshes asked for by unknown code: at most one per 100 ms (a broken frame
  * chain can yield garbage pcs on every sample; an unchanged maps file costs
  * one read and a hash). */
-#define UNKNOWN_REFRESH_MIN_TICKS 10
+#define UNKNOWN_REFRESH_MIN_NS (100 * 1000000ull)
 
 /* In the order they start (those that need threads after the first scan),
  * stop, flush and forget the parent after a fork. */
@@ -58,24 +71,44 @@ static void thread_removed(int slot, int tid)
 
 static const struct thread_hooks registry_hooks = { thread_added, thread_removed };
 
+/* The length of the next tick after one of tick_ns in which the CPU
+ * handlers took `samples`. */
+uint64_t collect_next_tick_ns(uint64_t tick_ns, uint64_t samples, bool lock_epochs)
+{
+	if (lock_epochs)
+		return SAMPLER_TICK_MIN_NS;
+	uint64_t next = samples == 0 ? 2 * tick_ns : tick_ns / samples * TICK_SAMPLES;
+	/* Longer by at most twice at a time: a burst of new threads is met
+	 * within a few short ticks. */
+	next = RT_MIN(next, 2 * tick_ns);
+	return RT_MAX(RT_MIN(next, SAMPLER_TICK_MAX_NS), SAMPLER_TICK_MIN_NS);
+}
+
 static void *sampler_main(void *arg)
 {
 	RT_UNUSED(arg);
 	(void)sys_prctl(15 /* PR_SET_NAME */, (long)"stowaway-sample", 0, 0, 0);
-	uint64_t tick = 0, last_unknown_refresh = 0;
-	uint64_t next = rt_monotonic_ns();
+	uint64_t now = rt_monotonic_ns(), tick_ns = SAMPLER_TICK_MIN_NS;
+	uint64_t next_trim = now + TRIM_EVERY_NS, next_scan = now + SCAN_EVERY_NS;
+	uint64_t next_refresh = now + REFRESH_EVERY_NS, last_unknown_refresh = now;
+	uint64_t samples_seen = cpu_samples_taken() + cpu_samples_dropped();
 	while (atomic_load(&col.running)) {
-		thread_own_sleep_until(next + SAMPLER_TICK_NS);
-		uint64_t now = rt_monotonic_ns();
-		if (now < next + SAMPLER_TICK_NS)
+		thread_own_sleep_until(now + tick_ns);
+		if (rt_monotonic_ns() < now + tick_ns)
 			continue; /* woken for a stop: the loop condition says */
-		next = now;
 		for (size_t i = 0; i < N_COLLECTORS; i++)
 			if (collectors[i]->tick)
 				collectors[i]->tick();
-		if (++tick % TRIM_EVERY_TICKS == 0)
-			symbols_trim();
-		if (tick % SCAN_EVERY_TICKS == 0) {
+		now = rt_monotonic_ns();
+		uint64_t samples = cpu_samples_taken() + cpu_samples_dropped();
+		tick_ns = collect_next_tick_ns(tick_ns, samples - samples_seen, lock_epoch() != 0);
+		samples_seen = samples;
+		if (now >= next_trim) {
+			next_trim = now + TRIM_EVERY_NS;
+			symbols_trim(UNWIND_PAGES_KEEP);
+		}
+		if (now >= next_scan) {
+			next_scan = now + SCAN_EVERY_NS;
 			(void)threads_scan();
 			for (size_t i = 0; i < N_COLLECTORS; i++)
 				if (collectors[i]->each_second)
@@ -85,10 +118,10 @@ static void *sampler_main(void *arg)
 		}
 		/* New thread stacks and code mapped without dlopen; sooner when a
 		 * sample met code outside every known mapping. */
-		if (tick % REFRESH_EVERY_TICKS == 0 ||
-		    (tick - last_unknown_refresh >= UNKNOWN_REFRESH_MIN_TICKS &&
-		     unwind_take_unknown_code())) {
-			last_unknown_refresh = tick;
+		if (now >= next_refresh ||
+		    (now - last_unknown_refresh >= UNKNOWN_REFRESH_MIN_NS && unwind_take_unknown_code())) {
+			last_unknown_refresh = now;
+			next_refresh = now + REFRESH_EVERY_NS;
 			(void)symbols_refresh();
 		}
 	}
@@ -152,6 +185,7 @@ bool collect_threads_active(void) { return atomic_load(&col.running) != 0; }
 
 void collect_before_export(struct profile *finished)
 {
+	symbols_trim(0);
 	for (size_t i = 0; i < N_COLLECTORS; i++)
 		if (collectors[i]->flush)
 			collectors[i]->flush(finished);

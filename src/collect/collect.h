@@ -37,6 +37,12 @@ uint32_t collect_stack_of_caller(uint64_t *pcs, uint32_t cap);
  * knows since this was last asked or the sampler thread refreshed: only
  * then does the module registry need a refresh before naming pcs. */
 bool collect_take_unknown_code(void);
+/* The sampler thread's next tick after one of tick_ns in which the CPU
+ * handlers took `samples`: 10 ms while the lock profiler runs
+ * (lock_epochs: its epoch is that tick), else stretched up to 100 ms,
+ * at most doubling per tick, so that about 64 samples wait in the ring
+ * between drains at that rate. */
+uint64_t collect_next_tick_ns(uint64_t tick_ns, uint64_t samples, bool lock_epochs);
 /* Called on the finished profile of a period before it is encoded: each
  * collector's flush (e.g. the live-heap snapshot). */
 void collect_before_export(struct profile *finished);

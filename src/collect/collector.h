@@ -24,7 +24,8 @@ struct collector {
 	void (*stop)(void);
 	/* In a fork child: forget the parent's threads and pending samples. */
 	void (*after_fork_child)(void);
-	/* On the sampler thread every 10 ms, and about once a second. */
+	/* On the sampler thread every tick (10 to 100 ms, see collect.c), and
+	 * about once a second. */
 	void (*tick)(void);
 	void (*each_second)(void);
 	/* Moves what it still holds into `finished` before the period's

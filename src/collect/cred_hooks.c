@@ -45,8 +45,8 @@
 #define PR_SET_SECUREBITS_OP 28
 #define CAP_VERSION_3 0x20080522u
 #define CAP_WORDS 2
-/* Our threads are idle or wake every 10 ms; an export in progress may hold
- * the scheduler longer. */
+/* Our threads are idle or wake at least every 100 ms (and at once for a
+ * request); an export in progress may hold the scheduler longer. */
 #define REPLAY_TIMEOUT_NS (2000ull * 1000 * 1000)
 
 struct cap_header {

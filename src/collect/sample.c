@@ -3,6 +3,7 @@
 #include "collect/sample.h"
 #include "profile/profile.h"
 #include "rt/sys.h"
+#include "unwind/remote.h"
 #include "unwind/unwind.h"
 
 static atomic_ullong random_counter;
@@ -138,6 +139,22 @@ uint32_t sample_unwind_interrupted(const void *ucontext, uint64_t stack_lo, uint
 	regs.stack_hi = stack_hi;
 	enum unwind_end end = UNWIND_END_OUTERMOST;
 	uint32_t depth = unwind_stack(&regs, pcs, max, 0, &end);
+	/* One or two frames: the tables ran out at once, as in a C library
+	 * built without them (musl's); a return address above sp leads on. */
+	if (depth >= 1 && depth <= 2 && end != UNWIND_END_TRUNCATED) {
+		uint64_t first[2] = { pcs[0], max > 1 ? pcs[1] : 0 };
+		enum unwind_end scanned_end = end;
+		uint32_t scanned = unwind_scan_here(regs.pc, regs.sp, regs.fp, stack_lo, stack_hi, pcs, max,
+						    &scanned_end);
+		if (scanned > depth) {
+			depth = scanned;
+			end = scanned_end;
+		} else {
+			pcs[0] = first[0];
+			if (max > 1)
+				pcs[1] = first[1];
+		}
+	}
 	if (depth == 0)
 		pcs[depth++] = SW_PC_UNKNOWN;
 	if (end == UNWIND_END_TRUNCATED)

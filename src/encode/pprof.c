@@ -114,6 +114,7 @@ struct enc {
 	struct demangle_scratch *demangle; /* allocated on the first mangled name */
 	char *demangled;                   /* ENC_DEMANGLED_CAP bytes, with it */
 	struct demangled_name *kept;       /* readable names the string table points to */
+	struct readable_memo *memo;        /* ENC_MEMO_SIZE entries, with them */
 
 	struct enc_location *locations;
 	uint32_t n_locations, cap_locations;
@@ -138,6 +139,7 @@ static void enc_free(struct enc *e)
 	sw_htab_free(&e->function_index);
 	rt_free(e->demangle);
 	rt_free(e->demangled);
+	rt_free(e->memo);
 	while (e->kept != NULL) {
 		struct demangled_name *d = e->kept;
 		e->kept = d->next;
@@ -276,18 +278,18 @@ static bool function_eq(const void *ctx, uint32_t idx)
 
 #define ENC_DEMANGLED_CAP 4096u
 
-/* The readable form of a symbol name: demangled (C++, Rust) when it is
- * mangled, else the name itself. */
-static const char *readable_name(struct enc *e, const char *name)
+/* Names already made readable, by the address of the symbol name: the
+ * resolver hands out one string per function, which the many pcs of a
+ * function share (the strings do not change while a profile is encoded).
+ * Direct-mapped. */
+#define ENC_MEMO_SIZE 1024u
+struct readable_memo {
+	const char *name;
+	const char *readable;
+};
+
+static const char *demangled_copy(struct enc *e, const char *name)
 {
-	if (name == NULL || name[0] != '_' || name[1] != 'Z')
-		return name;
-	if (e->demangle == NULL) {
-		e->demangle = rt_malloc(sizeof(*e->demangle));
-		e->demangled = rt_malloc(ENC_DEMANGLED_CAP);
-		if (e->demangle == NULL || e->demangled == NULL)
-			return name; /* stays mangled; the profile is still right */
-	}
 	size_t n;
 	if (e->demangled == NULL ||
 	    (n = demangle(name, e->demangled, ENC_DEMANGLED_CAP, e->demangle)) == 0)
@@ -299,6 +301,34 @@ static const char *readable_name(struct enc *e, const char *name)
 	d->next = e->kept;
 	e->kept = d;
 	return d->text;
+}
+
+/* The readable form of a symbol name: demangled (C++, Rust) when it is
+ * mangled, else the name itself. */
+static const char *readable_name(struct enc *e, const char *name)
+{
+	if (name == NULL || name[0] != '_' || name[1] != 'Z')
+		return name;
+	if (e->demangle == NULL) {
+		e->demangle = rt_malloc(sizeof(*e->demangle));
+		e->demangled = rt_malloc(ENC_DEMANGLED_CAP);
+		e->memo = rt_calloc(ENC_MEMO_SIZE, sizeof(*e->memo));
+		if (e->demangle == NULL || e->demangled == NULL)
+			return name; /* stays mangled; the profile is still right */
+	}
+	struct readable_memo *m = NULL;
+	if (e->memo != NULL) {
+		uint64_t h = (uint64_t)(uintptr_t)name * RT_HASH_MUL64;
+		m = &e->memo[h >> 54]; /* the top 10 bits: ENC_MEMO_SIZE slots */
+		if (m->name == name)
+			return m->readable;
+	}
+	const char *readable = demangled_copy(e, name);
+	if (m != NULL) {
+		m->name = name;
+		m->readable = readable;
+	}
+	return readable;
 }
 
 /* Function id (1-based) for a symbol name and source file, 0 on failure:

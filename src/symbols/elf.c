@@ -364,15 +364,16 @@ static int read_symbol(const struct elf_symbol_iter *it, uint64_t index, bool wi
 	out->bind = ELF64_ST_BIND(sym.st_info);
 	out->hidden_version = false;
 	out->index = index;
+	out->name_offset = sym.st_name;
+	uint16_t ver;
+	if (it->versym.size > 0 && copy_out(it->img, it->versym.offset + index * 2, &ver, sizeof(ver)))
+		out->hidden_version = (ver & 0x8000) != 0;
 	if (!with_name)
 		return sym.st_name != 0 ? 1 : 0;
 	const char *name = elf_string_at(it->img, &it->strtab, sym.st_name);
 	if (name == NULL || name[0] == 0)
 		return 0;
 	out->name = name;
-	uint16_t ver;
-	if (it->versym.size > 0 && copy_out(it->img, it->versym.offset + index * 2, &ver, sizeof(ver)))
-		out->hidden_version = (ver & 0x8000) != 0;
 	return 1;
 }
 

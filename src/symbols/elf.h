@@ -112,13 +112,15 @@ struct elf_symbol {
 	uint8_t bind;     /* STB_* */
 	bool hidden_version; /* .dynsym: a non-default version (cfree@GLIBC_2.2.5, not @@) */
 	uint64_t index;      /* in its symbol table */
+	uint32_t name_offset; /* of the name in the table's string table (st_name) */
 };
 
 /* Iterates the defined function symbols (STT_FUNC, STT_GNU_IFUNC) of one
  * symbol table section (SHT_SYMTAB or SHT_DYNSYM), skipping malformed entries.
- * With without_names set (after begin), names and versions are not read
- * (name NULL): the string table is not touched, and a symbol with an empty
- * name may be reported, to be read later with elf_symbol_at. */
+ * With without_names set (after begin), names are not read (name NULL,
+ * name_offset set): the string table is not touched, and a symbol with an
+ * empty name may be reported, to be read later with elf_symbol_at or
+ * elf_string_at. */
 struct elf_symbol_iter {
 	const struct elf_image *img;
 	struct elf_section symtab, strtab;

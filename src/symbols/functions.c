@@ -25,11 +25,11 @@ uint32_t function_alias_preference(const struct elf_symbol *sym, const char *nam
 	return bind << 24 | (sym->hidden_version ? 0u : 1u) << 23 | (15u - underscores) << 8 | shortness;
 }
 
-/* Table order: by start, then by where the symbol was read (.symtab before
- * .dynsym, each by index), so the order does not depend on the sort. */
+/* Table order: by start, then by where the name is (.symtab's before
+ * .dynsym's, each by offset), so the order does not depend on the sort. */
 static bool entry_before(const struct function_entry *a, const struct function_entry *b)
 {
-	return a->start < b->start || (a->start == b->start && a->symbol < b->symbol);
+	return a->start < b->start || (a->start == b->start && a->name < b->name);
 }
 
 static bool entry_before_any(const void *a, const void *b)
@@ -129,7 +129,7 @@ static void release_pages(const struct elf_image *img, uint64_t from, uint64_t t
 				  4 /* MADV_DONTNEED */);
 }
 
-/* Counts (out NULL) or writes the sized function symbols of one table. */
+/* Writes the sized function symbols of one table (at most cap) to out. */
 static uint32_t collect(struct elf_symbol_iter *it, uint32_t flag, struct function_entry *out,
 			uint32_t cap, bool release)
 {
@@ -145,13 +145,13 @@ static uint32_t collect(struct elf_symbol_iter *it, uint32_t flag, struct functi
 			release_pages(it->img, released, at);
 			released = at;
 		}
-		if (sym.size == 0 || sym.index >= FUNCTION_IN_DYNSYM)
+		if (sym.size == 0 || sym.name_offset >= FUNCTION_IN_DYNSYM)
 			continue; /* covers nothing we could claim */
-		if (out != NULL) {
-			out[n].start = sym.value;
-			out[n].size = sym.size > UINT32_MAX ? UINT32_MAX : (uint32_t)sym.size;
-			out[n].symbol = (uint32_t)sym.index | flag;
-		}
+		out[n].start = sym.value;
+		out[n].size_bits = (sym.size > FUNCTION_SIZE_MAX ? FUNCTION_SIZE_MAX : (uint32_t)sym.size) |
+				   (sym.hidden_version ? FUNCTION_HIDDEN_VERSION : 0u) |
+				   (uint32_t)(sym.bind & 3u) << FUNCTION_BIND_SHIFT;
+		out[n].name = sym.name_offset | flag;
 		n++;
 	}
 	if (release && it->img != NULL)
@@ -172,20 +172,27 @@ bool function_table_build(struct function_table *t, const struct elf_image *img,
 		t->dynsym.without_names = true;
 	else
 		rt_memset(&t->dynsym, 0, sizeof(t->dynsym));
-	const uint32_t cap = UINT32_MAX / 2;
-	uint32_t ns = collect(&t->symtab, 0, NULL, cap, release_pages);
-	uint32_t nd = collect(&t->dynsym, FUNCTION_IN_DYNSYM, NULL, cap - ns, release_pages);
-	if (ns + nd == 0)
+	/* One pass into room for every symbol: a large table is its own
+	 * anonymous mapping, of which only the pages written take memory, so
+	 * the symbol tables are read once (a counting pass read them twice). */
+	const uint64_t cap = UINT32_MAX / 2;
+	uint64_t room = t->symtab.count + t->dynsym.count;
+	if (room == 0 || room > cap)
 		return false;
-	t->funcs = rt_malloc((size_t)(ns + nd) * sizeof(t->funcs[0]));
+	t->funcs = rt_malloc((size_t)room * sizeof(t->funcs[0]));
 	if (t->funcs == NULL)
 		return false;
-	ns = collect(&t->symtab, 0, t->funcs, ns, release_pages);
-	nd = collect(&t->dynsym, FUNCTION_IN_DYNSYM, t->funcs + ns, nd, release_pages);
+	uint32_t ns = collect(&t->symtab, 0, t->funcs, (uint32_t)t->symtab.count, release_pages);
+	uint32_t nd = collect(&t->dynsym, FUNCTION_IN_DYNSYM, t->funcs + ns,
+			      (uint32_t)(room - ns), release_pages);
+	if (ns + nd == 0) {
+		function_table_free(t);
+		return false;
+	}
 	t->nfuncs = ns + nd;
 	if (!function_entries_sort(t->funcs, t->nfuncs, &t->sort_steps))
 		rt_sort(t->funcs, t->nfuncs, sizeof(t->funcs[0]), entry_before_any);
-	t->bytes = (size_t)t->nfuncs * sizeof(t->funcs[0]);
+	t->bytes = (size_t)t->nfuncs * sizeof(t->funcs[0]); /* the part written */
 	return true;
 }
 
@@ -202,12 +209,14 @@ static const char *preferred_alias(const struct function_table *t, uint32_t firs
 	*best = NULL;
 	for (uint32_t i = first; i < end; i++) {
 		const struct function_entry *f = &t->funcs[i];
-		struct elf_symbol_iter it = (f->symbol & FUNCTION_IN_DYNSYM) ? t->dynsym : t->symtab;
-		struct elf_symbol sym;
-		it.img = &t->img;
-		if (!elf_symbol_at(&it, f->symbol & ~FUNCTION_IN_DYNSYM, &sym))
+		const struct elf_symbol_iter *it = (f->name & FUNCTION_IN_DYNSYM) ? &t->dynsym : &t->symtab;
+		uint32_t off = f->name & ~FUNCTION_IN_DYNSYM;
+		const char *raw = off != 0 ? elf_string_at(&t->img, &it->strtab, off) : NULL;
+		if (raw == NULL || raw[0] == 0)
 			continue;
-		const char *shown = function_display_name(sym.name);
+		struct elf_symbol sym = {.bind = (uint8_t)(f->size_bits >> FUNCTION_BIND_SHIFT),
+					 .hidden_version = (f->size_bits & FUNCTION_HIDDEN_VERSION) != 0};
+		const char *shown = function_display_name(raw);
 		uint32_t p = function_alias_preference(&sym, shown);
 		/* Equal ranks (C1/C2 constructors, strtol/strtoq): the name that
 		 * sorts first, whatever order the symbol tables list them in. */
@@ -233,13 +242,31 @@ const char *function_table_lookup(const struct function_table *t, uint64_t addr)
 			first--;
 		const struct function_entry *best;
 		const char *name = preferred_alias(t, first, end, &best);
-		if (name != NULL && addr - best->start < best->size)
+		if (name != NULL && addr - best->start < function_size(best))
 			return name;
 		while (first > 0 && t->funcs[first - 1].start == start)
 			first--;
 		end = first;
 	}
 	return NULL;
+}
+
+static void release_section(const struct elf_image *img, const struct elf_section *s)
+{
+	if (s->size > 0)
+		release_pages(img, s->offset & ~(uint64_t)4095, s->offset + s->size + 4095);
+}
+
+void function_table_release_pages(const struct function_table *t)
+{
+	const struct elf_symbol_iter *its[2] = {&t->symtab, &t->dynsym};
+	for (int i = 0; i < 2; i++) {
+		if (its[i]->img == NULL)
+			continue;
+		release_section(&t->img, &its[i]->symtab);
+		release_section(&t->img, &its[i]->strtab);
+		release_section(&t->img, &its[i]->versym);
+	}
 }
 
 void function_table_free(struct function_table *t)

@@ -12,17 +12,32 @@
 
 #include "symbols/elf.h"
 
-/* One sized function symbol: its name is read from the file when asked for. */
+/* One sized function symbol in 16 bytes: its name is read from the file's
+ * string table when asked for; what ranks it among aliases besides its name
+ * (binding, version) is kept with its size, so a lookup never reads the
+ * symbol table again. */
 struct function_entry {
 	uint64_t start; /* link-time */
-	uint32_t size;  /* capped at 4 GiB */
-	uint32_t symbol; /* index in .symtab, or in .dynsym with FUNCTION_IN_DYNSYM */
+	/* The size (capped at FUNCTION_SIZE_MAX), FUNCTION_HIDDEN_VERSION, and
+	 * the STB_* binding from bit FUNCTION_BIND_SHIFT (see function_size). */
+	uint32_t size_bits;
+	/* Offset of the name in the string table of .symtab, or of .dynsym
+	 * with FUNCTION_IN_DYNSYM. */
+	uint32_t name;
 };
 #define FUNCTION_IN_DYNSYM 0x80000000u
+#define FUNCTION_SIZE_MAX ((1u << 29) - 1u) /* 512 MiB */
+#define FUNCTION_HIDDEN_VERSION (1u << 29)
+#define FUNCTION_BIND_SHIFT 30
+
+static inline uint32_t function_size(const struct function_entry *f)
+{
+	return f->size_bits & FUNCTION_SIZE_MAX;
+}
 
 /* Sorted by start; aliases of one address are adjacent.  Names stay in the
- * image (only the symbols a lookup lands on are read), so the image must
- * stay mapped while the table is used. */
+ * image (only the names a lookup lands on are read, in the string tables),
+ * so the image must stay mapped while the table is used. */
 struct function_table {
 	struct function_entry *funcs;
 	uint32_t nfuncs;
@@ -43,7 +58,7 @@ const char *function_display_name(const char *name);
 uint32_t function_alias_preference(const struct elf_symbol *sym, const char *name);
 
 /* Fills t from the sized function symbols of img's .symtab and, when
- * with_dynsym, its .dynsym, reading neither name nor string table.  img's
+ * with_dynsym, its .dynsym (and their versions), reading no string table.  img's
  * bytes must outlive t.  With release_pages (img is a read-only private file
  * mapping), the symbol tables' pages are given back as they are read, so
  * reading a large table does not hold all of it at once.  False (t empty)
@@ -51,9 +66,9 @@ uint32_t function_alias_preference(const struct elf_symbol *sym, const char *nam
 bool function_table_build(struct function_table *t, const struct elf_image *img, bool with_dynsym,
 			  bool release_pages);
 
-/* Sorts f[0..n) into table order: by start, then by symbol (.symtab before
- * .dynsym, each by index), so equal starts keep the order they were read
- * in.  *steps counts the entries moved and compared: about n, not n log n,
+/* Sorts f[0..n) into table order: by start, then by name (.symtab before
+ * .dynsym, each by the name's offset), an order that does not depend on the
+ * sort.  *steps counts the entries moved and compared: about n, not n log n,
  * for symbols spread over the module's addresses.  False if memory ran out
  * (f then unchanged). */
 bool function_entries_sort(struct function_entry *f, uint32_t n, uint64_t *steps);
@@ -62,6 +77,11 @@ bool function_entries_sort(struct function_entry *f, uint32_t n, uint64_t *steps
  * its address the one function_alias_preference ranks highest, shown as
  * function_display_name gives it.  Points into the image. */
 const char *function_table_lookup(const struct function_table *t, uint64_t addr);
+
+/* Gives back the pages of t's symbol, string and version tables that
+ * lookups read (built with release_pages: img is a read-only private file
+ * mapping, so names handed out stay readable). */
+void function_table_release_pages(const struct function_table *t);
 
 void function_table_free(struct function_table *t);
 

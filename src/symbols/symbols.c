@@ -156,6 +156,29 @@ static void release_file_pages(const struct maps_file *f)
 		(void)sys_madvise((void *)(uintptr_t)f->data, f->size, 4 /* MADV_DONTNEED */);
 }
 
+/* The same for the whole pages under f's bytes [p, p + n) only: the cost of
+ * giving pages back grows with the range, and a large library's file is a
+ * hundred times its unwind or symbol tables.  Bytes outside the mapping
+ * (a table built on the heap) are left alone. */
+static void release_file_range(const struct maps_file *f, const void *p, uint64_t n)
+{
+	const uint8_t *b = p;
+	if (f->data == NULL || b == NULL || b < f->data || b >= f->data + f->size || n == 0)
+		return;
+	uint64_t from = (uint64_t)(b - f->data) & ~(uint64_t)4095;
+	uint64_t to = RT_MIN((uint64_t)(b - f->data) + n, (uint64_t)f->size);
+	(void)sys_madvise((void *)(uintptr_t)(f->data + from), (size_t)(to - from), 4 /* MADV_DONTNEED */);
+}
+
+/* Gives back the pages of m's unwind rules (.eh_frame_hdr's table and
+ * .eh_frame) that lookups read. */
+static void release_unwind_pages(struct sym_module *m)
+{
+	release_file_range(&m->file, m->cfi.eh_frame, m->cfi.eh_frame_size);
+	if (m->cfi.owned_bytes == 0)
+		release_file_range(&m->file, m->cfi.table, (uint64_t)m->cfi.count * 8u);
+}
+
 static void load_from_file(struct sym_module *m, const struct maps_entry *e)
 {
 	struct elf_image img;
@@ -516,7 +539,7 @@ static void release_names_read(struct sym_module *m)
 		return;
 	m->names_unreleased = 0;
 	name_page_releases++;
-	release_file_pages(&m->file);
+	function_table_release_pages(&m->functions);
 }
 
 /* Function names already looked up, by module and link-time address: the
@@ -645,13 +668,20 @@ bool symbols_stack_bounds_of(uint64_t sp, uint64_t *lo, uint64_t *hi)
 	return found;
 }
 
-void symbols_trim(void)
+void symbols_trim(uint64_t keep_unwind_bytes)
 {
 	if (!rt_mutex_trylock(&registry_lock))
 		return;
+	uint64_t unwind_read = 0;
+	for (struct sym_module *m = modules; m != NULL; m = m->next)
+		if (m->file.data != NULL)
+			unwind_read += cfi_index_read_bytes(&m->cfi);
 	for (struct sym_module *m = modules; m != NULL; m = m->next) {
-		if (m->file.data != NULL && cfi_index_take_read(&m->cfi))
-			release_file_pages(&m->file);
+		if (m->file.data != NULL && unwind_read > keep_unwind_bytes &&
+		    cfi_index_read_bytes(&m->cfi) > 0) {
+			cfi_index_forget_reads(&m->cfi);
+			release_unwind_pages(m);
+		}
 		if (m->debug != NULL)
 			debuginfo_trim(m->debug);
 	}

@@ -57,12 +57,17 @@ void symbols_collect_garbage(void);
  * for the next refresh (until then its stack reads go through the kernel). */
 bool symbols_stack_bounds_of(uint64_t sp, uint64_t *lo, uint64_t *hi);
 
-/* Gives back the memory of the file pages unwinds read since the last call
- * (they stay mapped; later reads fault them in again), so what lookups touch
- * stays bounded by what one period between calls touches.  Call
- * periodically from a thread that is not in a signal handler; skips the
- * work if the registry is busy. */
-void symbols_trim(void);
+/* Gives back the memory of the file pages unwinds read since they were
+ * last given back (they stay mapped; later reads fault them in again) once
+ * those pages may hold more than keep_unwind_bytes (counted in the 64 KiB
+ * windows the kernel maps around a fault: an upper bound), so the unwind
+ * rules' resident memory stays within keep_unwind_bytes plus what one
+ * period between calls reads, and pages read again and again are not
+ * faulted in again and again while under it; 0 gives them all back.  Also
+ * gives back the pages debug-information lookups read.  Call periodically
+ * from a thread that is not in a signal handler; skips the work if the
+ * registry is busy. */
+void symbols_trim(uint64_t keep_unwind_bytes);
 
 /* In a fork child: the registry lock may have been held by a thread that no
  * longer exists. */

@@ -767,6 +767,34 @@ const struct cfi_row *cfi_table_lookup(const struct cfi_table *t, uint64_t pc)
 /* DW_EH_PE_datarel | DW_EH_PE_sdata4: the only search-table encoding linkers write. */
 #define HDR_TABLE_ENC 0x3b
 
+/* Windows of at least 64 KiB, aligned as the kernel aligns the pages it
+ * maps around a fault, enough of them to span [lo, hi). */
+static void read_windows_init(struct cfi_index *ix, uint64_t lo, uint64_t hi)
+{
+	ix->read_base = lo & ~(uint64_t)0xffff;
+	ix->read_shift = 16;
+	while (ix->read_shift < 63 && ((hi - ix->read_base) >> ix->read_shift) >= CFI_READ_WORDS * 64u)
+		ix->read_shift++;
+	for (uint32_t i = 0; i < CFI_READ_WORDS; i++)
+		atomic_store_explicit(&ix->read_windows[i], 0, memory_order_relaxed);
+}
+
+/* Notes that a lookup read the byte at p (nothing for bytes outside the
+ * windows: a table on the heap).  [signal-safe] */
+static inline void mark_read(struct cfi_index *ix, const uint8_t *p)
+{
+	uint64_t a = (uint64_t)(uintptr_t)p;
+	if (a < ix->read_base)
+		return;
+	uint64_t w = (a - ix->read_base) >> ix->read_shift;
+	if (w >= CFI_READ_WORDS * 64u)
+		return;
+	_Atomic uint64_t *word = &ix->read_windows[w / 64u];
+	uint64_t bit = 1ull << (w % 64u);
+	if (!(atomic_load_explicit(word, memory_order_relaxed) & bit))
+		(void)atomic_fetch_or_explicit(word, bit, memory_order_relaxed);
+}
+
 bool cfi_index_from_hdr(struct cfi_index *ix, const uint8_t *hdr, size_t hdr_size,
 			uint64_t hdr_addr, const uint8_t *eh_frame, uint64_t eh_frame_size,
 			uint64_t eh_frame_addr)
@@ -792,6 +820,9 @@ bool cfi_index_from_hdr(struct cfi_index *ix, const uint8_t *hdr, size_t hdr_siz
 	ix->count = (uint32_t)count;
 	ix->pc_base = hdr_addr;
 	ix->fde_base = hdr_addr;
+	const uint8_t *table_end = ix->table + (size_t)ix->count * 8;
+	read_windows_init(ix, (uint64_t)(uintptr_t)RT_MIN(ix->table, eh_frame),
+			  (uint64_t)(uintptr_t)RT_MAX(table_end, eh_frame + eh_frame_size));
 	return true;
 }
 
@@ -837,6 +868,8 @@ bool cfi_index_build(struct cfi_index *ix, const uint8_t *eh_frame, uint64_t eh_
 	ix->pc_base = base;
 	ix->fde_base = eh_frame_addr;
 	ix->owned_bytes = n * 2 * sizeof(int32_t);
+	/* The table is ours, on the heap: only .eh_frame is file pages. */
+	read_windows_init(ix, (uint64_t)(uintptr_t)eh_frame, (uint64_t)(uintptr_t)(eh_frame + eh_frame_size));
 	return true;
 }
 
@@ -854,22 +887,32 @@ static int32_t table_field(const struct cfi_index *ix, uint32_t entry, uint32_t 
 	return v;
 }
 
-bool cfi_index_take_read(struct cfi_index *ix)
+uint64_t cfi_index_read_bytes(const struct cfi_index *ix)
 {
-	return atomic_load_explicit(&ix->read, memory_order_relaxed) &&
-	       atomic_exchange_explicit(&ix->read, false, memory_order_relaxed);
+	uint64_t windows = 0;
+	for (uint32_t i = 0; i < CFI_READ_WORDS; i++) {
+		uint64_t v = atomic_load_explicit(&ix->read_windows[i], memory_order_relaxed);
+		for (; v != 0; v &= v - 1)
+			windows++;
+	}
+	return windows << ix->read_shift;
+}
+
+void cfi_index_forget_reads(struct cfi_index *ix)
+{
+	for (uint32_t i = 0; i < CFI_READ_WORDS; i++)
+		atomic_store_explicit(&ix->read_windows[i], 0, memory_order_relaxed);
 }
 
 bool cfi_index_lookup(struct cfi_index *ix, uint64_t pc, struct cfi_row *out)
 {
 	if (ix == NULL || ix->count == 0)
 		return false;
-	if (!atomic_load_explicit(&ix->read, memory_order_relaxed))
-		atomic_store_explicit(&ix->read, true, memory_order_relaxed);
 	/* The last entry starting at or below pc. */
 	uint32_t lo = 0, hi = ix->count;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
+		mark_read(ix, ix->table + (size_t)mid * 8);
 		if (ix->pc_base + (uint64_t)(int64_t)table_field(ix, mid, 0) <= pc)
 			lo = mid + 1;
 		else
@@ -883,9 +926,15 @@ bool cfi_index_lookup(struct cfi_index *ix, uint64_t pc, struct cfi_row *out)
 	struct fde_desc f;
 	struct cie cie;
 	size_t next;
-	if (!parse_fde(ix->eh_frame, (size_t)ix->eh_frame_size, ix->eh_frame_addr,
-		       (size_t)(fde_addr - ix->eh_frame_addr), &f, &cie, &next) ||
-	    pc < f.pc_begin || pc >= f.pc_end)
+	mark_read(ix, ix->eh_frame + (fde_addr - ix->eh_frame_addr));
+	bool parsed = parse_fde(ix->eh_frame, (size_t)ix->eh_frame_size, ix->eh_frame_addr,
+				(size_t)(fde_addr - ix->eh_frame_addr), &f, &cie, &next);
+	if (parsed) {
+		mark_read(ix, ix->eh_frame + next - 1);
+		mark_read(ix, ix->eh_frame + f.cie_off);
+		mark_read(ix, ix->eh_frame + cie.instr_end - 1);
+	}
+	if (!parsed || pc < f.pc_begin || pc >= f.pc_end)
 		return false;
 	struct builder b;
 	rt_memset(&b, 0, sizeof(b));

@@ -91,6 +91,7 @@ const struct cfi_row *cfi_table_lookup(const struct cfi_table *t, uint64_t pc);
  * with no allocation, so it serves the signal handler directly.  Both byte
  * ranges must stay mapped and readable while lookups may run.
  */
+#define CFI_READ_WORDS 4u
 struct cfi_index {
 	const uint8_t *eh_frame; /* .eh_frame bytes */
 	uint64_t eh_frame_size;
@@ -101,9 +102,14 @@ struct cfi_index {
 	uint32_t count;
 	uint64_t pc_base, fde_base;
 	size_t owned_bytes; /* heap bytes of a table built here, 0 for .eh_frame_hdr's */
-	/* Set by every lookup: its owner may give back the pages lookups read
-	 * (cfi_index_take_read) while they stay mapped. */
-	atomic_bool read;
+	/* Where lookups read, so that the owner can bound the file pages they
+	 * keep resident and give them back (cfi_index_read_bytes): one bit per
+	 * window of 2^read_shift bytes (at least 64 KiB, the kernel's unit of
+	 * mapping file pages around a fault) of the addresses from read_base
+	 * that hold .eh_frame and, unless built here, the table. */
+	uint64_t read_base;
+	uint32_t read_shift;
+	_Atomic uint64_t read_windows[CFI_READ_WORDS];
 };
 
 /* Uses the .eh_frame_hdr bytes hdr[0..hdr_size) (link-time address hdr_addr)
@@ -126,7 +132,11 @@ void cfi_index_free(struct cfi_index *ix);
  * if no FDE covers pc or its rule there is CFI_NONE.  [signal-safe] */
 bool cfi_index_lookup(struct cfi_index *ix, uint64_t pc, struct cfi_row *out);
 
-/* True once after lookups read ix's bytes. */
-bool cfi_index_take_read(struct cfi_index *ix);
+/* An upper bound of the bytes of ix's tables that lookups made resident
+ * since the last cfi_index_forget_reads: the windows they read in, whole. */
+uint64_t cfi_index_read_bytes(const struct cfi_index *ix);
+/* Starts counting anew; call before giving back the pages, so a lookup
+ * running meanwhile counts again. */
+void cfi_index_forget_reads(struct cfi_index *ix);
 
 #endif

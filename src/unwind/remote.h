@@ -2,7 +2,8 @@
  * sampler), two strategies.  Every stack word is read through the kernel
  * (UNWIND_FLAG_REMOTE), so a stack that goes away meanwhile yields a short
  * stack, never a fault; the caller checks afterwards that the thread did
- * not move.  Not for signal handlers (the scan reads 2 KiB of stack). */
+ * not move.  Not for signal handlers (the scan reads 2 KiB of stack through
+ * the kernel), except unwind_scan_here, which reads its own stack. */
 #ifndef STOWAWAY_UNWIND_REMOTE_H
 #define STOWAWAY_UNWIND_REMOTE_H
 
@@ -23,7 +24,7 @@ typedef bool (*unwind_stack_bounds_fn)(uint64_t sp, uint64_t *lo, uint64_t *hi);
 /* From the pc and sp the kernel reports for a thread inside a system call
  * (no frame pointer there).  Unwinds with the tables; when they run out at
  * once (one or two frames, as in a C library built without unwind tables,
- * musl's), scans up to 256 words above sp for the lowest return address
+ * musl's), scans up to 256 words from sp for the lowest return address
  * from which the tables lead to the thread's first frame (or at least two
  * callers up) and unwinds from there: pcs[0] stays pc and the frames in
  * between, inside the C library, are skipped.  At most 24 candidates are
@@ -32,5 +33,13 @@ typedef bool (*unwind_stack_bounds_fn)(uint64_t sp, uint64_t *lo, uint64_t *hi);
  * OUTERMOST, or TRUNCATED at max). */
 uint32_t unwind_remote_syscall(uint64_t pc, uint64_t sp, uint64_t *pcs, uint32_t max,
 			       unwind_stack_bounds_fn bounds, enum unwind_end *end);
+
+/* The same scan on the calling thread's own stack, interrupted at pc/sp/fp (a
+ * signal handler whose unwind stopped at once in code without tables): the
+ * words are read in place within [stack_lo, stack_hi) (both 0: the
+ * snapshot's bounds of sp).  Returns the depth and sets *end, or 0 if no
+ * word led anywhere (pcs[1..] may then have been written).  [signal-safe] */
+uint32_t unwind_scan_here(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t stack_lo, uint64_t stack_hi,
+			  uint64_t *pcs, uint32_t max, enum unwind_end *end);
 
 #endif

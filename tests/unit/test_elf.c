@@ -225,7 +225,7 @@ static void test_no_wrong_name_past_symbol_end(void)
 	uint8_t *buf = read_whole("/proc/self/exe", &n);
 	struct elf_image img;
 	struct elf_symbol_iter it;
-	struct elf_symbol sym, last = {0, 0, NULL, 0, false, 0};
+	struct elf_symbol sym, last = {0, 0, NULL, 0, false, 0, 0};
 	CHECK(buf != NULL && elf_open(&img, buf, n) && elf_symbols_begin(&img, 2, &it));
 	uint64_t main_value = 0;
 	while (elf_symbols_next(&it, &sym)) {

@@ -15,7 +15,7 @@ static int entry_cmp(const void *pa, const void *pb)
 	const struct function_entry *a = pa, *b = pb;
 	if (a->start != b->start)
 		return a->start < b->start ? -1 : 1;
-	return a->symbol < b->symbol ? -1 : a->symbol > b->symbol;
+	return a->name < b->name ? -1 : a->name > b->name;
 }
 
 static uint64_t rand64(void)
@@ -31,8 +31,8 @@ static struct function_entry *library_entries(uint32_t n, uint64_t base, uint64_
 	struct function_entry *f = calloc(n, sizeof(*f));
 	for (uint32_t i = 0; i < n; i++) {
 		f[i].start = (i % 16 == 1) ? f[i - 1].start : base + rand64() % span;
-		f[i].size = 16 + (uint32_t)(rand() % 4096);
-		f[i].symbol = (i % 64 == 2) ? (i | FUNCTION_IN_DYNSYM) : i;
+		f[i].size_bits = 16 + (uint32_t)(rand() % 4096);
+		f[i].name = (i % 64 == 2) ? (i | FUNCTION_IN_DYNSYM) : i;
 	}
 	for (uint32_t i = n; i > 1; i--) {
 		uint32_t j = (uint32_t)rand() % i;
@@ -70,8 +70,8 @@ static void sort_clustered_starts(void)
 	for (int shape = 0; shape < 2; shape++) {
 		for (uint32_t i = 0; i < N; i++) {
 			f[i].start = shape == 0 ? 0x1000 + (uint64_t)(rand() % 64) : 0x5000;
-			f[i].size = 8;
-			f[i].symbol = (uint32_t)(N - i);
+			f[i].size_bits = 8;
+			f[i].name = (uint32_t)(N - i);
 		}
 		if (shape == 0)
 			f[N / 2].start = UINT64_MAX - 5;

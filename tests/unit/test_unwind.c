@@ -145,6 +145,48 @@ static bool same_rule(const struct cfi_row *a, const struct cfi_row *b)
 	       a->plt_threshold == b->plt_threshold;
 }
 
+/* 64 KiB windows of the address space that [p, p + n) spans. */
+static uint64_t windows_spanned(const uint8_t *p, uint64_t n)
+{
+	uint64_t a = (uint64_t)(uintptr_t)p;
+	return ((a + n - 1) >> 16) - (a >> 16) + 1;
+}
+
+/* After every FDE was looked up, the read windows are exactly those of
+ * .eh_frame and (in place) of the table: every window holds an entry a
+ * lookup read; after forgetting, one lookup reads a few windows. */
+static void check_read_windows(struct cfi_index *in_place, struct cfi_index *built,
+			       const struct cfi_table *t)
+{
+	uint64_t eh = windows_spanned(in_place->eh_frame, in_place->eh_frame_size);
+	uint64_t tab = windows_spanned(in_place->table, (uint64_t)in_place->count * 8);
+	uint64_t a_end = (uint64_t)(uintptr_t)in_place->table + (uint64_t)in_place->count * 8 - 1;
+	uint64_t b_beg = (uint64_t)(uintptr_t)in_place->eh_frame;
+	uint64_t e_end = b_beg + in_place->eh_frame_size - 1;
+	uint64_t a_beg = (uint64_t)(uintptr_t)in_place->table;
+	/* Windows both ranges touch count once. */
+	uint64_t shared = 0;
+	for (uint64_t w = RT_MAX(a_beg, b_beg) >> 16; w <= RT_MIN(a_end, e_end) >> 16; w++)
+		shared++;
+	printf("  read windows: in place %llu KiB (eh_frame %llu, table %llu windows), built %llu KiB\n",
+	       (unsigned long long)(cfi_index_read_bytes(in_place) >> 10), (unsigned long long)eh,
+	       (unsigned long long)tab, (unsigned long long)(cfi_index_read_bytes(built) >> 10));
+	CHECK(cfi_index_read_bytes(in_place) == (eh + tab - shared) << 16);
+	CHECK(cfi_index_read_bytes(built) == eh << 16);
+	cfi_index_forget_reads(in_place);
+	CHECK(cfi_index_read_bytes(in_place) == 0);
+	struct cfi_row got;
+	uint64_t pc = t->base + t->rows[t->nrows / 2].pc;
+	(void)cfi_index_lookup(in_place, pc, &got);
+	uint64_t one = cfi_index_read_bytes(in_place);
+	/* The probes of one binary search, the FDE and its CIE. */
+	uint32_t probes = 1;
+	while ((1u << probes) <= in_place->count)
+		probes++;
+	CHECK(one >= (1u << 16) && one <= (uint64_t)(probes + 4) << 16);
+	cfi_index_forget_reads(in_place);
+}
+
 static void compare_index_with_table(const char *path)
 {
 	size_t n;
@@ -185,6 +227,7 @@ static void compare_index_with_table(const char *path)
 	}
 	printf("  %s: %u lookups compared, %u mismatches\n", path, compared, mismatches);
 	CHECK(compared > 1000 && mismatches == 0);
+	check_read_windows(&in_place, &built, t);
 	/* A header that points elsewhere, or a truncated one, is refused. */
 	struct cfi_index bad;
 	CHECK(!cfi_index_from_hdr(&bad, buf + hdr.offset, hdr.size, hdr.addr, buf + eh.offset,

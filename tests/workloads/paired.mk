@@ -1,7 +1,7 @@
 # Workloads built for glibc and musl from one source each: fd_table
 # (tests/integration/fd_table.py), fork_short (fork_short.py), prefork_mem
-# (prefork_mem.py, bench_prefork.sh).
-PAIRED_WL := fd_table fork_short prefork_mem
+# (prefork_mem.py, bench_prefork.sh), libc_leaf (libc_leaf.py).
+PAIRED_WL := fd_table fork_short prefork_mem libc_leaf
 PAIRED_GLIBC := $(patsubst %,$(BUILD)/workloads/%,$(PAIRED_WL))
 PAIRED_MUSL := $(patsubst %,$(BUILD)/workloads/%-musl,$(PAIRED_WL))
 TEST_PROGRAMS += $(PAIRED_GLIBC) $(PAIRED_MUSL)
