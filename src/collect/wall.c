@@ -19,6 +19,10 @@
 /* A thread on a CPU for at least 1/BUSY_SHARE of a span is asked whether
  * it still is, and how long it waited for a CPU. */
 #define BUSY_SHARE 16u
+/* Time blocked in waits no visit saw is held this long at most for the
+ * next wait a visit finds; then the last wait found takes it (or, with
+ * none, the running samples). */
+#define UNSEEN_PATIENCE_NS RT_NS_PER_SEC
 /* Descriptors of /proc/self/task/TID/syscall kept open at most; beyond
  * that the file is opened for each read. */
 #define PROC_FDS_MAX 256
@@ -126,6 +130,10 @@ struct wall_private {
 	/* The thread's CPU time, and time waiting for a CPU, that the visits
 	 * have handed to its running samples. */
 	uint64_t last_cpu, last_delay, last_slices;
+	/* Time blocked in waits that began and ended between two visits, held
+	 * for the next wait a visit finds (since unseen_since). */
+	uint64_t unseen_ns, unseen_since;
+	uint32_t last_seq; /* wall_seq at the previous visit */
 	char name[THREAD_NAME_MAX];
 };
 
@@ -321,6 +329,12 @@ static void flush_pending(struct wall_private *w, uint64_t now);
 
 static void private_release(struct wall_private *w)
 {
+	/* Waits no visit saw, of a thread that is gone: the last wait found
+	 * takes them, under that wait's own context. */
+	if (w->unseen_ns && w->stack && w->pend_ctx_of_stack) {
+		w->pend_count++;
+		w->pend_ns += w->unseen_ns;
+	}
 	flush_pending(w, rt_monotonic_ns());
 	give_back_fds(w);
 	if (w->timer_id >= 0)
@@ -808,19 +822,83 @@ static bool on_cpu_now(int tid, uint64_t *cpu)
 	return true;
 }
 
-/* Off-CPU time of a span at whose end the thread runs or waits for a CPU:
- * the end of the wait the previous visit found it in (woken, it may still
- * wait for a CPU there: that stack holds until it has run); without one,
- * time it waited for a CPU after it was preempted, which goes with its
- * running.  `used`: the CPU time of the span. */
-static void place_running(int slot, struct wall_private *w, uint64_t now, uint64_t off, uint64_t used,
-			  bool signals)
+/* Whether the interposed call the thread is in reads or writes a file
+ * (state io: a copy to or from the page cache, on a CPU unless it waits
+ * for a disk), not a wait. */
+static bool copying_call(struct wall_private *w, struct thread_slot *t)
+{
+	enum wall_state kind = (enum wall_state)atomic_load_explicit(&t->wall_kind, memory_order_relaxed);
+	int fd = atomic_load_explicit(&t->wall_fd, memory_order_relaxed);
+	return state_of_fd(w, kind, fd) == WALL_STATE_IO;
+}
+
+/* Whether the thread entered an interposed call after the previous
+ * visit's reading `last` of its wall_seq (each call moves it by two). */
+static bool calls_since(uint32_t last, uint32_t seq)
+{
+	uint32_t next_call = (last | 1u) + ((last & 1u) ? 2u : 0u);
+	return (int32_t)(seq - next_call) >= 0;
+}
+
+/* Pays the time blocked in waits no visit saw to the wait this visit found
+ * (the cached stack, just accounted). */
+static void place_unseen(int slot, struct wall_private *w, uint64_t now)
+{
+	if (w->unseen_ns == 0)
+		return;
+	account_previous_wait(slot, w, now, w->unseen_ns);
+	w->unseen_ns = 0;
+}
+
+/* How a visit splits its span (sample_slot). */
+struct span_split {
+	uint64_t span;
+	uint64_t used;    /* CPU time */
+	uint64_t delayed; /* waits for a CPU that ended in the span, if read */
+	uint64_t off;     /* the rest */
+	bool called;      /* it entered an interposed call in the span */
+	bool asked;       /* schedstat was read */
+	bool known;       /* the span's waits for a CPU were all counted */
+};
+
+/* Holds time blocked in waits no visit saw for the next wait a visit finds
+ * (place_unseen); after UNSEEN_PATIENCE_NS without one, the last wait found
+ * takes it, or without one the running samples. */
+static void hold_unseen(int slot, struct wall_private *w, uint64_t now, uint64_t blocked)
+{
+	if (w->unseen_ns == 0)
+		w->unseen_since = now;
+	w->unseen_ns += blocked;
+	if (now - w->unseen_since < UNSEEN_PATIENCE_NS)
+		return;
+	if (w->stack)
+		account_previous_wait(slot, w, now, w->unseen_ns);
+	else
+		atomic_fetch_add(&thread_slots[slot].wall_owed_ns, w->unseen_ns);
+	w->unseen_ns = 0;
+}
+
+/* The off-CPU time of a span at whose end the thread runs or waits for a
+ * CPU.  It left the wait the previous visit found it in: that wait gets it
+ * (woken, it may still wait for a CPU there: that stack holds until it has
+ * run).  Otherwise, found on a CPU (`on_cpu`) with its waits for a CPU all
+ * counted, it is time blocked: if the thread entered an interposed call
+ * meanwhile, in a wait that began and ended between the two visits, held
+ * for the next wait a visit finds (a draw weighted by time blocked, as the
+ * running samples are one weighted by CPU time).  Else (blocked without a
+ * call we see: a page fault, a system call no wrapper sees; or a wait for
+ * a CPU still under way, which the kernel has not counted yet) it goes
+ * with the running samples. */
+static void place_running(int slot, struct wall_private *w, uint64_t now, const struct span_split *sp,
+			  bool on_cpu, bool signals)
 {
 	if (w->after_wait && w->stack)
-		account_previous_wait(slot, w, now, off);
-	else if (signals && off)
-		atomic_fetch_add(&thread_slots[slot].wall_owed_ns, off);
-	if (used)
+		account_previous_wait(slot, w, now, sp->off);
+	else if (signals && on_cpu && sp->known && sp->called)
+		hold_unseen(slot, w, now, sp->off);
+	else if (signals && sp->off)
+		atomic_fetch_add(&thread_slots[slot].wall_owed_ns, sp->off);
+	if (sp->used)
 		w->after_wait = false;
 }
 
@@ -861,11 +939,32 @@ static uint64_t delay_span(struct wall_private *w, uint64_t *waits)
 	return d;
 }
 
+/* Reads the span's waits for a CPU: they go with the running samples,
+ * except the first after a wake-up from the wait the previous visit found
+ * (the span's mean one), which is that wait's. */
+static void split_delays(int slot, struct wall_private *w, uint64_t now, struct span_split *sp)
+{
+	uint64_t waits;
+	sp->asked = true;
+	sp->known = w->delay_known;
+	sp->delayed = RT_MIN(delay_span(w, &waits), sp->off);
+	sp->known = sp->known && w->delay_known;
+	sp->off -= sp->delayed;
+	uint64_t woken = w->after_wait && w->stack && waits ? sp->delayed / waits : 0;
+	if (woken) {
+		account_previous_wait(slot, w, now, woken);
+		sp->delayed -= woken;
+	}
+	atomic_fetch_add(&thread_slots[slot].wall_owed_ns, sp->delayed);
+}
+
 /* One visit.  The span since the previous visit is split by the thread's
  * CPU clock and its schedstat: its CPU time, and the time it waited for a
- * CPU after being preempted or woken, go to the thread's running samples,
- * which land where it used CPU (its own code or inside a call); the rest,
- * time blocked, goes to the wait the visit finds it in. */
+ * CPU after being preempted, go to the thread's running samples, which
+ * land where it used CPU (its own code or inside a call); the rest, time
+ * blocked (and the first wait for a CPU after a wake-up), goes to the wait
+ * the visit finds it in, or for a thread found on a CPU to the wait it was
+ * blocked in meanwhile (place_running). */
 static void sample_slot(int slot, uint64_t now)
 {
 	struct thread_slot *t = &thread_slots[slot];
@@ -878,67 +977,79 @@ static void sample_slot(int slot, uint64_t now)
 	}
 	if (tid == 0)
 		return;
-	uint64_t span = visit_span(w, now);
+	struct span_split sp = { .span = visit_span(w, now) };
 	uint64_t cpu;
 	if (!thread_cpu_ns(tid, &cpu))
 		return; /* gone; the registry will notice */
 	bool signals = can_signal(slot, w);
-	uint64_t used = cpu_span(w, cpu, span);
-	if (!signals)
-		used = 0; /* no running sample can place it: the visit does */
-	uint64_t off = span - used;
+	/* Without signals no running sample can place CPU time: the visit does. */
+	sp.used = signals ? cpu_span(w, cpu, sp.span) : 0;
+	sp.off = sp.span - sp.used;
+	uint32_t seq = atomic_load(&t->wall_seq);
+	sp.called = calls_since(w->last_seq, seq);
+	w->last_seq = seq;
 	/* A thread that ran for a fair part of the span may also have waited
 	 * for a CPU meanwhile, and may be on one now.  One that barely ran
 	 * (a wait that woke, did little and waits again: most waiting threads)
 	 * is not asked: its waits for a CPU stay with its waits. */
-	bool busy = used > 0 && used >= span / BUSY_SHARE;
-	if (used && !busy)
-		w->delay_known = false;
-	if (used)
-		atomic_fetch_add(&t->wall_owed_ns, used);
-	if (busy) {
-		/* Woken from the wait the previous visit found, it first waited
-		 * for a CPU there: one of the span's waits for a CPU, the mean
-		 * one. */
-		uint64_t waits;
-		uint64_t delayed = RT_MIN(delay_span(w, &waits), off);
-		uint64_t woken = w->after_wait && w->stack && waits ? delayed / waits : 0;
-		off -= delayed;
-		if (woken)
-			account_previous_wait(slot, w, now, woken);
-		atomic_fetch_add(&t->wall_owed_ns, delayed - woken);
-	}
-	uint32_t seq = atomic_load(&t->wall_seq);
+	bool busy = sp.used > 0 && sp.used >= sp.span / BUSY_SHARE;
+	if (sp.used)
+		atomic_fetch_add(&t->wall_owed_ns, sp.used);
+	if (busy)
+		split_delays(slot, w, now, &sp);
+	struct wall_syscall_info si;
+	bool waiting = true; /* the visit found it in a wait, placed there */
 	if (seq & 1u) {
 		/* In an interposed call: running in it (its CPU time is the
-		 * running samples'), or waiting in it. */
-		if (busy && on_cpu_now(tid, &cpu))
-			place_running(slot, w, now, off, used, signals);
-		else if (sample_published(slot, w, seq, now, off))
-			w->after_wait = true;
+		 * running samples'), preempted in a call that copies files (our
+		 * own sampler thread preempts it, too, when they share a CPU),
+		 * or waiting in it (woken, it may wait for a CPU there). */
+		if (busy && on_cpu_now(tid, &cpu)) {
+			place_running(slot, w, now, &sp, true, signals);
+			waiting = false;
+		} else if (busy && copying_call(w, t) && read_syscall(w, &si) && si.nr < -1) {
+			place_running(slot, w, now, &sp, false, signals);
+			waiting = false;
+		} else {
+			waiting = sample_published(slot, w, seq, now, sp.off);
+		}
 	} else if (w->cache == CACHE_SYSCALL && w->cache_cpu == cpu) {
-		emit_cached(slot, w, now, off, NULL);
-		w->after_wait = true;
+		emit_cached(slot, w, now, sp.off, NULL);
 		/* Blocked all along, it did not need its descriptor: with none
 		 * left, it goes to a thread that moves (which would otherwise
 		 * open and close its file at every visit). */
 		if (wall.open_fds >= PROC_FDS_MAX)
 			give_back_fds(w);
 	} else if (busy && on_cpu_now(tid, &cpu)) {
-		place_running(slot, w, now, off, used, signals);
+		place_running(slot, w, now, &sp, true, signals);
+		waiting = false;
+	} else if (!read_syscall(w, &si)) {
+		w->unplaced += sp.off;
+		waiting = false;
+	} else if (si.nr >= -1) {
+		/* Off CPU: the kernel gave its registers. */
+		waiting = sample_syscall(slot, w, &si, cpu, now, sp.off);
 	} else {
-		struct wall_syscall_info si;
-		if (!read_syscall(w, &si))
-			w->unplaced += off;
-		else if (si.nr >= -1) {
-			/* Off CPU: the kernel gave its registers. */
-			if (sample_syscall(slot, w, &si, cpu, now, off))
-				w->after_wait = true;
-		} else {
-			/* Runnable, waiting for a CPU. */
-			place_running(slot, w, now, off, used, signals);
+		/* On a CPU, or waiting for one.  One that barely ran, woken from
+		 * a wait no visit saw, is asked too when its count of waits for
+		 * a CPU is still exact (it was asked last time). */
+		bool on_cpu = false;
+		if (!busy && signals && sp.used && sp.called && !w->after_wait && w->delay_known &&
+		    on_cpu_now(tid, &cpu)) {
+			split_delays(slot, w, now, &sp);
+			on_cpu = true;
 		}
+		place_running(slot, w, now, &sp, on_cpu, signals);
+		waiting = false;
 	}
+	if (waiting) {
+		w->after_wait = true;
+		place_unseen(slot, w, now);
+	}
+	/* A thread that ran without being asked: its next reading of waits
+	 * for a CPU would count this span's too. */
+	if (sp.used && !sp.asked)
+		w->delay_known = false;
 	if (signals)
 		update_request(slot, w, now);
 }
@@ -1418,6 +1529,7 @@ void wall_after_fork_child(void)
 		w->sched_fd = -1;
 		w->timer_id = -1;
 		w->pend_count = 0; /* the parent's samples */
+		w->unseen_ns = 0;
 		private_release(w);
 	}
 	/* The registry was reset before us; wall_thread_added clears a slot's

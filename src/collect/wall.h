@@ -11,7 +11,10 @@
  *  - the rest, time blocked, goes to the wait the visit finds it in; a
  *    thread found on a CPU or waiting for one left the wait the previous
  *    visit found (which also keeps its first wait for a CPU), and that
- *    wait gets it, once.
+ *    wait gets it, once; one found on a CPU, not waiting at the previous
+ *    visit, that entered interposed calls since blocked in a wait no visit
+ *    saw: that time is held for the next wait a visit finds (a draw
+ *    weighted by time blocked).
  * Where it waits, cheapest first:
  *  1. Inside an interposed call (wall_hooks.c): the call published its
  *     frame and return address and made wall_seq odd.  Its stack is unwound
