@@ -130,6 +130,17 @@ static void *sampler_main(void *arg)
 	return NULL;
 }
 
+/* Starts the sampler thread, its alive flag raised first (a stop waits on
+ * it); the flag is lowered again if the thread could not be made. */
+static int spawn_sampler(void)
+{
+	atomic_store(&col.sampler_alive, 1);
+	int r = thread_spawn(sampler_main, NULL);
+	if (r < 0)
+		atomic_store(&col.sampler_alive, 0);
+	return r;
+}
+
 int collect_start(const struct sw_config *cfg, struct recorder *rec)
 {
 	if (atomic_exchange(&col.running, 1))
@@ -153,10 +164,8 @@ int collect_start(const struct sw_config *cfg, struct recorder *rec)
 				n++;
 		}
 	}
-	atomic_store(&col.sampler_alive, 1);
-	int r = thread_spawn(sampler_main, NULL);
+	int r = spawn_sampler();
 	if (r < 0) {
-		atomic_store(&col.sampler_alive, 0);
 		rt_warn("cannot start the sampler thread (error %d); collectors are off", -r);
 		cpu_stop();
 		atomic_store(&col.running, 0);
@@ -246,12 +255,9 @@ void collect_start_threads(void)
 	rt_mutex_lock(&col.start_lock);
 	if (atomic_load(&col.running)) {
 		if (!atomic_load(&col.sampler_alive)) {
-			atomic_store(&col.sampler_alive, 1);
-			int r = thread_spawn(sampler_main, NULL);
-			if (r < 0) {
-				atomic_store(&col.sampler_alive, 0);
+			int r = spawn_sampler();
+			if (r < 0)
 				rt_warn("cannot start the sampler thread after fork (error %d)", -r);
-			}
 		}
 		wall_start_sampler();
 	}
