@@ -83,12 +83,17 @@ struct recent_frame {
 #define CACHE_NONE 0
 #define CACHE_PUBLISHED 1 /* valid while wall_seq == cache_seq */
 #define CACHE_SYSCALL 2   /* valid while the CPU clock == cache_cpu */
+/* A blocked thread's stack that broke off at once (code without tables whose
+ * scan found no caller) is unwound again at this many visits of the same
+ * wait before it stands for the rest of it: one read can miss. */
+#define BROKEN_RETRIES 8u
 
 /* What the sampler thread alone knows about a slot. */
 struct wall_private {
 	uint64_t request_ns; /* when the running request was armed */
 	uint64_t *stack;     /* cached stack (max_frames + 2), or NULL */
 	uint64_t cache_cpu;
+	uint64_t broken_cpu; /* the wait whose stack broke off (its CPU clock) */
 	uint64_t first_seen_ns;
 	uint64_t name_ns;
 	/* Samples of the cached stack not yet in the recorder (aggregated
@@ -110,6 +115,7 @@ struct wall_private {
 	uint32_t recent_clock;
 	uint32_t flag_seq; /* wall_seq just after we raised wall_inflight */
 	uint8_t cache;
+	uint8_t broken_tries; /* unwinds of that wait that broke off */
 	uint8_t cache_state; /* enum wall_state */
 	uint8_t class_state;
 	bool pend_has_ctx;
@@ -722,6 +728,16 @@ static bool sample_syscall(int slot, struct wall_private *w, const struct wall_s
 	}
 	w->cache = CACHE_SYSCALL;
 	w->cache_cpu = cpu;
+	if (depth <= 2 && end == UNWIND_END_BROKEN) {
+		if (w->broken_cpu != cpu) {
+			w->broken_cpu = cpu;
+			w->broken_tries = 0;
+		}
+		if (w->broken_tries < BROKEN_RETRIES) {
+			w->broken_tries++;
+			w->cache = CACHE_NONE; /* this span keeps the stack; the next visit unwinds again */
+		}
+	}
 	atomic_fetch_add(&wall.syscall_samples, 1);
 	account_cached(slot, w, now, span, NULL);
 	return true;
