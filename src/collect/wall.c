@@ -114,6 +114,7 @@ struct wall_private {
 	uint32_t cache_seq;
 	uint32_t recent_clock;
 	uint32_t flag_seq; /* wall_seq just after we raised wall_inflight */
+	uint32_t last_seq; /* wall_seq at the previous visit */
 	uint8_t cache;
 	uint8_t broken_tries; /* unwinds of that wait that broke off */
 	uint8_t cache_state; /* enum wall_state */
@@ -139,7 +140,6 @@ struct wall_private {
 	/* Time blocked in waits that began and ended between two visits, held
 	 * for the next wait a visit finds (since unseen_since). */
 	uint64_t unseen_ns, unseen_since;
-	uint32_t last_seq; /* wall_seq at the previous visit */
 	char name[THREAD_NAME_MAX];
 };
 
