@@ -89,8 +89,17 @@ def run_variant(exe_name):
                   f"profile {100*got:.2f}%, truth {100*want:.2f}%")
             thread_total = sum(v for _, v in mine)
             frac = under / thread_total if thread_total else 0
+            # Where the rest went, for a failure's log: the thread's largest
+            # other stacks with their state.
+            others = {}
+            for lab, st, v in samples:
+                if lab.get("thread name") == thread and function not in st:
+                    key = f"{lab.get('state')}: {' < '.join(st[:4])}"
+                    others[key] = others.get(key, 0) + v
+            top = sorted(others.items(), key=lambda kv: -kv[1])[:3]
             check(f"{exe_name}: {function}: >= 97% of its thread's wall time under it",
-                  frac >= 0.97, f"{100*frac:.2f}% of {thread_total/1e9:.2f}s")
+                  frac >= 0.97, f"{100*frac:.2f}% of {thread_total/1e9:.2f}s" +
+                  (f"; elsewhere: {[(k, round(v / 1e6)) for k, v in top]} ms" if top else ""))
             if function in CALLED:
                 off_cpu = [(s, v) for lab, s, v in samples
                            if lab.get("thread name") == thread and lab.get("state") != "running"]
