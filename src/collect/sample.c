@@ -145,18 +145,9 @@ uint32_t sample_unwind_interrupted(const void *ucontext, uint64_t stack_lo, uint
 	 * address, one above sp leads on (where a link register holds it, the
 	 * unwinder has already used it). */
 	if (!ARCH_CFI_LINK_REGISTER && depth >= 1 && depth <= 2 && end == UNWIND_END_BROKEN) {
-		uint64_t first[2] = { pcs[0], max > 1 ? pcs[1] : 0 };
-		enum unwind_end scanned_end = end;
-		uint32_t scanned = unwind_scan_here(regs.pc, regs.sp, regs.fp, stack_lo, stack_hi, pcs, max,
-						    &scanned_end);
-		if (scanned > depth) {
+		uint32_t scanned = unwind_scan_here(regs.pc, regs.sp, regs.fp, stack_lo, stack_hi, pcs, max, &end);
+		if (scanned > 0)
 			depth = scanned;
-			end = scanned_end;
-		} else {
-			pcs[0] = first[0];
-			if (max > 1)
-				pcs[1] = first[1];
-		}
 	}
 	if (depth == 0)
 		pcs[depth++] = SW_PC_UNKNOWN;

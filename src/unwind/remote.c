@@ -14,13 +14,15 @@ uint32_t unwind_remote(const struct unwind_regs *regs, uint64_t *pcs, uint32_t m
 	return unwind_stack(regs, pcs, max, UNWIND_FLAG_REMOTE, end);
 }
 
-/* The scan over the n words read at sp: 0 if none leads anywhere.  On
- * success pcs[0] is leaf_pc and *truncated tells whether max cut the stack.
+/* The scan over the n words read at sp: 0 if none leads anywhere (pcs[1]
+ * as it was: a failed scan leaves a stack of one or two frames whole).  On
+ * success pcs[0] is leaf_pc and *end is OUTERMOST, or TRUNCATED at max.
  * flags: UNWIND_FLAG_REMOTE for another thread's stack; [lo, hi) its bounds.
  * [signal-safe without UNWIND_FLAG_REMOTE] */
 static uint32_t scan_words(uint64_t leaf_pc, uint64_t sp, uint64_t leaf_fp, const uint64_t *words, size_t n,
-			   uint64_t lo, uint64_t hi, uint32_t flags, uint64_t *pcs, uint32_t max, bool *truncated)
+			   uint64_t lo, uint64_t hi, uint32_t flags, uint64_t *pcs, uint32_t max, enum unwind_end *end)
 {
+	const uint64_t second = pcs[1];
 	uint32_t tries = 0;
 	/* From the word at sp itself: a leaf without a frame of its own (an
 	 * assembly memcpy, a system call wrapper) has its return address there,
@@ -34,23 +36,24 @@ static uint32_t scan_words(uint64_t leaf_pc, uint64_t sp, uint64_t leaf_fp, cons
 		 * sit at the caller's sp, the sp above it is only a bound. */
 		struct unwind_regs regs = { .pc = words[i] - 1, .sp = sp + 8 * (i + 1), .fp = i > 0 ? words[i - 1] : leaf_fp,
 					    .stack_lo = lo, .stack_hi = hi };
-		enum unwind_end end = UNWIND_END_BROKEN;
+		enum unwind_end got = UNWIND_END_BROKEN;
 		uint32_t depth = unwind_stack(&regs, pcs + 1, max - 1,
-					      flags | (ARCH_FRAME_RECORD_AT_CFA ? 0u : UNWIND_FLAG_SP_BOUND), &end);
+					      flags | (ARCH_FRAME_RECORD_AT_CFA ? 0u : UNWIND_FLAG_SP_BOUND), &got);
 		/* Accepted when the tables lead to the first frame, or at least
 		 * two callers up (musl's own outermost frames have no tables). */
-		if ((depth >= 2 && end != UNWIND_END_BROKEN) || depth >= 3) {
+		if ((depth >= 2 && got != UNWIND_END_BROKEN) || depth >= 3) {
 			pcs[0] = leaf_pc;
-			*truncated = end == UNWIND_END_TRUNCATED;
+			*end = got == UNWIND_END_TRUNCATED ? UNWIND_END_TRUNCATED : UNWIND_END_OUTERMOST;
 			return depth + 1;
 		}
 	}
+	pcs[1] = second;
 	return 0;
 }
 
 /* The scan of another thread's stack (words read through the kernel). */
 static uint32_t unwind_by_scan(uint64_t leaf_pc, uint64_t sp, uint64_t *pcs, uint32_t max,
-			       unwind_stack_bounds_fn bounds, bool *truncated)
+			       unwind_stack_bounds_fn bounds, enum unwind_end *end)
 {
 	uint64_t lo, hi;
 	if (max < 2)
@@ -63,7 +66,7 @@ static uint32_t unwind_by_scan(uint64_t leaf_pc, uint64_t sp, uint64_t *pcs, uin
 	size_t n = (size_t)RT_MIN((hi - sp) / 8, (uint64_t)SCAN_WORDS);
 	if (n < 2 || sys_read_memory((int)sys_getpid(), words, sp, n * 8) != (long)(n * 8))
 		return 0;
-	return scan_words(leaf_pc, sp, 0, words, n, lo, hi, UNWIND_FLAG_REMOTE, pcs, max, truncated);
+	return scan_words(leaf_pc, sp, 0, words, n, lo, hi, UNWIND_FLAG_REMOTE, pcs, max, end);
 }
 
 uint32_t unwind_scan_here(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t stack_lo, uint64_t stack_hi,
@@ -79,11 +82,7 @@ uint32_t unwind_scan_here(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t stack_
 	size_t n = (size_t)RT_MIN((hi - sp) / 8, (uint64_t)SCAN_WORDS);
 	if (n < 2)
 		return 0;
-	bool truncated = false;
-	uint32_t depth = scan_words(pc, sp, fp, (const uint64_t *)(uintptr_t)sp, n, lo, hi, 0, pcs, max, &truncated);
-	if (depth > 0)
-		*end = truncated ? UNWIND_END_TRUNCATED : UNWIND_END_OUTERMOST;
-	return depth;
+	return scan_words(pc, sp, fp, (const uint64_t *)(uintptr_t)sp, n, lo, hi, 0, pcs, max, end);
 }
 
 uint32_t unwind_remote_syscall(uint64_t pc, uint64_t sp, uint64_t *pcs, uint32_t max,
@@ -95,16 +94,9 @@ uint32_t unwind_remote_syscall(uint64_t pc, uint64_t sp, uint64_t *pcs, uint32_t
 	/* One or two frames: the tables (or frame pointers, unknown here)
 	 * ran out at once, as in a C library built without unwind tables. */
 	if (depth <= 2 && *end != UNWIND_END_TRUNCATED) {
-		uint64_t first[2] = { pcs[0], max > 1 ? pcs[1] : 0 };
-		bool truncated = false;
-		uint32_t scanned = unwind_by_scan(pc, sp, pcs, max, bounds, &truncated);
-		if (scanned > 0) {
-			*end = truncated ? UNWIND_END_TRUNCATED : UNWIND_END_OUTERMOST;
+		uint32_t scanned = unwind_by_scan(pc, sp, pcs, max, bounds, end);
+		if (scanned > 0)
 			return scanned;
-		}
-		pcs[0] = first[0];
-		if (max > 1)
-			pcs[1] = first[1];
 	}
 	return depth;
 }

@@ -38,7 +38,7 @@ uint32_t unwind_remote_syscall(uint64_t pc, uint64_t sp, uint64_t *pcs, uint32_t
  * signal handler whose unwind stopped at once in code without tables): the
  * words are read in place within [stack_lo, stack_hi) (both 0: the
  * snapshot's bounds of sp).  Returns the depth and sets *end, or 0 if no
- * word led anywhere (pcs[1..] may then have been written).  [signal-safe] */
+ * word led anywhere (pcs[0] and pcs[1] then as they were).  [signal-safe] */
 uint32_t unwind_scan_here(uint64_t pc, uint64_t sp, uint64_t fp, uint64_t stack_lo, uint64_t stack_hi,
 			  uint64_t *pcs, uint32_t max, enum unwind_end *end);
 
