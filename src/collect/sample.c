@@ -149,6 +149,11 @@ uint32_t sample_unwind_interrupted(const void *ucontext, uint64_t stack_lo, uint
 		if (scanned > 0)
 			depth = scanned;
 	}
+	return sample_mark_ends(pcs, depth, end);
+}
+
+uint32_t sample_mark_ends(uint64_t *pcs, uint32_t depth, enum unwind_end end)
+{
 	if (depth == 0)
 		pcs[depth++] = SW_PC_UNKNOWN;
 	if (end == UNWIND_END_TRUNCATED)

@@ -6,11 +6,12 @@
 #define STOWAWAY_COLLECT_SAMPLE_H
 
 #include "rt/rt.h"
+#include "unwind/unwind.h"
 
-/* The stack the signal with this ucontext interrupted, leaf first, into pcs
- * (room for max + 1): "[unknown]" when nothing unwinds, "[truncated]" after
- * max frames.  stack_lo/stack_hi as for sample_capture_caller.  Returns the
- * depth.  [signal-safe] */
+/* The markers of an unwound stack of `depth` frames in pcs (room for one
+ * more): "[unknown]" when nothing unwound, "[truncated]" after an unwind
+ * that `end` says max cut.  Returns the new depth.  [signal-safe] */
+uint32_t sample_mark_ends(uint64_t *pcs, uint32_t depth, enum unwind_end end);
 /* Removes the leading frames that are in our own library's code (a signal
  * delivered while one of our hooks ran), keeping at least one frame.
  * Returns the new depth.  [signal-safe] */
@@ -22,6 +23,10 @@ uint32_t sample_drop_own_leaves(uint64_t *pcs, uint32_t depth);
  * of ours is among the first SAMPLE_OWN_FRAMES. [signal-safe] */
 uint32_t sample_drop_through_own(uint64_t *pcs, uint32_t depth);
 
+/* The stack the signal with this ucontext interrupted, leaf first, into pcs
+ * (room for max + 1), with its markers (sample_mark_ends).
+ * stack_lo/stack_hi as for sample_capture_caller.  Returns the depth.
+ * [signal-safe] */
 uint32_t sample_unwind_interrupted(const void *ucontext, uint64_t stack_lo, uint64_t stack_hi,
 				   uint64_t *pcs, uint32_t max);
 

@@ -517,7 +517,6 @@ static void emit_cached(int slot, struct wall_private *w, uint64_t now, uint64_t
 	atomic_fetch_add(&wall.cached, 1);
 }
 
-/* A published stack, with the markers of an empty or cut one. */
 /* A published call's stack starts at the C library's function the program
  * called, in place of our wrapper's frame, so the leaf says which call it
  * was (as for a call we do not interpose, found in the C library's code).
@@ -528,15 +527,13 @@ static void leaf_at_callee(uint64_t *pcs, uint32_t depth, uint64_t wrapper_pc, u
 		pcs[0] = callee;
 }
 
+/* A published stack, with the markers of an empty or cut one. */
 static uint32_t unwind_published(const struct frame_key *k, uint64_t *pcs)
 {
 	struct unwind_regs regs = { .pc = k->pc, .sp = k->sp, .fp = k->fp };
 	enum unwind_end end;
 	uint32_t depth = unwind_remote(&regs, pcs, wall.max_frames, &end);
-	if (depth == 0)
-		pcs[depth++] = SW_PC_UNKNOWN;
-	if (end == UNWIND_END_TRUNCATED)
-		pcs[depth++] = SW_PC_TRUNCATED;
+	depth = sample_mark_ends(pcs, depth, end);
 	leaf_at_callee(pcs, depth, k->pc, k->callee);
 	return depth;
 }
@@ -710,11 +707,7 @@ static bool sample_syscall(int slot, struct wall_private *w, const struct wall_s
 	/* A stack newer than the last module refresh is found in /proc/self/maps. */
 	uint32_t depth = unwind_remote_syscall(si->pc, si->sp, wall.scratch, wall.max_frames,
 					       symbols_stack_bounds_of, &end);
-	if (depth == 0)
-		wall.scratch[depth++] = SW_PC_UNKNOWN;
-	if (end == UNWIND_END_TRUNCATED)
-		wall.scratch[depth++] = SW_PC_TRUNCATED;
-	depth = sample_drop_own_leaves(wall.scratch, depth);
+	depth = sample_drop_own_leaves(wall.scratch, sample_mark_ends(wall.scratch, depth, end));
 	uint64_t cpu_after;
 	if (!thread_cpu_ns(w->tid, &cpu_after) || cpu_after != cpu) {
 		atomic_fetch_add(&wall.unstable, 1);
@@ -1091,14 +1084,10 @@ static uint32_t unwind_published_here(struct thread_slot *t, uint64_t *pcs)
 	regs.pc = atomic_load_explicit(&t->wall_pc, memory_order_relaxed);
 	regs.sp = atomic_load_explicit(&t->wall_sp, memory_order_relaxed);
 	regs.fp = atomic_load_explicit(&t->wall_fp, memory_order_relaxed);
-	uint64_t wrapper_pc = regs.pc;
 	enum unwind_end end = UNWIND_END_OUTERMOST;
 	uint32_t depth = unwind_stack(&regs, pcs, wall.max_frames, 0, &end);
-	if (depth == 0)
-		pcs[depth++] = SW_PC_UNKNOWN;
-	if (end == UNWIND_END_TRUNCATED)
-		pcs[depth++] = SW_PC_TRUNCATED;
-	leaf_at_callee(pcs, depth, wrapper_pc, atomic_load_explicit(&t->wall_callee, memory_order_relaxed));
+	depth = sample_mark_ends(pcs, depth, end);
+	leaf_at_callee(pcs, depth, regs.pc, atomic_load_explicit(&t->wall_callee, memory_order_relaxed));
 	return depth;
 }
 
