@@ -127,38 +127,44 @@ static void sleeping_threads_run_it_at_once(void)
 	CHECK(atomic_load(&ran_tids[0]) != atomic_load(&ran_tids[1]));
 }
 
-static atomic_int starter_stop, starter_alive, starter_tid;
+/* A thread of ours that sleeps in long rounds until told to stop, then
+ * clears its alive flag as it ends. */
+struct sleeper_loop {
+	atomic_int stop, alive, tid;
+};
 
-static void *starter(void *arg)
+static void *sleep_until_stopped(void *arg)
 {
-	(void)arg;
-	atomic_store(&starter_tid, gettid_now());
-	while (!atomic_load(&starter_stop))
+	struct sleeper_loop *l = arg;
+	atomic_store(&l->tid, gettid_now());
+	while (!atomic_load(&l->stop))
 		thread_own_sleep_until(rt_monotonic_ns() + LONG_SLEEP_NS);
-	thread_flag_clear(&starter_alive);
+	thread_flag_clear(&l->alive);
 	return NULL;
 }
+
+static struct sleeper_loop starter, ticker;
 
 /* A thread spawned without waiting and a request posted at once: the
  * request waits for the thread to mark itself, and the thread runs it. */
 static void unwaited_thread_takes_a_request_posted_at_once(void)
 {
-	atomic_store(&starter_alive, 1);
-	CHECK_EQ_U64(thread_spawn_unwaited(starter, NULL), 0);
+	atomic_store(&starter.alive, 1);
+	CHECK_EQ_U64(thread_spawn_unwaited(sleep_until_stopped, &starter), 0);
 	atomic_store(&ran, 0);
 	long zero = 0;
 	struct thread_own_outcome o = thread_own_run(record_tid, &zero, sizeof(zero), LONG_SLEEP_NS);
 	CHECK_EQ_U64(o.threads, 3); /* with sleeper and word_waiter */
 	CHECK_EQ_U64(o.late, 0);
 	CHECK_EQ_U64(atomic_load(&ran), 3);
-	int tid = atomic_load(&starter_tid);
+	int tid = atomic_load(&starter.tid);
 	bool found = false;
 	for (int i = 0; i < 3; i++)
 		found |= atomic_load(&ran_tids[i]) == tid;
 	CHECK(tid != 0 && found);
-	atomic_store(&starter_stop, 1);
+	atomic_store(&starter.stop, 1);
 	thread_own_interrupt();
-	CHECK(thread_flag_wait_clear(&starter_alive, LONG_SLEEP_NS));
+	CHECK(thread_flag_wait_clear(&starter.alive, LONG_SLEEP_NS));
 }
 
 static void failures_are_counted(void)
@@ -186,29 +192,18 @@ static void busy_thread_is_late_then_runs_it(void)
 	CHECK_EQ_U64(atomic_load(&ran), 3);
 }
 
-static atomic_int ticker_stop, ticker_alive;
-
-static void *ticker(void *arg)
-{
-	(void)arg;
-	while (!atomic_load(&ticker_stop))
-		thread_own_sleep_until(rt_monotonic_ns() + LONG_SLEEP_NS);
-	thread_flag_clear(&ticker_alive);
-	return NULL;
-}
-
 static void interrupted_thread_stops_at_once(void)
 {
-	atomic_store(&ticker_alive, 1);
-	CHECK_EQ_U64(thread_spawn(ticker, NULL), 0);
+	atomic_store(&ticker.alive, 1);
+	CHECK_EQ_U64(thread_spawn(sleep_until_stopped, &ticker), 0);
 	usleep(20000); /* asleep for 10 s by now */
 	uint64_t t0 = rt_monotonic_ns();
-	CHECK(!thread_flag_wait_clear(&ticker_alive, 20ull * 1000 * 1000)); /* times out */
+	CHECK(!thread_flag_wait_clear(&ticker.alive, 20ull * 1000 * 1000)); /* times out */
 	CHECK(rt_monotonic_ns() - t0 >= 20ull * 1000 * 1000);
-	atomic_store(&ticker_stop, 1);
+	atomic_store(&ticker.stop, 1);
 	t0 = rt_monotonic_ns();
 	thread_own_interrupt();
-	CHECK(thread_flag_wait_clear(&ticker_alive, LONG_SLEEP_NS));
+	CHECK(thread_flag_wait_clear(&ticker.alive, LONG_SLEEP_NS));
 	CHECK(rt_monotonic_ns() - t0 < 500ull * 1000 * 1000);
 }
 
