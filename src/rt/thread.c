@@ -434,16 +434,10 @@ struct thread_own_outcome thread_own_run(thread_own_fn fn, const void *arg, size
 	struct thread_own_outcome o = { 0, 0, 0, 0 };
 	if (!fn || len > THREAD_OWN_ARG_MAX)
 		return o;
-	/* A thread still starting marks itself first, then takes the request. */
+	/* A thread still starting marks itself first, then takes the request
+	 * (each one that has marked itself wakes the waiters on the count). */
 	uint64_t deadline = rt_monotonic_ns() + timeout_ns;
-	for (int round = 0; round < 1000; round++) {
-		int starting = atomic_load(&own_starting);
-		uint64_t now = rt_monotonic_ns();
-		if (starting <= 0 || now >= deadline)
-			break;
-		struct __kernel_timespec ts = sys_timespec_of_ns(RT_MIN(deadline - now, 10 * 1000 * 1000ull));
-		(void)sys_futex((volatile int *)&own_starting, FUTEX_WAIT | FUTEX_PRIVATE_FLAG, starting, &ts);
-	}
+	(void)thread_flag_wait_clear(&own_starting, timeout_ns);
 	if (atomic_load(&own_pid) == 0)
 		return o;
 	int pid = (int)sys_getpid();

@@ -84,7 +84,9 @@ void thread_own_sleep_until(uint64_t deadline_ns);
 void thread_own_interrupt(void);
 /* A flag that says a thread of ours is alive: the thread clears it as it
  * ends (thread_flag_clear), and a stopper waits for that on the flag itself,
- * at most timeout_ns, instead of polling.  true once the flag is 0. */
+ * at most timeout_ns, instead of polling.  true once the flag is 0.  Any
+ * word whose writers wake its futex waiters as they lower it will do (the
+ * count of threads still starting is one). */
 void thread_flag_clear(atomic_int *flag);
 bool thread_flag_wait_clear(atomic_int *flag, uint64_t timeout_ns);
 /* A thread of ours that waits on a futex word of its own (then serving
