@@ -109,14 +109,14 @@ static inline struct alloc_thread *alloc_thread_self(void)
 	return alloc_thread_claim(tp);
 }
 
-/* The calling thread's slot when it already has one and is inside no other
- * hook: the case of nearly every call.  NULL sends the caller to its slow
- * path (first call of the thread, nested call, collision). */
-static inline struct alloc_thread *alloc_thread_fast(void)
+/* The calling thread's slot when it is the slot of its home (the case of
+ * nearly every call), without claiming one.  NULL sends the caller to its
+ * slow path (first call of the thread, collision). */
+static inline struct alloc_thread *alloc_thread_mine(void)
 {
 	uintptr_t tp = rt_thread_pointer();
 	struct alloc_thread *t = &alloc_threads[alloc_thread_hash(tp)];
-	if (RT_LIKELY(atomic_load_explicit(&t->key, memory_order_relaxed) == tp && t->outer_sp == 0))
+	if (RT_LIKELY(atomic_load_explicit(&t->key, memory_order_relaxed) == tp))
 		return t;
 	return NULL;
 }

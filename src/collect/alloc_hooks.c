@@ -376,13 +376,18 @@ SW_EXPORT size_t malloc_usable_size(void *p);
 SW_EXPORT void *malloc(size_t n)
 {
 	if (sampling()) {
-		/* The unsampled path: a subtraction and a branch. */
-		struct alloc_thread *t = alloc_thread_fast();
+		struct alloc_thread *t = alloc_thread_mine();
 		if (RT_LIKELY(t != NULL)) {
-			t->countdown -= (int64_t)n;
-			if (RT_LIKELY(t->countdown > 0))
+			if (RT_LIKELY(t->outer_sp == 0)) {
+				/* The unsampled path: a subtraction and a branch. */
+				t->countdown -= (int64_t)n;
+				if (RT_LIKELY(t->countdown > 0))
+					return NEXT(malloc)(n);
+				return malloc_sample_now(t, n, CALLER_RA());
+			}
+			/* Inside another hook of this thread (operator new's). */
+			if (rt_stack_pointer() < t->outer_sp)
 				return NEXT(malloc)(n);
-			return malloc_sample_now(t, n, CALLER_RA());
 		}
 		return malloc_slow(n, CALLER_RA());
 	}
@@ -480,7 +485,10 @@ SW_EXPORT size_t malloc_usable_size(void *p)
 /* ---- C++ operator new and delete ----
  * Resolved on first use (libstdc++ may be loaded after us, by dlopen).  A
  * runtime's operator new usually calls malloc: that inner call is nested
- * and only forwards, so each allocation is counted once, at the operator. */
+ * and only forwards, so each allocation is counted once, at the operator.
+ * Every operator is its own short function: while sampling is off, new is
+ * a flag test, a load and a jump to the next operator; delete adds the
+ * arena range test and the live filter's flag. */
 
 enum cxx_op {
 	NEW, NEW_A, NEW_NT, NEW_A_NT, NEW_AL, NEW_A_AL, NEW_AL_NT, NEW_A_AL_NT,
@@ -513,100 +521,119 @@ static const char *const cxx_names[CXX_OPS] = {
 
 static _Atomic(void *) cxx_next[CXX_OPS];
 
-static void *cxx_lookup(enum cxx_op op)
+/* The next operator `op` while one is known: one load. */
+static inline void *cxx_known(enum cxx_op op)
 {
-	void *f = atomic_load_explicit(&cxx_next[op], memory_order_acquire);
-	if (RT_LIKELY(f != NULL))
-		return f;
-	f = hook_next(cxx_names[op]);
-	if (f)
-		atomic_store_explicit(&cxx_next[op], f, memory_order_release);
-	return f;
+	return atomic_load_explicit(&cxx_next[op], memory_order_acquire);
 }
 
-#define CXX_FN(type, var, op)                                                  \
-	type var;                                                              \
+/* `var` (of function pointer type `type`) = the next operator `op`, looked
+ * up if not known yet, or `fallback` while there is none. */
+#define CXX_FN(type, var, op, fallback)                                        \
+	type var = (fallback);                                                 \
 	do {                                                                   \
-		void *sym_ = cxx_lookup(op);                                   \
-		__builtin_memcpy(&var, &sym_, sizeof(sym_));                   \
+		void *sym_ = hook_next_cached(&cxx_next[op], cxx_names[op]);   \
+		if (sym_ != NULL)                                              \
+			HOOK_FN(var, sym_);                                    \
 	} while (0)
 
-/* Calls the next operator new of shape `op`. */
-static void *new_forward(enum cxx_op op, size_t n, size_t align, const void *nt)
+/* Without a next operator: what the C++ runtime's own ones do, minus the
+ * new-handler loop and the exception. */
+static void *new_fallback(size_t n) { return malloc(n ? n : 1); }
+static void *new_nt_fallback(size_t n, const void *nt)
 {
-	switch (op) {
-	case NEW:
-	case NEW_A: {
-		CXX_FN(new_fn, f, op);
-		return f ? f(n) : malloc(n ? n : 1);
-	}
-	case NEW_NT:
-	case NEW_A_NT: {
-		CXX_FN(new_nt_fn, f, op);
-		return f ? f(n, nt) : malloc(n ? n : 1);
-	}
-	case NEW_AL:
-	case NEW_A_AL: {
-		CXX_FN(new_al_fn, f, op);
-		return f ? f(n, align) : aligned_alloc(align, n);
-	}
-	case NEW_AL_NT:
-	case NEW_A_AL_NT: {
-		CXX_FN(new_al_nt_fn, f, op);
-		return f ? f(n, align, nt) : aligned_alloc(align, n);
-	}
-	default:
-		return NULL;
-	}
+	(void)nt;
+	return malloc(n ? n : 1);
+}
+static void *new_al_fallback(size_t n, size_t align) { return aligned_alloc(align, n); }
+static void *new_al_nt_fallback(size_t n, size_t align, const void *nt)
+{
+	(void)nt;
+	return aligned_alloc(align, n);
 }
 
-/* An exception thrown by the next operator new (std::bad_alloc) unwinds
- * through here: the nesting mark stays and heals itself (alloc.h). */
-__attribute__((noinline)) static void *new_sampled(enum cxx_op op, size_t n, size_t align,
-						   const void *nt, uintptr_t ra)
+/* The path of an operator new while sampling is on or its next operator is
+ * not known yet.  The operator marks itself as the thread's outermost hook
+ * around the call (its inner malloc then only forwards), counts n down and
+ * samples at the sample point.  An exception thrown by the next operator
+ * (std::bad_alloc) unwinds through here: the nesting mark stays and heals
+ * itself (alloc.h). */
+static inline struct alloc_thread *new_begin(size_t n, bool *sampled)
 {
+	*sampled = false;
+	if (!sampling())
+		return NULL;
 	uintptr_t sp = rt_stack_pointer();
 	struct alloc_thread *t = outer_begin(sp);
-	if (!t)
-		return new_forward(op, n, align, nt);
-	bool sampled = alloc_countdown(t, n, sp);
-	void *p = new_forward(op, n, align, nt);
-	if (sampled)
-		alloc_sample(t, p, n, ra);
-	alloc_leave(t);
+	*sampled = t && alloc_countdown(t, n, sp);
+	return t;
+}
+
+static inline void *new_end(struct alloc_thread *t, bool sampled, void *p, size_t n, uintptr_t ra)
+{
+	if (t) {
+		if (sampled)
+			alloc_sample(t, p, n, ra);
+		alloc_leave(t);
+	}
 	return p;
 }
 
-static inline void *new_entry(enum cxx_op op, size_t n, size_t align, const void *nt,
-			      uintptr_t ra)
+__attribute__((noinline)) static void *new_counted(enum cxx_op op, size_t n, uintptr_t ra)
 {
-	if (!sampling())
-		return new_forward(op, n, align, nt);
-	return new_sampled(op, n, align, nt, ra);
+	CXX_FN(new_fn, f, op, new_fallback);
+	bool sampled;
+	struct alloc_thread *t = new_begin(n, &sampled);
+	return new_end(t, sampled, f(n), n, ra);
 }
 
-/* Calls the next operator delete of shape `op` after retiring p. */
-static void delete_entry(enum cxx_op op, void *p, size_t z, size_t align, const void *nt)
+__attribute__((noinline)) static void *new_nt_counted(enum cxx_op op, size_t n, const void *nt,
+						      uintptr_t ra)
 {
-	if (RT_UNLIKELY(in_boot(p)))
-		return;
+	CXX_FN(new_nt_fn, f, op, new_nt_fallback);
+	bool sampled;
+	struct alloc_thread *t = new_begin(n, &sampled);
+	return new_end(t, sampled, f(n, nt), n, ra);
+}
+
+__attribute__((noinline)) static void *new_al_counted(enum cxx_op op, size_t n, size_t align,
+						      uintptr_t ra)
+{
+	CXX_FN(new_al_fn, f, op, new_al_fallback);
+	bool sampled;
+	struct alloc_thread *t = new_begin(n, &sampled);
+	return new_end(t, sampled, f(n, align), n, ra);
+}
+
+__attribute__((noinline)) static void *new_al_nt_counted(enum cxx_op op, size_t n, size_t align,
+							 const void *nt, uintptr_t ra)
+{
+	CXX_FN(new_al_nt_fn, f, op, new_al_nt_fallback);
+	bool sampled;
+	struct alloc_thread *t = new_begin(n, &sampled);
+	return new_end(t, sampled, f(n, align, nt), n, ra);
+}
+
+/* An operator delete whose pointer may be a live sampled block, or whose
+ * next operator is not known yet: p leaves the live table before the memory
+ * goes back. */
+__attribute__((noinline)) static void delete_slow(enum cxx_op op, void *p, size_t z, size_t align,
+						  const void *nt)
+{
 	if (alloc_live_maybe(p))
 		(void)alloc_live_retire(p, NULL);
 	switch (op) {
 	case DEL:
 	case DEL_A: {
-		CXX_FN(del_fn, f, op);
-		if (f)
-			f(p);
-		else
-			free(p);
+		CXX_FN(del_fn, f, op, free);
+		f(p);
 		return;
 	}
 	case DEL_Z:
 	case DEL_A_Z:
 	case DEL_AL:
 	case DEL_A_AL: {
-		CXX_FN(del_z_fn, f, op);
+		CXX_FN(del_z_fn, f, op, NULL);
 		if (f)
 			f(p, op == DEL_AL || op == DEL_A_AL ? align : z);
 		else
@@ -615,7 +642,7 @@ static void delete_entry(enum cxx_op op, void *p, size_t z, size_t align, const 
 	}
 	case DEL_NT:
 	case DEL_A_NT: {
-		CXX_FN(del_nt_fn, f, op);
+		CXX_FN(del_nt_fn, f, op, NULL);
 		if (f)
 			f(p, nt);
 		else
@@ -624,7 +651,7 @@ static void delete_entry(enum cxx_op op, void *p, size_t z, size_t align, const 
 	}
 	case DEL_Z_AL:
 	case DEL_A_Z_AL: {
-		CXX_FN(del_zz_fn, f, op);
+		CXX_FN(del_zz_fn, f, op, NULL);
 		if (f)
 			f(p, z, align);
 		else
@@ -633,7 +660,7 @@ static void delete_entry(enum cxx_op op, void *p, size_t z, size_t align, const 
 	}
 	case DEL_AL_NT:
 	case DEL_A_AL_NT: {
-		CXX_FN(del_z_nt_fn, f, op);
+		CXX_FN(del_z_nt_fn, f, op, NULL);
 		if (f)
 			f(p, align, nt);
 		else
@@ -668,61 +695,89 @@ SW_EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t z, size_t al);
 SW_EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const void *nt);
 SW_EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const void *nt);
 
-SW_EXPORT void *_Znwm(size_t n) { return new_entry(NEW, n, 0, NULL, CALLER_RA()); }
-SW_EXPORT void *_Znam(size_t n) { return new_entry(NEW_A, n, 0, NULL, CALLER_RA()); }
+/* The bodies: forward at once while sampling is off and the next operator
+ * is known, else take the operator's counted or slow path. */
+#define NEW_BODY(type, op, counted, ...)                                       \
+	void *sym_ = cxx_known(op);                                            \
+	if (RT_LIKELY(sym_ != NULL) && !sampling()) {                          \
+		type f_;                                                       \
+		HOOK_FN(f_, sym_);                                             \
+		return f_(__VA_ARGS__);                                        \
+	}                                                                      \
+	return counted(op, __VA_ARGS__, CALLER_RA())
+#define DEL_BODY(type, op, z, al, nt, ...)                                     \
+	if (RT_UNLIKELY(in_boot(p)))                                           \
+		return;                                                        \
+	void *sym_ = cxx_known(op);                                            \
+	if (RT_UNLIKELY(sym_ == NULL || alloc_live_maybe(p))) {                \
+		delete_slow(op, p, z, al, nt);                                 \
+		return;                                                        \
+	}                                                                      \
+	type f_;                                                               \
+	HOOK_FN(f_, sym_);                                                     \
+	f_(__VA_ARGS__)
+
+SW_EXPORT void *_Znwm(size_t n) { NEW_BODY(new_fn, NEW, new_counted, n); }
+SW_EXPORT void *_Znam(size_t n) { NEW_BODY(new_fn, NEW_A, new_counted, n); }
 SW_EXPORT void *_ZnwmRKSt9nothrow_t(size_t n, const void *nt)
 {
-	return new_entry(NEW_NT, n, 0, nt, CALLER_RA());
+	NEW_BODY(new_nt_fn, NEW_NT, new_nt_counted, n, nt);
 }
 SW_EXPORT void *_ZnamRKSt9nothrow_t(size_t n, const void *nt)
 {
-	return new_entry(NEW_A_NT, n, 0, nt, CALLER_RA());
+	NEW_BODY(new_nt_fn, NEW_A_NT, new_nt_counted, n, nt);
 }
 SW_EXPORT void *_ZnwmSt11align_val_t(size_t n, size_t al)
 {
-	return new_entry(NEW_AL, n, al, NULL, CALLER_RA());
+	NEW_BODY(new_al_fn, NEW_AL, new_al_counted, n, al);
 }
 SW_EXPORT void *_ZnamSt11align_val_t(size_t n, size_t al)
 {
-	return new_entry(NEW_A_AL, n, al, NULL, CALLER_RA());
+	NEW_BODY(new_al_fn, NEW_A_AL, new_al_counted, n, al);
 }
 SW_EXPORT void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void *nt)
 {
-	return new_entry(NEW_AL_NT, n, al, nt, CALLER_RA());
+	NEW_BODY(new_al_nt_fn, NEW_AL_NT, new_al_nt_counted, n, al, nt);
 }
 SW_EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void *nt)
 {
-	return new_entry(NEW_A_AL_NT, n, al, nt, CALLER_RA());
+	NEW_BODY(new_al_nt_fn, NEW_A_AL_NT, new_al_nt_counted, n, al, nt);
 }
-SW_EXPORT void _ZdlPv(void *p) { delete_entry(DEL, p, 0, 0, NULL); }
-SW_EXPORT void _ZdaPv(void *p) { delete_entry(DEL_A, p, 0, 0, NULL); }
-SW_EXPORT void _ZdlPvm(void *p, size_t z) { delete_entry(DEL_Z, p, z, 0, NULL); }
-SW_EXPORT void _ZdaPvm(void *p, size_t z) { delete_entry(DEL_A_Z, p, z, 0, NULL); }
-SW_EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const void *nt) { delete_entry(DEL_NT, p, 0, 0, nt); }
+SW_EXPORT void _ZdlPv(void *p) { DEL_BODY(del_fn, DEL, 0, 0, NULL, p); }
+SW_EXPORT void _ZdaPv(void *p) { DEL_BODY(del_fn, DEL_A, 0, 0, NULL, p); }
+SW_EXPORT void _ZdlPvm(void *p, size_t z) { DEL_BODY(del_z_fn, DEL_Z, z, 0, NULL, p, z); }
+SW_EXPORT void _ZdaPvm(void *p, size_t z) { DEL_BODY(del_z_fn, DEL_A_Z, z, 0, NULL, p, z); }
+SW_EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const void *nt)
+{
+	DEL_BODY(del_nt_fn, DEL_NT, 0, 0, nt, p, nt);
+}
 SW_EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const void *nt)
 {
-	delete_entry(DEL_A_NT, p, 0, 0, nt);
+	DEL_BODY(del_nt_fn, DEL_A_NT, 0, 0, nt, p, nt);
 }
-SW_EXPORT void _ZdlPvSt11align_val_t(void *p, size_t al) { delete_entry(DEL_AL, p, 0, al, NULL); }
+SW_EXPORT void _ZdlPvSt11align_val_t(void *p, size_t al)
+{
+	DEL_BODY(del_z_fn, DEL_AL, 0, al, NULL, p, al);
+}
 SW_EXPORT void _ZdaPvSt11align_val_t(void *p, size_t al)
 {
-	delete_entry(DEL_A_AL, p, 0, al, NULL);
+	DEL_BODY(del_z_fn, DEL_A_AL, 0, al, NULL, p, al);
 }
 SW_EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t z, size_t al)
 {
-	delete_entry(DEL_Z_AL, p, z, al, NULL);
+	DEL_BODY(del_zz_fn, DEL_Z_AL, z, al, NULL, p, z, al);
 }
 SW_EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t z, size_t al)
 {
-	delete_entry(DEL_A_Z_AL, p, z, al, NULL);
+	DEL_BODY(del_zz_fn, DEL_A_Z_AL, z, al, NULL, p, z, al);
 }
 SW_EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const void *nt)
 {
-	delete_entry(DEL_AL_NT, p, 0, al, nt);
+	DEL_BODY(del_z_nt_fn, DEL_AL_NT, 0, al, nt, p, al, nt);
 }
 SW_EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const void *nt)
 {
-	delete_entry(DEL_A_AL_NT, p, 0, al, nt);
+	DEL_BODY(del_z_nt_fn, DEL_A_AL_NT, 0, al, nt, p, al, nt);
 }
 
 /* Resolve before the program's own constructors start threads. */
