@@ -384,8 +384,15 @@ static bool advance(struct program_ctx *p, const struct frame_state *s, uint64_t
 {
 	if (delta_units > (p->end - p->loc) / p->cie->code_align)
 		return false;
+	uint64_t next = p->loc + delta_units * p->cie->code_align;
+	/* A lookup keeps the last row at or below its address: a row that one
+	 * at `next` (at the latest, run_fde's last) replaces is not made. */
+	if (p->out != NULL && p->out->lookup && next <= p->out->target) {
+		p->loc = next;
+		return true;
+	}
 	emit(p, s);
-	p->loc += delta_units * p->cie->code_align;
+	p->loc = next;
 	/* A lookup needs nothing past its address. */
 	return p->out == NULL || !p->out->lookup || p->loc <= p->out->target;
 }
