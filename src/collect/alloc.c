@@ -544,7 +544,7 @@ int alloc_collector_start(const struct sw_config *cfg, struct recorder *rec)
 		rt_rng_seed(&st.export_rng);
 	}
 	/* Entries left from a previous run may have been freed unseen. */
-	if (st.slots && !atomic_load(&alloc_hot.retiring)) {
+	if (st.slots && !(atomic_load(&alloc_hot.free_checks) & ALLOC_FREE_RETIRE)) {
 		rt_mutex_lock(&st.live_lock);
 		live_forget_all();
 		rt_mutex_unlock(&st.live_lock);
@@ -555,7 +555,10 @@ int alloc_collector_start(const struct sw_config *cfg, struct recorder *rec)
 	st.record_alloc = want_alloc;
 	st.track_live = want_live;
 	atomic_store(&st.rec, rec);
-	atomic_store(&alloc_hot.retiring, want_live ? 1 : 0);
+	if (want_live)
+		atomic_fetch_or(&alloc_hot.free_checks, ALLOC_FREE_RETIRE);
+	else
+		atomic_fetch_and(&alloc_hot.free_checks, ~ALLOC_FREE_RETIRE);
 	atomic_store(&alloc_hot.sampling, 1);
 	rt_info("allocation profiler on: one sample per %llu bytes on average%s%s",
 		(unsigned long long)sample_rate(), want_alloc ? ", allocations" : "",
@@ -593,7 +596,7 @@ void alloc_collector_before_export(struct profile *finished)
 	bool stopped = !atomic_load(&alloc_hot.sampling);
 	if (stopped) {
 		/* Nothing is sampled any more: forget the table, stop retiring. */
-		atomic_store(&alloc_hot.retiring, 0);
+		atomic_fetch_and(&alloc_hot.free_checks, ~ALLOC_FREE_RETIRE);
 		live_forget_all();
 	}
 	rt_mutex_unlock(&st.live_lock);

@@ -75,10 +75,17 @@ struct alloc_thread {
 	uint64_t lock_last_ns; /* monotonic time of the thread's last checked acquisition */
 };
 
+/* What a free must do besides forwarding (alloc_hot.free_checks bits):
+ * look up the live filter, and leave the bootstrap arena's blocks alone
+ * (set once the arena has handed one out).  Zero, nearly always without
+ * the heap profile, lets free forward after one load. */
+#define ALLOC_FREE_RETIRE 1
+#define ALLOC_FREE_ARENA 2
+
 /* Hot flags, read on every call. */
 struct alloc_hot {
-	atomic_int sampling;  /* new allocations are counted down and sampled */
-	atomic_int retiring;  /* frees look up the live filter */
+	atomic_int sampling;    /* new allocations are counted down and sampled */
+	atomic_int free_checks; /* ALLOC_FREE_* */
 };
 extern struct alloc_hot alloc_hot;
 extern struct alloc_thread alloc_threads[ALLOC_THREAD_SLOTS];
@@ -193,17 +200,25 @@ static inline uint32_t alloc_live_home(uintptr_t p)
 	return (uint32_t)(((uint64_t)p * RT_HASH_MUL64) >> (64u - ALLOC_LIVE_HOME_BITS));
 }
 
-/* False when p is certainly not a live sampled allocation (the common case:
- * one load of a global flag, one of the filter). */
-static inline bool alloc_live_maybe(const void *p)
+/* False when p is certainly not a live sampled allocation, by the filter
+ * alone (the caller has seen ALLOC_FREE_RETIRE). */
+static inline bool alloc_live_filter_maybe(const void *p)
 {
-	if (RT_LIKELY(!atomic_load_explicit(&alloc_hot.retiring, memory_order_relaxed)))
-		return false;
 	uint32_t h = alloc_addr_hash((uintptr_t)p);
 	if (RT_LIKELY(!alloc_filter_test(alloc_live_filter_small,
 					 h >> (ALLOC_FILTER_BITS - ALLOC_FILTER_SMALL_BITS))))
 		return false;
 	return alloc_filter_test(alloc_live_filter, h);
+}
+
+/* False when p is certainly not a live sampled allocation (the common case:
+ * one load of a global flag, one of the filter). */
+static inline bool alloc_live_maybe(const void *p)
+{
+	if (RT_LIKELY(!(atomic_load_explicit(&alloc_hot.free_checks, memory_order_relaxed) &
+			ALLOC_FREE_RETIRE)))
+		return false;
+	return alloc_live_filter_maybe(p);
 }
 
 /* A live entry as retire() hands it back (to restore it when realloc fails). */

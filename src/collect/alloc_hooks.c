@@ -4,7 +4,8 @@
  * Every entry point forwards to the next definition in the lookup order
  * (dlsym(RTLD_NEXT)), so glibc, musl, jemalloc or tcmalloc keep doing the
  * real work.  While sampling is off, malloc is one flag test and an
- * indirect jump; free is a range test, one flag test and a jump.
+ * indirect jump; free is one flag test and a jump (while no arena block
+ * exists: alloc.h ALLOC_FREE_ARENA).
  *
  * Bootstrap: the forwarding pointers of malloc, free, calloc and realloc
  * start at boot_* functions that resolve the next definitions on first use.
@@ -137,6 +138,22 @@ static inline bool in_boot(const void *p)
 	return (uintptr_t)p - (uintptr_t)boot_arena < BOOT_BYTES;
 }
 
+/* What free and delete do with p before forwarding it (alloc.h
+ * ALLOC_FREE_*): one load while there is nothing to check. */
+enum free_action { FREE_FORWARD, FREE_IGNORE, FREE_RETIRE };
+
+static inline enum free_action free_action(const void *p)
+{
+	int checks = atomic_load_explicit(&alloc_hot.free_checks, memory_order_relaxed);
+	if (RT_LIKELY(checks == 0))
+		return FREE_FORWARD;
+	if ((checks & ALLOC_FREE_ARENA) && in_boot(p))
+		return FREE_IGNORE;
+	if ((checks & ALLOC_FREE_RETIRE) && alloc_live_filter_maybe(p))
+		return FREE_RETIRE;
+	return FREE_FORWARD;
+}
+
 /* Zeroed memory (the arena is never reused), or NULL when exhausted. */
 static void *boot_alloc(size_t n, size_t align)
 {
@@ -144,6 +161,9 @@ static void *boot_alloc(size_t n, size_t align)
 		align = BOOT_HEADER;
 	if (n > BOOT_BYTES || align > BOOT_MAX_ALIGN || (align & (align - 1)) != 0)
 		return NULL;
+	/* Before any block exists: free then tests every pointer against the arena. */
+	if (!(atomic_load_explicit(&alloc_hot.free_checks, memory_order_relaxed) & ALLOC_FREE_ARENA))
+		atomic_fetch_or(&alloc_hot.free_checks, ALLOC_FREE_ARENA);
 	size_t need = (BOOT_HEADER + align + n + 15u) & ~(size_t)15u;
 	size_t off = atomic_fetch_add(&boot_used, need);
 	if (off > BOOT_BYTES || need > BOOT_BYTES - off)
@@ -403,10 +423,12 @@ __attribute__((noinline)) static void free_slow(void *p)
 
 SW_EXPORT void free(void *p)
 {
-	if (RT_UNLIKELY(in_boot(p)))
+	enum free_action a = free_action(p);
+	if (RT_UNLIKELY(a != FREE_FORWARD)) {
+		if (a == FREE_RETIRE)
+			free_slow(p);
 		return;
-	if (RT_UNLIKELY(alloc_live_maybe(p)))
-		return free_slow(p);
+	}
 	NEXT(free)(p);
 }
 
@@ -706,11 +728,11 @@ SW_EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const voi
 	}                                                                      \
 	return counted(op, __VA_ARGS__, CALLER_RA())
 #define DEL_BODY(type, op, z, al, nt, ...)                                     \
-	if (RT_UNLIKELY(in_boot(p)))                                           \
-		return;                                                        \
+	enum free_action a_ = free_action(p);                                  \
 	void *sym_ = cxx_known(op);                                            \
-	if (RT_UNLIKELY(sym_ == NULL || alloc_live_maybe(p))) {                \
-		delete_slow(op, p, z, al, nt);                                 \
+	if (RT_UNLIKELY(a_ != FREE_FORWARD || sym_ == NULL)) {                 \
+		if (a_ != FREE_IGNORE)                                         \
+			delete_slow(op, p, z, al, nt);                         \
 		return;                                                        \
 	}                                                                      \
 	type f_;                                                               \
