@@ -33,3 +33,15 @@ $(ALLOC_WL)/alloc_churn-musl: tests/workloads/alloc_churn.c
 	$(MUSL_CC) $(ALLOC_WL_CFLAGS) $< -o $@
 
 TEST_PROGRAMS += $(ALLOC_WL)/alloc_churn $(ALLOC_WL)/alloc_churn-musl
+
+# Instruction counts per pair (alloc_instructions.py): the workload and the
+# floor any interposer of malloc/free/new/delete pays.
+$(ALLOC_WL)/alloc_pairs: tests/workloads/alloc_pairs.cpp
+	@mkdir -p $(dir $@)
+	g++ -std=c++17 $(ALLOC_WL_CFLAGS) $< -o $@
+
+$(ALLOC_WL)/alloc_forward.so: tests/workloads/alloc_forward.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLOC_WL_CFLAGS) -fPIC -shared $< -o $@ -ldl
+
+TEST_PROGRAMS += $(ALLOC_WL)/alloc_pairs $(ALLOC_WL)/alloc_forward.so
