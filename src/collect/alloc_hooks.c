@@ -601,9 +601,70 @@ static inline void *new_end(struct alloc_thread *t, bool sampled, void *p, size_
 	return p;
 }
 
+/* Whether the next plain operator new (NEW, NEW_A) allocates through our
+ * malloc, which then counts its bytes, learned on its first calls: from
+ * CXX_THROUGH_MALLOC_KNOWN calls whose inner malloc counted exactly their
+ * size on, an operator new whose bytes stay short of the thread's sample
+ * point forwards with no mark (one count, by the inner malloc); a call
+ * counted otherwise (a runtime that does not call malloc, or not only
+ * once) makes it -1, and every call marks itself as before.  The bytes of
+ * each allocation are counted once either way, so the sample points are
+ * those of the same Poisson process. */
+#define CXX_THROUGH_MALLOC_KNOWN 64
+static atomic_int cxx_through_malloc[2];
+
+static inline bool new_is_plain(enum cxx_op op) { return op == NEW || op == NEW_A; }
+
+/* The calling thread's slot when an allocation of n bytes through malloc
+ * stays short of its sample point and no hook of it is active; NULL
+ * otherwise. */
+static inline struct alloc_thread *new_short_of_sample(size_t n)
+{
+	struct alloc_thread *t = alloc_thread_mine();
+	/* malloc counts max(n, 1) bytes; the countdown stays above 0. */
+	if (t && t->outer_sp == 0 && t->countdown > 1 && n < (uint64_t)t->countdown - 1u)
+		return t;
+	return NULL;
+}
+
+/* The fast path of a plain operator new while sampling: true to forward
+ * with no mark. */
+static inline bool new_unmarked(enum cxx_op op, size_t n)
+{
+	return atomic_load_explicit(&cxx_through_malloc[op - NEW], memory_order_relaxed) >=
+		       CXX_THROUGH_MALLOC_KNOWN &&
+	       new_short_of_sample(n) != NULL;
+}
+
+/* One learning call: p's inner malloc counted `used` bytes. */
+static void new_learned(enum cxx_op op, struct alloc_thread *t, int64_t used, size_t n)
+{
+	atomic_int *known = &cxx_through_malloc[op - NEW];
+	if (used == (int64_t)(n ? n : 1)) {
+		int k = atomic_load_explicit(known, memory_order_relaxed);
+		if (k >= 0 && k < CXX_THROUGH_MALLOC_KNOWN)
+			(void)atomic_compare_exchange_strong(known, &k, k + 1);
+		return;
+	}
+	if (used == 0) /* not counted inside: counted here (it stays short of the sample point) */
+		t->countdown -= (int64_t)n;
+	atomic_store_explicit(known, -1, memory_order_relaxed);
+}
+
 __attribute__((noinline)) static void *new_counted(enum cxx_op op, size_t n, uintptr_t ra)
 {
 	CXX_FN(new_fn, f, op, new_fallback);
+	if (new_is_plain(op) && sampling()) {
+		int k = atomic_load_explicit(&cxx_through_malloc[op - NEW], memory_order_relaxed);
+		struct alloc_thread *t = k >= 0 ? new_short_of_sample(n) : NULL;
+		if (t) {
+			int64_t before = t->countdown;
+			void *p = f(n);
+			if (k < CXX_THROUGH_MALLOC_KNOWN)
+				new_learned(op, t, before - t->countdown, n);
+			return p;
+		}
+	}
 	bool sampled;
 	struct alloc_thread *t = new_begin(n, &sampled);
 	return new_end(t, sampled, f(n), n, ra);
@@ -739,8 +800,19 @@ SW_EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const voi
 	HOOK_FN(f_, sym_);                                                     \
 	f_(__VA_ARGS__)
 
-SW_EXPORT void *_Znwm(size_t n) { NEW_BODY(new_fn, NEW, new_counted, n); }
-SW_EXPORT void *_Znam(size_t n) { NEW_BODY(new_fn, NEW_A, new_counted, n); }
+/* A plain operator new also forwards at once while its bytes stay short of
+ * the sample point, once its inner malloc is known to count them. */
+#define NEW_PLAIN_BODY(op, n)                                                  \
+	void *sym_ = cxx_known(op);                                            \
+	if (RT_LIKELY(sym_ != NULL) && (!sampling() || new_unmarked(op, n))) { \
+		new_fn f_;                                                     \
+		HOOK_FN(f_, sym_);                                             \
+		return f_(n);                                                  \
+	}                                                                      \
+	return new_counted(op, n, CALLER_RA())
+
+SW_EXPORT void *_Znwm(size_t n) { NEW_PLAIN_BODY(NEW, n); }
+SW_EXPORT void *_Znam(size_t n) { NEW_PLAIN_BODY(NEW_A, n); }
 SW_EXPORT void *_ZnwmRKSt9nothrow_t(size_t n, const void *nt)
 {
 	NEW_BODY(new_nt_fn, NEW_NT, new_nt_counted, n, nt);

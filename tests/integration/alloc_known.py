@@ -8,9 +8,13 @@ agree, judged by `go tool pprof` (not our own decoder):
   - each function's share of alloc-space within 2 percentage points,
   - total alloc-space within 10%, alloc-samples within 10% of the count,
   - heap-live-size within 10% of the live set, made only of live functions,
-  - every sample labelled with the thread id."""
+  - every sample labelled with the thread id.
+The C++ workload runs twice: with libstdc++'s operator new (which our
+malloc counts through) and with jemalloc's preloaded after us (which does
+not call malloc: the operator itself counts)."""
 import glob
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -21,6 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 # STOWAWAY_WL: another build's workloads (aarch64.sh: launchers that run them under qemu).
 WL = os.environ.get("STOWAWAY_WL", os.path.join(ROOT, "build", "workloads"))
+JEMALLOC = f"/usr/lib/{platform.machine()}-linux-gnu/libjemalloc.so.2"
 
 
 def pprof(args, path):
@@ -47,12 +52,13 @@ def flat_by_function(path, index):
     return flat, total or 0.0
 
 
-def run(name, rate, counts=None, scale="1", check_live=True):
+def run(name, rate, counts=None, scale="1", check_live=True, after=None):
+    """after: a library preloaded after ours (its allocator is the next one)."""
     exe = os.path.join(WL, name)
-    label = f"{name}@{rate}"
+    label = f"{name}+{os.path.basename(after).split('.')[0]}@{rate}" if after else f"{name}@{rate}"
     with tempfile.TemporaryDirectory() as out:
         env = dict(os.environ, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out,
-                   LD_PRELOAD=SO, DD_SERVICE="allocknown", STOWAWAY_PROFILES="alloc,heap",
+                   LD_PRELOAD=SO + (" " + after if after else ""), DD_SERVICE="allocknown", STOWAWAY_PROFILES="alloc,heap",
                    STOWAWAY_ALLOC_SAMPLE_BYTES=str(rate))
         proc = subprocess.run([exe, scale], env=env, capture_output=True, text=True,
                               timeout=300)
@@ -117,6 +123,11 @@ def main():
     wanted = os.environ.get("STOWAWAY_VARIANTS", "alloc_known alloc_known-musl alloc_known_cxx").split()
     for name in wanted:
         run(name, 65536, None if name.endswith("_cxx") else c_counts)
+    if "alloc_known_cxx" in wanted and os.path.exists(JEMALLOC):
+        run("alloc_known_cxx", 65536, after=JEMALLOC)
+    elif "alloc_known_cxx" in wanted:
+        check("alloc_known_cxx+libjemalloc: jemalloc installed", False,
+              f"{JEMALLOC} missing (tests/deps/alloc.txt)")
     # STOWAWAY_ALLOC_DEFAULT_RUN=0 (aarch64.sh) leaves out this run: it
     # tests sampling statistics, not anything of the architecture.
     if "alloc_known" in wanted and os.environ.get("STOWAWAY_ALLOC_DEFAULT_RUN", "1") == "1":
