@@ -20,7 +20,10 @@
  * calls calloc).  Only the outermost call is counted: a thread's slot holds
  * the stack pointer of its outermost hook; a call with a lower stack pointer
  * is nested.  A stale mark (an exception unwound through operator new) heals
- * itself at the next call made from a shallower frame.
+ * itself at the next call made from a shallower frame.  A plain operator new
+ * whose next definition is known to allocate through our malloc (learned,
+ * alloc_hooks.c) sets no mark while its bytes stay short of the sample
+ * point: that inner malloc counts them instead, once.
  *
  * Live heap: sampled allocations are kept in a bounded table keyed by
  * address, retired by free/realloc/delete.  A two-level bit filter indexed
