@@ -670,31 +670,34 @@ __attribute__((noinline)) static void *new_counted(enum cxx_op op, size_t n, uin
 	return new_end(t, sampled, f(n), n, ra);
 }
 
-__attribute__((noinline)) static void *new_nt_counted(enum cxx_op op, size_t n, const void *nt,
-						      uintptr_t ra)
+/* The next operator new of a shape other than (n). */
+static void *new_other_forward(enum cxx_op op, size_t n, size_t align, const void *nt)
 {
-	CXX_FN(new_nt_fn, f, op, new_nt_fallback);
-	bool sampled;
-	struct alloc_thread *t = new_begin(n, &sampled);
-	return new_end(t, sampled, f(n, nt), n, ra);
+	switch (op) {
+	case NEW_NT:
+	case NEW_A_NT: {
+		CXX_FN(new_nt_fn, f, op, new_nt_fallback);
+		return f(n, nt);
+	}
+	case NEW_AL:
+	case NEW_A_AL: {
+		CXX_FN(new_al_fn, f, op, new_al_fallback);
+		return f(n, align);
+	}
+	default: {
+		CXX_FN(new_al_nt_fn, f, op, new_al_nt_fallback);
+		return f(n, align, nt);
+	}
+	}
 }
 
-__attribute__((noinline)) static void *new_al_counted(enum cxx_op op, size_t n, size_t align,
-						      uintptr_t ra)
-{
-	CXX_FN(new_al_fn, f, op, new_al_fallback);
-	bool sampled;
-	struct alloc_thread *t = new_begin(n, &sampled);
-	return new_end(t, sampled, f(n, align), n, ra);
-}
-
-__attribute__((noinline)) static void *new_al_nt_counted(enum cxx_op op, size_t n, size_t align,
+/* The nothrow and aligned operators: always the marked path. */
+__attribute__((noinline)) static void *new_other_counted(enum cxx_op op, size_t n, size_t align,
 							 const void *nt, uintptr_t ra)
 {
-	CXX_FN(new_al_nt_fn, f, op, new_al_nt_fallback);
 	bool sampled;
 	struct alloc_thread *t = new_begin(n, &sampled);
-	return new_end(t, sampled, f(n, align, nt), n, ra);
+	return new_end(t, sampled, new_other_forward(op, n, align, nt), n, ra);
 }
 
 /* An operator delete whose pointer may be a live sampled block, or whose
@@ -780,14 +783,14 @@ SW_EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const voi
 
 /* The bodies: forward at once while sampling is off and the next operator
  * is known, else take the operator's counted or slow path. */
-#define NEW_BODY(type, op, counted, ...)                                       \
+#define NEW_BODY(type, op, n, al, nt, ...)                                     \
 	void *sym_ = cxx_known(op);                                            \
 	if (RT_LIKELY(sym_ != NULL) && !sampling()) {                          \
 		type f_;                                                       \
 		HOOK_FN(f_, sym_);                                             \
 		return f_(__VA_ARGS__);                                        \
 	}                                                                      \
-	return counted(op, __VA_ARGS__, CALLER_RA())
+	return new_other_counted(op, n, al, nt, CALLER_RA())
 #define DEL_BODY(type, op, z, al, nt, ...)                                     \
 	enum free_action a_ = free_action(p);                                  \
 	void *sym_ = cxx_known(op);                                            \
@@ -815,27 +818,27 @@ SW_EXPORT void *_Znwm(size_t n) { NEW_PLAIN_BODY(NEW, n); }
 SW_EXPORT void *_Znam(size_t n) { NEW_PLAIN_BODY(NEW_A, n); }
 SW_EXPORT void *_ZnwmRKSt9nothrow_t(size_t n, const void *nt)
 {
-	NEW_BODY(new_nt_fn, NEW_NT, new_nt_counted, n, nt);
+	NEW_BODY(new_nt_fn, NEW_NT, n, 0, nt, n, nt);
 }
 SW_EXPORT void *_ZnamRKSt9nothrow_t(size_t n, const void *nt)
 {
-	NEW_BODY(new_nt_fn, NEW_A_NT, new_nt_counted, n, nt);
+	NEW_BODY(new_nt_fn, NEW_A_NT, n, 0, nt, n, nt);
 }
 SW_EXPORT void *_ZnwmSt11align_val_t(size_t n, size_t al)
 {
-	NEW_BODY(new_al_fn, NEW_AL, new_al_counted, n, al);
+	NEW_BODY(new_al_fn, NEW_AL, n, al, NULL, n, al);
 }
 SW_EXPORT void *_ZnamSt11align_val_t(size_t n, size_t al)
 {
-	NEW_BODY(new_al_fn, NEW_A_AL, new_al_counted, n, al);
+	NEW_BODY(new_al_fn, NEW_A_AL, n, al, NULL, n, al);
 }
 SW_EXPORT void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void *nt)
 {
-	NEW_BODY(new_al_nt_fn, NEW_AL_NT, new_al_nt_counted, n, al, nt);
+	NEW_BODY(new_al_nt_fn, NEW_AL_NT, n, al, nt, n, al, nt);
 }
 SW_EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t n, size_t al, const void *nt)
 {
-	NEW_BODY(new_al_nt_fn, NEW_A_AL_NT, new_al_nt_counted, n, al, nt);
+	NEW_BODY(new_al_nt_fn, NEW_A_AL_NT, n, al, nt, n, al, nt);
 }
 SW_EXPORT void _ZdlPv(void *p) { DEL_BODY(del_fn, DEL, 0, 0, NULL, p); }
 SW_EXPORT void _ZdaPv(void *p) { DEL_BODY(del_fn, DEL_A, 0, 0, NULL, p); }
