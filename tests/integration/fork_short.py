@@ -13,7 +13,10 @@ times, from the files and from each process's debug line at its exit export
     could be sampled and inherited as live heap by every child, both rightly
     written);
   - children that burn CPU write their CPU profile and scan the directory
-    once each, and the retention bound (STOWAWAY_MAX_FILES) holds;
+    once each under a bound below 16, and the retention bound
+    (STOWAWAY_MAX_FILES) holds; under a bound of 64 they share with their
+    parent the room the last count left (64/16 = 4 files), so of 11
+    processes writing one file each only every fifth counts (3 scans);
   - children that each allocate half the sampling mean (256 KiB of 1 KiB
     blocks, mean 512 KiB) are sampled independently of one another: about
     1 - e^-0.5 = 39% of them write an allocation profile (binomial, 40
@@ -73,6 +76,13 @@ for prog in os.environ.get("STOWAWAY_VARIANTS", "fork_short fork_short-musl").sp
               len(lines) == N_BURN + 1 and len(busy) == N_BURN + 1, str(lines))
         check(f"{prog}: at most STOWAWAY_MAX_FILES={MAX_FILES} profiles kept",
               0 < len(files) <= MAX_FILES, f"{len(files)} files: {sorted(files)}")
+    with tempfile.TemporaryDirectory() as out:
+        p, lines, children, files = run(prog, out, N_BURN, 60, {"STOWAWAY_MAX_FILES": "64",
+                                                                "STOWAWAY_PROFILES": "cpu"})
+        scans = sum(ln[1] for ln in lines)
+        check(f"{prog}: under a bound of 64, parent and children share the room between counts",
+              p.returncode == 0 and len(lines) == N_BURN + 1 and len(files) == N_BURN + 1 and
+              scans == 3, f"rc {p.returncode}; {scans} scans for {len(files)} files: {lines}")
     with tempfile.TemporaryDirectory() as out:
         p, lines, children, files = run(prog, out, N_ALLOC, 0, {"STOWAWAY_PROFILES": "alloc"}, 256)
         sampled = {f.split(".")[1] for f in files if ".alloc." in f} & children
