@@ -271,10 +271,11 @@ def ng_run(mode, rnd):
             "pss_anon_kb": statistics.median(pss) if pss else None}
 
 # ------------------------------------- postgres, CPU per transaction (pgcpu)
-# Four servers (off, floor, cpu, all) started once, each in a cgroup of its own,
+# Four servers (off, floor, cpu, all; all_base too with PREFORK_BASE_SO) started
+# once, each in a cgroup of its own,
 # driven by many short pgbench runs.  In every round the servers are
 # driven at the same time, each by its own pgbench (started in a rotating
-# order), so whatever else loads the machine loads all four alike.  A
+# order), so whatever else loads the machine loads them all alike.  A
 # server's CPU per transaction is its cgroup's CPU time (every process,
 # exited backends included, at nanosecond resolution) over the transactions
 # of its run; each round gives one ratio per mode against the same round's
