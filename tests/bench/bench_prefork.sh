@@ -32,7 +32,10 @@
 # pgcpuconnect), PREFORK_PGCPU_ROUNDS (12), PREFORK_PGCPU_SECONDS (2),
 # STOWAWAY_SO, PREFORK_BASE_SO (parts pgcpu/pgcpuconnect: a second build of
 # the library, e.g. main's, run with the default kinds as mode `all_base`
-# in the same rounds, for before/after ratios in one run).
+# in the same rounds, for before/after ratios in one run),
+# PREFORK_PREFILL_FILES (0: every profiling mode's output directory starts
+# with that many old profile files, as that of a server running for a while
+# sits at STOWAWAY_MAX_FILES, 1000, where each file written removes one).
 set -eu
 cd "$(dirname "$0")/../.."
 so=${STOWAWAY_SO:-build/libstowaway.so}
@@ -51,6 +54,7 @@ CLIENTS = int(os.environ.get("PREFORK_CLIENTS", "4"))
 PARTS = os.environ.get("PREFORK_PARTS", "pg pgconnect nginx pgcpu").split()
 MODES = ["off", "cpu", "all"]
 BASE_SO = os.environ.get("PREFORK_BASE_SO", "")
+PREFILL = int(os.environ.get("PREFORK_PREFILL_FILES", "0"))
 PGCPU_MODES = MODES + ["floor"] + (["all_base"] if BASE_SO else [])
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -85,6 +89,11 @@ def mode_env(mode, outdir):
     elif mode != "off":
         os.makedirs(outdir, exist_ok=True)
         own(outdir)
+        for i in range(PREFILL):
+            old = os.path.join(outdir, f"old.{i}.cpu.00000.00000000.pb.gz")
+            open(old, "w").close()
+            os.utime(old, (1e9, 1e9))
+            own(old)
         env.update(LD_PRELOAD=base_copy if mode == "all_base" else so_copy,
                    DD_PROFILING_ENABLED="true", DD_SERVICE="benchprefork", STOWAWAY_OUTPUT_DIR=outdir)
         if mode == "cpu":
