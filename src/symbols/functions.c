@@ -97,7 +97,7 @@ bool function_entries_sort(struct function_entry *f, uint32_t n, uint64_t *steps
 		bits++;
 	uint32_t passes = (bits + SORT_DIGIT_BITS_MAX - 1) / SORT_DIGIT_BITS_MAX;
 	if (passes > 0) {
-		uint32_t digit = (bits + passes - 1) / passes;
+		uint32_t digit = RT_MIN((bits + passes - 1) / passes, SORT_DIGIT_BITS_MAX);
 		struct function_entry *copy = rt_malloc((size_t)n * sizeof(*copy));
 		uint32_t *count = rt_malloc(((size_t)1 << digit) * sizeof(uint32_t));
 		if (copy == NULL || count == NULL) {
