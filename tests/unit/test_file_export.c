@@ -106,6 +106,17 @@ static void test_retention(void)
 	x->destroy(x);
 }
 
+static int count_profiles(const char *where)
+{
+	int profiles = 0;
+	DIR *d = opendir(where);
+	for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+		profiles += strstr(e->d_name, ".pb.gz") != NULL;
+	if (d)
+		closedir(d);
+	return profiles;
+}
+
 /* A directory over a bound of 32 loses the excess plus 32/16 more, so the
  * next writes find it under the bound (no sort by time at every write).
  * Which files go is not checked: a coarse file-system clock gives quick
@@ -121,26 +132,9 @@ static void test_retention_margin(void)
 	int expect[] = { 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 30, 32, 30 };
 	for (uint32_t i = 0; i < sizeof(expect) / sizeof(expect[0]); i++) {
 		CHECK(export_two(x, 100 + i, "c", "w") == 0);
-		int profiles = 0;
-		DIR *d = opendir(sub);
-		for (struct dirent *e; d && (e = readdir(d)) != NULL;)
-			profiles += strstr(e->d_name, ".pb.gz") != NULL;
-		if (d)
-			closedir(d);
-		CHECK_EQ_U64(profiles, expect[i]);
+		CHECK_EQ_U64(count_profiles(sub), expect[i]);
 	}
 	x->destroy(x);
-}
-
-static int count_profiles(const char *where)
-{
-	int profiles = 0;
-	DIR *d = opendir(where);
-	for (struct dirent *e; d && (e = readdir(d)) != NULL;)
-		profiles += strstr(e->d_name, ".pb.gz") != NULL;
-	if (d)
-		closedir(d);
-	return profiles;
 }
 
 /* Profile files written by someone else (another process tree), older than
