@@ -6,7 +6,6 @@
  * nested (a signal handler calling malloc), and nested calls only forward.
  */
 #include "collect/alloc.h"
-#include "collect/collect.h"
 #include "collect/collector.h"
 #include "collect/context.h"
 #include "collect/sample.h"
@@ -654,7 +653,7 @@ void alloc_collector_after_fork_child(void)
 	}
 }
 
-bool collect_heap_only_inherited(void)
+bool alloc_live_inherited_only(void)
 {
 	if (!st.slots || !st.track_live)
 		return false;

@@ -49,7 +49,7 @@ void collect_before_export(struct profile *finished);
 /* In a fork child: true when its live-heap table holds only allocations its
  * parent made (none was sampled since the fork), so its live heap is part
  * of what the parent's own heap profile shows.  False where the live heap
- * is not tracked.  Defined with the allocation collector. */
+ * is not tracked. */
 bool collect_heap_only_inherited(void);
 /* Requests per trace endpoint since the previous call (the hotspots API's
  * stowaway_set_endpoint counts them): calls fn for each and resets the
