@@ -55,6 +55,7 @@ static struct {
 	/* Live entries per small-filter bit (at most ALLOC_LIVE_MAX < 2^16). */
 	uint16_t filter_small_count[1u << ALLOC_FILTER_SMALL_BITS];
 	struct rt_rng export_rng; /* under live_lock */
+	uint32_t inserted_since_fork; /* under live_lock; entries this process added */
 
 	atomic_ullong samples;
 	atomic_ullong cost_ns;      /* time spent in the measured samples */
@@ -370,11 +371,13 @@ static bool live_insert(const struct alloc_live_entry *e)
 		/* A free we never saw (e.g. through a path we do not hook). */
 		old = st.slots[i];
 		st.slots[i] = *e;
+		st.inserted_since_fork++;
 		ok = true;
 	} else if (st.live < ALLOC_LIVE_MAX &&
 		   (st.live < st.nslots / 2u || (st.nslots < ALLOC_LIVE_SLOTS && live_grow()))) {
 		st.slots[live_free_slot(e->addr)] = *e;
 		st.live++;
+		st.inserted_since_fork++;
 		filter_add(e->addr);
 		ok = true;
 	}
@@ -633,6 +636,7 @@ void alloc_collector_before_export(struct profile *finished)
 void alloc_collector_after_fork_child(void)
 {
 	rt_mutex_reset(&st.live_lock);
+	st.inserted_since_fork = 0;
 	/* Slots draw their generator from st.seed: children forked from one
 	 * parent state would otherwise all sample the same allocations. */
 	struct rt_rng rng;
@@ -650,6 +654,16 @@ void alloc_collector_after_fork_child(void)
 		}
 		atomic_store(&claimed_bits[w], 0);
 	}
+}
+
+bool alloc_live_inherited_only(void)
+{
+	if (!st.slots || !st.track_live)
+		return false;
+	rt_mutex_lock(&st.live_lock);
+	bool inherited = st.inserted_since_fork == 0;
+	rt_mutex_unlock(&st.live_lock);
+	return inherited;
 }
 
 void alloc_get_stats(struct alloc_stats *out)

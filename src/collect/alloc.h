@@ -242,6 +242,11 @@ void alloc_live_restore(struct alloc_live_entry *e);
 /* Frees an entry taken by alloc_live_retire. */
 void alloc_live_drop(struct alloc_live_entry *e);
 
+/* True when the live table holds only entries of the parent (none inserted
+ * since the fork; see collect_heap_only_inherited).  False when the live
+ * heap is not tracked. */
+bool alloc_live_inherited_only(void);
+
 /* Counters, for logs and tests. */
 struct alloc_stats {
 	uint64_t samples;        /* sampled allocations */

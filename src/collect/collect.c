@@ -10,6 +10,7 @@
  * each collector's once-a-second work (the CPU handler still ours?) and the
  * overhead cap; every few seconds it refreshes the module registry. */
 #include "collect/collect.h"
+#include "collect/alloc.h"
 #include "collect/collector.h"
 #include "collect/otel_context.h"
 #include "collect/cpu.h"
@@ -276,3 +277,5 @@ __attribute__((noinline)) uint32_t collect_stack_of_caller(uint64_t *pcs, uint32
 }
 
 bool collect_take_unknown_code(void) { return unwind_take_unknown_code(); }
+
+bool collect_heap_only_inherited(void) { return alloc_live_inherited_only(); }

@@ -46,6 +46,11 @@ uint64_t collect_next_tick_ns(uint64_t tick_ns, uint64_t samples, bool lock_epoc
 /* Called on the finished profile of a period before it is encoded: each
  * collector's flush (e.g. the live-heap snapshot). */
 void collect_before_export(struct profile *finished);
+/* In a fork child: true when its live-heap table holds only allocations its
+ * parent made (none was sampled since the fork), so its live heap is part
+ * of what the parent's own heap profile shows.  False where the live heap
+ * is not tracked. */
+bool collect_heap_only_inherited(void);
 /* Requests per trace endpoint since the previous call (the hotspots API's
  * stowaway_set_endpoint counts them): calls fn for each and resets the
  * counts; returns how many requests could not be told apart. */

@@ -213,7 +213,11 @@ static void encode_otlp_request(struct otlp_encoder *enc, struct rt_buf *out)
  * sync and a retention scan.  Other processes export every kind.  Nothing is lost for the kinds that
  * count what happened in the period (an empty period adds nothing); the
  * live heap is a snapshot, so an empty one is skipped only by a process
- * that exported none before (an earlier snapshot would stand as its last). */
+ * that exported none before (an earlier snapshot would stand as its last).
+ * Such a child also skips a live heap that holds only allocations its
+ * parent made (collect_heap_only_inherited): the parent's own heap
+ * profiles show them, and a server forking a process per connection would
+ * otherwise write one copy of its parent's heap per connection. */
 static uint32_t slots_with_values(const struct profile *p)
 {
 	uint32_t filled = 0, n = profile_sample_count(p);
@@ -264,6 +268,7 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 	profile_get_stats(p, &st);
 
 	uint32_t filled = final && prof.forked ? slots_with_values(p) : UINT32_MAX;
+	bool heap_inherited = final && prof.forked && prof.seq == 0 && collect_heap_only_inherited();
 	struct sw_export_item items[SW_KIND_COUNT];
 	struct rt_buf gz[SW_KIND_COUNT];
 	struct rt_buf combined = { 0 }, raw = { 0 };
@@ -282,7 +287,8 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 		o.n_comments = n_comments;
 		uint32_t mask = sw_kind_value_mask((enum sw_kind)k);
 		all_slots |= mask;
-		if (!(filled & mask) && (k != SW_KIND_HEAP || prof.seq == 0))
+		if ((!(filled & mask) && (k != SW_KIND_HEAP || prof.seq == 0)) ||
+		    (k == SW_KIND_HEAP && heap_inherited))
 			continue; /* see slots_with_values */
 		int r = encode_compressed(p, mask, &o, &raw, &gz[n_items]);
 		if (r < 0) {

@@ -47,9 +47,9 @@ static inline uint64_t load64(const uint8_t *p)
 	return v;
 }
 
-static inline uint32_t hash4(const uint8_t *p)
+static inline uint32_t hash4(const uint8_t *p, uint32_t bits)
 {
-	return (load32(p) * 2654435761u) >> (32 - HASH_BITS);
+	return (load32(p) * 2654435761u) >> (32 - bits);
 }
 
 static inline uint32_t dist_code_of(const struct deflate_compressor *s, uint32_t dist_minus1)
@@ -479,7 +479,7 @@ static inline void emit_match(struct deflate_compressor *s, uint32_t len, uint32
 /* Inserts `pos` into its hash chain; returns the previous head (0: none). */
 static inline uint32_t insert_pos(struct deflate_compressor *s, uint32_t pos)
 {
-	uint32_t h = hash4(s->window + pos);
+	uint32_t h = hash4(s->window + pos, s->hash_bits);
 	uint32_t cand = s->head[h];
 	s->prev[pos & WIN_MASK] = (uint16_t)cand;
 	s->head[h] = (uint16_t)pos;
@@ -622,7 +622,7 @@ static void slide_window(struct deflate_compressor *s)
 	s->win_end -= WIN_SIZE;
 	s->pos -= WIN_SIZE;
 	s->block_start -= (int32_t)WIN_SIZE;
-	for (uint32_t i = 0; i < HASH_SIZE; i++)
+	for (uint32_t i = 0; i < (1u << s->hash_bits); i++)
 		s->head[i] = (uint16_t)(s->head[i] >= WIN_SIZE ? s->head[i] - WIN_SIZE : 0);
 	for (uint32_t i = 0; i < WIN_SIZE; i++)
 		s->prev[i] = (uint16_t)(s->prev[i] >= WIN_SIZE ? s->prev[i] - WIN_SIZE : 0);
@@ -630,10 +630,16 @@ static void slide_window(struct deflate_compressor *s)
 
 /* ---- the stream ---- */
 
-int deflate_compressor_init(struct deflate_compressor *s, int level, struct rt_buf *out)
+int deflate_compressor_init(struct deflate_compressor *s, int level, struct rt_buf *out,
+			    size_t input_bytes)
 {
 	init_tables(s);
 	s->cfg = level_configs[level];
+	/* At least as many entries as input positions (up to the maximum). */
+	s->hash_bits = HASH_BITS;
+	if (input_bytes != 0)
+		while (s->hash_bits > HASH_MIN_BITS && ((size_t)1 << (s->hash_bits - 1)) >= input_bytes)
+			s->hash_bits--;
 	s->out = out;
 	return 0;
 }

@@ -14,7 +14,8 @@
 #define HASH_BYTES 4              /* shortest match the finder reports */
 #define MAX_MATCH 258
 #define MIN_LOOKAHEAD (MAX_MATCH + 8) /* keep this much input ahead unless finishing */
-#define HASH_BITS 15
+#define HASH_BITS 15               /* head[] entries: at most 1 << HASH_BITS */
+#define HASH_MIN_BITS 10
 #define HASH_SIZE (1u << HASH_BITS)
 #define SYM_MAX 16384             /* symbols per block */
 
@@ -91,6 +92,7 @@ struct deflate_compressor {
 	struct huff_work work;
 
 	struct level_config cfg;
+	uint32_t hash_bits;   /* head[] in use: 1 << hash_bits entries */
 	struct rt_buf *out;
 	uint32_t win_end;     /* bytes of input in window[] */
 	uint32_t pos;         /* next position to encode */
@@ -106,8 +108,12 @@ struct deflate_compressor {
 };
 
 /* Prepares *s (zeroed memory) for one DEFLATE stream appended to *out at
- * `level` (1..9, checked by the caller). */
-int deflate_compressor_init(struct deflate_compressor *s, int level, struct rt_buf *out);
+ * `level` (1..9, checked by the caller).  `input_bytes` is the whole
+ * input's size when known (0: unknown): a small input hashes into a table
+ * about its size, so a profile of a few KiB touches a few pages of the
+ * state, not all of head[]. */
+int deflate_compressor_init(struct deflate_compressor *s, int level, struct rt_buf *out,
+			    size_t input_bytes);
 /* Appends n raw bytes to the output; only at a byte boundary (before the
  * first write or after finish). */
 int deflate_compressor_put_bytes(struct deflate_compressor *s, const void *p, size_t n);

@@ -22,7 +22,8 @@ static void put_le32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)(v >> 24);
 }
 
-int gz_init(struct gz_stream *stream, int level, struct rt_buf *out)
+/* gz_init for an input of input_bytes in all (0: unknown). */
+static int gz_init_sized(struct gz_stream *stream, int level, struct rt_buf *out, size_t input_bytes)
 {
 	stream->state = NULL;
 	if (level < 1 || level > 9 || !out)
@@ -31,13 +32,18 @@ int gz_init(struct gz_stream *stream, int level, struct rt_buf *out)
 	if (!s)
 		return -ENOMEM;
 	stream->state = s;
-	int rc = deflate_compressor_init(&s->deflate, level, out);
+	int rc = deflate_compressor_init(&s->deflate, level, out, input_bytes);
 	if (rc != 0)
 		return rc;
 	/* Magic, CM=8 (deflate), no flags, no mtime, XFL, OS=3 (Unix). */
 	uint8_t header[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3};
 	header[8] = level == GZ_LEVEL_FAST ? 4 : level == GZ_LEVEL_BEST ? 2 : 0;
 	return deflate_compressor_put_bytes(&s->deflate, header, sizeof(header));
+}
+
+int gz_init(struct gz_stream *stream, int level, struct rt_buf *out)
+{
+	return gz_init_sized(stream, level, out, 0);
 }
 
 int gz_write(struct gz_stream *stream, const void *p, size_t n)
@@ -77,7 +83,7 @@ void gz_destroy(struct gz_stream *stream)
 int gz_compress(const void *in, size_t n, int level, struct rt_buf *out)
 {
 	struct gz_stream stream;
-	int rc = gz_init(&stream, level, out);
+	int rc = gz_init_sized(&stream, level, out, n);
 	if (rc == 0)
 		rc = gz_write(&stream, in, n);
 	if (rc == 0)

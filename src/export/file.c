@@ -3,7 +3,8 @@
  * written atomically (an unnamed O_TMPFILE file linked in once synced, or
  * where that is not possible a temporary file renamed; then one fsync of the
  * directory per batch), with a bound on the number of profile files kept
- * (oldest removed first). */
+ * (oldest removed first, the directory counted only when the files written
+ * since the last count could have taken it over the bound). */
 #include "export/export.h"
 #include "rt/rt.h"
 #include "rt/sys.h"
@@ -11,11 +12,23 @@
 #define FILE_SUFFIX ".pb.gz"
 #define RETENTION_SCAN_MAX 100000
 
+/* How many more files a process and the processes it forks may write to
+ * the directory before one of them counts it again.  One shared page,
+ * inherited by fork children: the children of a process-per-connection
+ * server each write a file or two and exit, and without it every one of
+ * them would read the whole directory. */
+struct retention_room {
+	atomic_long room;
+	uint64_t dir_hash; /* the directory and bound it counts for */
+};
+static struct retention_room *family_room;
+
 struct file_exporter {
 	struct sw_exporter base;
 	char dir[SW_CFG_PATH];
 	char service[64]; /* sanitised for file names */
 	uint32_t max_files;
+	struct retention_room *room; /* NULL: count at every write */
 	atomic_int write_failed_logged;
 	/* What this process did, for the debug line at its exit export. */
 	uint32_t files_written, dir_scans, dir_sorts, files_removed;
@@ -156,28 +169,27 @@ static long count_profile_files(int dirfd)
 	return count;
 }
 
-/* Removes the oldest profile files beyond max_files.  A first scan only
- * counts names; only when the directory is over the bound does a second
- * scan read every file's time, and it then removes the excess plus a
- * sixteenth of the bound (at most OLDEST_MAX files in all), so that a
- * directory kept at its bound by many writers (a server forking a process
- * per connection) is sorted about once per sixteenth of the bound written,
- * not at every write.  Bounded work: two directory scans, at most
- * OLDEST_MAX deletions, each of the oldest left. */
+/* Removes the oldest profile files beyond max_files, after a count of the
+ * names; only when the directory is over the bound does a second scan read
+ * every file's time, and it then removes the excess plus a sixteenth of the
+ * bound (at most OLDEST_MAX files in all), so that a directory kept at its
+ * bound by many writers (a server forking a process per connection) is
+ * sorted about once per sixteenth of the bound written, not at every write.
+ * Bounded work: two directory scans, at most OLDEST_MAX deletions, each of
+ * the oldest left.  Returns how many profile files the count left in the
+ * directory, or -errno. */
 enum { OLDEST_MAX = 64 };
-static void enforce_retention(struct file_exporter *fe, int dirfd)
+static long count_and_trim(struct file_exporter *fe, int dirfd)
 {
-	if (fe->max_files == 0)
-		return;
 	fe->dir_scans++;
 	long total = count_profile_files(dirfd);
 	if (total <= (long)fe->max_files)
-		return;
+		return total;
 	uint32_t remove = (uint32_t)RT_MIN((uint64_t)total - fe->max_files + fe->max_files / 16,
 					   (uint64_t)OLDEST_MAX);
 	struct rt_dir dir;
 	if (rt_dir_open(&dir, dirfd, ".", RETENTION_SCAN_MAX) != 0)
-		return;
+		return total;
 	fe->dir_sorts++;
 	/* Keep the `remove` oldest in a small array, oldest first. */
 	struct old_file oldest[OLDEST_MAX];
@@ -203,8 +215,34 @@ static void enforce_retention(struct file_exporter *fe, int dirfd)
 			n_oldest++;
 	}
 	rt_dir_close(&dir);
-	for (uint32_t i = 0; i < n_oldest; i++)
-		fe->files_removed += sys_unlinkat(dirfd, oldest[i].name, 0) == 0;
+	for (uint32_t i = 0; i < n_oldest; i++) {
+		bool gone = sys_unlinkat(dirfd, oldest[i].name, 0) == 0;
+		fe->files_removed += gone;
+		total -= gone;
+	}
+	return total;
+}
+
+/* Keeps the directory within max_files after `written` files were added
+ * (0: the batch's writes failed; a count may free space, so it is done).
+ * The directory is counted only once the files written since the last
+ * count (by this process and those forked from it, see retention_room)
+ * could have reached the bound: the count leaves room for the bound minus
+ * what it found, at most a sixteenth of the bound, so that writers of
+ * other process trees sharing the directory are seen within that many
+ * files of ours.  Below a bound of 16 every write counts. */
+static void enforce_retention(struct file_exporter *fe, int dirfd, uint32_t written)
+{
+	if (fe->max_files == 0)
+		return;
+	if (fe->room && written &&
+	    atomic_fetch_sub(&fe->room->room, (long)written) >= (long)written)
+		return;
+	long total = count_and_trim(fe, dirfd);
+	if (total < 0 || !fe->room)
+		return;
+	long room = RT_MIN((long)fe->max_files - total, (long)(fe->max_files / 16));
+	atomic_store(&fe->room->room, RT_MAX(room, 0L));
 }
 
 static int file_export(struct sw_exporter *self, const struct sw_export_batch *b, uint64_t deadline_ns)
@@ -249,7 +287,7 @@ static int file_export(struct sw_exporter *self, const struct sw_export_batch *b
 		fe->files_written += written;
 	}
 	if (b->n_items)
-		enforce_retention(fe, (int)dirfd);
+		enforce_retention(fe, (int)dirfd, written);
 	(void)sys_close((int)dirfd);
 	if (b->final)
 		rt_debug("file exporter: %u files written, %u retention scans, %u sorted, %u files "
@@ -258,6 +296,28 @@ static int file_export(struct sw_exporter *self, const struct sw_export_batch *b
 }
 
 static void file_destroy(struct sw_exporter *self) { rt_free(self->state); }
+
+/* The room shared with the processes this one forks, for this directory and
+ * bound; NULL when no page can be had (then every write counts). */
+static struct retention_room *shared_room(const char *dir, uint32_t max_files)
+{
+	uint64_t h = max_files;
+	for (size_t i = 0; dir[i]; i++)
+		h = (h ^ (uint8_t)dir[i]) * RT_HASH_MUL64;
+	if (!family_room) {
+		void *page = sys_mmap(NULL, sizeof(struct retention_room), PROT_READ | PROT_WRITE,
+				      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (SYS_IS_ERR(page))
+			return NULL;
+		family_room = page;
+	}
+	if (family_room->dir_hash != h) {
+		/* Another directory or bound: nothing is known of this one. */
+		atomic_store(&family_room->room, 0);
+		family_room->dir_hash = h;
+	}
+	return family_room;
+}
 
 struct sw_exporter *export_file_create(const struct sw_config *cfg)
 {
@@ -269,6 +329,7 @@ struct sw_exporter *export_file_create(const struct sw_config *cfg)
 	rt_strlcpy(fe->dir, cfg->output_dir, sizeof(fe->dir));
 	sanitize_name(cfg->service, fe->service, sizeof(fe->service));
 	fe->max_files = cfg->max_files;
+	fe->room = shared_room(fe->dir, fe->max_files);
 	fe->base.name = "file";
 	fe->base.export_batch = file_export;
 	fe->base.destroy = file_destroy;

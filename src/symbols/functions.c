@@ -37,61 +37,23 @@ static bool entry_before_any(const void *a, const void *b)
 	return entry_before(a, b);
 }
 
-/* Buckets of the distribution pass: about one per two entries, at most this
- * many (512 KiB of counts while a table of over 128k symbols is sorted). */
-#define SORT_BUCKETS_MAX 65536u
-/* A bucket with more entries than this is heap-sorted, not insertion-sorted. */
+/* Radix digits of at most this many bits (8 KiB of counts). */
+#define SORT_DIGIT_BITS_MAX 11u
+/* A run of entries at one address longer than this is heap-sorted by name,
+ * not insertion-sorted. */
 #define SORT_INSERTION_MAX 32u
 
-static uint32_t bucket_of(const struct function_entry *f, uint64_t min, uint32_t shift)
+/* Orders each run of entries at one start by name: insertion for short runs
+ * (aliases: a few names of one function), the heap sort for long ones. */
+static void sort_alias_runs(struct function_entry *f, uint32_t n, uint64_t *steps)
 {
-	return (uint32_t)((f->start - min) >> shift);
-}
-
-/* One in-place distribution pass on the high bits of start (each swap puts
- * one entry in its bucket for good), then each bucket by insertion; a
- * comparison sort of a 60000-symbol library was the bulk of naming it. */
-bool function_entries_sort(struct function_entry *f, uint32_t n, uint64_t *steps)
-{
-	*steps = 0;
-	if (n < 2)
-		return true;
-	uint64_t min = UINT64_MAX, max = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		min = RT_MIN(min, f[i].start);
-		max = RT_MAX(max, f[i].start);
-	}
-	uint32_t nb = 1;
-	while (nb < n / 2 && nb < SORT_BUCKETS_MAX)
-		nb <<= 1;
-	uint32_t shift = 0;
-	while (shift < 64 && ((max - min) >> shift) >= nb)
-		shift++;
-	uint32_t *bound = rt_calloc(2 * (size_t)nb + 1, sizeof(uint32_t));
-	if (bound == NULL)
-		return false;
-	uint32_t *next = bound + nb + 1; /* next unplaced slot of each bucket */
-	for (uint32_t i = 0; i < n; i++)
-		bound[bucket_of(&f[i], min, shift) + 1]++;
-	for (uint32_t b = 0; b < nb; b++) {
-		bound[b + 1] += bound[b];
-		next[b] = bound[b];
-	}
-	for (uint32_t b = 0; b < nb; b++) {
-		while (next[b] < bound[b + 1]) {
-			uint32_t t = bucket_of(&f[next[b]], min, shift);
-			if (t == b) {
-				next[b]++;
-				continue;
-			}
-			struct function_entry tmp = f[next[t]];
-			f[next[t]++] = f[next[b]];
-			f[next[b]] = tmp;
-			++*steps;
-		}
-	}
-	for (uint32_t b = 0; b < nb; b++) {
-		uint32_t lo = bound[b], k = bound[b + 1] - lo;
+	for (uint32_t lo = 0, hi; lo < n; lo = hi) {
+		hi = lo + 1;
+		while (hi < n && f[hi].start == f[lo].start)
+			hi++;
+		uint32_t k = hi - lo;
+		if (k < 2)
+			continue;
 		if (k > SORT_INSERTION_MAX) {
 			rt_sort(f + lo, k, sizeof(f[0]), entry_before_any);
 			uint32_t log2k = 0;
@@ -100,7 +62,7 @@ bool function_entries_sort(struct function_entry *f, uint32_t n, uint64_t *steps
 			*steps += 2 * (uint64_t)k * (log2k + 1); /* the heap sort's bound */
 			continue;
 		}
-		for (uint32_t i = lo + 1; i < lo + k; i++) {
+		for (uint32_t i = lo + 1; i < hi; i++) {
 			struct function_entry x = f[i];
 			uint32_t j = i;
 			while (j > lo && entry_before(&x, &f[j - 1])) {
@@ -112,7 +74,63 @@ bool function_entries_sort(struct function_entry *f, uint32_t n, uint64_t *steps
 			++*steps;
 		}
 	}
-	rt_free(bound);
+}
+
+/* A least-significant-digit radix sort on start - min (stable passes of a
+ * counting scatter between f and a copy, a few digits for a library's
+ * span), then each run of one address by name.  No comparison and no
+ * data-dependent branch per entry: the in-place distribution and the
+ * insertion it needed mispredicted a branch at most moves (about 0.8 ms
+ * for libLLVM's 35000 functions, now about a quarter of that). */
+bool function_entries_sort(struct function_entry *f, uint32_t n, uint64_t *steps)
+{
+	*steps = 0;
+	if (n < 2)
+		return true;
+	uint64_t min = UINT64_MAX, max = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		min = RT_MIN(min, f[i].start);
+		max = RT_MAX(max, f[i].start);
+	}
+	uint32_t bits = 0;
+	while (bits < 64 && ((max - min) >> bits) != 0)
+		bits++;
+	uint32_t passes = (bits + SORT_DIGIT_BITS_MAX - 1) / SORT_DIGIT_BITS_MAX;
+	if (passes > 0) {
+		uint32_t digit = RT_MIN((bits + passes - 1) / passes, SORT_DIGIT_BITS_MAX);
+		struct function_entry *copy = rt_malloc((size_t)n * sizeof(*copy));
+		uint32_t *count = rt_malloc(((size_t)1 << digit) * sizeof(uint32_t));
+		if (copy == NULL || count == NULL) {
+			rt_free(copy);
+			rt_free(count);
+			return false;
+		}
+		struct function_entry *from = f, *to = copy;
+		uint64_t mask = ((uint64_t)1 << digit) - 1;
+		for (uint32_t p = 0; p < passes; p++) {
+			uint32_t shift = p * digit;
+			rt_memset(count, 0, ((size_t)1 << digit) * sizeof(uint32_t));
+			for (uint32_t i = 0; i < n; i++)
+				count[((from[i].start - min) >> shift) & mask]++;
+			uint32_t sum = 0;
+			for (uint64_t d = 0; d <= mask; d++) {
+				uint32_t c = count[d];
+				count[d] = sum;
+				sum += c;
+			}
+			for (uint32_t i = 0; i < n; i++)
+				to[count[((from[i].start - min) >> shift) & mask]++] = from[i];
+			*steps += n;
+			struct function_entry *t = from;
+			from = to;
+			to = t;
+		}
+		if (from != f)
+			rt_memcpy(f, from, (size_t)n * sizeof(*f));
+		rt_free(count);
+		rt_free(copy);
+	}
+	sort_alias_runs(f, n, steps);
 	return true;
 }
 

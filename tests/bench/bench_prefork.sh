@@ -30,7 +30,12 @@
 # Environment: PREFORK_ROUNDS (3), PREFORK_SECONDS (4 per run),
 # PREFORK_CLIENTS (4), PREFORK_PARTS ("pg pgconnect nginx pgcpu"; also
 # pgcpuconnect), PREFORK_PGCPU_ROUNDS (12), PREFORK_PGCPU_SECONDS (2),
-# STOWAWAY_SO.
+# STOWAWAY_SO, PREFORK_BASE_SO (parts pgcpu/pgcpuconnect: a second build of
+# the library, e.g. main's, run with the default kinds as mode `all_base`
+# in the same rounds, for before/after ratios in one run),
+# PREFORK_PREFILL_FILES (0: every profiling mode's output directory starts
+# with that many old profile files, as that of a server running for a while
+# sits at STOWAWAY_MAX_FILES, 1000, where each file written removes one).
 set -eu
 cd "$(dirname "$0")/../.."
 so=${STOWAWAY_SO:-build/libstowaway.so}
@@ -48,7 +53,9 @@ SECONDS = float(os.environ.get("PREFORK_SECONDS", "4"))
 CLIENTS = int(os.environ.get("PREFORK_CLIENTS", "4"))
 PARTS = os.environ.get("PREFORK_PARTS", "pg pgconnect nginx pgcpu").split()
 MODES = ["off", "cpu", "all"]
-PGCPU_MODES = MODES + ["floor"]
+BASE_SO = os.environ.get("PREFORK_BASE_SO", "")
+PREFILL = int(os.environ.get("PREFORK_PREFILL_FILES", "0"))
+PGCPU_MODES = MODES + ["floor"] + (["all_base"] if BASE_SO else [])
 TICK = os.sysconf("SC_CLK_TCK")
 
 tmp = tempfile.mkdtemp(prefix="bench_prefork.")
@@ -56,6 +63,10 @@ os.chmod(tmp, 0o755)
 so_copy = os.path.join(tmp, "libstowaway.so")  # readable by the server's user
 shutil.copy(SO, so_copy)
 os.chmod(so_copy, 0o755)
+base_copy = os.path.join(tmp, "libstowaway-base.so")
+if BASE_SO:
+    shutil.copy(BASE_SO, base_copy)
+    os.chmod(base_copy, 0o755)
 
 # postgres refuses to run as root: drop to the `postgres` user when we are root.
 as_user = []
@@ -78,8 +89,13 @@ def mode_env(mode, outdir):
     elif mode != "off":
         os.makedirs(outdir, exist_ok=True)
         own(outdir)
-        env.update(LD_PRELOAD=so_copy, DD_PROFILING_ENABLED="true", DD_SERVICE="benchprefork",
-                   STOWAWAY_OUTPUT_DIR=outdir)
+        for i in range(PREFILL):
+            old = os.path.join(outdir, f"old.{i}.cpu.00000.00000000.pb.gz")
+            open(old, "w").close()
+            os.utime(old, (1e9, 1e9))
+            own(old)
+        env.update(LD_PRELOAD=base_copy if mode == "all_base" else so_copy,
+                   DD_PROFILING_ENABLED="true", DD_SERVICE="benchprefork", STOWAWAY_OUTPUT_DIR=outdir)
         if mode == "cpu":
             env["STOWAWAY_PROFILES"] = "cpu"
     return env
@@ -264,10 +280,11 @@ def ng_run(mode, rnd):
             "pss_anon_kb": statistics.median(pss) if pss else None}
 
 # ------------------------------------- postgres, CPU per transaction (pgcpu)
-# Four servers (off, floor, cpu, all) started once, each in a cgroup of its own,
-# driven by many short pgbench runs.  In every round the four servers are
+# Four servers (off, floor, cpu, all; all_base too with PREFORK_BASE_SO) started
+# once, each in a cgroup of its own,
+# driven by many short pgbench runs.  In every round the servers are
 # driven at the same time, each by its own pgbench (started in a rotating
-# order), so whatever else loads the machine loads all four alike.  A
+# order), so whatever else loads the machine loads them all alike.  A
 # server's CPU per transaction is its cgroup's CPU time (every process,
 # exited backends included, at nanosecond resolution) over the transactions
 # of its run; each round gives one ratio per mode against the same round's
@@ -382,8 +399,8 @@ def pgcpu_report(res, by_cgroup):
         print(f"BENCH prefork: {sub}_off_cpu_per_tx_us = "
               f"{statistics.median(r['cpu_per_tx_us'] for r in base):.1f} (postgres, {what[sub]}: "
               f"server CPU per transaction from {how}, no profiler; median of {PGCPU_ROUNDS} "
-              f"runs of {PGCPU_SECONDS} s, the four servers driven together, long-lived)")
-        for mode in ("floor", "cpu", "all"):
+              f"runs of {PGCPU_SECONDS} s, the servers driven together, long-lived)")
+        for mode in ("floor", "cpu", "all") + (("all_base",) if BASE_SO else ()):
             for metric, label in (("cpu_per_tx_us", "cpu_per_tx"), ("tps", "tps")):
                 rs = [r[metric] / b[metric] for r, b in zip(res[(sub, mode)], base)]
                 q1, med, q3 = quartiles(rs)
@@ -422,7 +439,8 @@ def pct(x):
     return f"{(x - 1) * 100:+.1f}%"
 
 names = {"cpu": "cpu profile only", "all": "default kinds cpu+wall+alloc+heap",
-         "floor": "library loaded, profiling off"}
+         "floor": "library loaded, profiling off",
+         "all_base": f"default kinds with PREFORK_BASE_SO={BASE_SO}"}
 pgcpu_subs = [p for p in ("pgcpu", "pgcpuconnect") if p in PARTS]
 if pgcpu_subs:
     pgcpu_report(*pgcpu_rounds(pgcpu_subs))

@@ -13,12 +13,20 @@ times, from the files and from each process's debug line at its exit export
     could be sampled and inherited as live heap by every child, both rightly
     written);
   - children that burn CPU write their CPU profile and scan the directory
-    once each, and the retention bound (STOWAWAY_MAX_FILES) holds;
+    once each under a bound below 16, and the retention bound
+    (STOWAWAY_MAX_FILES) holds; under a bound of 64 they share with their
+    parent the room the last count left (64/16 = 4 files), so of 11
+    processes writing one file each only every fifth counts (3 scans);
   - children that each allocate half the sampling mean (256 KiB of 1 KiB
     blocks, mean 512 KiB) are sampled independently of one another: about
     1 - e^-0.5 = 39% of them write an allocation profile (binomial, 40
     children: 4..30 holds beyond 3.5 standard deviations), not all or none
-    as when every child drew its sampling from the parent's generator."""
+    as when every child drew its sampling from the parent's generator;
+  - with a parent that keeps 8 MiB allocated (about 16 samples of the
+    live heap every child inherits): children that allocate nothing write
+    no heap profile (their live heap is their parent's, which the parent's
+    own profile shows), while children that keep 8 MiB of their own write
+    one each (a child missing all of its ~16 samples: e^-16)."""
 import os
 import re
 import subprocess
@@ -31,11 +39,12 @@ WL = os.environ.get("STOWAWAY_WL", os.path.join(ROOT, "build", "workloads"))
 LINE = re.compile(r"file exporter: (\d+) files written, (\d+) retention scans")
 
 
-def run(prog, out, n, burn_ms, extra=None, alloc_kb=0):
+def run(prog, out, n, burn_ms, extra=None, alloc_kb=0, keep=0, parent_kb=0):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DD_", "STOWAWAY_", "LD_PRELOAD"))}
     env.update(LD_PRELOAD=SO, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out,
                DD_SERVICE="fork_short", STOWAWAY_LOG_LEVEL="debug", **(extra or {}))
-    p = subprocess.run([os.path.join(WL, prog), str(n), str(burn_ms), str(alloc_kb)], env=env,
+    p = subprocess.run([os.path.join(WL, prog), str(n), str(burn_ms), str(alloc_kb), str(keep),
+                        str(parent_kb)], env=env,
                        capture_output=True, text=True, timeout=120)
     lines = [tuple(int(x) for x in m.groups()) for m in LINE.finditer(p.stderr)]
     children = set(p.stdout.split())
@@ -43,7 +52,7 @@ def run(prog, out, n, burn_ms, extra=None, alloc_kb=0):
     return p, lines, children, files
 
 
-N_IDLE, N_BURN, MAX_FILES, N_ALLOC = 20, 10, 6, 40
+N_IDLE, N_BURN, MAX_FILES, N_ALLOC, N_HEAP = 20, 10, 6, 40, 10
 for prog in os.environ.get("STOWAWAY_VARIANTS", "fork_short fork_short-musl").split():
     with tempfile.TemporaryDirectory() as out:
         p, lines, children, files = run(prog, out, N_IDLE, 0, {"STOWAWAY_PROFILES": "cpu,alloc"})
@@ -68,10 +77,29 @@ for prog in os.environ.get("STOWAWAY_VARIANTS", "fork_short fork_short-musl").sp
         check(f"{prog}: at most STOWAWAY_MAX_FILES={MAX_FILES} profiles kept",
               0 < len(files) <= MAX_FILES, f"{len(files)} files: {sorted(files)}")
     with tempfile.TemporaryDirectory() as out:
+        p, lines, children, files = run(prog, out, N_BURN, 60, {"STOWAWAY_MAX_FILES": "64",
+                                                                "STOWAWAY_PROFILES": "cpu"})
+        scans = sum(ln[1] for ln in lines)
+        check(f"{prog}: under a bound of 64, parent and children share the room between counts",
+              p.returncode == 0 and len(lines) == N_BURN + 1 and len(files) == N_BURN + 1 and
+              scans == 3, f"rc {p.returncode}; {scans} scans for {len(files)} files: {lines}")
+    with tempfile.TemporaryDirectory() as out:
         p, lines, children, files = run(prog, out, N_ALLOC, 0, {"STOWAWAY_PROFILES": "alloc"}, 256)
         sampled = {f.split(".")[1] for f in files if ".alloc." in f} & children
         check(f"{prog}: children sample their allocations independently",
               p.returncode == 0 and len(children) == N_ALLOC and 4 <= len(sampled) <= 30,
               f"rc {p.returncode}; {len(sampled)} of {len(children)} children wrote an allocation "
               f"profile (expected about {0.393 * N_ALLOC:.0f})")
+    for keep_kb, want in ((0, 0), (8192, N_HEAP)):
+        with tempfile.TemporaryDirectory() as out:
+            p, lines, children, files = run(prog, out, N_HEAP, 0, {"STOWAWAY_PROFILES": "heap"},
+                                            keep_kb, 1, 8192)
+            heap = {f.split(".")[1] for f in files if ".heap." in f}
+            what = "keep 8 MiB of their own" if keep_kb else "allocate nothing"
+            check(f"{prog}: of children inheriting a live heap, those that {what} write "
+                  f"{want} heap profiles, the parent its own",
+                  p.returncode == 0 and len(children) == N_HEAP and
+                  len(heap & children) == want and len(heap - children) == 1,
+                  f"rc {p.returncode}; {len(heap & children)} of {len(children)} children and "
+                  f"{len(heap - children)} other processes wrote a heap profile")
 raise SystemExit(status())

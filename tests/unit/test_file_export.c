@@ -5,7 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -103,6 +106,17 @@ static void test_retention(void)
 	x->destroy(x);
 }
 
+static int count_profiles(const char *where)
+{
+	int profiles = 0;
+	DIR *d = opendir(where);
+	for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+		profiles += strstr(e->d_name, ".pb.gz") != NULL;
+	if (d)
+		closedir(d);
+	return profiles;
+}
+
 /* A directory over a bound of 32 loses the excess plus 32/16 more, so the
  * next writes find it under the bound (no sort by time at every write).
  * Which files go is not checked: a coarse file-system clock gives quick
@@ -118,15 +132,70 @@ static void test_retention_margin(void)
 	int expect[] = { 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 30, 32, 30 };
 	for (uint32_t i = 0; i < sizeof(expect) / sizeof(expect[0]); i++) {
 		CHECK(export_two(x, 100 + i, "c", "w") == 0);
-		int profiles = 0;
-		DIR *d = opendir(sub);
-		for (struct dirent *e; d && (e = readdir(d)) != NULL;)
-			profiles += strstr(e->d_name, ".pb.gz") != NULL;
-		if (d)
-			closedir(d);
-		CHECK_EQ_U64(profiles, expect[i]);
+		CHECK_EQ_U64(count_profiles(sub), expect[i]);
 	}
 	x->destroy(x);
+}
+
+/* Profile files written by someone else (another process tree), older than
+ * ours. */
+static void add_foreign_files(const char *where, const char *who, int n)
+{
+	for (int i = 0; i < n; i++) {
+		char path[400];
+		snprintf(path, sizeof(path), "%s/%s.%d.cpu.00000.00000000.pb.gz", where, who, i);
+		FILE *f = fopen(path, "w");
+		if (f)
+			fclose(f);
+		struct timespec old[2] = { { 1000, 0 }, { 1000, 0 } };
+		(void)utimensat(AT_FDCWD, path, old, 0);
+	}
+}
+
+/* The directory is counted only once the files written since the last
+ * count could have reached the bound (a sixteenth of it at most), and a
+ * fork child shares that room with its parent: a child of a server forking
+ * a process per connection writes its file without reading the directory.
+ * Foreign files added behind the writers' backs show when they count. */
+static void test_retention_room_shared_with_children(void)
+{
+	char sub[300];
+	snprintf(sub, sizeof(sub), "%s/room", dir);
+	struct sw_exporter *x = make(32, sub); /* room of 32/16 = 2 files */
+	CHECK(x != NULL);
+	if (!x)
+		return;
+	CHECK(export_two(x, 1, "c", "w") == 0); /* counts: 2 files, room 2 */
+	add_foreign_files(sub, "other", 40);
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct sw_exporter *y = make(32, sub);
+		int ok = y && export_two(y, 2, "c", "w") == 0; /* within the room: no count */
+		_exit(ok ? 0 : 1);
+	}
+	int status = -1;
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	      WEXITSTATUS(status) == 0);
+	CHECK_EQ_U64(count_profiles(sub), 44);
+	/* The room is used up: the parent's next write counts and trims to
+	 * the bound minus a sixteenth, the foreign (oldest) files first. */
+	CHECK(export_two(x, 3, "c", "w") == 0);
+	CHECK_EQ_U64(count_profiles(sub), 30);
+	/* Room 2 again: one batch without a count, then one with. */
+	add_foreign_files(sub, "more", 5);
+	CHECK(export_two(x, 4, "c", "w") == 0);
+	CHECK_EQ_U64(count_profiles(sub), 37);
+	CHECK(export_two(x, 5, "c", "w") == 0);
+	CHECK_EQ_U64(count_profiles(sub), 30);
+	x->destroy(x);
+	/* Another bound for the same directory starts from a count. */
+	struct sw_exporter *z = make(20, sub);
+	CHECK(z != NULL);
+	if (!z)
+		return;
+	CHECK(export_two(z, 6, "c", "w") == 0);
+	CHECK_EQ_U64(count_profiles(sub), 19);
+	z->destroy(z);
 }
 
 static void test_unusable_directory(void)
@@ -150,6 +219,7 @@ int main(void)
 	RUN(test_write_and_replace);
 	RUN(test_retention);
 	RUN(test_retention_margin);
+	RUN(test_retention_room_shared_with_children);
 	RUN(test_unusable_directory);
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);

@@ -87,7 +87,7 @@ static void sort_clustered_starts(void)
 
 /* The work of sorting a 60000-function library's table grows with its
  * entries, not with n log n of them: a comparison sort needs over 16 steps an
- * entry (log2 60000), the distribution pass a few. */
+ * entry (log2 60000), the radix passes a few. */
 static void sort_work_is_linear(void)
 {
 	static const uint32_t sizes[] = { 6000, 60000 };

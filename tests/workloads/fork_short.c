@@ -3,8 +3,11 @@
  * either exits at once (no sample of any kind) or, with BURN_MS > 0, burns
  * that much CPU first.  The parent waits for each, burns ~50 ms itself and
  * writes the children's pids, one a line; it allocates nothing.  With
- * ALLOC_KB, each child first allocates (and frees) that many 1 KiB blocks.
- * Usage: fork_short N [BURN_MS [ALLOC_KB]] */
+ * ALLOC_KB, each child first allocates (and frees) that many 1 KiB blocks;
+ * with KEEP, it keeps them (live heap at its exit).  With PARENT_KB, the
+ * parent first allocates that many 1 KiB blocks and keeps them (a live
+ * heap every child inherits).
+ * Usage: fork_short N [BURN_MS [ALLOC_KB [KEEP [PARENT_KB]]]] */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +40,10 @@ int main(int argc, char **argv)
 	int n = argc > 1 ? atoi(argv[1]) : 10;
 	double burn_s = argc > 2 ? atof(argv[2]) / 1e3 : 0;
 	int alloc_kb = argc > 3 ? atoi(argv[3]) : 0;
+	int keep = argc > 4 ? atoi(argv[4]) : 0;
+	int parent_kb = argc > 5 ? atoi(argv[5]) : 0;
+	for (int k = 0; k < parent_kb; k++)
+		sink_block = malloc(1024); /* kept: live in the parent and every child */
 	burn(0.05);
 	for (int i = 0; i < n; i++) {
 		pid_t pid = fork();
@@ -47,7 +54,8 @@ int main(int argc, char **argv)
 				burn(burn_s);
 			for (int k = 0; k < alloc_kb; k++) {
 				sink_block = malloc(1024);
-				free(sink_block);
+				if (!keep)
+					free(sink_block);
 			}
 			exit(0); /* exit, not _exit: the library's exit export runs */
 		}
