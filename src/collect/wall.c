@@ -36,6 +36,11 @@
 #define TP_BUCKETS 8192u
 #define SYSCALL_TEXT_MAX 256
 #define STOP_WAIT_MS 200
+/* While every thread a tick visits waits in the interposed call it waited
+ * in at the previous visit, the next tick comes twice as late, up to
+ * QUIET_TICK_MAX_NS; the end of each such call is timed by the thread
+ * (wall_left_ns), so the span up to it is that call's exactly. */
+#define QUIET_TICK_MAX_NS (100 * 1000000ull)
 /* Stack scan for code without unwind tables (musl): words read above sp,
  * and candidate return addresses tried at most. */
 
@@ -114,6 +119,7 @@ struct wall_private {
 	uint32_t cache_seq;
 	uint32_t recent_clock;
 	uint32_t flag_seq; /* wall_seq just after we raised wall_inflight */
+	uint32_t stamp_seq; /* the call whose end the thread was asked to time */
 	uint32_t last_seq; /* wall_seq at the previous visit */
 	uint8_t cache;
 	uint8_t broken_tries; /* unwinds of that wait that broke off */
@@ -967,6 +973,41 @@ static void split_delays(int slot, struct wall_private *w, uint64_t now, struct 
 	atomic_fetch_add(&thread_slots[slot].wall_owed_ns, sp->delayed);
 }
 
+/* The thread left the call the previous visit found it waiting in, and
+ * timed its leaving (ask_leave_time): the span up to then is that call's
+ * (its cached stack); the visit places the rest by the usual rules, as if
+ * it had begun there. */
+static void place_timed_leave(int slot, struct wall_private *w, uint64_t now)
+{
+	struct thread_slot *t = &thread_slots[slot];
+	if (!w->visited || w->cache != CACHE_PUBLISHED || w->stamp_seq != w->cache_seq || !w->stack)
+		return;
+	w->stamp_seq = 0;
+	if (atomic_load(&t->wall_seq) == w->cache_seq ||
+	    atomic_load_explicit(&t->wall_left_seq, memory_order_relaxed) != w->cache_seq)
+		return;
+	uint64_t left = atomic_load_explicit(&t->wall_left_ns, memory_order_relaxed);
+	if (left <= w->last_visit || left > now)
+		return;
+	account_previous_wait(slot, w, left, left - w->last_visit);
+	w->last_visit = left;
+}
+
+/* A visit found the thread waiting in call `seq`, its stack cached: the
+ * thread is asked to time the call's end, so the tick may come late.
+ * False if it left the call meanwhile (it may not have seen the request);
+ * a call that ends within the few instructions between the thread's read
+ * of the request and its move of wall_seq goes untimed, and its span is
+ * placed by the usual rules. */
+static bool ask_leave_time(struct thread_slot *t, struct wall_private *w, uint32_t seq)
+{
+	if (w->cache != CACHE_PUBLISHED || w->cache_seq != seq)
+		return false;
+	w->stamp_seq = seq;
+	atomic_store(&t->wall_stamp_seq, seq);
+	return atomic_load(&t->wall_seq) == seq;
+}
+
 /* One visit.  The span since the previous visit is split by the thread's
  * CPU clock and its schedstat: its CPU time, and the time it waited for a
  * CPU after being preempted, go to the thread's running samples, which
@@ -974,7 +1015,7 @@ static void split_delays(int slot, struct wall_private *w, uint64_t now, struct 
  * blocked (and the first wait for a CPU after a wake-up), goes to the wait
  * the visit finds it in, or for a thread found on a CPU to the wait it was
  * blocked in meanwhile (place_running). */
-static void sample_slot(int slot, uint64_t now)
+static bool sample_slot(int slot, uint64_t now)
 {
 	struct thread_slot *t = &thread_slots[slot];
 	struct wall_private *w = &priv[slot];
@@ -985,11 +1026,12 @@ static void sample_slot(int slot, uint64_t now)
 		w->first_seen_ns = now;
 	}
 	if (tid == 0)
-		return;
+		return true;
+	place_timed_leave(slot, w, now);
 	struct span_split sp = { .span = visit_span(w, now) };
 	uint64_t cpu;
 	if (!thread_cpu_ns(tid, &cpu))
-		return; /* gone; the registry will notice */
+		return true; /* gone; the registry will notice */
 	bool signals = can_signal(slot, w);
 	/* Without signals no running sample can place CPU time: the visit does. */
 	sp.used = signals ? cpu_span(w, cpu, sp.span) : 0;
@@ -1061,6 +1103,7 @@ static void sample_slot(int slot, uint64_t now)
 		w->delay_known = false;
 	if (signals)
 		update_request(slot, w, now);
+	return waiting && !busy && (seq & 1u) && ask_leave_time(t, w, seq);
 }
 
 /* ---- the handler ---- */
@@ -1210,9 +1253,13 @@ static void check_handler(uint64_t now)
 /* Next slot at or after `from` whose bit is set, or -1. */
 static int next_marked_slot(int from) { return rt_bitmap_next(slot_bits, SLOT_WORDS, from); }
 
-static void wall_tick(void)
+/* One tick: true if it visited every thread (fewer than a tick's budget)
+ * and each waits in the call it was asked to time the end of (the next
+ * tick may come late). */
+static bool wall_tick(void)
 {
 	uint32_t budget = wall.cfg->wall_max_threads;
+	bool quiet = true;
 	/* One instant for the whole tick: every sample of it ends there (the
 	 * visits take microseconds; a clock read per visit cost more than the
 	 * cheap visits themselves). */
@@ -1231,7 +1278,8 @@ static void wall_tick(void)
 		if (wrapped && next >= wall.cursor)
 			break; /* every marked slot was visited once */
 		int tid = atomic_load_explicit(&thread_slots[next].tid, memory_order_relaxed);
-		sample_slot(next, now);
+		if (!sample_slot(next, now))
+			quiet = false;
 		if (tid != 0)
 			budget--;
 		else if (priv[next].tid == 0)
@@ -1244,8 +1292,11 @@ static void wall_tick(void)
 			s = 0;
 		}
 	}
+	if (budget == 0)
+		quiet = false; /* threads may be left for the next tick */
 	wall.cursor = s % THREADS_MAX;
 	atomic_fetch_add(&wall.ticks, 1);
+	return quiet;
 }
 
 static void *wall_main(void *arg)
@@ -1254,21 +1305,23 @@ static void *wall_main(void *arg)
 	(void)sys_prctl(15 /* PR_SET_NAME */, (long)"stowaway-wall", 0, 0, 0);
 	atomic_store(&wall.thread_tid, (int)sys_gettid());
 	wall.private_files = thread_has_private_files((int)sys_gettid());
-	uint64_t next = rt_monotonic_ns() + atomic_load(&wall.period_ns);
+	uint64_t tick = atomic_load(&wall.period_ns);
+	uint64_t next = rt_monotonic_ns() + tick;
 	while (atomic_load(&wall.running)) {
 		thread_own_sleep_until(next);
 		if (!atomic_load(&wall.running))
 			break;
 		if (rt_monotonic_ns() < next)
 			continue; /* woken for another thread's stop */
-		wall_tick();
+		bool quiet = wall_tick();
 		drain_ring();
 		uint64_t now = rt_monotonic_ns();
 		check_handler(now);
 		uint64_t period = atomic_load(&wall.period_ns);
-		next += period;
+		tick = quiet ? RT_MIN(2 * tick, RT_MAX(QUIET_TICK_MAX_NS, period)) : period;
+		next += tick;
 		if (next < now) /* we overran: skip the missed ticks */
-			next = now + period;
+			next = now + tick;
 	}
 	drain_ring();
 	thread_flag_clear(&wall.alive);
@@ -1358,8 +1411,13 @@ void wall_call_leave(struct wall_call *c)
 	struct thread_slot *t = &thread_slots[c->slot];
 	if (t->wall_depth > 0 && --t->wall_depth == 0) {
 		uint32_t seq = atomic_load_explicit(&t->wall_seq, memory_order_relaxed);
-		if (seq & 1u)
+		if (seq & 1u) {
+			if (atomic_load_explicit(&t->wall_stamp_seq, memory_order_relaxed) == seq) {
+				atomic_store_explicit(&t->wall_left_ns, rt_monotonic_ns(), memory_order_relaxed);
+				atomic_store_explicit(&t->wall_left_seq, seq, memory_order_relaxed);
+			}
 			atomic_store_explicit(&t->wall_seq, seq + 1, memory_order_release);
+		}
 	}
 	if (c->masked && !(c->old_mask & (1ull << (wall.signo - 1)))) {
 		uint64_t set = 1ull << (wall.signo - 1);
@@ -1377,6 +1435,8 @@ void wall_thread_added(int slot, int tid, bool self)
 	struct thread_slot *t = &thread_slots[slot];
 	t->wall_depth = 0;
 	atomic_store(&t->wall_seq, 0);
+	atomic_store(&t->wall_stamp_seq, 0);
+	atomic_store(&t->wall_left_seq, 0);
 	atomic_store(&t->wall_inflight, 0);
 	atomic_store(&t->wall_tp, 0);
 	atomic_store(&t->wall_owed_ns, 0);
