@@ -150,8 +150,11 @@ struct wall_private {
 };
 
 static struct {
-	atomic_int running;      /* sampler thread should run */
-	atomic_int alive;        /* sampler thread exists */
+	atomic_int running;      /* ticks should be served */
+	atomic_int alive;        /* a sampler thread serves the ticks */
+	/* 1 while the sampler thread is in a tick, 2 when a stop waits for it
+	 * to end (woken then). */
+	atomic_int ticking;
 	atomic_int hooks_on;
 	atomic_int signals_on;   /* our handler is installed and ours */
 	/* Interposed calls block our signal while a request runs: false where
@@ -164,7 +167,11 @@ static struct {
 	uint32_t max_frames;
 	atomic_ullong period_ns; /* changed by wall_set_rate */
 	uint32_t configured_hz;
-	atomic_int thread_tid;  /* the wall sampler thread */
+	/* The sampler thread's: when the next tick is due, its length, the
+	 * thread serving them, and the CPU time the ticks took. */
+	uint64_t next_tick_ns, tick_ns;
+	int served_tid;
+	atomic_ullong cpu_ns;
 	struct sample_ring ring;
 	uint64_t *scratch; /* sampler thread: max_frames + 2 */
 	int cursor;
@@ -304,8 +311,8 @@ static void give_back_fd(struct wall_private *w, int *fd, const char *name)
 	wall.open_fds--;
 }
 
-/* Off the sampler thread, once it has exited: its private table went with
- * it, so the numbers name nothing of ours here. */
+/* Off the sampler thread, which no longer ticks for us and is ending: its
+ * private table goes with it, and the numbers name nothing of ours here. */
 static void forget_private_fds(struct wall_private *w)
 {
 	if (!wall.private_files)
@@ -1038,6 +1045,7 @@ static bool sample_slot(int slot, uint64_t now)
 	sp.off = sp.span - sp.used;
 	uint32_t seq = atomic_load(&t->wall_seq);
 	sp.called = calls_since(w->last_seq, seq);
+	bool same_call = seq == w->last_seq;
 	w->last_seq = seq;
 	/* A thread that ran for a fair part of the span may also have waited
 	 * for a CPU meanwhile, and may be on one now.  One that barely ran
@@ -1103,7 +1111,10 @@ static bool sample_slot(int slot, uint64_t now)
 		w->delay_known = false;
 	if (signals)
 		update_request(slot, w, now);
-	return waiting && !busy && (seq & 1u) && ask_leave_time(t, w, seq);
+	/* Quiet: still in the call the previous visit found, its CPU clock
+	 * unmoved (CPU time is placed by running samples, which a request
+	 * armed at a late tick would draw after the time was used). */
+	return waiting && signals && sp.used == 0 && same_call && (seq & 1u) && ask_leave_time(t, w, seq);
 }
 
 /* ---- the handler ---- */
@@ -1204,8 +1215,8 @@ static void wall_signal_handler(int sig, void *siv, void *ucv)
 	ring_publish(&wall.ring, rec);
 }
 
-/* Moves the handler's records into the recorder.  Sampler thread only
- * (thread names are its private state), or after it has ended. */
+/* Moves the handler's records into the recorder.  In a tick only (thread
+ * names are the ticks' private state), or with no thread serving them. */
 static void drain_ring(void)
 {
 	if (!ring_has_ready(&wall.ring))
@@ -1230,7 +1241,7 @@ static void drain_ring(void)
 
 void wall_drain(void)
 {
-	/* While the sampler thread lives it drains every tick itself. */
+	/* While the sampler thread serves the ticks it drains at every one. */
 	if (wall.ring.mem && !atomic_load(&wall.alive))
 		drain_ring();
 }
@@ -1299,34 +1310,53 @@ static bool wall_tick(void)
 	return quiet;
 }
 
-static void *wall_main(void *arg)
+uint64_t wall_next_tick_ns(void)
 {
-	RT_UNUSED(arg);
-	(void)sys_prctl(15 /* PR_SET_NAME */, (long)"stowaway-wall", 0, 0, 0);
-	atomic_store(&wall.thread_tid, (int)sys_gettid());
-	wall.private_files = thread_has_private_files((int)sys_gettid());
-	uint64_t tick = atomic_load(&wall.period_ns);
-	uint64_t next = rt_monotonic_ns() + tick;
-	while (atomic_load(&wall.running)) {
-		thread_own_sleep_until(next);
-		if (!atomic_load(&wall.running))
-			break;
-		if (rt_monotonic_ns() < next)
-			continue; /* woken for another thread's stop */
-		bool quiet = wall_tick();
-		drain_ring();
-		uint64_t now = rt_monotonic_ns();
-		check_handler(now);
-		uint64_t period = atomic_load(&wall.period_ns);
-		tick = quiet ? RT_MIN(2 * tick, RT_MAX(QUIET_TICK_MAX_NS, period)) : period;
-		next += tick;
-		if (next < now) /* we overran: skip the missed ticks */
-			next = now + tick;
-	}
-	drain_ring();
-	thread_flag_clear(&wall.alive);
-	return NULL;
+	return atomic_load(&wall.running) ? wall.next_tick_ns : UINT64_MAX;
 }
+
+void wall_serve(void)
+{
+	/* Seen by a stop after it lowered wall.running, or it sees us. */
+	atomic_store(&wall.ticking, 1);
+	if (!atomic_load(&wall.running)) {
+		if (atomic_exchange(&wall.ticking, 0) == 2)
+			thread_flag_clear(&wall.ticking);
+		return;
+	}
+	if (wall.served_tid == 0) {
+		wall.served_tid = (int)sys_gettid();
+		wall.private_files = thread_has_private_files(wall.served_tid);
+	}
+	uint64_t cpu = rt_thread_cpu_ns();
+	bool quiet = wall_tick();
+	drain_ring();
+	uint64_t now = rt_monotonic_ns();
+	check_handler(now);
+	uint64_t period = atomic_load(&wall.period_ns);
+	wall.tick_ns = quiet ? RT_MIN(2 * wall.tick_ns, RT_MAX(QUIET_TICK_MAX_NS, period)) : period;
+	wall.next_tick_ns += wall.tick_ns;
+	if (wall.next_tick_ns < now) /* we overran: skip the missed ticks */
+		wall.next_tick_ns = now + wall.tick_ns;
+	uint64_t used = rt_thread_cpu_ns() - cpu;
+	atomic_fetch_add_explicit(&wall.cpu_ns, used, memory_order_relaxed);
+	if (atomic_exchange(&wall.ticking, 0) == 2)
+		thread_flag_clear(&wall.ticking);
+}
+
+void wall_served(bool serving)
+{
+	if (!serving) {
+		atomic_store(&wall.alive, 0);
+		return;
+	}
+	wall.tick_ns = atomic_load(&wall.period_ns);
+	wall.next_tick_ns = rt_monotonic_ns() + wall.tick_ns;
+	wall.served_tid = 0; /* a new thread: its descriptor table is found at its first tick */
+	atomic_store(&wall.alive, 1);
+}
+
+uint64_t wall_cpu_ns(void) { return atomic_load_explicit(&wall.cpu_ns, memory_order_relaxed); }
 
 /* ---- hooks side ---- */
 
@@ -1465,18 +1495,6 @@ static int descriptor_floor(void)
 	return (int)RT_MIN(lim[0] / 2, 4096);
 }
 
-static void start_thread(void)
-{
-	atomic_store(&wall.alive, 1);
-	int r = thread_spawn(wall_main, NULL);
-	if (r < 0) {
-		atomic_store(&wall.alive, 0);
-		atomic_store(&wall.running, 0);
-		atomic_store(&wall.hooks_on, 0);
-		rt_warn("cannot start the wall sampler thread (error %d); wall profiling is off", -r);
-	}
-}
-
 /* Whether an interposed call must block our signal while a request runs.
  * Where CPU-clock timers expire in task work, the signal is raised on the
  * return to user mode after the system call: it never interrupts a call
@@ -1537,11 +1555,10 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 			priv_prepare(s);
 			atomic_fetch_or(&slot_bits[s / 64], 1ull << (s % 64));
 		}
+	wall.tick_ns = atomic_load(&wall.period_ns);
+	wall.next_tick_ns = rt_monotonic_ns() + wall.tick_ns;
 	atomic_store(&wall.hooks_on, 1);
 	atomic_store(&wall.running, 1);
-	start_thread();
-	if (!atomic_load(&wall.running))
-		return -EAGAIN;
 	rt_info("wall profiling at %u Hz, %u threads per tick, signal %d", cfg->wall_hz,
 		cfg->wall_max_threads, wall.signo);
 	return 0;
@@ -1552,9 +1569,12 @@ void wall_stop(void)
 	if (!atomic_exchange(&wall.running, 0))
 		return;
 	atomic_store(&wall.hooks_on, 0);
-	thread_own_interrupt();
-	if (!thread_flag_wait_clear(&wall.alive, STOP_WAIT_MS * 1000000ull))
-		return; /* still sampling: leave its descriptors and timers alone */
+	/* A tick under way ends first (the sampler thread serves no other). */
+	int one = 1;
+	if (atomic_compare_exchange_strong(&wall.ticking, &one, 2) || one == 2) {
+		if (!thread_flag_wait_clear(&wall.ticking, STOP_WAIT_MS * 1000000ull))
+			return; /* still sampling: leave its descriptors and timers alone */
+	}
 	for (int s = next_prepared(0); s >= 0; s = next_prepared(s + 1)) {
 		struct thread_slot *t = &thread_slots[s];
 		if (priv[s].timer_id >= 0)
@@ -1564,7 +1584,8 @@ void wall_stop(void)
 	}
 	/* The handler stays installed but finds no request: a signal already
 	 * queued must not meet the default action, which would end the process. */
-	wall_drain();
+	if (wall.ring.mem)
+		drain_ring();
 	struct wall_stats st;
 	wall_get_stats(&st);
 	rt_debug("wall sampler: %llu ticks; samples: %llu published, %llu cached, %llu syscall, "
@@ -1608,14 +1629,10 @@ void wall_after_fork_child(void)
 		atomic_store(&slot_bits[word], 0);
 	ring_clear(&wall.ring);
 	atomic_store(&wall.alive, 0);
-	/* The sampler thread starts later, if the child lives on
-	 * (wall_start_sampler). */
-}
-
-void wall_start_sampler(void)
-{
-	if (atomic_load(&wall.running) && !atomic_load(&wall.alive))
-		start_thread();
+	atomic_store(&wall.ticking, 0);
+	wall.served_tid = 0;
+	/* The sampler thread starts later, if the child lives on, and serves
+	 * the ticks from then (wall_served). */
 }
 
 void wall_since_fork(int slot, int tid)
@@ -1663,7 +1680,6 @@ uint32_t wall_rate(void)
 	return period ? (uint32_t)(RT_NS_PER_SEC / period) : 0;
 }
 
-int wall_thread_tid(void) { return atomic_load(&wall.running) ? atomic_load(&wall.thread_tid) : 0; }
 
 static void wall_flush(struct profile *finished)
 {
