@@ -95,6 +95,9 @@ static void *sampler_main(void *arg)
 	uint64_t next_trim = now + TRIM_EVERY_NS, next_scan = now + SCAN_EVERY_NS;
 	uint64_t next_refresh = now + REFRESH_EVERY_NS, last_unknown_refresh = now;
 	uint64_t samples_seen = cpu_samples_taken() + cpu_samples_dropped();
+	/* The thread's CPU clock as it last went to sleep: a wake-up for a
+	 * wall tick is the wall's cost (wall_serve). */
+	uint64_t cpu_mark = rt_thread_cpu_ns();
 	while (atomic_load(&col.running)) {
 		/* Our tick goes with a wall tick within half a tick of it: one
 		 * wake-up for both. */
@@ -108,7 +111,7 @@ static void *sampler_main(void *arg)
 		if (woke < due)
 			continue; /* woken for a stop: the loop condition says */
 		if (woke >= wall_due)
-			wall_serve();
+			cpu_mark = wall_serve(cpu_mark);
 		if (woke + slack < own_due)
 			continue;
 		for (size_t i = 0; i < N_COLLECTORS; i++)
@@ -139,6 +142,8 @@ static void *sampler_main(void *arg)
 			next_refresh = now + REFRESH_EVERY_NS;
 			(void)symbols_refresh();
 		}
+		if (wall_running())
+			cpu_mark = rt_thread_cpu_ns();
 	}
 	cpu_drain();
 	wall_served(false);

@@ -1315,20 +1315,19 @@ uint64_t wall_next_tick_ns(void)
 	return atomic_load(&wall.running) ? wall.next_tick_ns : UINT64_MAX;
 }
 
-void wall_serve(void)
+uint64_t wall_serve(uint64_t cpu_before)
 {
 	/* Seen by a stop after it lowered wall.running, or it sees us. */
 	atomic_store(&wall.ticking, 1);
 	if (!atomic_load(&wall.running)) {
 		if (atomic_exchange(&wall.ticking, 0) == 2)
 			thread_flag_clear(&wall.ticking);
-		return;
+		return cpu_before;
 	}
 	if (wall.served_tid == 0) {
 		wall.served_tid = (int)sys_gettid();
 		wall.private_files = thread_has_private_files(wall.served_tid);
 	}
-	uint64_t cpu = rt_thread_cpu_ns();
 	bool quiet = wall_tick();
 	drain_ring();
 	uint64_t now = rt_monotonic_ns();
@@ -1338,10 +1337,12 @@ void wall_serve(void)
 	wall.next_tick_ns += wall.tick_ns;
 	if (wall.next_tick_ns < now) /* we overran: skip the missed ticks */
 		wall.next_tick_ns = now + wall.tick_ns;
-	uint64_t used = rt_thread_cpu_ns() - cpu;
-	atomic_fetch_add_explicit(&wall.cpu_ns, used, memory_order_relaxed);
+	uint64_t cpu = rt_thread_cpu_ns();
+	if (cpu > cpu_before)
+		atomic_fetch_add_explicit(&wall.cpu_ns, cpu - cpu_before, memory_order_relaxed);
 	if (atomic_exchange(&wall.ticking, 0) == 2)
 		thread_flag_clear(&wall.ticking);
+	return cpu;
 }
 
 void wall_served(bool serving)

@@ -116,7 +116,8 @@ void wall_thread_removed(int slot, int tid);
 /* Before a period's profile is encoded: samples still in the ring go in. */
 void wall_drain(void);
 /* Ticks per second (the overhead cap lowers it), and the CPU time the
- * ticks have taken on the sampler thread: what the rate costs. */
+ * ticks have taken on the sampler thread, with the wake-ups they made:
+ * what the rate costs. */
 void wall_set_rate(uint32_t hz);
 uint32_t wall_rate(void);
 uint64_t wall_cpu_ns(void);
@@ -126,9 +127,10 @@ uint64_t wall_cpu_ns(void);
  * tick itself (sampler thread only; a stop waits for one under way), and
  * whether a sampler thread serves them (raised before it is spawned,
  * lowered when it could not be or has ended: until then wall_drain leaves
- * the ring to it). */
+ * the ring to it).  wall_serve is given the thread's CPU clock as it went
+ * to sleep (the wake-up is the wall's cost) and returns it after the tick. */
 uint64_t wall_next_tick_ns(void);
-void wall_serve(void);
+uint64_t wall_serve(uint64_t cpu_before);
 void wall_served(bool serving);
 /* In a fork child: forget the parent's descriptors and timers.  No tick is
  * served there until the sampler thread starts, once the child lives on (a
