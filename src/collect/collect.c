@@ -11,8 +11,10 @@
  * lock profiler, whose epoch is a 10 ms tick, keeps it at 10 ms.  About once
  * a second it reconciles the thread registry with /proc/self/task, runs
  * each collector's once-a-second work (the CPU handler still ours?) and the
- * overhead cap; every few seconds it refreshes the module registry. */
+ * overhead cap; every 3 s it refreshes the module registry, if a CPU or
+ * allocation sample was taken since the last refresh. */
 #include "collect/collect.h"
+#include "collect/alloc.h"
 #include "collect/collector.h"
 #include "collect/otel_context.h"
 #include "collect/cpu.h"
@@ -95,6 +97,7 @@ static void *sampler_main(void *arg)
 	uint64_t next_trim = now + TRIM_EVERY_NS, next_scan = now + SCAN_EVERY_NS;
 	uint64_t next_refresh = now + REFRESH_EVERY_NS, last_unknown_refresh = now;
 	uint64_t samples_seen = cpu_samples_taken() + cpu_samples_dropped();
+	uint64_t stacks_at_refresh = samples_seen + alloc_samples_taken();
 	/* The thread's CPU clock as it last went to sleep: a wake-up for a
 	 * wall tick is the wall's cost (wall_serve). */
 	uint64_t cpu_mark = rt_thread_cpu_ns();
@@ -135,12 +138,18 @@ static void *sampler_main(void *arg)
 			otel_context_find_key_map_if_wanted();
 		}
 		/* New thread stacks and code mapped without dlopen; sooner when a
-		 * sample met code outside every known mapping. */
-		if (now >= next_refresh ||
+		 * sample met code outside every known mapping.  Not while no CPU
+		 * or allocation sample was taken since the last refresh (a process
+		 * that waits: nothing new to name; an export refreshes anyway). */
+		uint64_t stacks = samples + alloc_samples_taken();
+		if ((now >= next_refresh && stacks != stacks_at_refresh) ||
 		    (now - last_unknown_refresh >= UNKNOWN_REFRESH_MIN_NS && unwind_take_unknown_code())) {
 			last_unknown_refresh = now;
 			next_refresh = now + REFRESH_EVERY_NS;
+			stacks_at_refresh = stacks;
 			(void)symbols_refresh();
+		} else if (now >= next_refresh) {
+			next_refresh = now + REFRESH_EVERY_NS;
 		}
 		if (wall_running())
 			cpu_mark = rt_thread_cpu_ns();
