@@ -36,11 +36,12 @@
 #define TP_BUCKETS 8192u
 #define SYSCALL_TEXT_MAX 256
 #define STOP_WAIT_MS 200
-/* While every thread a tick visits waits in the interposed call it waited
- * in at the previous visit, the next tick comes twice as late, up to
- * QUIET_TICK_MAX_NS; the end of each such call is timed by the thread
- * (wall_left_ns), so the span up to it is that call's exactly. */
-#define QUIET_TICK_MAX_NS (100 * 1000000ull)
+/* While every thread a tick visits waits in an interposed call, the next
+ * tick comes QUIET_TICK_NS later; the first thread to leave its call times
+ * its leaving (wall_left_ns: the span up to it is that call's exactly) and
+ * wakes the sampler thread, so ticks at the configured rate follow it as
+ * it runs. */
+#define QUIET_TICK_NS (100 * 1000000ull)
 /* Stack scan for code without unwind tables (musl): words read above sp,
  * and candidate return addresses tried at most. */
 
@@ -169,8 +170,11 @@ static struct {
 	uint32_t configured_hz;
 	/* The sampler thread's: when the next tick is due, its length, the
 	 * thread serving them, and the CPU time the ticks took. */
-	uint64_t next_tick_ns, tick_ns;
+	uint64_t next_tick_ns, tick_ns, last_due;
 	int served_tid;
+	/* The next tick is a quiet one, late: the first thread to leave a call
+	 * it was asked to time lowers it and wakes the sampler thread. */
+	atomic_int stretched;
 	atomic_ullong cpu_ns;
 	struct sample_ring ring;
 	uint64_t *scratch; /* sampler thread: max_frames + 2 */
@@ -1045,7 +1049,6 @@ static bool sample_slot(int slot, uint64_t now)
 	sp.off = sp.span - sp.used;
 	uint32_t seq = atomic_load(&t->wall_seq);
 	sp.called = calls_since(w->last_seq, seq);
-	bool same_call = seq == w->last_seq;
 	w->last_seq = seq;
 	/* A thread that ran for a fair part of the span may also have waited
 	 * for a CPU meanwhile, and may be on one now.  One that barely ran
@@ -1111,10 +1114,10 @@ static bool sample_slot(int slot, uint64_t now)
 		w->delay_known = false;
 	if (signals)
 		update_request(slot, w, now);
-	/* Quiet: still in the call the previous visit found, its CPU clock
-	 * unmoved (CPU time is placed by running samples, which a request
-	 * armed at a late tick would draw after the time was used). */
-	return waiting && signals && sp.used == 0 && same_call && (seq & 1u) && ask_leave_time(t, w, seq);
+	/* Quiet: waiting in an interposed call, having run little since the
+	 * previous visit (its leaving wakes the sampler thread, so the ticks
+	 * that place its next running are at the configured rate). */
+	return waiting && !busy && (seq & 1u) && ask_leave_time(t, w, seq);
 }
 
 /* ---- the handler ---- */
@@ -1312,7 +1315,14 @@ static bool wall_tick(void)
 
 uint64_t wall_next_tick_ns(void)
 {
-	return atomic_load(&wall.running) ? wall.next_tick_ns : UINT64_MAX;
+	if (!atomic_load(&wall.running))
+		return UINT64_MAX;
+	/* A thread left a timed call during a quiet tick: the tick it cut
+	 * short ends one period after the last. */
+	uint64_t period = atomic_load(&wall.period_ns);
+	if (wall.tick_ns > period && !atomic_load(&wall.stretched))
+		return wall.last_due + period;
+	return wall.next_tick_ns;
 }
 
 uint64_t wall_serve(uint64_t cpu_before)
@@ -1328,13 +1338,20 @@ uint64_t wall_serve(uint64_t cpu_before)
 		wall.served_tid = (int)sys_gettid();
 		wall.private_files = thread_has_private_files(wall.served_tid);
 	}
+	uint64_t due = wall_next_tick_ns();
+	/* Before the visits ask threads to time their leaving: one that leaves
+	 * from now on finds the flag up and ends the quiet tick. */
+	atomic_store(&wall.stretched, 1);
 	bool quiet = wall_tick();
 	drain_ring();
 	uint64_t now = rt_monotonic_ns();
 	check_handler(now);
 	uint64_t period = atomic_load(&wall.period_ns);
-	wall.tick_ns = quiet ? RT_MIN(2 * wall.tick_ns, RT_MAX(QUIET_TICK_MAX_NS, period)) : period;
-	wall.next_tick_ns += wall.tick_ns;
+	if (!quiet)
+		atomic_store(&wall.stretched, 0);
+	wall.last_due = due;
+	wall.tick_ns = quiet ? RT_MAX(QUIET_TICK_NS, period) : period;
+	wall.next_tick_ns = due + wall.tick_ns;
 	if (wall.next_tick_ns < now) /* we overran: skip the missed ticks */
 		wall.next_tick_ns = now + wall.tick_ns;
 	uint64_t cpu = rt_thread_cpu_ns();
@@ -1353,6 +1370,7 @@ void wall_served(bool serving)
 	}
 	wall.tick_ns = atomic_load(&wall.period_ns);
 	wall.next_tick_ns = rt_monotonic_ns() + wall.tick_ns;
+	atomic_store(&wall.stretched, 0);
 	wall.served_tid = 0; /* a new thread: its descriptor table is found at its first tick */
 	atomic_store(&wall.alive, 1);
 }
@@ -1435,6 +1453,15 @@ void wall_call_enter(struct wall_call *c, const struct wall_frame *f, enum wall_
 		block_our_signal(c);
 }
 
+/* The first thread to leave a timed call, or to start, during a quiet tick
+ * wakes the sampler thread: the tick ends now. [signal-safe] */
+static void end_quiet_tick(void)
+{
+	if (atomic_load_explicit(&wall.stretched, memory_order_relaxed) &&
+	    atomic_exchange(&wall.stretched, 0))
+		thread_own_interrupt();
+}
+
 void wall_call_leave(struct wall_call *c)
 {
 	if (c->slot < 0)
@@ -1443,11 +1470,14 @@ void wall_call_leave(struct wall_call *c)
 	if (t->wall_depth > 0 && --t->wall_depth == 0) {
 		uint32_t seq = atomic_load_explicit(&t->wall_seq, memory_order_relaxed);
 		if (seq & 1u) {
-			if (atomic_load_explicit(&t->wall_stamp_seq, memory_order_relaxed) == seq) {
+			bool timed = atomic_load_explicit(&t->wall_stamp_seq, memory_order_relaxed) == seq;
+			if (timed) {
 				atomic_store_explicit(&t->wall_left_ns, rt_monotonic_ns(), memory_order_relaxed);
 				atomic_store_explicit(&t->wall_left_seq, seq, memory_order_relaxed);
 			}
 			atomic_store_explicit(&t->wall_seq, seq + 1, memory_order_release);
+			if (timed)
+				end_quiet_tick();
 		}
 	}
 	if (c->masked && !(c->old_mask & (1ull << (wall.signo - 1)))) {
@@ -1476,6 +1506,7 @@ void wall_thread_added(int slot, int tid, bool self)
 	atomic_fetch_or(&slot_bits[slot / 64], 1ull << (slot % 64));
 	if (self)
 		tp_bind(slot, rt_thread_pointer());
+	end_quiet_tick(); /* its first visit starts its count */
 }
 
 void wall_thread_removed(int slot, int tid)

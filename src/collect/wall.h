@@ -32,13 +32,14 @@
  *     move meanwhile; "running": it waits for a CPU.  Never reused from
  *     sp/pc alone (different callers reach the same ones), but a stack
  *     equal to the cached one keeps aggregating with it.
- * Quiet ticks: a tick that visited every thread and found each still in
- * the interposed call its previous visit found, its CPU clock unmoved, asks
- * each to time its leaving of that call (wall_stamp_seq; wall_call_leave
- * stores wall_left_ns, then wall_left_seq, before wall_seq moves) and makes
- * the next tick twice as long, up to 100 ms; any other tick brings back
- * 1/wall_hz.  A visit after a timed leaving gives the span up to it to the
- * call's stack and places the rest as though a visit had been made then.
+ * Quiet ticks: a tick that visited every thread and found each waiting in
+ * an interposed call, having run little since its previous visit, asks each
+ * to time its leaving of that call (wall_stamp_seq; wall_call_leave stores
+ * wall_left_ns, then wall_left_seq, before wall_seq moves) and puts the next
+ * tick 100 ms later; the first thread to leave such a call, or to start,
+ * wakes the sampler thread, and ticks at 1/wall_hz follow.  A visit after a
+ * timed leaving gives the span up to it to the call's stack and places the
+ * rest as though a visit had been made then.
  * Running samples: a one-shot POSIX timer on the thread's CPU clock,
  * delivered to that thread, makes it unwind itself in our signal handler,
  * which takes all the time owed.  Such a timer fires only at a tick that

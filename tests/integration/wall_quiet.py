@@ -3,19 +3,22 @@
 profile's accuracy while the wall ticks are stretched (quiet ticks).
 
 One thread of ours (stowaway-sample) serves the wall ticks and its own; while
-every host thread waits in the interposed call it waited in at the previous
-tick, the wall tick doubles up to 100 ms, and the thread times its leaving
-of that call.  Counted, not timed (the kernel's voluntary_ctxt_switches of
-our threads, which load does not raise: each is one timed sleep ending):
+every host thread waits in an interposed call, the next wall tick comes
+100 ms later, unless a thread leaves its call first: it times its leaving
+and wakes our thread.  Counted, not timed (the kernel's
+voluntary_ctxt_switches of our threads, which load does not raise: each is
+one sleep of ours ending):
  - an idle python3 (one time.sleep, default kinds): our threads together wake
    at most 30 times a second (about 10 expected; two threads at 100 + 10
    before);
  - a python3 thread alternating time.sleep(0.23), select() on a silent pipe
-   for 0.17 s and 5 ms of CPU, measuring each phase itself: its sleep and
+   for 0.17 s and 20 ms of CPU, measuring each phase itself: its sleep and
    select shares of its wall time in the profile (go tool pprof -traces)
-   within 3 points of the measured ones, and its total within 5% of its
-   life (the spans up to each timed leaving are exact); our threads woke
-   fewer than 70 times a second meanwhile (the ticks were stretched; a
+   within 3 points of the measured ones (the spans up to each timed leaving
+   are exact, and the CPU burst after it is met by ticks at the configured
+   rate: without the wake-up the burst's time went to the next call's end,
+   +5 points on sleep), and its total within 5% of its life; our threads
+   woke fewer than 70 times a second meanwhile (the ticks were stretched; a
    100 Hz tick alone is 100)."""
 import glob
 import os
@@ -45,7 +48,7 @@ def worker():
     while time.monotonic() < start + seconds:
         a = time.monotonic(); time.sleep(0.23); b = time.monotonic()
         select.select([r], [], [], 0.17); c = time.monotonic()
-        while time.monotonic() - c < 0.005: pass
+        while time.monotonic() - c < 0.02: pass
         slept += b - a; selected += c - b
     res["v"] = (slept, selected, time.monotonic() - start)
 th = threading.Thread(target=worker); th.start()
