@@ -39,7 +39,6 @@ struct thread_slot {
 	 * wall_left_seq, before wall_seq moves on. */
 	atomic_uint wall_stamp_seq;
 	atomic_uint wall_left_seq;
-	atomic_ullong wall_left_ns;
 	/* 1 while wall_call_leave unblocks our signal: a sample delivered
 	 * there was raised inside the call. */
 	atomic_int wall_leave_state;
@@ -54,6 +53,7 @@ struct thread_slot {
 	/* Wall time the thread spent on a CPU (or waiting for one) that no
 	 * running sample has carried yet: the next one takes it all. */
 	atomic_ullong wall_owed_ns;
+	atomic_ullong wall_left_ns; /* see wall_stamp_seq */
 };
 
 extern struct thread_slot thread_slots[THREADS_MAX];
