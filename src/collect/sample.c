@@ -140,11 +140,10 @@ uint32_t sample_unwind_interrupted(const void *ucontext, uint64_t stack_lo, uint
 	regs.stack_hi = stack_hi;
 	enum unwind_end end = UNWIND_END_OUTERMOST;
 	uint32_t depth = unwind_stack(&regs, pcs, max, 0, &end);
-	/* One or two frames and no way on: the tables ran out at once, as in
-	 * a C library built without them (musl's); where calls push the return
-	 * address, one above sp leads on (where a link register holds it, the
-	 * unwinder has already used it). */
-	if (!ARCH_CFI_LINK_REGISTER && depth >= 1 && depth <= 2 && end == UNWIND_END_BROKEN) {
+	/* The tables ran out at once, as in a C library built without them
+	 * (musl's); where calls push the return address, one above sp leads on
+	 * (where a link register holds it, the unwinder has already used it). */
+	if (!ARCH_CFI_LINK_REGISTER && depth >= 1 && unwind_ran_out_at_once(depth, end)) {
 		uint32_t scanned = unwind_scan_here(regs.pc, regs.sp, regs.fp, stack_lo, stack_hi, pcs, max, &end);
 		if (scanned > 0)
 			depth = scanned;

@@ -89,9 +89,10 @@ struct recent_frame {
 #define CACHE_NONE 0
 #define CACHE_PUBLISHED 1 /* valid while wall_seq == cache_seq */
 #define CACHE_SYSCALL 2   /* valid while the CPU clock == cache_cpu */
-/* A blocked thread's stack that broke off at once (code without tables whose
- * scan found no caller) is unwound again at this many visits of the same
- * wait before it stands for the rest of it: one read can miss. */
+/* A blocked thread's stack that ran out at once (unwind_ran_out_at_once:
+ * code without tables whose scan found no caller) is unwound again at this
+ * many visits of the same wait before it stands for the rest of it: one
+ * read can miss. */
 #define BROKEN_RETRIES 8u
 
 /* What the sampler thread alone knows about a slot. */
@@ -724,6 +725,7 @@ static bool sample_syscall(int slot, struct wall_private *w, const struct wall_s
 	/* A stack newer than the last module refresh is found in /proc/self/maps. */
 	uint32_t depth = unwind_remote_syscall(si->pc, si->sp, wall.scratch, wall.max_frames,
 					       symbols_stack_bounds_of, &end);
+	const bool ran_out = unwind_ran_out_at_once(depth, end);
 	depth = sample_drop_own_leaves(wall.scratch, sample_mark_ends(wall.scratch, depth, end));
 	uint64_t cpu_after;
 	if (!thread_cpu_ns(w->tid, &cpu_after) || cpu_after != cpu) {
@@ -738,7 +740,7 @@ static bool sample_syscall(int slot, struct wall_private *w, const struct wall_s
 	}
 	w->cache = CACHE_SYSCALL;
 	w->cache_cpu = cpu;
-	if (depth <= 2 && end == UNWIND_END_BROKEN) {
+	if (ran_out) {
 		if (w->broken_cpu != cpu) {
 			w->broken_cpu = cpu;
 			w->broken_tries = 0;

@@ -487,10 +487,29 @@ void debuginfo_free(struct debuginfo *di)
 		debuginfo_release(di);
 }
 
+/* The bytes the sections inflated whole at open come to (all compressed
+ * ones but those inflated page by page when `lazy`). */
+static uint64_t whole_inflate_bytes(const struct elf_image *img, bool lazy)
+{
+	uint64_t bytes = 0;
+	for (uint32_t i = 0; i < SEC_COUNT; i++) {
+		struct elf_section s;
+		struct elf64_chdr ch;
+		if ((i < SEC_LAZY_COUNT && lazy) || !elf_section_by_name(img, section_names[i], &s) ||
+		    !(s.flags & SHF_COMPRESSED) || s.size < sizeof(ch))
+			continue;
+		rt_memcpy(&ch, img->data + s.offset, sizeof(ch));
+		if (ch.ch_type == ELFCOMPRESS_ZLIB_TYPE && ch.ch_size <= DEBUG_FILE_MAX_BYTES)
+			bytes += ch.ch_size;
+	}
+	return bytes;
+}
+
 /* Opens `path`; checks the build id when want_id is given and the CRC when
- * check_crc.  NULL if the file is unusable or has no DWARF. */
+ * check_crc.  NULL if the file is unusable or has no DWARF, or (*deferred
+ * set) if inflating its small sections whole would exceed the CPU share. */
 static struct debuginfo *open_checked(const char *path, const char *want_id, bool check_crc,
-				      uint32_t crc, size_t budget)
+				      uint32_t crc, size_t budget, bool *deferred)
 {
 	struct debuginfo *di = rt_calloc(1, sizeof(*di));
 	if (di == NULL)
@@ -522,9 +541,20 @@ static struct debuginfo *open_checked(const char *path, const char *want_id, boo
 	 * index gets the rest. */
 	struct elf_section ar;
 	bool lazy = elf_section_by_name(&img, section_names[SEC_ARANGES], &ar) && ar.size > 0;
+	/* The whole sections are the cost of opening: a process that has run
+	 * too little for it names its frames without lines until it has. */
+	uint64_t whole = whole_inflate_bytes(&img, lazy);
+	if (!share_allows(whole)) {
+		share.deferred++;
+		*deferred = true;
+		goto fail;
+	}
+	uint64_t t0 = rt_thread_cpu_ns();
 	size_t left = budget;
 	for (uint32_t i = 0; i < SEC_COUNT; i++)
 		(void)section_bytes(di, &img, i, lazy, &left, data[i], size[i]);
+	if (whole > 0)
+		share_spent(rt_thread_cpu_ns() - t0, whole);
 	for (uint32_t i = 0; i < SEC_LAZY_COUNT; i++) {
 		if (di->lazy[i].buf != NULL) {
 			s.load = lazy_load;
@@ -547,7 +577,8 @@ fail:
 
 struct debuginfo *debuginfo_open_file(const char *path, const char *build_id, size_t budget)
 {
-	return open_checked(path, build_id, false, 0, budget);
+	bool deferred = false;
+	return open_checked(path, build_id, false, 0, budget, &deferred);
 }
 
 /* Splits dirs and appends /usr/lib/debug; returns the number of roots. */
@@ -574,11 +605,12 @@ static uint32_t debug_roots(const char *dirs, char roots[MAX_ROOTS][PATH_CAP])
 }
 
 struct debuginfo *debuginfo_open(const char *path, const struct debug_ref *ref, const char *dirs,
-				 size_t budget)
+				 size_t budget, bool *deferred)
 {
+	*deferred = false;
 	if (ref->has_dwarf) {
-		struct debuginfo *di = open_checked(path, NULL, false, 0, budget);
-		if (di != NULL)
+		struct debuginfo *di = open_checked(path, NULL, false, 0, budget, deferred);
+		if (di != NULL || *deferred)
 			return di;
 	}
 	if (!ref->build_id[0] && !ref->debuglink[0])
@@ -590,12 +622,12 @@ struct debuginfo *debuginfo_open(const char *path, const struct debug_ref *ref, 
 		goto out;
 	uint32_t nroots = debug_roots(dirs, roots);
 	size_t idlen = rt_strlen(ref->build_id);
-	for (uint32_t i = 0; di == NULL && idlen > 2 && i < nroots; i++) {
+	for (uint32_t i = 0; di == NULL && !*deferred && idlen > 2 && i < nroots; i++) {
 		if (rt_snprintf(cand, PATH_CAP, "%s/.build-id/%.2s/%s.debug", roots[i], ref->build_id,
 				ref->build_id + 2) < PATH_CAP)
-			di = open_checked(cand, ref->build_id, false, 0, budget);
+			di = open_checked(cand, ref->build_id, false, 0, budget, deferred);
 	}
-	if (di == NULL && ref->debuglink[0]) {
+	if (di == NULL && !*deferred && ref->debuglink[0]) {
 		/* The binary's directory. */
 		const char *slash = NULL;
 		for (const char *q = path; *q; q++)
@@ -604,14 +636,14 @@ struct debuginfo *debuginfo_open(const char *path, const struct debug_ref *ref, 
 		int dlen = slash != NULL ? (int)(slash - path) : 0;
 		if (rt_snprintf(cand, PATH_CAP, "%.*s/%s", dlen, path, ref->debuglink) < PATH_CAP &&
 		    !rt_streq(cand, path))
-			di = open_checked(cand, NULL, true, ref->debuglink_crc, budget);
-		if (di == NULL &&
+			di = open_checked(cand, NULL, true, ref->debuglink_crc, budget, deferred);
+		if (di == NULL && !*deferred &&
 		    rt_snprintf(cand, PATH_CAP, "%.*s/.debug/%s", dlen, path, ref->debuglink) < PATH_CAP)
-			di = open_checked(cand, NULL, true, ref->debuglink_crc, budget);
-		for (uint32_t i = 0; di == NULL && i < nroots; i++) {
+			di = open_checked(cand, NULL, true, ref->debuglink_crc, budget, deferred);
+		for (uint32_t i = 0; di == NULL && !*deferred && i < nroots; i++) {
 			if (rt_snprintf(cand, PATH_CAP, "%s%.*s/%s", roots[i], dlen, path, ref->debuglink) <
 			    PATH_CAP)
-				di = open_checked(cand, NULL, true, ref->debuglink_crc, budget);
+				di = open_checked(cand, NULL, true, ref->debuglink_crc, budget, deferred);
 		}
 	}
 out:

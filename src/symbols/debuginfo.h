@@ -48,9 +48,12 @@ struct debuginfo;
  * ref: the binary itself if it has DWARF, else the first separate file that
  * verifies.  dirs: ':'-separated extra roots searched before /usr/lib/debug
  * (NULL or "": none).  budget: bytes the DWARF index may hold.  NULL if
- * nothing usable was found. */
+ * nothing usable was found, or, with *deferred set, if the file found needs
+ * more inflating at open than the CPU share allows now (see
+ * debuginfo_limit_inflating): a later call, with more CPU behind it, may
+ * open it. */
 struct debuginfo *debuginfo_open(const char *path, const struct debug_ref *ref, const char *dirs,
-				 size_t budget);
+				 size_t budget, bool *deferred);
 /* Opens one file as debug information if its build id equals build_id
  * (NULL: not checked). */
 struct debuginfo *debuginfo_open_file(const char *path, const char *build_id, size_t budget);

@@ -482,10 +482,13 @@ void symbols_configure(const char *dirs, size_t budget, uint32_t inflate_ppm)
 static void resolve_lines(struct sym_module *m, uint64_t addr, struct sw_frame_info *out)
 {
 	if (!m->debug_tried) {
+		bool deferred = false;
 		m->debug_tried = true;
 		if (dwarf_budget > 0 && (m->debug_ref.has_dwarf || m->debug_ref.build_id[0] ||
 					 m->debug_ref.debuglink[0]))
-			m->debug = debuginfo_open(m->path, &m->debug_ref, debug_dirs, dwarf_budget);
+			m->debug = debuginfo_open(m->path, &m->debug_ref, debug_dirs, dwarf_budget, &deferred);
+		if (deferred)
+			m->debug_tried = false; /* names only now; a later export opens it */
 	}
 	if (m->debug == NULL)
 		return;

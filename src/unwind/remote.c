@@ -91,9 +91,7 @@ uint32_t unwind_remote_syscall(uint64_t pc, uint64_t sp, uint64_t *pcs, uint32_t
 	struct unwind_regs regs = { .pc = pc, .sp = sp, .fp = 0 };
 	*end = UNWIND_END_OUTERMOST;
 	uint32_t depth = unwind_stack(&regs, pcs, max, UNWIND_FLAG_REMOTE, end);
-	/* One or two frames: the tables (or frame pointers, unknown here)
-	 * ran out at once, as in a C library built without unwind tables. */
-	if (depth <= 2 && *end != UNWIND_END_TRUNCATED) {
+	if (unwind_ran_out_at_once(depth, *end)) {
 		uint32_t scanned = unwind_by_scan(pc, sp, pcs, max, bounds, end);
 		if (scanned > 0)
 			return scanned;

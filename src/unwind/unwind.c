@@ -589,13 +589,19 @@ bool unwind_stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi)
 	const struct snapshot *s = atomic_load(&current_snapshot);
 	bool found = s != NULL && find_data(s, sp, lo, hi);
 	atomic_fetch_sub(&active_unwinders, 1);
+	/* A stack mapped since the snapshot (a new thread's): a refresh makes
+	 * the next lookup cheap for every caller. */
+	if (!found && !atomic_load_explicit(&unknown_code_seen, memory_order_relaxed))
+		atomic_store_explicit(&unknown_code_seen, true, memory_order_relaxed);
 	return found;
 }
 
 bool unwind_is_code(uint64_t pc)
 {
 	atomic_fetch_add(&active_unwinders, 1);
-	bool found = is_code(atomic_load(&current_snapshot), pc);
+	const struct snapshot *s = atomic_load(&current_snapshot);
+	/* A probe, not a pc met by an unwind: a miss asks for no refresh. */
+	bool found = s != NULL && find_code(s, pc) != NULL;
 	atomic_fetch_sub(&active_unwinders, 1);
 	return found;
 }

@@ -66,6 +66,18 @@ enum unwind_end {
 	UNWIND_END_BROKEN = 2,    /* no way to find the next frame (bad pointer, no info) */
 };
 
+/* Whether a stack of `depth` frames that ended with `end` ran out at once
+ * (one or two frames, not cut at a maximum): the sign of code without
+ * tables, worth a scan for the caller.  OUTERMOST is no proof of the
+ * contrary there: a frame-pointer step ends at a zero register as readily
+ * as BROKEN at a bad one, and code built without frame pointers (musl's)
+ * leaves zero in it as often as not; a remote unwind knows no frame pointer
+ * at all.  [signal-safe] */
+static inline bool unwind_ran_out_at_once(uint32_t depth, enum unwind_end end)
+{
+	return depth <= 2 && end != UNWIND_END_TRUNCATED;
+}
+
 /* The registers a signal interrupted, from the handler's ucontext.
  * [signal-safe] */
 void unwind_regs_from_ucontext(const void *ucontext, struct unwind_regs *out);
@@ -118,11 +130,14 @@ bool unwind_publish(const struct unwind_code_range *code, uint32_t ncode,
 bool unwind_reclaim(void);
 
 /* Bounds [lo, hi) of the readable-writable range containing sp according to
- * the current snapshot (for the lead's per-thread registration).  [signal-safe] */
+ * the current snapshot (for the lead's per-thread registration).  False
+ * counts as code met outside the snapshot (unwind_take_unknown_code): the
+ * stack was mapped since.  [signal-safe] */
 bool unwind_stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi);
 
-/* True if pc lies in an executable mapping of the current snapshot.
- * [signal-safe] */
+/* True if pc lies in an executable mapping of the current snapshot.  A
+ * probe (a stack scan tries every word): false does not count as code met
+ * outside the snapshot (unwind_take_unknown_code).  [signal-safe] */
 bool unwind_is_code(uint64_t pc);
 
 /* Around a dlclose (or anything that unmaps code): while paused, the
@@ -132,8 +147,9 @@ void unwind_code_reads_pause(void);
 void unwind_code_reads_resume(void);
 
 /* True once since the last call if an unwind met a pc (the interrupted one,
- * or a return address) outside every published code range: code mapped
- * since the last snapshot, so the module registry should be refreshed.
+ * or a return address) outside every published code range, or a stack
+ * lookup found none: mapped since the last snapshot, so the module registry
+ * should be refreshed.
  * Clears the flag.  [signal-safe] */
 bool unwind_take_unknown_code(void);
 

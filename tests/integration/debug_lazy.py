@@ -122,12 +122,18 @@ def main():
     check("debug_lazy: sampled libc addresses agree with llvm-symbolizer", same == 1.0 and with_lines >= len(addrs) // 2,
           f"{same:.1%} of {len(addrs)} agree, {with_lines} with lines; first differences {diffs}")
 
-    # The CPU bound: a process that has used almost no CPU may spend 2 ms
-    # inflating, so the last unit (a pass over the whole stream) is deferred,
-    # not read, while the first unit is still read; unbounded, both are.
+    # The CPU bound (2 ms plus 2% of the process's CPU): a process that has
+    # used almost no CPU does not even open the file (its small sections,
+    # inflated whole at open, cost more than 2 ms); one that has used 400 ms
+    # opens it and reads the first unit, but defers the last (a pass over
+    # the whole stream); unbounded, both are read.
     r, st = stats(["--cpu-ppm", "20000", LIBC, hex(first_pc), hex(last_pc)])
+    check("debug_lazy: under the CPU bound a process that has run almost nothing defers the open",
+          r.returncode == 3 and st.get("deferred", 0) == 1 and st.get("inflated_bytes", 1) == 0,
+          f"rc {r.returncode}, stats {st}")
+    r, st = stats(["--cpu-ppm", "20000", "--spin-ms", "400", LIBC, hex(first_pc), hex(last_pc)])
     answers = [b for b in blocks(r.stdout)]
-    check("debug_lazy: under the CPU bound a short process defers the last unit and reads the first",
+    check("debug_lazy: under the CPU bound a process that has run 400 ms defers the last unit and reads the first",
           r.returncode == 0 and st.get("deferred", 0) >= 1 and len(answers) >= 1 and answers[0]
           and answers[0][0][2] > 0 and st.get("inflated_bytes", 1 << 40) < whole // 3,
           f"rc {r.returncode}, stats {st}, first answer {answers[:1]}")

@@ -38,9 +38,16 @@ for libc, sfx in hc.LIBCS:
     hc.check(f"{name}: cpu profiles written and accepted by go tool pprof -raw ({len(files)} files)",
              not bad, str(bad))
     hc.check_memory_flat(name, prof.mem)
-    half = len(maps) // 2
-    hc.check(f"{name}: mappings do not accumulate (max {max(maps) if maps else '?'})",
-             len(maps) > 4 and max(maps[half:]) <= max(maps[:half]) + 8, str(maps[::5]))
+    # The count swings by a dozen with timing (0 to 2 copies of the library
+    # mapped, and our own read-only mappings of copies the registry has not
+    # yet seen closed), so the steady level is compared, not the peaks: the
+    # median of the last quarter against that of the second (half a run, 4000
+    # opens, apart: a leak of one mapping per 500 opens fails it).
+    n = len(maps)
+    level = lambda part: sorted(part)[len(part) // 2] if part else 0
+    early, late = level(maps[n // 4:n // 2]), level(maps[3 * n // 4:])
+    hc.check(f"{name}: mappings do not accumulate (median {early} then {late}, max {max(maps) if maps else '?'})",
+             n > 8 and late <= early + 8, str(maps[::5]))
     print(f"  {name}: plain {plain.seconds:.1f}s, profiled {prof.seconds:.1f}s", flush=True)
 hc.cleanup(dirs)
 hc.finish()

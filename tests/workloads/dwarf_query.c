@@ -2,8 +2,9 @@
  * in the layout of `llvm-symbolizer --inlining` (one "name\nfile:line" pair
  * per frame, innermost first, a blank line after each address), so tests
  * can compare the two.  Usage:
- *   dwarf_query [--dirs D1:D2] [--budget BYTES] [--cpu-ppm N] [--stats] BINARY ADDR...
- * Addresses are hex (0x...).  The debug information is found as the library
+ *   dwarf_query [--dirs D1:D2] [--budget BYTES] [--cpu-ppm N] [--spin-ms N] [--stats] BINARY ADDR...
+ * Addresses are hex (0x...).  --spin-ms uses N ms of CPU first (a process
+ * that has run that long, for the CPU share of --cpu-ppm).  The debug information is found as the library
  * finds it (the binary, then separate debug files). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,12 +25,27 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+static void spin_cpu(double ms)
+{
+	struct timespec ts;
+	volatile unsigned long sink = 0;
+	double until;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	until = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6 + ms;
+	do {
+		for (int k = 0; k < 100000; k++)
+			sink += (unsigned long)k;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	} while ((double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6 < until);
+}
+
 int main(int argc, char **argv)
 {
 	double t0 = now_ms();
 	const char *dirs = NULL;
 	size_t budget = 64u << 20;
 	int stats = 0, i = 1;
+	double spin_ms = 0;
 	for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
 		if (strcmp(argv[i], "--dirs") == 0 && i + 1 < argc)
 			dirs = argv[++i];
@@ -39,9 +55,13 @@ int main(int argc, char **argv)
 			stats = 1;
 		else if (strcmp(argv[i], "--cpu-ppm") == 0 && i + 1 < argc)
 			debuginfo_limit_inflating((uint32_t)strtoul(argv[++i], NULL, 0));
+		else if (strcmp(argv[i], "--spin-ms") == 0 && i + 1 < argc)
+			spin_ms = atof(argv[++i]);
 	}
+	if (spin_ms > 0)
+		spin_cpu(spin_ms);
 	if (i >= argc) {
-		fprintf(stderr, "usage: dwarf_query [--dirs D] [--budget N] [--cpu-ppm N] [--stats] BINARY ADDR...\n");
+		fprintf(stderr, "usage: dwarf_query [--dirs D] [--budget N] [--cpu-ppm N] [--spin-ms N] [--stats] BINARY ADDR...\n");
 		return 2;
 	}
 	const char *path = argv[i++];
@@ -60,7 +80,15 @@ int main(int argc, char **argv)
 	}
 	struct debug_ref ref;
 	debug_ref_read(&img, &ref);
-	struct debuginfo *di = debuginfo_open(path, &ref, dirs, budget);
+	bool deferred = false;
+	struct debuginfo *di = debuginfo_open(path, &ref, dirs, budget, &deferred);
+	if (di == NULL && deferred) {
+		fprintf(stderr, "%s: opening its debug information deferred by the CPU share\n", path);
+		if (stats)
+			fprintf(stderr, "stats: inflated_bytes 0 deferred %llu\n",
+				(unsigned long long)debuginfo_deferred_lookups());
+		return 3;
+	}
 	if (di == NULL) {
 		fprintf(stderr, "%s: no debug information\n", path);
 		return 1;
