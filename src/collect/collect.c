@@ -1,14 +1,18 @@
 /* The collector group and the sampler thread.
  *
- * The sampler thread ticks every 10 to 100 ms: each collector's tick (the
- * CPU ring drained into the recorder, the lock profiler's epoch advanced).
+ * The sampler thread serves two clocks: the wall sampler's ticks
+ * (wall_serve, at the wall rate, slower while every thread waits), and its
+ * own tick every 10 to 100 ms: each collector's tick (the CPU ring drained
+ * into the recorder, the lock profiler's epoch advanced).  One thread wakes
+ * for both, so a process pays one wake-up where two clocks meet.
  * Its wake-ups follow the samples: a tick that drained few CPU samples
  * makes the next one longer, up to 100 ms, so a program with one busy
  * thread (100 samples a second) wakes it 10 times a second, not 100; the
  * lock profiler, whose epoch is a 10 ms tick, keeps it at 10 ms.  About once
  * a second it reconciles the thread registry with /proc/self/task, runs
  * each collector's once-a-second work (the CPU handler still ours?) and the
- * overhead cap; every few seconds it refreshes the module registry. */
+ * overhead cap; every 3 s it refreshes the module registry, if a CPU or
+ * allocation sample was taken since the last refresh. */
 #include "collect/collect.h"
 #include "collect/alloc.h"
 #include "collect/collector.h"
@@ -93,10 +97,26 @@ static void *sampler_main(void *arg)
 	uint64_t next_trim = now + TRIM_EVERY_NS, next_scan = now + SCAN_EVERY_NS;
 	uint64_t next_refresh = now + REFRESH_EVERY_NS, last_unknown_refresh = now;
 	uint64_t samples_seen = cpu_samples_taken() + cpu_samples_dropped();
+	uint64_t stacks_at_refresh = samples_seen + alloc_samples_taken();
+	/* The thread's CPU clock as it last went to sleep: a wake-up for a
+	 * wall tick is the wall's cost (wall_serve). */
+	uint64_t cpu_mark = rt_thread_cpu_ns();
 	while (atomic_load(&col.running)) {
-		thread_own_sleep_until(now + tick_ns);
-		if (rt_monotonic_ns() < now + tick_ns)
+		/* Our tick goes with a wall tick within half a tick of it: one
+		 * wake-up for both. */
+		uint64_t wall_due = wall_next_tick_ns(), own_due = now + tick_ns;
+		uint64_t slack = tick_ns / 2;
+		if (wall_due >= own_due && wall_due - own_due <= slack)
+			own_due = wall_due;
+		uint64_t due = RT_MIN(own_due, wall_due);
+		thread_own_sleep_until(due);
+		uint64_t woke = rt_monotonic_ns();
+		if (woke < due)
 			continue; /* woken for a stop: the loop condition says */
+		if (woke >= wall_due)
+			cpu_mark = wall_serve(cpu_mark);
+		if (woke + slack < own_due)
+			continue;
 		for (size_t i = 0; i < N_COLLECTORS; i++)
 			if (collectors[i]->tick)
 				collectors[i]->tick();
@@ -118,27 +138,40 @@ static void *sampler_main(void *arg)
 			otel_context_find_key_map_if_wanted();
 		}
 		/* New thread stacks and code mapped without dlopen; sooner when a
-		 * sample met code outside every known mapping. */
-		if (now >= next_refresh ||
+		 * sample met code outside every known mapping.  Not while no CPU
+		 * or allocation sample was taken since the last refresh (a process
+		 * that waits: nothing new to name; an export refreshes anyway). */
+		uint64_t stacks = samples + alloc_samples_taken();
+		if ((now >= next_refresh && stacks != stacks_at_refresh) ||
 		    (now - last_unknown_refresh >= UNKNOWN_REFRESH_MIN_NS && unwind_take_unknown_code())) {
 			last_unknown_refresh = now;
 			next_refresh = now + REFRESH_EVERY_NS;
+			stacks_at_refresh = stacks;
 			(void)symbols_refresh();
+		} else if (now >= next_refresh) {
+			next_refresh = now + REFRESH_EVERY_NS;
 		}
+		if (wall_running())
+			cpu_mark = rt_thread_cpu_ns();
 	}
 	cpu_drain();
+	wall_served(false);
 	thread_flag_clear(&col.sampler_alive);
 	return NULL;
 }
 
 /* Starts the sampler thread, its alive flag raised first (a stop waits on
- * it); the flag is lowered again if the thread could not be made. */
+ * it) and the wall ticks handed to it; both are taken back if the thread
+ * could not be made. */
 static int spawn_sampler(void)
 {
 	atomic_store(&col.sampler_alive, 1);
+	wall_served(true);
 	int r = thread_spawn(sampler_main, NULL);
-	if (r < 0)
+	if (r < 0) {
+		wall_served(false);
 		atomic_store(&col.sampler_alive, 0);
+	}
 	return r;
 }
 
@@ -169,6 +202,7 @@ int collect_start(const struct sw_config *cfg, struct recorder *rec)
 	if (r < 0) {
 		rt_warn("cannot start the sampler thread (error %d); collectors are off", -r);
 		cpu_stop();
+		wall_stop();
 		atomic_store(&col.running, 0);
 		return 0;
 	}
@@ -260,7 +294,6 @@ void collect_start_threads(void)
 			if (r < 0)
 				rt_warn("cannot start the sampler thread after fork (error %d)", -r);
 		}
-		wall_start_sampler();
 	}
 	rt_mutex_unlock(&col.start_lock);
 }

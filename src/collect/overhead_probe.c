@@ -1,14 +1,14 @@
 /* The overhead cap's probe (see overhead.h): what the profiler costs, once a
  * second on the sampler thread.
  *
- * Our cost is the CPU clocks of our own threads (sampler, scheduler, wall
- * sampler, any other we start) plus the CPU-timer handler, which runs on the
+ * Our cost is the CPU clocks of our own threads (sampler, scheduler, any
+ * other we start) plus the CPU-timer handler, which runs on the
  * host's threads: samples taken times (the handler's measured CPU time per
  * sample, cpu_handler_cost, plus the kernel's delivery cost,
  * cpu_delivery_cost_ns, measured once per start).  The handler's part and
  * the time our sampler spends recording CPU samples (cpu_drain_cost_ns)
- * scale with the CPU rate; the wall sampler thread's time scales with the
- * wall rate; sampled allocations (alloc_sample_cost, measured on the
+ * scale with the CPU rate; the wall ticks' time on the sampler thread
+ * (wall_cpu_ns) scales with the wall rate; sampled allocations (alloc_sample_cost, measured on the
  * allocating threads) scale with the allocation rate; the rest of our
  * threads' time counts as fixed cost.  One scale applies to all three
  * rates.  Not counted: the unsampled allocation path (a few ns per call, no
@@ -40,7 +40,7 @@ static struct {
 	uint32_t configured_wall_hz;
 	uint64_t configured_alloc_bytes;
 	uint64_t last_alloc_samples, last_alloc_cost_ns, last_alloc_cost_samples;
-	uint64_t tick_wall_ns; /* the wall sampler thread's CPU in this tick */
+	uint64_t last_wall_ns; /* wall_cpu_ns() at the previous tick */
 	struct overhead_ctl ctl;
 	uint64_t last_process_ns;
 	uint64_t last_samples;
@@ -98,12 +98,9 @@ static void scan_own_threads(bool baseline_now)
 	rt_dir_close(&dir);
 }
 
-/* CPU time our threads used since the previous call (the wall sampler's
- * share also in probe.tick_wall_ns); forgets gone threads. */
+/* CPU time our threads used since the previous call; forgets gone threads. */
 static uint64_t own_threads_ns(void)
 {
-	int wall_tid = wall_thread_tid();
-	probe.tick_wall_ns = 0;
 	if (probe.rescan || probe.ticks % RESCAN_EVERY_TICKS == 0) {
 		scan_own_threads(false);
 		probe.rescan = false;
@@ -118,8 +115,6 @@ static uint64_t own_threads_ns(void)
 		}
 		uint64_t used = now > probe.own[i].last_ns ? now - probe.own[i].last_ns : 0;
 		sum += used;
-		if (probe.own[i].tid == wall_tid)
-			probe.tick_wall_ns += used;
 		probe.own[i].last_ns = now;
 		i++;
 	}
@@ -205,6 +200,7 @@ static void reset(const struct sw_config *cfg, int tid)
 	probe.last_samples = cpu_samples_taken() + cpu_samples_dropped();
 	cpu_handler_cost(&probe.last_cost_ns, &probe.last_cost_samples);
 	probe.last_drain_ns = cpu_drain_cost_ns();
+	probe.last_wall_ns = wall_cpu_ns();
 	scan_own_threads(true);
 	/* Rates published by a parent before fork are not this process's. */
 	atomic_store(&pub.cpu_hz, 0);
@@ -280,8 +276,10 @@ void overhead_tick(const struct sw_config *cfg)
 	uint64_t drain = RT_MIN(drain_total - probe.last_drain_ns, threads);
 	probe.last_drain_ns = drain_total;
 	threads -= drain;
-	/* The wall sampler's time follows the wall rate. */
-	uint64_t wall_ns = RT_MIN(probe.tick_wall_ns, threads);
+	/* The wall ticks' time (on the sampler thread) follows the wall rate. */
+	uint64_t wall_total = wall_cpu_ns();
+	uint64_t wall_ns = RT_MIN(wall_total - probe.last_wall_ns, threads);
+	probe.last_wall_ns = wall_total;
 	threads -= wall_ns;
 	probe.win_wall_ns += wall_ns;
 	probe.win_threads_ns += threads;

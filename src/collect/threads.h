@@ -33,6 +33,12 @@ struct thread_slot {
 	 * by the thread before the seq becomes odd).  wall_inflight is 1 while
 	 * a wall signal may be on its way to the thread. */
 	atomic_uint wall_seq;
+	/* The odd wall_seq of a call whose end the wall sampler wants timed
+	 * (it ticks slowly while every thread waits in a call): leaving that
+	 * call, the thread stores the monotonic time in wall_left_ns, then
+	 * wall_left_seq, before wall_seq moves on. */
+	atomic_uint wall_stamp_seq;
+	atomic_uint wall_left_seq;
 	/* 1 while wall_call_leave unblocks our signal: a sample delivered
 	 * there was raised inside the call. */
 	atomic_int wall_leave_state;
@@ -47,6 +53,7 @@ struct thread_slot {
 	/* Wall time the thread spent on a CPU (or waiting for one) that no
 	 * running sample has carried yet: the next one takes it all. */
 	atomic_ullong wall_owed_ns;
+	atomic_ullong wall_left_ns; /* see wall_stamp_seq */
 };
 
 extern struct thread_slot thread_slots[THREADS_MAX];

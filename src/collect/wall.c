@@ -36,6 +36,12 @@
 #define TP_BUCKETS 8192u
 #define SYSCALL_TEXT_MAX 256
 #define STOP_WAIT_MS 200
+/* While every thread a tick visits waits in an interposed call, the next
+ * tick comes QUIET_TICK_NS later; the first thread to leave its call times
+ * its leaving (wall_left_ns: the span up to it is that call's exactly) and
+ * wakes the sampler thread, so ticks at the configured rate follow it as
+ * it runs. */
+#define QUIET_TICK_NS (100 * 1000000ull)
 /* Stack scan for code without unwind tables (musl): words read above sp,
  * and candidate return addresses tried at most. */
 
@@ -115,6 +121,7 @@ struct wall_private {
 	uint32_t cache_seq;
 	uint32_t recent_clock;
 	uint32_t flag_seq; /* wall_seq just after we raised wall_inflight */
+	uint32_t stamp_seq; /* the call whose end the thread was asked to time */
 	uint32_t last_seq; /* wall_seq at the previous visit */
 	uint8_t cache;
 	uint8_t broken_tries; /* unwinds of that wait that broke off */
@@ -145,8 +152,11 @@ struct wall_private {
 };
 
 static struct {
-	atomic_int running;      /* sampler thread should run */
-	atomic_int alive;        /* sampler thread exists */
+	atomic_int running;      /* ticks should be served */
+	atomic_int alive;        /* a sampler thread serves the ticks */
+	/* 1 while the sampler thread is in a tick, 2 when a stop waits for it
+	 * to end (woken then). */
+	atomic_int ticking;
 	atomic_int hooks_on;
 	atomic_int signals_on;   /* our handler is installed and ours */
 	/* Interposed calls block our signal while a request runs: false where
@@ -159,7 +169,14 @@ static struct {
 	uint32_t max_frames;
 	atomic_ullong period_ns; /* changed by wall_set_rate */
 	uint32_t configured_hz;
-	atomic_int thread_tid;  /* the wall sampler thread */
+	/* The sampler thread's: when the next tick is due, its length, the
+	 * thread serving them, and the CPU time the ticks took. */
+	uint64_t next_tick_ns, tick_ns, last_due;
+	int served_tid;
+	/* The next tick is a quiet one, late: the first thread to leave a call
+	 * it was asked to time lowers it and wakes the sampler thread. */
+	atomic_int stretched;
+	atomic_ullong cpu_ns;
 	struct sample_ring ring;
 	uint64_t *scratch; /* sampler thread: max_frames + 2 */
 	int cursor;
@@ -299,8 +316,8 @@ static void give_back_fd(struct wall_private *w, int *fd, const char *name)
 	wall.open_fds--;
 }
 
-/* Off the sampler thread, once it has exited: its private table went with
- * it, so the numbers name nothing of ours here. */
+/* Off the sampler thread, which no longer ticks for us and is ending: its
+ * private table goes with it, and the numbers name nothing of ours here. */
 static void forget_private_fds(struct wall_private *w)
 {
 	if (!wall.private_files)
@@ -969,6 +986,41 @@ static void split_delays(int slot, struct wall_private *w, uint64_t now, struct 
 	atomic_fetch_add(&thread_slots[slot].wall_owed_ns, sp->delayed);
 }
 
+/* The thread left the call the previous visit found it waiting in, and
+ * timed its leaving (ask_leave_time): the span up to then is that call's
+ * (its cached stack); the visit places the rest by the usual rules, as if
+ * it had begun there. */
+static void place_timed_leave(int slot, struct wall_private *w, uint64_t now)
+{
+	struct thread_slot *t = &thread_slots[slot];
+	if (!w->visited || w->cache != CACHE_PUBLISHED || w->stamp_seq != w->cache_seq || !w->stack)
+		return;
+	w->stamp_seq = 0;
+	if (atomic_load(&t->wall_seq) == w->cache_seq ||
+	    atomic_load_explicit(&t->wall_left_seq, memory_order_relaxed) != w->cache_seq)
+		return;
+	uint64_t left = atomic_load_explicit(&t->wall_left_ns, memory_order_relaxed);
+	if (left <= w->last_visit || left > now)
+		return;
+	account_previous_wait(slot, w, left, left - w->last_visit);
+	w->last_visit = left;
+}
+
+/* A visit found the thread waiting in call `seq`, its stack cached: the
+ * thread is asked to time the call's end, so the tick may come late.
+ * False if it left the call meanwhile (it may not have seen the request);
+ * a call that ends within the few instructions between the thread's read
+ * of the request and its move of wall_seq goes untimed, and its span is
+ * placed by the usual rules. */
+static bool ask_leave_time(struct thread_slot *t, struct wall_private *w, uint32_t seq)
+{
+	if (w->cache != CACHE_PUBLISHED || w->cache_seq != seq)
+		return false;
+	w->stamp_seq = seq;
+	atomic_store(&t->wall_stamp_seq, seq);
+	return atomic_load(&t->wall_seq) == seq;
+}
+
 /* One visit.  The span since the previous visit is split by the thread's
  * CPU clock and its schedstat: its CPU time, and the time it waited for a
  * CPU after being preempted, go to the thread's running samples, which
@@ -976,7 +1028,7 @@ static void split_delays(int slot, struct wall_private *w, uint64_t now, struct 
  * blocked (and the first wait for a CPU after a wake-up), goes to the wait
  * the visit finds it in, or for a thread found on a CPU to the wait it was
  * blocked in meanwhile (place_running). */
-static void sample_slot(int slot, uint64_t now)
+static bool sample_slot(int slot, uint64_t now)
 {
 	struct thread_slot *t = &thread_slots[slot];
 	struct wall_private *w = &priv[slot];
@@ -987,11 +1039,12 @@ static void sample_slot(int slot, uint64_t now)
 		w->first_seen_ns = now;
 	}
 	if (tid == 0)
-		return;
+		return true;
+	place_timed_leave(slot, w, now);
 	struct span_split sp = { .span = visit_span(w, now) };
 	uint64_t cpu;
 	if (!thread_cpu_ns(tid, &cpu))
-		return; /* gone; the registry will notice */
+		return true; /* gone; the registry will notice */
 	bool signals = can_signal(slot, w);
 	/* Without signals no running sample can place CPU time: the visit does. */
 	sp.used = signals ? cpu_span(w, cpu, sp.span) : 0;
@@ -1063,6 +1116,10 @@ static void sample_slot(int slot, uint64_t now)
 		w->delay_known = false;
 	if (signals)
 		update_request(slot, w, now);
+	/* Quiet: waiting in an interposed call, having run little since the
+	 * previous visit (its leaving wakes the sampler thread, so the ticks
+	 * that place its next running are at the configured rate). */
+	return waiting && !busy && (seq & 1u) && ask_leave_time(t, w, seq);
 }
 
 /* ---- the handler ---- */
@@ -1163,8 +1220,8 @@ static void wall_signal_handler(int sig, void *siv, void *ucv)
 	ring_publish(&wall.ring, rec);
 }
 
-/* Moves the handler's records into the recorder.  Sampler thread only
- * (thread names are its private state), or after it has ended. */
+/* Moves the handler's records into the recorder.  In a tick only (thread
+ * names are the ticks' private state), or with no thread serving them. */
 static void drain_ring(void)
 {
 	if (!ring_has_ready(&wall.ring))
@@ -1189,7 +1246,7 @@ static void drain_ring(void)
 
 void wall_drain(void)
 {
-	/* While the sampler thread lives it drains every tick itself. */
+	/* While the sampler thread serves the ticks it drains at every one. */
 	if (wall.ring.mem && !atomic_load(&wall.alive))
 		drain_ring();
 }
@@ -1212,9 +1269,13 @@ static void check_handler(uint64_t now)
 /* Next slot at or after `from` whose bit is set, or -1. */
 static int next_marked_slot(int from) { return rt_bitmap_next(slot_bits, SLOT_WORDS, from); }
 
-static void wall_tick(void)
+/* One tick: true if it visited every thread (fewer than a tick's budget)
+ * and each waits in the call it was asked to time the end of (the next
+ * tick may come late). */
+static bool wall_tick(void)
 {
 	uint32_t budget = wall.cfg->wall_max_threads;
+	bool quiet = true;
 	/* One instant for the whole tick: every sample of it ends there (the
 	 * visits take microseconds; a clock read per visit cost more than the
 	 * cheap visits themselves). */
@@ -1233,7 +1294,8 @@ static void wall_tick(void)
 		if (wrapped && next >= wall.cursor)
 			break; /* every marked slot was visited once */
 		int tid = atomic_load_explicit(&thread_slots[next].tid, memory_order_relaxed);
-		sample_slot(next, now);
+		if (!sample_slot(next, now))
+			quiet = false;
 		if (tid != 0)
 			budget--;
 		else if (priv[next].tid == 0)
@@ -1246,36 +1308,76 @@ static void wall_tick(void)
 			s = 0;
 		}
 	}
+	if (budget == 0)
+		quiet = false; /* threads may be left for the next tick */
 	wall.cursor = s % THREADS_MAX;
 	atomic_fetch_add(&wall.ticks, 1);
+	return quiet;
 }
 
-static void *wall_main(void *arg)
+uint64_t wall_next_tick_ns(void)
 {
-	RT_UNUSED(arg);
-	(void)sys_prctl(15 /* PR_SET_NAME */, (long)"stowaway-wall", 0, 0, 0);
-	atomic_store(&wall.thread_tid, (int)sys_gettid());
-	wall.private_files = thread_has_private_files((int)sys_gettid());
-	uint64_t next = rt_monotonic_ns() + atomic_load(&wall.period_ns);
-	while (atomic_load(&wall.running)) {
-		thread_own_sleep_until(next);
-		if (!atomic_load(&wall.running))
-			break;
-		if (rt_monotonic_ns() < next)
-			continue; /* woken for another thread's stop */
-		wall_tick();
-		drain_ring();
-		uint64_t now = rt_monotonic_ns();
-		check_handler(now);
-		uint64_t period = atomic_load(&wall.period_ns);
-		next += period;
-		if (next < now) /* we overran: skip the missed ticks */
-			next = now + period;
-	}
-	drain_ring();
-	thread_flag_clear(&wall.alive);
-	return NULL;
+	if (!atomic_load(&wall.running))
+		return UINT64_MAX;
+	/* A thread left a timed call during a quiet tick: the tick it cut
+	 * short ends one period after the last. */
+	uint64_t period = atomic_load(&wall.period_ns);
+	if (wall.tick_ns > period && !atomic_load(&wall.stretched))
+		return wall.last_due + period;
+	return wall.next_tick_ns;
 }
+
+uint64_t wall_serve(uint64_t cpu_before)
+{
+	/* Seen by a stop after it lowered wall.running, or it sees us. */
+	atomic_store(&wall.ticking, 1);
+	if (!atomic_load(&wall.running)) {
+		if (atomic_exchange(&wall.ticking, 0) == 2)
+			thread_flag_clear(&wall.ticking);
+		return cpu_before;
+	}
+	if (wall.served_tid == 0) {
+		wall.served_tid = (int)sys_gettid();
+		wall.private_files = thread_has_private_files(wall.served_tid);
+	}
+	uint64_t due = wall_next_tick_ns();
+	/* Before the visits ask threads to time their leaving: one that leaves
+	 * from now on finds the flag up and ends the quiet tick. */
+	atomic_store(&wall.stretched, 1);
+	bool quiet = wall_tick();
+	drain_ring();
+	uint64_t now = rt_monotonic_ns();
+	check_handler(now);
+	uint64_t period = atomic_load(&wall.period_ns);
+	if (!quiet)
+		atomic_store(&wall.stretched, 0);
+	wall.last_due = due;
+	wall.tick_ns = quiet ? RT_MAX(QUIET_TICK_NS, period) : period;
+	wall.next_tick_ns = due + wall.tick_ns;
+	if (wall.next_tick_ns < now) /* we overran: skip the missed ticks */
+		wall.next_tick_ns = now + wall.tick_ns;
+	uint64_t cpu = rt_thread_cpu_ns();
+	if (cpu > cpu_before)
+		atomic_fetch_add_explicit(&wall.cpu_ns, cpu - cpu_before, memory_order_relaxed);
+	if (atomic_exchange(&wall.ticking, 0) == 2)
+		thread_flag_clear(&wall.ticking);
+	return cpu;
+}
+
+void wall_served(bool serving)
+{
+	if (!serving) {
+		atomic_store(&wall.alive, 0);
+		return;
+	}
+	wall.tick_ns = atomic_load(&wall.period_ns);
+	wall.next_tick_ns = rt_monotonic_ns() + wall.tick_ns;
+	atomic_store(&wall.stretched, 0);
+	wall.served_tid = 0; /* a new thread: its descriptor table is found at its first tick */
+	atomic_store(&wall.alive, 1);
+}
+
+uint64_t wall_cpu_ns(void) { return atomic_load_explicit(&wall.cpu_ns, memory_order_relaxed); }
 
 /* ---- hooks side ---- */
 
@@ -1353,6 +1455,15 @@ void wall_call_enter(struct wall_call *c, const struct wall_frame *f, enum wall_
 		block_our_signal(c);
 }
 
+/* The first thread to leave a timed call, or to start, during a quiet tick
+ * wakes the sampler thread: the tick ends now. [signal-safe] */
+static void end_quiet_tick(void)
+{
+	if (atomic_load_explicit(&wall.stretched, memory_order_relaxed) &&
+	    atomic_exchange(&wall.stretched, 0))
+		thread_own_interrupt();
+}
+
 void wall_call_leave(struct wall_call *c)
 {
 	if (c->slot < 0)
@@ -1360,8 +1471,16 @@ void wall_call_leave(struct wall_call *c)
 	struct thread_slot *t = &thread_slots[c->slot];
 	if (t->wall_depth > 0 && --t->wall_depth == 0) {
 		uint32_t seq = atomic_load_explicit(&t->wall_seq, memory_order_relaxed);
-		if (seq & 1u)
+		if (seq & 1u) {
+			bool timed = atomic_load_explicit(&t->wall_stamp_seq, memory_order_relaxed) == seq;
+			if (timed) {
+				atomic_store_explicit(&t->wall_left_ns, rt_monotonic_ns(), memory_order_relaxed);
+				atomic_store_explicit(&t->wall_left_seq, seq, memory_order_relaxed);
+			}
 			atomic_store_explicit(&t->wall_seq, seq + 1, memory_order_release);
+			if (timed)
+				end_quiet_tick();
+		}
 	}
 	if (c->masked && !(c->old_mask & (1ull << (wall.signo - 1)))) {
 		uint64_t set = 1ull << (wall.signo - 1);
@@ -1379,6 +1498,8 @@ void wall_thread_added(int slot, int tid, bool self)
 	struct thread_slot *t = &thread_slots[slot];
 	t->wall_depth = 0;
 	atomic_store(&t->wall_seq, 0);
+	atomic_store(&t->wall_stamp_seq, 0);
+	atomic_store(&t->wall_left_seq, 0);
 	atomic_store(&t->wall_inflight, 0);
 	atomic_store(&t->wall_tp, 0);
 	atomic_store(&t->wall_owed_ns, 0);
@@ -1387,6 +1508,7 @@ void wall_thread_added(int slot, int tid, bool self)
 	atomic_fetch_or(&slot_bits[slot / 64], 1ull << (slot % 64));
 	if (self)
 		tp_bind(slot, rt_thread_pointer());
+	end_quiet_tick(); /* its first visit starts its count */
 }
 
 void wall_thread_removed(int slot, int tid)
@@ -1405,18 +1527,6 @@ static int descriptor_floor(void)
 	if (SYS4(__NR_prlimit64, 0, 7 /* RLIMIT_NOFILE */, 0, lim) != 0 || lim[0] < 128)
 		return 3;
 	return (int)RT_MIN(lim[0] / 2, 4096);
-}
-
-static void start_thread(void)
-{
-	atomic_store(&wall.alive, 1);
-	int r = thread_spawn(wall_main, NULL);
-	if (r < 0) {
-		atomic_store(&wall.alive, 0);
-		atomic_store(&wall.running, 0);
-		atomic_store(&wall.hooks_on, 0);
-		rt_warn("cannot start the wall sampler thread (error %d); wall profiling is off", -r);
-	}
 }
 
 /* Whether an interposed call must block our signal while a request runs.
@@ -1479,11 +1589,10 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 			priv_prepare(s);
 			atomic_fetch_or(&slot_bits[s / 64], 1ull << (s % 64));
 		}
+	wall.tick_ns = atomic_load(&wall.period_ns);
+	wall.next_tick_ns = rt_monotonic_ns() + wall.tick_ns;
 	atomic_store(&wall.hooks_on, 1);
 	atomic_store(&wall.running, 1);
-	start_thread();
-	if (!atomic_load(&wall.running))
-		return -EAGAIN;
 	rt_info("wall profiling at %u Hz, %u threads per tick, signal %d", cfg->wall_hz,
 		cfg->wall_max_threads, wall.signo);
 	return 0;
@@ -1494,9 +1603,12 @@ void wall_stop(void)
 	if (!atomic_exchange(&wall.running, 0))
 		return;
 	atomic_store(&wall.hooks_on, 0);
-	thread_own_interrupt();
-	if (!thread_flag_wait_clear(&wall.alive, STOP_WAIT_MS * 1000000ull))
-		return; /* still sampling: leave its descriptors and timers alone */
+	/* A tick under way ends first (the sampler thread serves no other). */
+	int one = 1;
+	if (atomic_compare_exchange_strong(&wall.ticking, &one, 2) || one == 2) {
+		if (!thread_flag_wait_clear(&wall.ticking, STOP_WAIT_MS * 1000000ull))
+			return; /* still sampling: leave its descriptors and timers alone */
+	}
 	for (int s = next_prepared(0); s >= 0; s = next_prepared(s + 1)) {
 		struct thread_slot *t = &thread_slots[s];
 		if (priv[s].timer_id >= 0)
@@ -1506,7 +1618,8 @@ void wall_stop(void)
 	}
 	/* The handler stays installed but finds no request: a signal already
 	 * queued must not meet the default action, which would end the process. */
-	wall_drain();
+	if (wall.ring.mem)
+		drain_ring();
 	struct wall_stats st;
 	wall_get_stats(&st);
 	rt_debug("wall sampler: %llu ticks; samples: %llu published, %llu cached, %llu syscall, "
@@ -1550,14 +1663,10 @@ void wall_after_fork_child(void)
 		atomic_store(&slot_bits[word], 0);
 	ring_clear(&wall.ring);
 	atomic_store(&wall.alive, 0);
-	/* The sampler thread starts later, if the child lives on
-	 * (wall_start_sampler). */
-}
-
-void wall_start_sampler(void)
-{
-	if (atomic_load(&wall.running) && !atomic_load(&wall.alive))
-		start_thread();
+	atomic_store(&wall.ticking, 0);
+	wall.served_tid = 0;
+	/* The sampler thread starts later, if the child lives on, and serves
+	 * the ticks from then (wall_served). */
 }
 
 void wall_since_fork(int slot, int tid)
@@ -1605,7 +1714,6 @@ uint32_t wall_rate(void)
 	return period ? (uint32_t)(RT_NS_PER_SEC / period) : 0;
 }
 
-int wall_thread_tid(void) { return atomic_load(&wall.running) ? atomic_load(&wall.thread_tid) : 0; }
 
 static void wall_flush(struct profile *finished)
 {

@@ -2,8 +2,8 @@
  * host thread is attributed to the stack it is on, running or blocked,
  * without ever interrupting a blocked system call.
  *
- * One sampler thread of ours visits at most wall_max_threads threads per
- * tick (fair rotation).  A visit places the wall time since the thread's
+ * Our sampler thread (collect.c) visits at most wall_max_threads threads
+ * per tick (fair rotation).  A visit places the wall time since the thread's
  * previous visit, split by the thread's CPU clock and its schedstat:
  *  - its CPU time, and the time it waited for a CPU, are owed to its next
  *    running sample (below), so they land where it used CPU, in its own
@@ -32,6 +32,14 @@
  *     move meanwhile; "running": it waits for a CPU.  Never reused from
  *     sp/pc alone (different callers reach the same ones), but a stack
  *     equal to the cached one keeps aggregating with it.
+ * Quiet ticks: a tick that visited every thread and found each waiting in
+ * an interposed call, having run little since its previous visit, asks each
+ * to time its leaving of that call (wall_stamp_seq; wall_call_leave stores
+ * wall_left_ns, then wall_left_seq, before wall_seq moves) and puts the next
+ * tick 100 ms later; the first thread to leave such a call, or to start,
+ * wakes the sampler thread, and ticks at 1/wall_hz follow.  A visit after a
+ * timed leaving gives the span up to it to the call's stack and places the
+ * rest as though a visit had been made then.
  * Running samples: a one-shot POSIX timer on the thread's CPU clock,
  * delivered to that thread, makes it unwind itself in our signal handler,
  * which takes all the time owed.  Such a timer fires only at a tick that
@@ -98,7 +106,8 @@ bool wall_parse_syscall(const char *text, size_t len, struct wall_syscall_info *
  * times it got one.  False if malformed. [signal-safe] */
 bool wall_parse_schedstat(const char *text, size_t len, uint64_t *run_delay, uint64_t *timeslices);
 
-/* Starts the wall sampler thread (0 or -errno); stop joins it (bounded). */
+/* Starts the wall sampler (0 or -errno); its ticks run on the sampler
+ * thread (wall_serve).  Stop waits for a tick under way (bounded). */
 int wall_start(const struct sw_config *cfg, struct recorder *rec);
 void wall_stop(void);
 bool wall_running(void);
@@ -107,19 +116,30 @@ void wall_thread_added(int slot, int tid, bool self);
 void wall_thread_removed(int slot, int tid);
 /* Before a period's profile is encoded: samples still in the ring go in. */
 void wall_drain(void);
-/* Ticks per second (the overhead cap lowers it), and the sampler thread's
- * tid (0 when not running): its CPU time is what the rate costs. */
+/* Ticks per second (the overhead cap lowers it), and the CPU time the
+ * ticks have taken on the sampler thread, with the wake-ups they made:
+ * what the rate costs. */
 void wall_set_rate(uint32_t hz);
 uint32_t wall_rate(void);
-int wall_thread_tid(void);
-/* In a fork child: forget the parent's descriptors and timers.  The
- * sampler thread is not started there: wall_start_sampler starts it once
- * the child lives on (a child that exits at once creates no thread), and
- * wall_since_fork gives the forked thread (registered in `slot`) a first
- * visit at the fork, so its first sample covers the time before the
- * sampler started, split by its CPU clock as any span is. */
+uint64_t wall_cpu_ns(void);
+/* The ticks are served by the collector group's sampler thread
+ * (collect.c), which wakes once for its own tick and the wall's where they
+ * meet: when the next wall tick is due (UINT64_MAX while stopped), the
+ * tick itself (sampler thread only; a stop waits for one under way), and
+ * whether a sampler thread serves them (raised before it is spawned,
+ * lowered when it could not be or has ended: until then wall_drain leaves
+ * the ring to it).  wall_serve is given the thread's CPU clock as it went
+ * to sleep (the wake-up is the wall's cost) and returns it after the tick. */
+uint64_t wall_next_tick_ns(void);
+uint64_t wall_serve(uint64_t cpu_before);
+void wall_served(bool serving);
+/* In a fork child: forget the parent's descriptors and timers.  No tick is
+ * served there until the sampler thread starts, once the child lives on (a
+ * child that exits at once creates no thread); wall_since_fork gives the
+ * forked thread (registered in `slot`) a first visit at the fork, so its
+ * first sample covers the time before the sampler started, split by its
+ * CPU clock as any span is. */
 void wall_after_fork_child(void);
-void wall_start_sampler(void);
 void wall_since_fork(int slot, int tid);
 
 /* ---- for the interposed blocking calls (wall_hooks.c) ---- */

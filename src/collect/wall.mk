@@ -12,7 +12,7 @@ $(WALL_WL)/wall_torture-musl: tests/workloads/wall_torture.c
 
 TEST_PROGRAMS += $(WALL_WL)/wall_torture $(WALL_WL)/wall_torture-musl
 
-# Bench driver: N waiting threads, prints the wall sampler thread's CPU time.
+# Bench driver: N waiting threads, prints the CPU time of the thread serving the wall ticks.
 $(WALL_WL)/wall_threads: tests/workloads/wall_threads.c
 	@mkdir -p $(dir $@)
 	$(CC) $(WALL_WL_CFLAGS) $< -o $@ -lpthread

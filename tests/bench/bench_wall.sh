@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Wall sampler cost: CPU time of our wall sampler thread, as % of one
+# Wall sampler cost: CPU time of our sampler thread (which serves the wall
+# ticks, and its own 10-100 ms tick; idle otherwise), as % of one
 # core and per tick, with 10, 100 and 1000 waiting host threads at the
 # defaults (100 Hz, 32 threads per tick).  The threads are a mix: a quarter
 # each in pthread_cond_wait and nanosleep loops (interposed), in a held
@@ -23,7 +24,7 @@ for n in 10 100 1000; do
 	cpu=$2
 	elapsed=$4
 	if [ "$cpu" -lt 0 ]; then
-		echo "bench_wall: no stowaway-wall thread with $n threads" >&2
+		echo "bench_wall: no stowaway-sample thread with $n threads" >&2
 		exit 1
 	fi
 	awk -v c="$cpu" -v e="$elapsed" -v n="$n" 'BEGIN {

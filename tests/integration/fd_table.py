@@ -34,7 +34,7 @@ import export_common as ec  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 WL = os.path.join(ROOT, "build", "workloads")
-OURS = ("stowaway-wall", "stowaway-sample", "stowaway-sched")
+OURS = ("stowaway-sample", "stowaway-sched")  # the sampler thread serves the wall ticks too
 
 
 def env_for(out, **extra):

@@ -6,8 +6,9 @@
  *  - nanosleep loops of 5 ms (interposed, the frame changes each call),
  *  - a raw futex wait through syscall(2) with a 5 ms timeout (not
  *    interposed, wakes and moves).
- * After SECONDS it prints the CPU time of our wall sampler thread
- * ("stowaway-wall", from /proc/self/task/TID/schedstat):
+ * After SECONDS it prints the CPU time of our sampler thread, which serves
+ * the wall ticks ("stowaway-sample", from /proc/self/task/TID/schedstat;
+ * with a thread "stowaway-wall" of a build that has one, the sum):
  *   wall_sampler_ns NS elapsed_ns NS threads N
  * Usage: wall_threads N SECONDS [KIND]   (KIND 0-3: all threads of that kind) */
 #define _GNU_SOURCE
@@ -60,7 +61,8 @@ static long long now_ns(void)
 	return (long long)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
-/* CPU time of our thread named stowaway-wall, -1 if there is none. */
+/* CPU time of our threads named stowaway-sample or stowaway-wall, -1 if
+ * there is none. */
 static long long sampler_cpu_ns(void)
 {
 	DIR *d = opendir("/proc/self/task");
@@ -77,13 +79,14 @@ static long long sampler_cpu_ns(void)
 		if (!fgets(comm, sizeof(comm), f))
 			comm[0] = 0;
 		fclose(f);
-		if (strncmp(comm, "stowaway-wall", 13) != 0)
+		if (strncmp(comm, "stowaway-wall", 13) != 0 && strncmp(comm, "stowaway-sample", 15) != 0)
 			continue;
 		snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat", e->d_name);
 		f = fopen(path, "r");
+		long long ns;
 		if (f) {
-			if (fscanf(f, "%lld", &result) != 1)
-				result = -1;
+			if (fscanf(f, "%lld", &ns) == 1)
+				result = (result < 0 ? 0 : result) + ns;
 			fclose(f);
 		}
 	}
