@@ -54,9 +54,11 @@ def raw_profile(path):
 def run(name, iterations, depth, extra_env):
     """Runs the workload profiled; returns (thread cpu ns total, stderr, comments, samples)."""
     with tempfile.TemporaryDirectory() as out:
+        # One profile per run, however long a loaded machine makes it (the
+        # run's timeout is 300 s; the default period, 60 s, split one once).
         env = dict(os.environ, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out,
                    STOWAWAY_PROFILES="cpu", STOWAWAY_LOG_LEVEL="info", DD_SERVICE="ovcap",
-                   LD_PRELOAD=SO)
+                   DD_PROFILING_UPLOAD_PERIOD="600", LD_PRELOAD=SO)
         env.update(extra_env)
         proc = subprocess.run([WORK, str(THREADS), str(iterations), str(depth)], env=env,
                               capture_output=True, text=True, timeout=300)
