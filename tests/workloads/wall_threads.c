@@ -8,7 +8,7 @@
  *    interposed, wakes and moves).
  * After SECONDS it prints the CPU time of our sampler thread, which serves
  * the wall ticks ("stowaway-sample", from /proc/self/task/TID/schedstat;
- * with a thread "stowaway-wall" of a build that has one, the sum):
+ * with a thread "stowaway-wall" of an older build that has one, the sum):
  *   wall_sampler_ns NS elapsed_ns NS threads N
  * Usage: wall_threads N SECONDS [KIND]   (KIND 0-3: all threads of that kind) */
 #define _GNU_SOURCE
