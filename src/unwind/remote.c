@@ -6,6 +6,7 @@
 
 #define SCAN_WORDS 256
 #define SCAN_TRIES 24
+#define SCAN_PAGE 4096u /* at most two pages: SCAN_WORDS * 8 <= SCAN_PAGE */
 
 uint32_t unwind_remote(const struct unwind_regs *regs, uint64_t *pcs, uint32_t max,
 		       enum unwind_end *end)
@@ -64,8 +65,25 @@ static uint32_t unwind_by_scan(uint64_t leaf_pc, uint64_t sp, uint64_t *pcs, uin
 		return 0;
 	uint64_t words[SCAN_WORDS] = { 0 };
 	size_t n = (size_t)RT_MIN((hi - sp) / 8, (uint64_t)SCAN_WORDS);
-	if (n < 2 || sys_read_memory((int)sys_getpid(), words, sp, n * 8) != (long)(n * 8))
+	if (n < 2)
 		return 0;
+	/* Page by page, so the words below an unreadable page still count: the
+	 * snapshot's bounds can outlast a neighbour they were merged with, and
+	 * a thread's frames sit close to the top of its stack. */
+	struct iovec local[2], remote[2];
+	uint64_t split = RT_MIN(sp + n * 8, (sp | (SCAN_PAGE - 1)) + 1);
+	local[0].iov_base = words;
+	local[0].iov_len = (size_t)(split - sp);
+	remote[0].iov_base = (void *)(uintptr_t)sp;
+	remote[0].iov_len = local[0].iov_len;
+	local[1].iov_base = (uint8_t *)words + local[0].iov_len;
+	local[1].iov_len = n * 8 - local[0].iov_len;
+	remote[1].iov_base = (void *)(uintptr_t)split;
+	remote[1].iov_len = local[1].iov_len;
+	long got = sys_read_memory_ranges((int)sys_getpid(), local, remote, local[1].iov_len > 0 ? 2 : 1);
+	if (got < 16)
+		return 0;
+	n = RT_MIN(n, (size_t)got / 8);
 	return scan_words(leaf_pc, sp, 0, words, n, lo, hi, UNWIND_FLAG_REMOTE, pcs, max, end);
 }
 
