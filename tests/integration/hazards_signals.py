@@ -47,7 +47,10 @@ for libc, sfx in hc.LIBCS:
         rp, rq = rate(plain.out), rate(prof.out)
         hc.check(f"{name}: the program's ITIMER_PROF handler keeps its rate "
                  f"(plain {rp and round(rp, 2)}, profiled {rq and round(rq, 2)} calls per 10 ms CPU)",
-                 rp is not None and rq is not None and 0.7 < rq < 1.3 and 0.7 < rp < 1.3,
+                 # Against the plain run's rate: the kernel's ITIMER_PROF
+                 # runs 1.1-1.3 per 10 ms of CPU on a loaded machine with
+                 # no library at all.
+                 rp is not None and rq is not None and 0.5 < rp < 2 and 0.75 < rq / rp < 1.3,
                  plain.out + prof.out)
         files = hc.profiles(out, "cpu", prof.pid)
         bad = hc.pprof_accepts(files)
