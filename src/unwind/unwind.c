@@ -111,7 +111,10 @@ static void row_cache_put(uint64_t pc, uint64_t generation, const struct cfi_row
 {
 	uint32_t i = row_cache_index(pc);
 	struct row_cache_entry *e = &row_cache[i];
-	uint_fast64_t state = atomic_load_explicit(&e->state, memory_order_relaxed);
+	uint64_t page = 1ull << (i / ROW_CACHE_PER_PAGE);
+	bool written = (atomic_load_explicit(&row_cache_pages, memory_order_relaxed) & page) != 0;
+	/* A page never written holds zeros: claimed by the write alone. */
+	uint_fast64_t state = written ? atomic_load_explicit(&e->state, memory_order_relaxed) : 0;
 	if ((state & 1) != 0 ||
 	    !atomic_compare_exchange_strong_explicit(&e->state, &state, state + 1, memory_order_acquire,
 						     memory_order_relaxed))
@@ -124,8 +127,7 @@ static void row_cache_put(uint64_t pc, uint64_t generation, const struct cfi_row
 	atomic_store_explicit(&e->row[1], w[1], memory_order_relaxed);
 	uint64_t seq = (state + 2) & ROW_CACHE_SEQ_MASK;
 	atomic_store_explicit(&e->state, row_cache_tag(generation) | seq, memory_order_release);
-	uint64_t page = 1ull << (i / ROW_CACHE_PER_PAGE);
-	if (!(atomic_load_explicit(&row_cache_pages, memory_order_relaxed) & page))
+	if (!written)
 		(void)atomic_fetch_or_explicit(&row_cache_pages, page, memory_order_relaxed);
 }
 
