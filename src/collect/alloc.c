@@ -654,6 +654,9 @@ void alloc_collector_after_fork_child(void)
 		}
 		atomic_store(&claimed_bits[w], 0);
 	}
+	/* Operator deletes of vanished threads learn no more: free stops noting. */
+	if (atomic_load_explicit(&alloc_hot.free_checks, memory_order_relaxed) >= ALLOC_FREE_LEARNING)
+		(void)atomic_fetch_and(&alloc_hot.free_checks, ALLOC_FREE_LEARNING - 1);
 }
 
 bool alloc_live_inherited_only(void)

@@ -66,6 +66,9 @@ struct alloc_thread {
 	int32_t lock_countdown; /* lock profile: acquisitions until the next checked one */
 	uint32_t lock_epoch;    /* lock profile: the sampler tick of the last checked one */
 	atomic_int tid;        /* kernel tid: set when claimed, and by a new thread that reuses the key */
+	/* The low 32 bits of the pointer this thread's free last saw while an
+	 * operator delete was learning (ALLOC_FREE_LEARNING; alloc_hooks.c). */
+	uint32_t free_noted;
 	uintptr_t outer_sp;    /* stack pointer of the outermost hook, 0: none */
 	int64_t countdown;     /* bytes left until the next sample */
 	uint64_t countdown_mean; /* the mean it was drawn with (weights use it) */
@@ -78,12 +81,19 @@ struct alloc_thread {
 	uint64_t lock_last_ns; /* monotonic time of the thread's last checked acquisition */
 };
 
+/* 96 bytes: a slot's address is a multiply-add and a shift from its index. */
+_Static_assert(sizeof(struct alloc_thread) == 96, "alloc_thread slots stay 96 bytes");
+
 /* What a free must do besides forwarding (alloc_hot.free_checks bits):
  * look up the live filter, and leave the bootstrap arena's blocks alone
  * (set once the arena has handed one out).  Zero, nearly always without
  * the heap profile, lets free forward after one load. */
 #define ALLOC_FREE_RETIRE 1
 #define ALLOC_FREE_ARENA 2
+/* From this bit up: operator deletes learning whether their next operator
+ * frees through our free (alloc_hooks.c); while any is, free notes its
+ * pointer in the thread's slot. */
+#define ALLOC_FREE_LEARNING 256
 
 /* Hot flags, read on every call. */
 struct alloc_hot {

@@ -142,16 +142,21 @@ static inline bool in_boot(const void *p)
  * ALLOC_FREE_*): one load while there is nothing to check. */
 enum free_action { FREE_FORWARD, FREE_IGNORE, FREE_RETIRE };
 
-static inline enum free_action free_action(const void *p)
+static inline enum free_action free_action_of(int checks, const void *p)
 {
-	int checks = atomic_load_explicit(&alloc_hot.free_checks, memory_order_relaxed);
-	if (RT_LIKELY(checks == 0))
-		return FREE_FORWARD;
 	if ((checks & ALLOC_FREE_ARENA) && in_boot(p))
 		return FREE_IGNORE;
 	if ((checks & ALLOC_FREE_RETIRE) && alloc_live_filter_maybe(p))
 		return FREE_RETIRE;
 	return FREE_FORWARD;
+}
+
+static inline enum free_action free_action(const void *p)
+{
+	int checks = atomic_load_explicit(&alloc_hot.free_checks, memory_order_relaxed);
+	if (RT_LIKELY(checks == 0))
+		return FREE_FORWARD;
+	return free_action_of(checks, p);
 }
 
 /* Zeroed memory (the arena is never reused), or NULL when exhausted. */
@@ -421,12 +426,44 @@ __attribute__((noinline)) static void free_slow(void *p)
 	NEXT(free)(p);
 }
 
-SW_EXPORT void free(void *p)
+/* free's checks of p, after which it forwards p if it should. */
+static inline void free_checked(int checks, void *p)
 {
-	enum free_action a = free_action(p);
+	enum free_action a = free_action_of(checks, p);
 	if (RT_UNLIKELY(a != FREE_FORWARD)) {
 		if (a == FREE_RETIRE)
 			free_slow(p);
+		return;
+	}
+	NEXT(free)(p);
+}
+
+/* A free with checks other than the live filter's alone: the bootstrap
+ * arena's range, or an operator delete learning whether it reaches here
+ * with its pointer (noted in the thread's slot first). */
+__attribute__((noinline)) static void free_unusual(int checks, void *p)
+{
+	if (checks >= ALLOC_FREE_LEARNING) {
+		struct alloc_thread *t = alloc_thread_mine();
+		if (t)
+			t->free_noted = (uint32_t)(uintptr_t)p;
+	}
+	free_checked(checks, p);
+}
+
+SW_EXPORT void free(void *p)
+{
+	int checks = atomic_load_explicit(&alloc_hot.free_checks, memory_order_relaxed);
+	if (RT_LIKELY(checks == 0)) {
+		NEXT(free)(p);
+		return;
+	}
+	if (RT_UNLIKELY(checks != ALLOC_FREE_RETIRE)) {
+		free_unusual(checks, p);
+		return;
+	}
+	if (RT_UNLIKELY(alloc_live_filter_maybe(p))) {
+		free_slow(p);
 		return;
 	}
 	NEXT(free)(p);
@@ -700,14 +737,9 @@ __attribute__((noinline)) static void *new_other_counted(enum cxx_op op, size_t 
 	return new_end(t, sampled, new_other_forward(op, n, align, nt), n, ra);
 }
 
-/* An operator delete whose pointer may be a live sampled block, or whose
- * next operator is not known yet: p leaves the live table before the memory
- * goes back. */
-__attribute__((noinline)) static void delete_slow(enum cxx_op op, void *p, size_t z, size_t align,
-						  const void *nt)
+/* Calls the next operator delete `op` (free while there is none). */
+static void delete_forward(enum cxx_op op, void *p, size_t z, size_t align, const void *nt)
 {
-	if (alloc_live_maybe(p))
-		(void)alloc_live_retire(p, NULL);
 	switch (op) {
 	case DEL:
 	case DEL_A: {
@@ -759,6 +791,63 @@ __attribute__((noinline)) static void delete_slow(enum cxx_op op, void *p, size_
 	}
 }
 
+/* An operator delete whose pointer may be a live sampled block, or whose
+ * next operator is not known yet: p leaves the live table before the memory
+ * goes back. */
+static void delete_slow(enum cxx_op op, void *p, size_t z, size_t align, const void *nt)
+{
+	if (alloc_live_maybe(p))
+		(void)alloc_live_retire(p, NULL);
+	delete_forward(op, p, z, align, nt);
+}
+
+/* Whether the next operator delete gives its pointer to our free, which
+ * then does the checks (the bootstrap arena, the live filter), learned on
+ * its first calls as for operator new: once CXX_THROUGH_FREE_KNOWN calls
+ * were seen reaching our free with their pointer, the operator forwards
+ * with no check of its own (free's are the same, made once); a call seen
+ * otherwise (a runtime that frees by other means: jemalloc's) makes it -1,
+ * and every call checks as before. */
+#define CXX_THROUGH_FREE_KNOWN 64
+static atomic_int cxx_through_free[CXX_OPS - DEL];
+
+/* The fast path of an operator delete: true to forward with no check. */
+static inline bool delete_unchecked(enum cxx_op op)
+{
+	return RT_LIKELY(atomic_load_explicit(&alloc_hot.free_checks, memory_order_relaxed) == 0) ||
+	       atomic_load_explicit(&cxx_through_free[op - DEL], memory_order_relaxed) >=
+		       CXX_THROUGH_FREE_KNOWN;
+}
+
+/* An operator delete with checks to make, learning on its first calls. */
+__attribute__((noinline)) static void delete_checked(enum cxx_op op, void *p, size_t z,
+						     size_t align, const void *nt)
+{
+	enum free_action a = free_action(p);
+	if (a == FREE_IGNORE)
+		return;
+	if (a == FREE_RETIRE || cxx_known(op) == NULL) {
+		delete_slow(op, p, z, align, nt);
+		return;
+	}
+	atomic_int *known = &cxx_through_free[op - DEL];
+	int k = atomic_load_explicit(known, memory_order_relaxed);
+	struct alloc_thread *t =
+		k >= 0 && k < CXX_THROUGH_FREE_KNOWN && p != NULL ? alloc_thread_mine() : NULL;
+	if (t == NULL) {
+		delete_forward(op, p, z, align, nt);
+		return;
+	}
+	t->free_noted = ~(uint32_t)(uintptr_t)p; /* anything but p */
+	(void)atomic_fetch_add(&alloc_hot.free_checks, ALLOC_FREE_LEARNING);
+	delete_forward(op, p, z, align, nt);
+	(void)atomic_fetch_sub(&alloc_hot.free_checks, ALLOC_FREE_LEARNING);
+	if (t->free_noted == (uint32_t)(uintptr_t)p)
+		(void)atomic_compare_exchange_strong(known, &k, k + 1);
+	else
+		atomic_store_explicit(known, -1, memory_order_relaxed);
+}
+
 /* Mangled names: the Itanium C++ ABI spelling of each operator. */
 SW_EXPORT void *_Znwm(size_t n);
 SW_EXPORT void *_Znam(size_t n);
@@ -792,11 +881,9 @@ SW_EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const voi
 	}                                                                      \
 	return new_other_counted(op, n, al, nt, CALLER_RA())
 #define DEL_BODY(type, op, z, al, nt, ...)                                     \
-	enum free_action a_ = free_action(p);                                  \
 	void *sym_ = cxx_known(op);                                            \
-	if (RT_UNLIKELY(a_ != FREE_FORWARD || sym_ == NULL)) {                 \
-		if (a_ != FREE_IGNORE)                                         \
-			delete_slow(op, p, z, al, nt);                         \
+	if (RT_UNLIKELY(sym_ == NULL || !delete_unchecked(op))) {              \
+		delete_checked(op, p, z, al, nt);                              \
 		return;                                                        \
 	}                                                                      \
 	type f_;                                                               \
