@@ -26,7 +26,8 @@
  * point: that inner malloc counts them instead, once.
  *
  * Live heap: sampled allocations are kept in a bounded table keyed by
- * address, retired by free/realloc/delete.  A two-level bit filter indexed
+ * address, retired by free/realloc/delete (an operator delete learned to
+ * free through our free leaves that to free).  A two-level bit filter indexed
  * by a hash of the address lets free dismiss an unsampled pointer with one
  * load; a bit is cleared when the last live entry hashing to it goes.
  */

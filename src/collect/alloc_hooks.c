@@ -546,8 +546,9 @@ SW_EXPORT size_t malloc_usable_size(void *p)
  * runtime's operator new usually calls malloc: that inner call is nested
  * and only forwards, so each allocation is counted once, at the operator.
  * Every operator is its own short function: while sampling is off, new is
- * a flag test, a load and a jump to the next operator; delete adds the
- * arena range test and the live filter's flag. */
+ * a flag test, a load and a jump to the next operator; so is delete while
+ * free has nothing to check, or once it learned that its next operator
+ * frees through our free (which then checks). */
 
 enum cxx_op {
 	NEW, NEW_A, NEW_NT, NEW_A_NT, NEW_AL, NEW_A_AL, NEW_AL_NT, NEW_A_AL_NT,
