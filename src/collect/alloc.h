@@ -22,8 +22,9 @@
  * is nested.  A stale mark (an exception unwound through operator new) heals
  * itself at the next call made from a shallower frame.  A plain operator new
  * whose next definition is known to allocate through our malloc (learned,
- * alloc_hooks.c) sets no mark while its bytes stay short of the sample
- * point: that inner malloc counts them instead, once.
+ * alloc_hooks.c) sets no mark: that inner malloc counts the bytes instead,
+ * once (operator new[] only while they stay short of the sample point), and
+ * a sample it takes leaves the operator's frame out of the stack.
  *
  * Live heap: sampled allocations are kept in a bounded table keyed by
  * address, retired by free/realloc/delete (an operator delete learned to
@@ -169,6 +170,12 @@ static inline bool alloc_countdown(struct alloc_thread *t, size_t n, uintptr_t s
  * and alloc-space, and remembers p as live.  The caller has entered (so any
  * allocation made meanwhile on this thread is nested). */
 void alloc_sample(struct alloc_thread *t, void *p, size_t size, uintptr_t ra);
+/* The same, for a hook called by a function that is itself an allocation
+ * entry point, not the program's code (the next operator new, forwarded to
+ * with no frame of ours): `skip` frames from ra on are left out, so the
+ * stack starts at that function's caller. */
+void alloc_sample_skipping(struct alloc_thread *t, void *p, size_t size, uintptr_t ra,
+			   uint32_t skip);
 
 /* ---- sampling math (exposed for tests) ---- */
 

@@ -16,6 +16,7 @@
 #include "collect/alloc.h"
 #include "rt/hooks.h"
 #include "rt/host.h"
+#include "unwind/unwind.h"
 
 #define CALLER_RA() ((uintptr_t)__builtin_return_address(0))
 
@@ -235,14 +236,18 @@ static void *boot_realloc(void *p, size_t n)
 
 /* ---- sampled paths: out of line, so the forwarding path stays short ---- */
 
+static bool malloc_called_by_next_new(uintptr_t ra);
+
 /* A thread whose countdown reached its sample point (t is its slot, no
- * other hook of the thread is active). */
+ * other hook of the thread is active).  Called by the next plain operator
+ * new, forwarded to with no mark, the stack starts at that operator's
+ * caller, as it does when the operator is sampled itself. */
 __attribute__((noinline)) static void *malloc_sample_now(struct alloc_thread *t, size_t n,
 							 uintptr_t ra)
 {
 	(void)alloc_enter(t, rt_stack_pointer());
 	void *p = NEXT(malloc)(n);
-	alloc_sample(t, p, n, ra);
+	alloc_sample_skipping(t, p, n, ra, malloc_called_by_next_new(ra) ? 1u : 0u);
 	alloc_leave(t);
 	return p;
 }
@@ -666,12 +671,41 @@ static inline struct alloc_thread *new_short_of_sample(size_t n)
 }
 
 /* The fast path of a plain operator new while sampling: true to forward
- * with no mark. */
+ * with no mark.  `operator new(n)` forwards whatever its size once learned:
+ * its inner malloc samples at the sample point, and leaves the operator's
+ * frame out of the stack (malloc_called_by_next_new).  `operator new[]`
+ * only while short of the sample point: a runtime's new[] calls new (ours
+ * again), so its inner malloc sits two of the runtime's frames down. */
 static inline bool new_unmarked(enum cxx_op op, size_t n)
 {
-	return atomic_load_explicit(&cxx_through_malloc[op - NEW], memory_order_relaxed) >=
-		       CXX_THROUGH_MALLOC_KNOWN &&
-	       new_short_of_sample(n) != NULL;
+	if (atomic_load_explicit(&cxx_through_malloc[op - NEW], memory_order_relaxed) <
+	    CXX_THROUGH_MALLOC_KNOWN)
+		return false;
+	return op == NEW || new_short_of_sample(n) != NULL;
+}
+
+/* The return address, inside the next operator new(n), of its call to
+ * malloc, once seen (0: not yet). */
+static _Atomic uintptr_t next_new_malloc_ra;
+
+/* Whether ra (a malloc's return address) lies in the next operator new(n)
+ * that forwards with no mark: the function its unwind tables place ra in
+ * starts at that operator.  Only at a sample point. */
+static bool malloc_called_by_next_new(uintptr_t ra)
+{
+	uintptr_t start = (uintptr_t)cxx_known(NEW);
+	if (start == 0 || ra <= start ||
+	    atomic_load_explicit(&cxx_through_malloc[0], memory_order_relaxed) < CXX_THROUGH_MALLOC_KNOWN)
+		return false;
+	if (ra == atomic_load_explicit(&next_new_malloc_ra, memory_order_relaxed))
+		return true;
+	/* The operator is a few dozen bytes: farther return addresses are
+	 * another function's without a look at the tables. */
+	uint64_t found;
+	if (ra - start > 4096 || !unwind_function_start(ra - 1, &found) || found != start)
+		return false;
+	atomic_store_explicit(&next_new_malloc_ra, ra, memory_order_relaxed);
+	return true;
 }
 
 /* One learning call: p's inner malloc counted `used` bytes. */

@@ -727,6 +727,20 @@ bool unwind_is_code(uint64_t pc)
 	return found;
 }
 
+bool unwind_function_start(uint64_t pc, uint64_t *start)
+{
+	atomic_fetch_add(&active_unwinders, 1);
+	const struct snapshot *s = atomic_load(&current_snapshot);
+	const struct unwind_code_range *r = s != NULL ? find_code(s, pc) : NULL;
+	uint64_t link = 0;
+	bool found = r != NULL && r->cfi != NULL && pc >= r->bias &&
+		     cfi_index_function_start(r->cfi, pc - r->bias, &link);
+	if (found)
+		*start = link + r->bias;
+	atomic_fetch_sub(&active_unwinders, 1);
+	return found;
+}
+
 bool unwind_after_syscall(uint64_t pc)
 {
 	static const uint8_t insn[ARCH_SYSCALL_INSN_LEN] = ARCH_SYSCALL_INSN;

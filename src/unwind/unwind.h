@@ -141,6 +141,11 @@ bool unwind_stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi);
  * outside the snapshot (unwind_take_unknown_code).  [signal-safe] */
 bool unwind_is_code(uint64_t pc);
 
+/* The runtime start of the function covering pc by its module's unwind
+ * tables (the FDE's first address); false if no FDE covers it or pc is in
+ * no published code range.  [signal-safe] */
+bool unwind_function_start(uint64_t pc, uint64_t *start);
+
 /* Around a dlclose (or anything that unmaps code): while paused, the
  * unwinder reads no code bytes, so a range about to disappear is never read.
  * Resume after the refresh that follows.  Nestable.  [signal-safe] */
