@@ -727,6 +727,12 @@ bool unwind_is_code(uint64_t pc)
 	return found;
 }
 
+void unwind_after_fork_child(void)
+{
+	last_stack_count = 0;
+	atomic_store(&last_stack_busy, 0);
+}
+
 bool unwind_function_start(uint64_t pc, uint64_t *start)
 {
 	atomic_fetch_add(&active_unwinders, 1);

@@ -141,6 +141,10 @@ bool unwind_stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi);
  * outside the snapshot (unwind_take_unknown_code).  [signal-safe] */
 bool unwind_is_code(uint64_t pc);
 
+/* In a fork child: the last unwind's rows are free again (their holder may
+ * have been another thread, which the child does not have). */
+void unwind_after_fork_child(void);
+
 /* The runtime start of the function covering pc by its module's unwind
  * tables (the FDE's first address); false if no FDE covers it or pc is in
  * no published code range.  [signal-safe] */
