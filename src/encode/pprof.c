@@ -62,10 +62,11 @@ struct enc_mapping {
 	uint32_t locations, with_function, with_file, with_line, with_debug_info;
 };
 
-/* A demangled name and the symbol it was made from (after the readable
- * text's NUL), alive until its pprof_names is freed. */
+/* A demangled name and a copy of the symbol it was made from (after the
+ * readable text's NUL), alive until its pprof_names is freed. */
 struct demangled_name {
 	struct demangled_name *next;
+	const char *symbol; /* in text */
 	char text[];
 };
 
@@ -336,6 +337,7 @@ static struct demangled_name *demangled_copy(struct pprof_names *nm, const char 
 		return NULL;
 	rt_memcpy(d->text, nm->demangled, n + 1);
 	rt_memcpy(d->text + n + 1, name, symbol_len + 1);
+	d->symbol = d->text + n + 1;
 	d->next = nm->kept;
 	nm->kept = d;
 	nm->made++;
@@ -372,7 +374,7 @@ static const char *readable_name(struct enc *e, const char *name)
 	} else if (m != NULL && d != NULL) {
 		m->name = name;
 		m->readable = readable;
-		m->symbol = readable + rt_strlen(readable) + 1;
+		m->symbol = d->symbol;
 	} else if (m != NULL) {
 		m->name = NULL; /* stays mangled: nothing kept to confirm a hit against */
 	}

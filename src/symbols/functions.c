@@ -38,7 +38,7 @@ static bool entry_before_any(const void *a, const void *b)
 }
 
 /* Radix digits of at most this many bits (8 KiB of counts). */
-#define SORT_DIGIT_BITS_MAX 11u
+#define SORT_DIGIT_BITS_MAX 13u
 /* A run of entries at one address longer than this is heap-sorted by name,
  * not insertion-sorted. */
 #define SORT_INSERTION_MAX 32u
