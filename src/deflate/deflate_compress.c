@@ -615,6 +615,14 @@ static void compress_window(struct deflate_compressor *s, bool finishing)
 		compress_greedy(s, finishing);
 }
 
+/* Positions in a[0..n) moved down by WIN_SIZE, those slid out to 0 (none).
+ * Inlined with a constant n, it is a loop of vector saturating subtractions. */
+static inline void rebase(uint16_t *a, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		a[i] = (uint16_t)(a[i] >= WIN_SIZE ? a[i] - WIN_SIZE : 0);
+}
+
 /* Drops the oldest 32 KiB of the buffer and rebases every stored position. */
 static void slide_window(struct deflate_compressor *s)
 {
@@ -622,10 +630,12 @@ static void slide_window(struct deflate_compressor *s)
 	s->win_end -= WIN_SIZE;
 	s->pos -= WIN_SIZE;
 	s->block_start -= (int32_t)WIN_SIZE;
-	for (uint32_t i = 0; i < (1u << s->hash_bits); i++)
-		s->head[i] = (uint16_t)(s->head[i] >= WIN_SIZE ? s->head[i] - WIN_SIZE : 0);
-	for (uint32_t i = 0; i < WIN_SIZE; i++)
-		s->prev[i] = (uint16_t)(s->prev[i] >= WIN_SIZE ? s->prev[i] - WIN_SIZE : 0);
+	rebase(s->prev, WIN_SIZE);
+	if (s->hash_bits == HASH_BITS)
+		rebase(s->head, 1u << HASH_BITS); /* always so: only inputs past 64 KiB slide */
+	else
+		for (uint32_t i = 0; i < (1u << s->hash_bits); i++)
+			s->head[i] = (uint16_t)(s->head[i] >= WIN_SIZE ? s->head[i] - WIN_SIZE : 0);
 }
 
 /* ---- the stream ---- */
