@@ -9,7 +9,7 @@
 
 const char *function_display_name(const char *name)
 {
-	if (name != NULL && rt_starts_with(name, "__GI_") && name[5] != 0)
+	if (name != NULL && name[0] == '_' && rt_starts_with(name, "__GI_") && name[5] != 0)
 		return name + 5;
 	return name;
 }
@@ -20,8 +20,8 @@ uint32_t function_alias_preference(const struct elf_symbol *sym, const char *nam
 	uint32_t underscores = 0;
 	while (underscores < 15 && name[underscores] == '_')
 		underscores++;
-	size_t len = rt_strlen(name);
-	uint32_t shortness = len >= 255 ? 0u : (uint32_t)(255 - len);
+	size_t len = rt_strnlen(name, 255);
+	uint32_t shortness = (uint32_t)(255 - len);
 	return bind << 24 | (sym->hidden_version ? 0u : 1u) << 23 | (15u - underscores) << 8 | shortness;
 }
 
@@ -47,13 +47,15 @@ static bool entry_before_any(const void *a, const void *b)
  * (aliases: a few names of one function), the heap sort for long ones. */
 static void sort_alias_runs(struct function_entry *f, uint32_t n, uint64_t *steps)
 {
-	for (uint32_t lo = 0, hi; lo < n; lo = hi) {
-		hi = lo + 1;
+	for (uint32_t lo = 0, hi; lo + 1 < n; lo = hi) {
+		if (f[lo + 1].start != f[lo].start) {
+			hi = lo + 1; /* most addresses have one symbol */
+			continue;
+		}
+		hi = lo + 2;
 		while (hi < n && f[hi].start == f[lo].start)
 			hi++;
 		uint32_t k = hi - lo;
-		if (k < 2)
-			continue;
 		if (k > SORT_INSERTION_MAX) {
 			rt_sort(f + lo, k, sizeof(f[0]), entry_before_any);
 			uint32_t log2k = 0;
