@@ -247,6 +247,10 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 		return -ENOMEM;
 	}
 	collect_before_export(p);
+	/* The encodes below free and allocate big tables in turn (function
+	 * tables' sort buffers, each profile's tables and buffers): their pages
+	 * are faulted in once, not once per profile. */
+	rt_heap_keep_begin();
 	/* At exit, code mapped since the last refresh is named too: samples
 	 * met it (the unwinder flags a pc outside every known module).  A
 	 * process whose samples all fell in known code (a forked worker with
@@ -359,6 +363,7 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 		.otlp_request = otlp_req.data,
 		.otlp_len = otlp_req.len,
 	};
+	rt_heap_keep_end();
 	for (int i = 0; i < prof.n_exporters; i++) {
 		int r = prof.exporters[i]->export_batch(prof.exporters[i], &batch, deadline_ns);
 		if (r < 0)

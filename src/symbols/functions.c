@@ -279,14 +279,12 @@ static void release_section(const struct elf_image *img, const struct elf_sectio
 
 void function_table_release_pages(const struct function_table *t)
 {
+	/* Only the string tables: lookups read nothing else, and the build
+	 * gave back the symbol and version tables' pages as it read them. */
 	const struct elf_symbol_iter *its[2] = {&t->symtab, &t->dynsym};
-	for (int i = 0; i < 2; i++) {
-		if (its[i]->img == NULL)
-			continue;
-		release_section(&t->img, &its[i]->symtab);
-		release_section(&t->img, &its[i]->strtab);
-		release_section(&t->img, &its[i]->versym);
-	}
+	for (int i = 0; i < 2; i++)
+		if (its[i]->img != NULL)
+			release_section(&t->img, &its[i]->strtab);
 }
 
 void function_table_free(struct function_table *t)

@@ -184,6 +184,47 @@ static void heap_roundtrip(void)
 	CHECK(rt_heap_mapped_bytes() == before);
 }
 
+/* Large blocks freed inside a keep scope come back for the next large
+ * allocation of about their size (calloc'd ones zeroed), nested scopes
+ * keep them until the outer end, and nothing stays mapped after it. */
+static void heap_keep_reuses_large_blocks(void)
+{
+	size_t before = rt_heap_mapped_bytes();
+	rt_heap_keep_begin();
+	unsigned char *a = rt_malloc(300 << 10);
+	CHECK(a != NULL);
+	memset(a, 0xab, 300 << 10);
+	rt_free(a);
+	CHECK(rt_heap_mapped_bytes() > before); /* kept */
+	unsigned char *b = rt_malloc(200 << 10); /* at least half of it: reused */
+	CHECK(b == a);
+	rt_free(b);
+	unsigned char *c = rt_calloc(250, 1 << 10);
+	CHECK(c == a);
+	int nonzero = 0;
+	for (size_t k = 0; c != NULL && k < (250 << 10); k++)
+		nonzero += c[k] != 0;
+	CHECK(nonzero == 0);
+	rt_free(c);
+	unsigned char *d = rt_malloc(100 << 10); /* under half: fresh pages */
+	CHECK(d != NULL && d != a);
+	rt_free(d);
+	unsigned char *e = rt_malloc(1 << 20); /* bigger than any kept: fresh */
+	CHECK(e != NULL && e != a);
+	rt_heap_keep_begin();
+	rt_free(e);
+	rt_heap_keep_end(); /* inner end: still kept */
+	CHECK(rt_malloc(900 << 10) == e);
+	rt_free(e);
+	void *huge = rt_malloc(8 << 20); /* more than the keep holds: unmapped */
+	rt_free(huge);
+	rt_heap_keep_end();
+	CHECK(rt_heap_mapped_bytes() == before);
+	void *f = rt_malloc(300 << 10); /* no scope: nothing kept */
+	rt_free(f);
+	CHECK(rt_heap_mapped_bytes() == before);
+}
+
 static void buf_grows(void)
 {
 	struct rt_buf b = { 0 };
@@ -255,6 +296,7 @@ int main(void)
 	RUN(math_matches_libm);
 	RUN(exponential_has_the_right_mean);
 	RUN(heap_roundtrip);
+	RUN(heap_keep_reuses_large_blocks);
 	RUN(buf_grows);
 	RUN(mutex_excludes);
 	RUN(clocks_advance);
