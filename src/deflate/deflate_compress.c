@@ -643,13 +643,21 @@ static void slide_window(struct deflate_compressor *s)
 int deflate_compressor_init(struct deflate_compressor *s, int level, struct rt_buf *out,
 			    size_t input_bytes)
 {
+	/* At least as many entries as input positions (up to the maximum). */
+	uint32_t hash_bits = HASH_BITS;
+	if (input_bytes != 0)
+		while (hash_bits > HASH_MIN_BITS && ((size_t)1 << (hash_bits - 1)) >= input_bytes)
+			hash_bits--;
+	/* What a stream reads before writing: the hash heads in use and
+	 * everything from the frequencies on.  The window, prev[] and the
+	 * symbol buffer are read only where this stream wrote them (matches
+	 * are compared up to the input's end, chains only reach inserted
+	 * positions), so a state left by an earlier stream needs no more. */
+	rt_memset(s->head, 0, ((size_t)1 << hash_bits) * sizeof(s->head[0]));
+	rt_memset(s->lit_freq, 0, sizeof(*s) - offsetof(struct deflate_compressor, lit_freq));
 	init_tables(s);
 	s->cfg = level_configs[level];
-	/* At least as many entries as input positions (up to the maximum). */
-	s->hash_bits = HASH_BITS;
-	if (input_bytes != 0)
-		while (s->hash_bits > HASH_MIN_BITS && ((size_t)1 << (s->hash_bits - 1)) >= input_bytes)
-			s->hash_bits--;
+	s->hash_bits = hash_bits;
 	s->out = out;
 	return 0;
 }
