@@ -37,7 +37,8 @@ static bool entry_before_any(const void *a, const void *b)
 	return entry_before(a, b);
 }
 
-/* Radix digits of at most this many bits (8 KiB of counts). */
+/* Radix digits of at most this many bits (32 KiB of counts): two passes
+ * for a library of up to 64 MiB of code. */
 #define SORT_DIGIT_BITS_MAX 13u
 /* A run of entries at one address longer than this is heap-sorted by name,
  * not insertion-sorted. */

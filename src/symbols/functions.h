@@ -69,7 +69,7 @@ bool function_table_build(struct function_table *t, const struct elf_image *img,
 /* Sorts f[0..n) into table order: by start, then by name (.symtab before
  * .dynsym, each by the name's offset), an order that does not depend on the
  * sort.  *steps counts the entries moved and compared: a few n (one n per
- * radix pass, 11 bits of the span each), not n log n.  False if memory ran
+ * radix pass, 13 bits of the span each), not n log n.  False if memory ran
  * out (f then unchanged). */
 bool function_entries_sort(struct function_entry *f, uint32_t n, uint64_t *steps);
 
