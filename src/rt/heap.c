@@ -29,7 +29,7 @@ struct heap_free_block {
  * their size: a fresh page costs a fault and the kernel's zeroing (about
  * 1.5 us on a VM), a kept one a memset at most. */
 #define HEAP_KEEP_SLOTS 8u
-#define HEAP_KEEP_BYTES ((size_t)4 << 20)
+#define HEAP_KEEP_BYTES ((size_t)1 << 20)
 
 struct heap_kept {
 	struct heap_header *h; /* NULL: empty slot */

@@ -105,7 +105,7 @@ void rt_pages_free(void *p, size_t size);
 /* Bytes currently held from the kernel by the allocator (for memory bounds and tests). */
 size_t rt_heap_mapped_bytes(void);
 /* Between begin and end (nested, any thread), large rt_malloc blocks that
- * are freed stay mapped, up to 4 MiB, and a later large rt_malloc or
+ * are freed stay mapped, up to 1 MiB, and a later large rt_malloc or
  * rt_calloc of up to their size (at least half of it) takes one instead of
  * fresh pages; end gives them all back.  For a burst of work that frees
  * and allocates big buffers in turn (one export's encodes): the pages are

@@ -101,10 +101,14 @@ bool function_entries_sort(struct function_entry *f, uint32_t n, uint64_t *steps
 	uint32_t passes = (bits + SORT_DIGIT_BITS_MAX - 1) / SORT_DIGIT_BITS_MAX;
 	if (passes > 0) {
 		uint32_t digit = RT_MIN((bits + passes - 1) / passes, SORT_DIGIT_BITS_MAX);
-		struct function_entry *copy = rt_malloc((size_t)n * sizeof(*copy));
+		/* Whole pages, not a heap block: an export's heap keep scope
+		 * (rt_heap_keep_begin) would hold them to its end, and no later
+		 * block of the export is about their size. */
+		size_t copy_bytes = (size_t)n * sizeof(struct function_entry);
+		struct function_entry *copy = rt_pages_alloc(copy_bytes);
 		uint32_t *count = rt_malloc(((size_t)1 << digit) * sizeof(uint32_t));
 		if (copy == NULL || count == NULL) {
-			rt_free(copy);
+			rt_pages_free(copy, copy_bytes);
 			rt_free(count);
 			return false;
 		}
@@ -131,7 +135,7 @@ bool function_entries_sort(struct function_entry *f, uint32_t n, uint64_t *steps
 		if (from != f)
 			rt_memcpy(f, from, (size_t)n * sizeof(*f));
 		rt_free(count);
-		rt_free(copy);
+		rt_pages_free(copy, copy_bytes);
 	}
 	sort_alias_runs(f, n, steps);
 	return true;

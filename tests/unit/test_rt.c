@@ -209,14 +209,14 @@ static void heap_keep_reuses_large_blocks(void)
 	unsigned char *d = rt_malloc(100 << 10); /* under half: fresh pages */
 	CHECK(d != NULL && d != a);
 	rt_free(d);
-	unsigned char *e = rt_malloc(1 << 20); /* bigger than any kept: fresh */
+	unsigned char *e = rt_malloc(600 << 10); /* bigger than any kept: fresh */
 	CHECK(e != NULL && e != a);
 	rt_heap_keep_begin();
 	rt_free(e);
 	rt_heap_keep_end(); /* inner end: still kept */
-	CHECK(rt_malloc(900 << 10) == e);
+	CHECK(rt_malloc(500 << 10) == e);
 	rt_free(e);
-	void *huge = rt_malloc(8 << 20); /* more than the keep holds: unmapped */
+	void *huge = rt_malloc(2 << 20); /* more than the keep holds: unmapped */
 	rt_free(huge);
 	rt_heap_keep_end();
 	CHECK(rt_heap_mapped_bytes() == before);
