@@ -10,6 +10,7 @@ filters=("$@")
 passed=0
 failed=0
 failures=()
+failed_lines=()
 logdir=build/test-logs
 mkdir -p "$logdir"
 timeout_s="${STOWAWAY_TEST_TIMEOUT:-600}"
@@ -42,6 +43,9 @@ run_one() {
 	fi
 	if [ "$f" -ne 0 ]; then
 		failures+=("$name")
+		local first
+		first=$(grep -m 3 -E '^FAIL ' "$log" | cut -c1-400 | sed "s|^|[$name] |")
+		failed_lines+=("${first:-[$name] exited with status $rc}")
 		echo "---- last lines of $log ----"
 		tail -n 30 "$log"
 		echo "----"
@@ -79,6 +83,8 @@ if [ -x tests/fuzz/run.sh ]; then
 fi
 
 if [ "${#failures[@]}" -gt 0 ]; then
+	# Repeated last: a CI log may keep only its tail.
+	printf '%s\n' "${failed_lines[@]}"
 	echo "failed: ${failures[*]}"
 fi
 echo "$passed passed, $failed failed"

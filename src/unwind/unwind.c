@@ -26,6 +26,13 @@ static atomic_int code_reads_paused;
 /* Set when an unwind met a pc outside every code range (unwind_take_unknown_code). */
 static atomic_bool unknown_code_seen;
 static _Atomic uint64_t unknown_code_unwinds;
+
+/* Sets unknown_code_seen; the load first keeps the line shared while it is set. */
+static void ask_refresh(void)
+{
+	if (!atomic_load_explicit(&unknown_code_seen, memory_order_relaxed))
+		atomic_store_explicit(&unknown_code_seen, true, memory_order_relaxed);
+}
 static _Atomic uint64_t rule_lookups;
 
 /* Retired snapshots waiting for active_unwinders to be seen at 0.  Guarded by
@@ -214,8 +221,7 @@ static bool is_code(const struct snapshot *s, uint64_t pc)
 {
 	if (s != NULL && find_code(s, pc) != NULL)
 		return true;
-	if (!atomic_load_explicit(&unknown_code_seen, memory_order_relaxed))
-		atomic_store_explicit(&unknown_code_seen, true, memory_order_relaxed);
+	ask_refresh();
 	return false;
 }
 
@@ -591,8 +597,8 @@ bool unwind_stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi)
 	atomic_fetch_sub(&active_unwinders, 1);
 	/* A stack mapped since the snapshot (a new thread's): a refresh makes
 	 * the next lookup cheap for every caller. */
-	if (!found && !atomic_load_explicit(&unknown_code_seen, memory_order_relaxed))
-		atomic_store_explicit(&unknown_code_seen, true, memory_order_relaxed);
+	if (!found)
+		ask_refresh();
 	return found;
 }
 
