@@ -144,7 +144,8 @@ static void add_endpoint_count(void *ctx, const char *name, uint64_t count)
 
 /* Pyroscope's profiles of every enabled kind, compressed; returns how many. */
 static size_t encode_pyroscope(const struct profile *p, const char *const *comments, uint32_t n_comments,
-			       struct sw_export_pyro_item *items, struct rt_buf *gz)
+			       struct pprof_names *names, struct sw_export_pyro_item *items,
+			       struct rt_buf *gz)
 {
 	const struct sw_config *cfg = prof.cfg;
 	uint32_t app_labels = export_pyroscope_series_labels(cfg);
@@ -163,6 +164,7 @@ static size_t encode_pyroscope(const struct profile *p, const char *const *comme
 		pprof_opts_for_kind(&o, (enum sw_kind)k, collect_period(cfg, (enum sw_kind)k));
 		o.comments = comments;
 		o.n_comments = n_comments;
+		o.names = names;
 		struct pyro_output out[PYRO_MAX_OUTPUTS];
 		int r = pyro_encode_kind(p, (enum sw_kind)k, &o, &lim, symbols_resolve, NULL, out);
 		if (r < 0)
@@ -245,6 +247,10 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 		return -ENOMEM;
 	}
 	collect_before_export(p);
+	/* The encodes below free and allocate big tables in turn (function
+	 * tables' sort buffers, each profile's tables and buffers): their pages
+	 * are faulted in once, not once per profile. */
+	rt_heap_keep_begin();
 	/* At exit, code mapped since the last refresh is named too: samples
 	 * met it (the unwinder flags a pc outside every known module).  A
 	 * process whose samples all fell in known code (a forked worker with
@@ -277,6 +283,8 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 	uint32_t all_slots = 0;
 	/* OTLP is translated from each kind's pprof as it is made. */
 	struct otlp_encoder *otlp_enc = prof.otlp.enabled ? otlp_encoder_create() : NULL;
+	/* Every profile of this export demangles into one memo (NULL: each its own). */
+	struct pprof_names *names = pprof_names_create();
 	int result = 0;
 	for (unsigned k = 0; k < SW_KIND_COUNT; k++) {
 		if (!(cfg->kinds & SW_KIND_BIT(k)))
@@ -285,6 +293,7 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 		pprof_opts_for_kind(&o, (enum sw_kind)k, collect_period(cfg, (enum sw_kind)k));
 		o.comments = comments;
 		o.n_comments = n_comments;
+		o.names = names;
 		uint32_t mask = sw_kind_value_mask((enum sw_kind)k);
 		all_slots |= mask;
 		if ((!(filled & mask) && (k != SW_KIND_HEAP || prof.seq == 0)) ||
@@ -306,7 +315,8 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 		items[n_items].len = gz[n_items].len;
 		n_items++;
 	}
-	struct pprof_opts all_opts = { .period_slot = PPROF_NO_SLOT, .default_slot = PPROF_NO_SLOT };
+	struct pprof_opts all_opts = { .period_slot = PPROF_NO_SLOT, .default_slot = PPROF_NO_SLOT,
+				       .names = names };
 	if (all_slots && prof.wants_combined &&
 	    encode_compressed(p, all_slots, &all_opts, &raw, &combined) < 0)
 		rt_buf_free(&combined);
@@ -321,7 +331,8 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 	rt_memset(pyro_gz, 0, sizeof(pyro_gz));
 	size_t n_pyro = 0;
 	if (cfg->pyroscope_url[0])
-		n_pyro = encode_pyroscope(p, comments, n_comments, pyro_items, pyro_gz);
+		n_pyro = encode_pyroscope(p, comments, n_comments, names, pyro_items, pyro_gz);
+	pprof_names_free(names);
 	struct endpoint_counts ec = { .n = 0 };
 	uint64_t uncounted = collect_endpoint_counts_take(add_endpoint_count, &ec);
 	if (uncounted)
@@ -352,6 +363,7 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 		.otlp_request = otlp_req.data,
 		.otlp_len = otlp_req.len,
 	};
+	rt_heap_keep_end();
 	for (int i = 0; i < prof.n_exporters; i++) {
 		int r = prof.exporters[i]->export_batch(prof.exporters[i], &batch, deadline_ns);
 		if (r < 0)

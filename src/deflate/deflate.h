@@ -108,8 +108,10 @@ const char *deflate_status_text(int status);
  * block is the cheapest of dynamic Huffman (length-limited canonical codes),
  * fixed Huffman or stored.  A block ends after a bounded number of symbols.
  *
- * Memory: one stream holds gz_state_bytes() (about 250 KiB) of whole pages,
- * allocated once in gz_init; gz_write/gz_finish never allocate except to grow
+ * Memory: one stream holds gz_state_bytes() (about 250 KiB), one large
+ * rt_malloc block allocated in gz_init (inside an rt_heap_keep scope, the
+ * block a finished stream freed, its pages already faulted in; a state is
+ * reset, not assumed zero); gz_write/gz_finish never allocate except to grow
  * the caller's output buffer.  Not signal-safe.  A stream is used by one
  * thread at a time; distinct streams are independent.
  *

@@ -615,6 +615,14 @@ static void compress_window(struct deflate_compressor *s, bool finishing)
 		compress_greedy(s, finishing);
 }
 
+/* Positions in a[0..n) moved down by WIN_SIZE, those slid out to 0 (none).
+ * Inlined with a constant n, it is a loop of vector saturating subtractions. */
+static inline void rebase(uint16_t *a, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		a[i] = (uint16_t)(a[i] >= WIN_SIZE ? a[i] - WIN_SIZE : 0);
+}
+
 /* Drops the oldest 32 KiB of the buffer and rebases every stored position. */
 static void slide_window(struct deflate_compressor *s)
 {
@@ -622,10 +630,12 @@ static void slide_window(struct deflate_compressor *s)
 	s->win_end -= WIN_SIZE;
 	s->pos -= WIN_SIZE;
 	s->block_start -= (int32_t)WIN_SIZE;
-	for (uint32_t i = 0; i < (1u << s->hash_bits); i++)
-		s->head[i] = (uint16_t)(s->head[i] >= WIN_SIZE ? s->head[i] - WIN_SIZE : 0);
-	for (uint32_t i = 0; i < WIN_SIZE; i++)
-		s->prev[i] = (uint16_t)(s->prev[i] >= WIN_SIZE ? s->prev[i] - WIN_SIZE : 0);
+	rebase(s->prev, WIN_SIZE);
+	if (s->hash_bits == HASH_BITS)
+		rebase(s->head, 1u << HASH_BITS); /* always so: only inputs past 64 KiB slide */
+	else
+		for (uint32_t i = 0; i < (1u << s->hash_bits); i++)
+			s->head[i] = (uint16_t)(s->head[i] >= WIN_SIZE ? s->head[i] - WIN_SIZE : 0);
 }
 
 /* ---- the stream ---- */
@@ -633,13 +643,21 @@ static void slide_window(struct deflate_compressor *s)
 int deflate_compressor_init(struct deflate_compressor *s, int level, struct rt_buf *out,
 			    size_t input_bytes)
 {
+	/* At least as many entries as input positions (up to the maximum). */
+	uint32_t hash_bits = HASH_BITS;
+	if (input_bytes != 0)
+		while (hash_bits > HASH_MIN_BITS && ((size_t)1 << (hash_bits - 1)) >= input_bytes)
+			hash_bits--;
+	/* What a stream reads before writing: the hash heads in use and
+	 * everything from the frequencies on.  The window, prev[] and the
+	 * symbol buffer are read only where this stream wrote them (matches
+	 * are compared up to the input's end, chains only reach inserted
+	 * positions), so a state left by an earlier stream needs no more. */
+	rt_memset(s->head, 0, ((size_t)1 << hash_bits) * sizeof(s->head[0]));
+	rt_memset(s->lit_freq, 0, sizeof(*s) - offsetof(struct deflate_compressor, lit_freq));
 	init_tables(s);
 	s->cfg = level_configs[level];
-	/* At least as many entries as input positions (up to the maximum). */
-	s->hash_bits = HASH_BITS;
-	if (input_bytes != 0)
-		while (s->hash_bits > HASH_MIN_BITS && ((size_t)1 << (s->hash_bits - 1)) >= input_bytes)
-			s->hash_bits--;
+	s->hash_bits = hash_bits;
 	s->out = out;
 	return 0;
 }

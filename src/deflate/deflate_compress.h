@@ -107,7 +107,9 @@ struct deflate_compressor {
 	struct bit_writer bw;
 };
 
-/* Prepares *s (zeroed memory) for one DEFLATE stream appended to *out at
+/* Prepares *s (any contents: a state an earlier stream used is reset with
+ * the pages it touched, fresh memory need not be zero) for one DEFLATE
+ * stream appended to *out at
  * `level` (1..9, checked by the caller).  `input_bytes` is the whole
  * input's size when known (0: unknown): a small input hashes into a table
  * about its size, so a profile of a few KiB touches a few pages of the

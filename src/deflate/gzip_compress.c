@@ -28,10 +28,14 @@ static int gz_init_sized(struct gz_stream *stream, int level, struct rt_buf *out
 	stream->state = NULL;
 	if (level < 1 || level > 9 || !out)
 		return -EINVAL;
-	struct gz_state *s = rt_pages_alloc(sizeof(*s));
+	/* A heap block: within a keep scope (rt_heap_keep_begin) the state of
+	 * the previous stream comes back with its pages already in. */
+	struct gz_state *s = rt_malloc(sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	stream->state = s;
+	s->crc = 0;
+	s->isize = 0;
 	int rc = deflate_compressor_init(&s->deflate, level, out, input_bytes);
 	if (rc != 0)
 		return rc;
@@ -75,8 +79,7 @@ int gz_finish(struct gz_stream *stream)
 
 void gz_destroy(struct gz_stream *stream)
 {
-	if (stream->state)
-		rt_pages_free(stream->state, sizeof(*stream->state));
+	rt_free(stream->state);
 	stream->state = NULL;
 }
 

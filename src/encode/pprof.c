@@ -62,10 +62,33 @@ struct enc_mapping {
 	uint32_t locations, with_function, with_file, with_line, with_debug_info;
 };
 
-/* A demangled name, alive until the encoder is freed. */
+/* A demangled name and a copy of the symbol it was made from (after the
+ * readable text's NUL), alive until its pprof_names is freed. */
 struct demangled_name {
 	struct demangled_name *next;
+	const char *symbol; /* in text */
 	char text[];
+};
+
+/* Names already made readable, by the address of the symbol name: the
+ * resolver hands out one string per function, which the many pcs of a
+ * function share.  A hit is confirmed against the symbol kept with it, so
+ * a memo that outlives one encode (pprof_names) never answers for other
+ * bytes at a reused address.  Direct-mapped. */
+#define NAMES_MEMO_BITS 12u
+#define NAMES_MEMO_SIZE (1u << NAMES_MEMO_BITS)
+struct readable_memo {
+	const char *name;
+	const char *readable;
+	const char *symbol; /* the copy of name kept with readable */
+};
+
+struct pprof_names {
+	struct demangle_scratch *demangle; /* allocated on the first mangled name */
+	char *demangled;                   /* ENC_DEMANGLED_CAP bytes, with it */
+	struct demangled_name *kept;       /* readable names string tables point to */
+	struct readable_memo *memo;        /* NAMES_MEMO_SIZE entries, with them */
+	uint32_t made;                     /* symbols demangled into kept */
 };
 
 struct enc_function {
@@ -111,10 +134,8 @@ struct enc {
 	struct enc_function *functions;
 	uint32_t n_functions, cap_functions;
 	struct sw_htab function_index;
-	struct demangle_scratch *demangle; /* allocated on the first mangled name */
-	char *demangled;                   /* ENC_DEMANGLED_CAP bytes, with it */
-	struct demangled_name *kept;       /* readable names the string table points to */
-	struct readable_memo *memo;        /* ENC_MEMO_SIZE entries, with them */
+	struct pprof_names *names; /* opts->names, or own_names */
+	struct pprof_names own_names;
 
 	struct enc_location *locations;
 	uint32_t n_locations, cap_locations;
@@ -128,6 +149,37 @@ struct enc {
 	struct rt_buf packed; /* packed location ids of every translated stack */
 };
 
+static void names_clear(struct pprof_names *n)
+{
+	rt_free(n->demangle);
+	rt_free(n->demangled);
+	rt_free(n->memo);
+	while (n->kept != NULL) {
+		struct demangled_name *d = n->kept;
+		n->kept = d->next;
+		rt_free(d);
+	}
+	rt_memset(n, 0, sizeof(*n));
+}
+
+struct pprof_names *pprof_names_create(void)
+{
+	return rt_calloc(1, sizeof(struct pprof_names));
+}
+
+void pprof_names_free(struct pprof_names *n)
+{
+	if (n == NULL)
+		return;
+	names_clear(n);
+	rt_free(n);
+}
+
+uint32_t pprof_names_made(const struct pprof_names *n)
+{
+	return n != NULL ? n->made : 0;
+}
+
 static void enc_free(struct enc *e)
 {
 	rt_free(e->strings);
@@ -137,14 +189,7 @@ static void enc_free(struct enc *e)
 	sw_htab_free(&e->mapping_index);
 	rt_free(e->functions);
 	sw_htab_free(&e->function_index);
-	rt_free(e->demangle);
-	rt_free(e->demangled);
-	rt_free(e->memo);
-	while (e->kept != NULL) {
-		struct demangled_name *d = e->kept;
-		e->kept = d->next;
-		rt_free(d);
-	}
+	names_clear(&e->own_names);
 	rt_free(e->locations);
 	sw_htab_free(&e->location_index);
 	rt_free(e->lines);
@@ -278,29 +323,25 @@ static bool function_eq(const void *ctx, uint32_t idx)
 
 #define ENC_DEMANGLED_CAP 4096u
 
-/* Names already made readable, by the address of the symbol name: the
- * resolver hands out one string per function, which the many pcs of a
- * function share (the strings do not change while a profile is encoded).
- * Direct-mapped. */
-#define ENC_MEMO_SIZE 1024u
-struct readable_memo {
-	const char *name;
-	const char *readable;
-};
-
-static const char *demangled_copy(struct enc *e, const char *name)
+/* The readable form of name, kept with a copy of name; NULL if it cannot
+ * be demangled or memory ran out. */
+static struct demangled_name *demangled_copy(struct pprof_names *nm, const char *name)
 {
 	size_t n;
-	if (e->demangled == NULL ||
-	    (n = demangle(name, e->demangled, ENC_DEMANGLED_CAP, e->demangle)) == 0)
-		return name;
-	struct demangled_name *d = rt_malloc(sizeof(*d) + n + 1);
+	if (nm->demangled == NULL ||
+	    (n = demangle(name, nm->demangled, ENC_DEMANGLED_CAP, nm->demangle)) == 0)
+		return NULL;
+	size_t symbol_len = rt_strlen(name);
+	struct demangled_name *d = rt_malloc(sizeof(*d) + n + 1 + symbol_len + 1);
 	if (d == NULL)
-		return name;
-	rt_memcpy(d->text, e->demangled, n + 1);
-	d->next = e->kept;
-	e->kept = d;
-	return d->text;
+		return NULL;
+	rt_memcpy(d->text, nm->demangled, n + 1);
+	rt_memcpy(d->text + n + 1, name, symbol_len + 1);
+	d->symbol = d->text + n + 1;
+	d->next = nm->kept;
+	nm->kept = d;
+	nm->made++;
+	return d;
 }
 
 /* The readable form of a symbol name: demangled (C++, Rust) when it is
@@ -309,24 +350,33 @@ static const char *readable_name(struct enc *e, const char *name)
 {
 	if (name == NULL || name[0] != '_' || name[1] != 'Z')
 		return name;
-	if (e->demangle == NULL) {
-		e->demangle = rt_malloc(sizeof(*e->demangle));
-		e->demangled = rt_malloc(ENC_DEMANGLED_CAP);
-		e->memo = rt_calloc(ENC_MEMO_SIZE, sizeof(*e->memo));
-		if (e->demangle == NULL || e->demangled == NULL)
+	struct pprof_names *nm = e->names;
+	if (nm->demangle == NULL) {
+		nm->demangle = rt_malloc(sizeof(*nm->demangle));
+		nm->demangled = rt_malloc(ENC_DEMANGLED_CAP);
+		nm->memo = rt_calloc(NAMES_MEMO_SIZE, sizeof(*nm->memo));
+		if (nm->demangle == NULL || nm->demangled == NULL)
 			return name; /* stays mangled; the profile is still right */
 	}
 	struct readable_memo *m = NULL;
-	if (e->memo != NULL) {
+	if (nm->memo != NULL) {
 		uint64_t h = (uint64_t)(uintptr_t)name * RT_HASH_MUL64;
-		m = &e->memo[h >> 54]; /* the top 10 bits: ENC_MEMO_SIZE slots */
-		if (m->name == name)
+		m = &nm->memo[h >> (64 - NAMES_MEMO_BITS)];
+		if (m->name == name && (m->symbol == NULL || rt_strcmp(m->symbol, name) == 0))
 			return m->readable;
 	}
-	const char *readable = demangled_copy(e, name);
-	if (m != NULL) {
+	struct demangled_name *d = demangled_copy(nm, name);
+	const char *readable = d != NULL ? d->text : name;
+	if (m != NULL && e->names == &e->own_names) {
 		m->name = name;
 		m->readable = readable;
+		m->symbol = NULL; /* the strings do not change while one profile is encoded */
+	} else if (m != NULL && d != NULL) {
+		m->name = name;
+		m->readable = readable;
+		m->symbol = d->symbol;
+	} else if (m != NULL) {
+		m->name = NULL; /* stays mangled: nothing kept to confirm a hit against */
 	}
 	return readable;
 }
@@ -851,6 +901,7 @@ int pprof_encode(const struct profile *p, uint32_t slot_mask, const struct pprof
 	e.p = p;
 	e.resolve = resolve;
 	e.resolve_ctx = resolve_ctx;
+	e.names = o->names != NULL ? o->names : &e.own_names;
 	if (!enc_init(&e, p)) {
 		enc_free(&e);
 		return -ENOMEM;

@@ -18,6 +18,18 @@
 
 #define PPROF_NO_SLOT (-1)
 
+/* Readable names kept across encodes: the profiles of one export (one per
+ * kind, the combined one, Pyroscope's) share most of their functions, so
+ * with one pprof_names each mangled symbol is demangled once per export,
+ * not once per profile.  A name is found again by the symbol's address and
+ * confirmed by its bytes, so the symbol strings need not outlive an encode.
+ * Readable texts live until pprof_names_free. */
+struct pprof_names;
+struct pprof_names *pprof_names_create(void); /* NULL: out of memory */
+void pprof_names_free(struct pprof_names *n);  /* NULL: nothing */
+/* How many symbols were demangled into n (each once while n lives). */
+uint32_t pprof_names_made(const struct pprof_names *n);
+
 struct pprof_opts {
 	/* period_type = the slot's type/unit (e.g. cpu-time/nanoseconds), or PPROF_NO_SLOT. */
 	int period_slot;
@@ -33,6 +45,9 @@ struct pprof_opts {
 	 * period_type and default_sample_type alike. */
 	const char *const *type_names;
 	const char *const *unit_names;
+	/* Names shared with other encodes (see pprof_names), or NULL: this
+	 * encode demangles into a memo of its own. */
+	struct pprof_names *names;
 };
 
 /* Options for one kind's file: period type = the kind's main slot with the

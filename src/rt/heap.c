@@ -24,12 +24,28 @@ struct heap_free_block {
 	struct heap_free_block *next;
 };
 
+/* Large blocks freed while a keep scope is open (rt_heap_keep_begin) stay
+ * mapped, up to this many and bytes, for the next large rt_malloc of about
+ * their size: a fresh page costs a fault and the kernel's zeroing (about
+ * 1.5 us on a VM), a kept one a memset at most. */
+#define HEAP_KEEP_SLOTS 8u
+#define HEAP_KEEP_BYTES ((size_t)1 << 20)
+
+struct heap_kept {
+	struct heap_header *h; /* NULL: empty slot */
+	size_t map_size;
+};
+
 static struct {
 	struct rt_mutex lock;
 	struct heap_free_block *free_lists[HEAP_CLASSES];
 	uint8_t *arena_cursor;
 	size_t arena_left;
 	atomic_size_t mapped;
+	/* Under lock: */
+	uint32_t keep_scopes; /* open keep scopes */
+	size_t kept_bytes;
+	struct heap_kept kept[HEAP_KEEP_SLOTS];
 } heap;
 
 static size_t round_pages(size_t n) { return (n + PAGE_SIZE_BYTES - 1) & ~(size_t)(PAGE_SIZE_BYTES - 1); }
@@ -140,6 +156,91 @@ static void *small_alloc(unsigned cls)
 	return p;
 }
 
+/* A kept block of at least map bytes and at most twice that, taken out of
+ * the keep; NULL if none. */
+static struct heap_header *kept_take(size_t map)
+{
+	struct heap_header *h = NULL;
+	rt_mutex_lock(&heap.lock);
+	uint32_t best = HEAP_KEEP_SLOTS;
+	for (uint32_t i = 0; i < HEAP_KEEP_SLOTS; i++) {
+		size_t have = heap.kept[i].map_size;
+		if (heap.kept[i].h != NULL && have >= map && have / 2 <= map &&
+		    (best == HEAP_KEEP_SLOTS || have < heap.kept[best].map_size))
+			best = i;
+	}
+	if (best < HEAP_KEEP_SLOTS) {
+		h = heap.kept[best].h;
+		heap.kept_bytes -= heap.kept[best].map_size;
+		heap.kept[best].h = NULL;
+	}
+	rt_mutex_unlock(&heap.lock);
+	return h;
+}
+
+/* Keeps the freed large block h if a keep scope is open and there is room. */
+static bool kept_put(struct heap_header *h)
+{
+	bool kept = false;
+	rt_mutex_lock(&heap.lock);
+	if (heap.keep_scopes > 0 && h->map_size <= HEAP_KEEP_BYTES - heap.kept_bytes) {
+		for (uint32_t i = 0; i < HEAP_KEEP_SLOTS && !kept; i++) {
+			if (heap.kept[i].h == NULL) {
+				heap.kept[i] = (struct heap_kept){h, h->map_size};
+				heap.kept_bytes += h->map_size;
+				kept = true;
+			}
+		}
+	}
+	rt_mutex_unlock(&heap.lock);
+	return kept;
+}
+
+void rt_heap_keep_begin(void)
+{
+	rt_mutex_lock(&heap.lock);
+	heap.keep_scopes++;
+	rt_mutex_unlock(&heap.lock);
+}
+
+void rt_heap_keep_end(void)
+{
+	struct heap_kept out[HEAP_KEEP_SLOTS];
+	uint32_t n = 0;
+	rt_mutex_lock(&heap.lock);
+	if (heap.keep_scopes > 0)
+		heap.keep_scopes--;
+	if (heap.keep_scopes == 0) {
+		for (uint32_t i = 0; i < HEAP_KEEP_SLOTS; i++) {
+			if (heap.kept[i].h != NULL)
+				out[n++] = heap.kept[i];
+			heap.kept[i].h = NULL;
+		}
+		heap.kept_bytes = 0;
+	}
+	rt_mutex_unlock(&heap.lock);
+	for (uint32_t i = 0; i < n; i++)
+		pages_unmap(out[i].h, out[i].map_size);
+}
+
+/* A large block for total bytes; *fresh: straight from the kernel (zero). */
+static void *large_alloc(size_t total, bool *fresh)
+{
+	size_t map = round_pages(total);
+	struct heap_header *h = kept_take(map);
+	*fresh = h == NULL;
+	if (h == NULL) {
+		h = pages_map(map);
+		if (!h)
+			return NULL;
+		h->map_size = map;
+	}
+	h->magic = HEAP_MAGIC_LARGE;
+	h->class_index = 0;
+	FAULT_LIVE(1);
+	return (uint8_t *)h + HEAP_HEADER;
+}
+
 void *rt_malloc(size_t size)
 {
 	if (size > ((size_t)1 << 46) || FAULT_FAILS())
@@ -147,15 +248,8 @@ void *rt_malloc(size_t size)
 	size_t total = size + HEAP_HEADER;
 	struct heap_header *h;
 	if (total > ((size_t)1 << HEAP_MAX_SHIFT)) {
-		size_t map = round_pages(total);
-		h = pages_map(map);
-		if (!h)
-			return NULL;
-		h->magic = HEAP_MAGIC_LARGE;
-		h->class_index = 0;
-		h->map_size = map;
-		FAULT_LIVE(1);
-		return (uint8_t *)h + HEAP_HEADER;
+		bool fresh;
+		return large_alloc(total, &fresh);
 	}
 	unsigned cls = class_for(total);
 	rt_mutex_lock(&heap.lock);
@@ -189,7 +283,8 @@ void rt_free(void *p)
 	struct heap_header *h = header_of(p);
 	if (h->magic == HEAP_MAGIC_LARGE) {
 		FAULT_LIVE(-1);
-		pages_unmap(h, h->map_size);
+		if (!kept_put(h))
+			pages_unmap(h, h->map_size);
 		return;
 	}
 	if (h->magic != HEAP_MAGIC_SMALL || h->class_index >= HEAP_CLASSES) {
@@ -211,9 +306,19 @@ void *rt_calloc(size_t n, size_t size)
 	if (size && n > SIZE_MAX / size)
 		return NULL;
 	size_t total = n * size;
+	if (total <= SIZE_MAX - HEAP_HEADER && total + HEAP_HEADER > ((size_t)1 << HEAP_MAX_SHIFT) &&
+	    total <= ((size_t)1 << 46)) {
+		if (FAULT_FAILS())
+			return NULL;
+		bool fresh;
+		void *p = large_alloc(total + HEAP_HEADER, &fresh);
+		if (p != NULL && !fresh)
+			rt_memset(p, 0, total); /* fresh mmap'd blocks are already zero */
+		return p;
+	}
 	void *p = rt_malloc(total);
-	if (p && header_of(p)->magic == HEAP_MAGIC_SMALL)
-		rt_memset(p, 0, total); /* fresh mmap'd large blocks are already zero */
+	if (p)
+		rt_memset(p, 0, total);
 	return p;
 }
 
@@ -253,4 +358,11 @@ void rt_heap_fork_prepare(void) { rt_mutex_lock(&heap.lock); }
 void rt_heap_fork_parent(void) { rt_mutex_unlock(&heap.lock); }
 /* The lock was taken by the prepare hook on this very thread (or, if fork
  * bypassed the hooks, by a thread that no longer exists): reset it. */
-void rt_heap_after_fork_child(void) { rt_mutex_reset(&heap.lock); }
+void rt_heap_after_fork_child(void)
+{
+	rt_mutex_reset(&heap.lock);
+	/* A keep scope open in the parent belongs to a thread the child does
+	 * not have: the child keeps nothing. */
+	heap.keep_scopes = 1;
+	rt_heap_keep_end();
+}

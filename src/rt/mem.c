@@ -54,30 +54,68 @@ int rt_memcmp(const void *a, const void *b, size_t n)
 	return 0;
 }
 
+/* Eight bytes at a time: a word's zero bytes are found with the carry
+ * trick ((w - 0x01..) & ~w & 0x80..), whose lowest set bit marks the first
+ * zero byte exactly (false marks only appear above a real one, so little
+ * endian only).  memchr reads only its n bytes; the string scans read
+ * aligned words, which may reach past the NUL but never past the page
+ * holding it.  That is outside the C object, so AddressSanitizer builds
+ * (and big-endian ones) scan byte by byte. */
+#if defined(__SANITIZE_ADDRESS__) || !defined(__BYTE_ORDER__) || \
+	__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#define RT_WORD_SCAN 0
+#else
+#define RT_WORD_SCAN 1
+#endif
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+static inline uint64_t zero_bytes(uint64_t w) { return (w - ONES) & ~w & HIGHS; }
+
 const void *rt_memchr(const void *s, int c, size_t n)
 {
 	const unsigned char *p = s;
-	for (size_t i = 0; i < n; i++)
+	size_t i = 0;
+	uint64_t pattern = ONES * (unsigned char)c;
+	for (; n - i >= sizeof(uint64_t); i += sizeof(uint64_t)) {
+		uint64_t w;
+		__builtin_memcpy(&w, p + i, sizeof(w));
+		uint64_t z = zero_bytes(w ^ pattern);
+		if (z != 0 && RT_WORD_SCAN)
+			return p + i + ((unsigned)__builtin_ctzll(z) >> 3);
+		if (z != 0)
+			break;
+	}
+	for (; i < n; i++)
 		if (p[i] == (unsigned char)c)
 			return p + i;
 	return NULL;
 }
 
-size_t rt_strlen(const char *s)
-{
-	size_t n = 0;
-	while (s[n])
-		n++;
-	return n;
-}
-
 size_t rt_strnlen(const char *s, size_t max)
 {
 	size_t n = 0;
+	if (RT_WORD_SCAN) {
+		for (; n < max && ((uintptr_t)(s + n) & (sizeof(uint64_t) - 1)) != 0; n++)
+			if (s[n] == 0)
+				return n;
+		for (; n < max; n += sizeof(uint64_t)) {
+			uint64_t w;
+			__builtin_memcpy(&w, s + n, sizeof(w)); /* aligned */
+			uint64_t z = zero_bytes(w);
+			if (z != 0) {
+				n += (unsigned)__builtin_ctzll(z) >> 3;
+				break;
+			}
+		}
+		return n < max ? n : max;
+	}
 	while (n < max && s[n])
 		n++;
 	return n;
 }
+
+size_t rt_strlen(const char *s) { return rt_strnlen(s, SIZE_MAX); }
 
 int rt_strcmp(const char *a, const char *b)
 {

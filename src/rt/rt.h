@@ -104,6 +104,14 @@ void *rt_pages_alloc(size_t size);
 void rt_pages_free(void *p, size_t size);
 /* Bytes currently held from the kernel by the allocator (for memory bounds and tests). */
 size_t rt_heap_mapped_bytes(void);
+/* Between begin and end (nested, any thread), large rt_malloc blocks that
+ * are freed stay mapped, up to 1 MiB, and a later large rt_malloc or
+ * rt_calloc of up to their size (at least half of it) takes one instead of
+ * fresh pages; end gives them all back.  For a burst of work that frees
+ * and allocates big buffers in turn (one export's encodes): the pages are
+ * faulted in once.  Not rt_pages_alloc's runs. */
+void rt_heap_keep_begin(void);
+void rt_heap_keep_end(void);
 /* Fault injection, in test builds only (compiled with RT_FAULT_INJECTION:
  * libcore.a and libcore-san.a, never libstowaway.so).  rt_heap_fail_at(n,
  * persistent) restarts the count of allocations (calls of rt_malloc,

@@ -21,11 +21,13 @@ static bool in_image(const struct elf_image *img, uint64_t off, uint64_t len)
 	return off <= img->size && len <= img->size - off;
 }
 
-static bool copy_out(const struct elf_image *img, uint64_t off, void *dst, size_t len)
+/* Every caller copies a fixed-size header or entry: an inlined copy of that
+ * many bytes, not a call per symbol table entry. */
+static inline bool copy_out(const struct elf_image *img, uint64_t off, void *dst, size_t len)
 {
 	if (!in_image(img, off, len))
 		return false;
-	rt_memcpy(dst, img->data + off, len);
+	__builtin_memcpy(dst, img->data + off, len);
 	return true;
 }
 
@@ -345,31 +347,37 @@ bool elf_symbols_begin(const struct elf_image *img, uint32_t symtab_type,
 	return false;
 }
 
-/* Symbol `index` of the iterator's table: 1 a defined function (named,
- * unless names are not read), 0 something else, -1 outside the image. */
-static int read_symbol(const struct elf_symbol_iter *it, uint64_t index, bool with_name,
-		       struct elf_symbol *out)
+/* Whether entry `sym` is a defined function, and if so *out without its name. */
+static inline bool function_symbol(const struct elf_symbol_iter *it, uint64_t index,
+				   const Elf64_Sym *sym, struct elf_symbol *out)
+{
+	uint8_t type = ELF64_ST_TYPE(sym->st_info);
+	if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym->st_shndx == SHN_UNDEF ||
+	    sym->st_value == 0)
+		return false;
+	out->value = sym->st_value;
+	out->size = sym->st_size;
+	out->name = NULL;
+	out->bind = ELF64_ST_BIND(sym->st_info);
+	out->hidden_version = false;
+	out->index = index;
+	out->name_offset = sym->st_name;
+	uint16_t ver;
+	if (it->versym.size > 0 && copy_out(it->img, it->versym.offset + index * 2, &ver, sizeof(ver)))
+		out->hidden_version = (ver & 0x8000) != 0;
+	return true;
+}
+
+/* Symbol `index` of the iterator's table: 1 a defined, named function, 0
+ * something else, -1 outside the image. */
+static int read_symbol(const struct elf_symbol_iter *it, uint64_t index, struct elf_symbol *out)
 {
 	Elf64_Sym sym;
 	if (index >= it->count ||
 	    !copy_out(it->img, it->symtab.offset + index * sizeof(sym), &sym, sizeof(sym)))
 		return -1;
-	uint8_t type = ELF64_ST_TYPE(sym.st_info);
-	if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
-	    sym.st_value == 0)
+	if (!function_symbol(it, index, &sym, out))
 		return 0;
-	out->value = sym.st_value;
-	out->size = sym.st_size;
-	out->name = NULL;
-	out->bind = ELF64_ST_BIND(sym.st_info);
-	out->hidden_version = false;
-	out->index = index;
-	out->name_offset = sym.st_name;
-	uint16_t ver;
-	if (it->versym.size > 0 && copy_out(it->img, it->versym.offset + index * 2, &ver, sizeof(ver)))
-		out->hidden_version = (ver & 0x8000) != 0;
-	if (!with_name)
-		return sym.st_name != 0 ? 1 : 0;
 	const char *name = elf_string_at(it->img, &it->strtab, sym.st_name);
 	if (name == NULL || name[0] == 0)
 		return 0;
@@ -379,11 +387,25 @@ static int read_symbol(const struct elf_symbol_iter *it, uint64_t index, bool wi
 
 bool elf_symbols_next(struct elf_symbol_iter *it, struct elf_symbol *out)
 {
+	if (!it->without_names) {
+		while (it->next < it->count) {
+			int r = read_symbol(it, it->next++, out);
+			if (r != 0)
+				return r > 0;
+		}
+		return false;
+	}
+	/* Without names, the loop every function table is built by: the
+	 * table's bounds are checked once here, not per entry. */
+	if (it->count > it->symtab.size / sizeof(Elf64_Sym) ||
+	    !in_image(it->img, it->symtab.offset, it->symtab.size))
+		return false;
+	const uint8_t *table = it->img->data + it->symtab.offset;
 	while (it->next < it->count) {
-		int r = read_symbol(it, it->next++, !it->without_names, out);
-		if (r < 0)
-			return false;
-		if (r > 0)
+		uint64_t index = it->next++;
+		Elf64_Sym sym;
+		__builtin_memcpy(&sym, table + index * sizeof(sym), sizeof(sym));
+		if (function_symbol(it, index, &sym, out) && sym.st_name != 0)
 			return true;
 	}
 	return false;
@@ -391,5 +413,5 @@ bool elf_symbols_next(struct elf_symbol_iter *it, struct elf_symbol *out)
 
 bool elf_symbol_at(const struct elf_symbol_iter *it, uint64_t index, struct elf_symbol *out)
 {
-	return index > 0 && read_symbol(it, index, true, out) > 0;
+	return index > 0 && read_symbol(it, index, out) > 0;
 }

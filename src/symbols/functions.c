@@ -9,7 +9,7 @@
 
 const char *function_display_name(const char *name)
 {
-	if (name != NULL && rt_starts_with(name, "__GI_") && name[5] != 0)
+	if (name != NULL && name[0] == '_' && rt_starts_with(name, "__GI_") && name[5] != 0)
 		return name + 5;
 	return name;
 }
@@ -20,8 +20,8 @@ uint32_t function_alias_preference(const struct elf_symbol *sym, const char *nam
 	uint32_t underscores = 0;
 	while (underscores < 15 && name[underscores] == '_')
 		underscores++;
-	size_t len = rt_strlen(name);
-	uint32_t shortness = len >= 255 ? 0u : (uint32_t)(255 - len);
+	size_t len = rt_strnlen(name, 255);
+	uint32_t shortness = (uint32_t)(255 - len);
 	return bind << 24 | (sym->hidden_version ? 0u : 1u) << 23 | (15u - underscores) << 8 | shortness;
 }
 
@@ -37,8 +37,9 @@ static bool entry_before_any(const void *a, const void *b)
 	return entry_before(a, b);
 }
 
-/* Radix digits of at most this many bits (8 KiB of counts). */
-#define SORT_DIGIT_BITS_MAX 11u
+/* Radix digits of at most this many bits (32 KiB of counts): two passes
+ * for a library of up to 64 MiB of code. */
+#define SORT_DIGIT_BITS_MAX 13u
 /* A run of entries at one address longer than this is heap-sorted by name,
  * not insertion-sorted. */
 #define SORT_INSERTION_MAX 32u
@@ -47,13 +48,15 @@ static bool entry_before_any(const void *a, const void *b)
  * (aliases: a few names of one function), the heap sort for long ones. */
 static void sort_alias_runs(struct function_entry *f, uint32_t n, uint64_t *steps)
 {
-	for (uint32_t lo = 0, hi; lo < n; lo = hi) {
-		hi = lo + 1;
+	for (uint32_t lo = 0, hi; lo + 1 < n; lo = hi) {
+		if (f[lo + 1].start != f[lo].start) {
+			hi = lo + 1; /* most addresses have one symbol */
+			continue;
+		}
+		hi = lo + 2;
 		while (hi < n && f[hi].start == f[lo].start)
 			hi++;
 		uint32_t k = hi - lo;
-		if (k < 2)
-			continue;
 		if (k > SORT_INSERTION_MAX) {
 			rt_sort(f + lo, k, sizeof(f[0]), entry_before_any);
 			uint32_t log2k = 0;
@@ -98,10 +101,14 @@ bool function_entries_sort(struct function_entry *f, uint32_t n, uint64_t *steps
 	uint32_t passes = (bits + SORT_DIGIT_BITS_MAX - 1) / SORT_DIGIT_BITS_MAX;
 	if (passes > 0) {
 		uint32_t digit = RT_MIN((bits + passes - 1) / passes, SORT_DIGIT_BITS_MAX);
-		struct function_entry *copy = rt_malloc((size_t)n * sizeof(*copy));
+		/* Whole pages, not a heap block: an export's heap keep scope
+		 * (rt_heap_keep_begin) would hold them to its end, and no later
+		 * block of the export is about their size. */
+		size_t copy_bytes = (size_t)n * sizeof(struct function_entry);
+		struct function_entry *copy = rt_pages_alloc(copy_bytes);
 		uint32_t *count = rt_malloc(((size_t)1 << digit) * sizeof(uint32_t));
 		if (copy == NULL || count == NULL) {
-			rt_free(copy);
+			rt_pages_free(copy, copy_bytes);
 			rt_free(count);
 			return false;
 		}
@@ -128,7 +135,7 @@ bool function_entries_sort(struct function_entry *f, uint32_t n, uint64_t *steps
 		if (from != f)
 			rt_memcpy(f, from, (size_t)n * sizeof(*f));
 		rt_free(count);
-		rt_free(copy);
+		rt_pages_free(copy, copy_bytes);
 	}
 	sort_alias_runs(f, n, steps);
 	return true;
@@ -277,14 +284,12 @@ static void release_section(const struct elf_image *img, const struct elf_sectio
 
 void function_table_release_pages(const struct function_table *t)
 {
+	/* Only the string tables: lookups read nothing else, and the build
+	 * gave back the symbol and version tables' pages as it read them. */
 	const struct elf_symbol_iter *its[2] = {&t->symtab, &t->dynsym};
-	for (int i = 0; i < 2; i++) {
-		if (its[i]->img == NULL)
-			continue;
-		release_section(&t->img, &its[i]->symtab);
-		release_section(&t->img, &its[i]->strtab);
-		release_section(&t->img, &its[i]->versym);
-	}
+	for (int i = 0; i < 2; i++)
+		if (its[i]->img != NULL)
+			release_section(&t->img, &its[i]->strtab);
 }
 
 void function_table_free(struct function_table *t)

@@ -69,7 +69,7 @@ bool function_table_build(struct function_table *t, const struct elf_image *img,
 /* Sorts f[0..n) into table order: by start, then by name (.symtab before
  * .dynsym, each by the name's offset), an order that does not depend on the
  * sort.  *steps counts the entries moved and compared: a few n (one n per
- * radix pass, 11 bits of the span each), not n log n.  False if memory ran
+ * radix pass, 13 bits of the span each), not n log n.  False if memory ran
  * out (f then unchanged). */
 bool function_entries_sort(struct function_entry *f, uint32_t n, uint64_t *steps);
 
@@ -78,9 +78,10 @@ bool function_entries_sort(struct function_entry *f, uint32_t n, uint64_t *steps
  * function_display_name gives it.  Points into the image. */
 const char *function_table_lookup(const struct function_table *t, uint64_t addr);
 
-/* Gives back the pages of t's symbol, string and version tables that
- * lookups read (built with release_pages: img is a read-only private file
- * mapping, so names handed out stay readable). */
+/* Gives back the pages of t's string tables, which lookups read (built
+ * with release_pages: img is a read-only private file mapping, so names
+ * handed out stay readable; the build gave back the symbol and version
+ * tables' pages already). */
 void function_table_release_pages(const struct function_table *t);
 
 void function_table_free(struct function_table *t);

@@ -570,6 +570,92 @@ static void test_large_profile(void)
 	profile_release(p);
 }
 
+/* ---- names shared by the encodes of one export ---- */
+
+/* Mangled names at fixed addresses, so a test can change the bytes behind
+ * one address between encodes (as a name cache reusing its memory would). */
+static char shared_names[2][32] = {"_ZN3foo3barEv", "_ZN3foo3bazEi"};
+
+static bool mangled_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out)
+{
+	(void)ctx;
+	if (pc < APP_START || pc >= APP_LIMIT)
+		return false;
+	out->map_start = APP_START;
+	out->map_limit = APP_LIMIT;
+	out->map_path = "/usr/bin/app";
+	out->function = shared_names[pc < 0x401000 ? 0 : 1];
+	return true;
+}
+
+static void encode_kind(const struct profile *p, enum sw_kind kind, struct pprof_names *names,
+			struct rt_buf *out)
+{
+	struct pprof_opts o;
+	pprof_opts_for_kind(&o, kind, 10000000);
+	o.names = names;
+	rt_buf_reset(out);
+	CHECK_EQ_U64(pprof_encode(p, sw_kind_value_mask(kind), &o, mangled_resolve, NULL, out), 0);
+}
+
+static bool has_function(const struct rt_buf *b, const char *name, const char *system_name)
+{
+	PB_Profile *pr = decode(b);
+	bool found = false;
+	if (pr == NULL)
+		return false;
+	check_rules(pr);
+	for (size_t i = 0; i < pr->n_function; i++)
+		found = found || (strcmp(S(pr, pr->function[i]->name), name) == 0 &&
+				  strcmp(S(pr, pr->function[i]->system_name), system_name) == 0);
+	perftools__profiles__profile__free_unpacked(pr, NULL);
+	return found;
+}
+
+/* One pprof_names across the kinds of an export: the same bytes as encodes
+ * with memos of their own, each symbol demangled once, and a symbol whose
+ * bytes changed at the same address demangled again, not answered from the
+ * memo. */
+static void test_names_shared_across_encodes(void)
+{
+	struct profile *p = profile_create(NULL);
+	profile_set_times(p, 1700000000000000000ull, 1700000060000000000ull);
+	uint64_t s1[3] = {0x401010, 0x400020, 0x400010};
+	uint64_t s2[2] = {0x401020, 0x400010};
+	struct sw_value cpu[2] = {{SW_V_CPU_SAMPLES, 2}, {SW_V_CPU_TIME, 20000000}};
+	struct sw_value wall[2] = {{SW_V_WALL_SAMPLES, 1}, {SW_V_WALL_TIME, 10000000}};
+	add(p, s1, 3, cpu, 2, NULL, 0);
+	add(p, s2, 2, cpu, 2, NULL, 0);
+	add(p, s1, 3, wall, 2, NULL, 0);
+	add(p, s2, 2, wall, 2, NULL, 0);
+
+	struct pprof_names *names = pprof_names_create();
+	CHECK(names != NULL);
+	struct rt_buf own = {0}, shared = {0};
+	enum sw_kind kinds[2] = {SW_KIND_CPU, SW_KIND_WALL};
+	for (int k = 0; k < 2; k++) {
+		encode_kind(p, kinds[k], NULL, &own);
+		encode_kind(p, kinds[k], names, &shared);
+		CHECK(own.len == shared.len && memcmp(own.data, shared.data, own.len) == 0);
+		CHECK(has_function(&shared, "foo::bar()", "_ZN3foo3barEv"));
+		CHECK(has_function(&shared, "foo::baz(int)", "_ZN3foo3bazEi"));
+	}
+	CHECK_EQ_U64(pprof_names_made(names), 2); /* not 4: once per export */
+
+	memcpy(shared_names[0], "_ZN3qux3barEv", sizeof("_ZN3qux3barEv"));
+	encode_kind(p, SW_KIND_CPU, names, &shared);
+	CHECK(has_function(&shared, "qux::bar()", "_ZN3qux3barEv"));
+	CHECK(!has_function(&shared, "foo::bar()", "_ZN3qux3barEv"));
+	CHECK_EQ_U64(pprof_names_made(names), 3);
+	memcpy(shared_names[0], "_ZN3foo3barEv", sizeof("_ZN3foo3barEv"));
+
+	pprof_names_free(names);
+	pprof_names_free(NULL);
+	rt_buf_free(&own);
+	rt_buf_free(&shared);
+	profile_release(p);
+}
+
 int main(void)
 {
 	RUN(test_pb_varints);
@@ -579,5 +665,6 @@ int main(void)
 	RUN(test_empty_and_negative);
 	RUN(test_invalid_arguments);
 	RUN(test_large_profile);
+	RUN(test_names_shared_across_encodes);
 	return CHECK_DONE();
 }

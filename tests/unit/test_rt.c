@@ -3,6 +3,8 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "rt/rt.h"
 #include "unit/check.h"
@@ -67,6 +69,50 @@ static void strings(void)
 		a[k] = (char)k;
 	memmove(a + 10, a, 50);
 	CHECK(memcmp(a, b, 100) == 0);
+}
+
+/* The word-at-a-time scans against libc: every start alignment, length and
+ * needle position, bytes that trip a sloppy zero-byte test (0x01, 0x80,
+ * 0xff next to the one looked for), and strings that end at the last byte
+ * before an unreadable page. */
+static void scans_match_libc(void)
+{
+	static const unsigned char fill[] = {0x01, 0x80, 0xff, 0x7f, 0x41, 0x00, 0x02, 0x81};
+	unsigned char buf[96];
+	for (size_t start = 0; start < 16; start++) {
+		for (size_t len = 0; len + start < 80; len++) {
+			for (size_t f = 0; f < sizeof(fill); f++) {
+				memset(buf, 0x55, sizeof(buf));
+				for (size_t i = 0; i < len; i++)
+					buf[start + i] = fill[(i + f) % sizeof(fill)] == 0 ? 0x30 : fill[(i + f) % sizeof(fill)];
+				buf[start + len] = 0;
+				const char *str = (const char *)buf + start;
+				CHECK_EQ_U64(rt_strlen(str), strlen(str));
+				for (size_t max = 0; max < len + 10; max += 3)
+					CHECK_EQ_U64(rt_strnlen(str, max), strnlen(str, max));
+				const int needles[] = {0, 0x01, 0x80, 0xff, 0x41, 0x30};
+				for (size_t k = 0; k < sizeof(needles) / sizeof(needles[0]); k++)
+					CHECK(rt_memchr(str, needles[k], len) == memchr(str, needles[k], len));
+			}
+		}
+	}
+	long page = sysconf(_SC_PAGESIZE);
+	char *two = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(two != MAP_FAILED);
+	if (two == MAP_FAILED)
+		return;
+	CHECK(mprotect(two + page, (size_t)page, PROT_NONE) == 0);
+	memset(two, 'x', (size_t)page);
+	for (size_t len = 0; len < 20; len++) {
+		char *str = two + page - 1 - len;
+		str[len] = 0;
+		CHECK_EQ_U64(rt_strlen(str), len);
+		CHECK_EQ_U64(rt_strnlen(str, SIZE_MAX), len);
+		CHECK(rt_memchr(str, 0, len + 1) == str + len);
+		CHECK(rt_memchr(str, 'y', len + 1) == NULL);
+		str[len] = 'x';
+	}
+	munmap(two, (size_t)page * 2);
 }
 
 static void math_matches_libm(void)
@@ -138,6 +184,47 @@ static void heap_roundtrip(void)
 	CHECK(rt_heap_mapped_bytes() == before);
 }
 
+/* Large blocks freed inside a keep scope come back for the next large
+ * allocation of about their size (calloc'd ones zeroed), nested scopes
+ * keep them until the outer end, and nothing stays mapped after it. */
+static void heap_keep_reuses_large_blocks(void)
+{
+	size_t before = rt_heap_mapped_bytes();
+	rt_heap_keep_begin();
+	unsigned char *a = rt_malloc(300 << 10);
+	CHECK(a != NULL);
+	memset(a, 0xab, 300 << 10);
+	rt_free(a);
+	CHECK(rt_heap_mapped_bytes() > before); /* kept */
+	unsigned char *b = rt_malloc(200 << 10); /* at least half of it: reused */
+	CHECK(b == a);
+	rt_free(b);
+	unsigned char *c = rt_calloc(250, 1 << 10);
+	CHECK(c == a);
+	int nonzero = 0;
+	for (size_t k = 0; c != NULL && k < (250 << 10); k++)
+		nonzero += c[k] != 0;
+	CHECK(nonzero == 0);
+	rt_free(c);
+	unsigned char *d = rt_malloc(100 << 10); /* under half: fresh pages */
+	CHECK(d != NULL && d != a);
+	rt_free(d);
+	unsigned char *e = rt_malloc(600 << 10); /* bigger than any kept: fresh */
+	CHECK(e != NULL && e != a);
+	rt_heap_keep_begin();
+	rt_free(e);
+	rt_heap_keep_end(); /* inner end: still kept */
+	CHECK(rt_malloc(500 << 10) == e);
+	rt_free(e);
+	void *huge = rt_malloc(2 << 20); /* more than the keep holds: unmapped */
+	rt_free(huge);
+	rt_heap_keep_end();
+	CHECK(rt_heap_mapped_bytes() == before);
+	void *f = rt_malloc(300 << 10); /* no scope: nothing kept */
+	rt_free(f);
+	CHECK(rt_heap_mapped_bytes() == before);
+}
+
 static void buf_grows(void)
 {
 	struct rt_buf b = { 0 };
@@ -205,9 +292,11 @@ int main(void)
 	RUN(fmt_truncates_and_terminates);
 	RUN(parse_numbers);
 	RUN(strings);
+	RUN(scans_match_libc);
 	RUN(math_matches_libm);
 	RUN(exponential_has_the_right_mean);
 	RUN(heap_roundtrip);
+	RUN(heap_keep_reuses_large_blocks);
 	RUN(buf_grows);
 	RUN(mutex_excludes);
 	RUN(clocks_advance);
