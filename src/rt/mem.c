@@ -61,8 +61,13 @@ int rt_memcmp(const void *a, const void *b, size_t n)
  * aligned words, which may reach past the NUL but never past the page
  * holding it.  That is outside the C object, so AddressSanitizer builds
  * (and big-endian ones) scan byte by byte. */
-#if defined(__SANITIZE_ADDRESS__) || !defined(__BYTE_ORDER__) || \
-	__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) /* clang: no __SANITIZE_ADDRESS__ */
+#define RT_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(RT_ASAN) || \
+	!defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #define RT_WORD_SCAN 0
 #else
 #define RT_WORD_SCAN 1
