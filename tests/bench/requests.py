@@ -22,7 +22,11 @@ The default kinds' extra instructions are split by where they run:
              call (recv, writev, pread...), done only in a process with more
              than one thread: the cost of our sampler thread's existence
              (glibc's malloc also takes its locks then; that stays in app)
-  wall_path  the wall interposers and their enter/leave (wall_hooks.c, wall.c)
+  wall_path  the wall interposers and their enter/leave (wall_hooks.c, wall.c);
+             wall/call divides it by the calls that published a frame
+             (calls to wall_call_enter), a number the server's own timing
+             does not move (how often a postgres backend finds its socket
+             empty and waits does)
   alloc      the allocation interposers (alloc_hooks.c, alloc.c)
   alloc_smp  a sampled allocation's stack and record (alloc_sample's callees)
   handlers   our CPU and wall signal handlers on the server's threads
@@ -78,12 +82,12 @@ def text_symbols(obj):
 
 
 def callgrind_costs(path, inclusive_of):
-    """Self cost by (object, function) and inclusive cost of the named
-    functions, from one callgrind output file (--compress-pos=no)."""
+    """Self cost by (object, function), and inclusive cost of and calls to
+    the named functions, from one callgrind output file (--compress-pos=no)."""
     names = {"ob": {}, "fn": {}, "fl": {}}
     self_cost = collections.Counter()
     incl = collections.Counter()
-    ob = fn = None
+    ob = fn = callee = None
     after_call = False
 
     def name(table, val):
@@ -117,11 +121,13 @@ def callgrind_costs(path, inclusive_of):
             elif key == "fn":
                 fn = name("fn", val)
             elif key == "cfn":
-                name("fn", val)
+                callee = name("fn", val)
             elif key in ("fl", "fi", "fe", "cfi", "cfl"):
                 name("fl", val)
             elif key == "calls":
                 after_call = True
+                if callee in inclusive_of:
+                    incl["calls:" + callee] += int(val.split()[0])
     return self_cost, incl
 
 
@@ -134,11 +140,19 @@ class Costs:
         self.alloc_fns = (text_symbols(os.path.join(OBJ, "alloc_hooks.o")) |
                           text_symbols(os.path.join(OBJ, "alloc.o")))
 
-    def split(self, outdir, libs):
-        """Instructions of every callgrind file in outdir, by part."""
+    def split(self, outdir, libs, process_runs=None):
+        """Instructions of every callgrind file in outdir, by part; with
+        process_runs, only the processes that ran that function."""
         part = collections.Counter()
+        files = {}
         for path in glob.glob(os.path.join(outdir, "cg.*")):
-            cost, incl = callgrind_costs(path, HANDLERS | SAMPLED)
+            files[path] = callgrind_costs(path, HANDLERS | SAMPLED | {"wall_call_enter"})
+        pid_of = {p: re.sub(r"-\d+$", "", p) for p in files}
+        kept = {pid_of[p] for p, (cost, _) in files.items()
+                if process_runs is None or any(f == process_runs for _, f in cost)}
+        for path, (cost, incl) in files.items():
+            if pid_of[path] not in kept:
+                continue
             total = sum(cost.values())
             ours = {k: v for k, v in cost.items() if k[0] in libs}
             lib = sum(ours.values())
@@ -157,6 +171,7 @@ class Costs:
             alloc = sum(v for (_, f), v in ours.items() if str(f).split(".")[0] in self.alloc_fns
                         and str(f).split(".")[0] not in SAMPLED_SELF)
             part["wall_path"] += wall
+            part["wall_calls"] += incl["calls:wall_call_enter"]
             part["alloc"] += alloc
             part["alloc_smp"] += sampled
             part["handlers"] += handlers
@@ -192,11 +207,14 @@ def pg_client(port, n):
             "-c", "2", "-j", "1", "-t", str(n // 2), "postgres"], 2 * (n // 2)
 
 
-CASE_DEFS = {  # name: (server class, client, what a request is)
-    "nginx-ka": (P.Nginx, nginx_client(True), "ab -k (keep-alive) request"),
-    "nginx": (P.Nginx, nginx_client(False), "ab request (a connection each)"),
-    "redis": (P.Redis, redis_client, "redis-benchmark SET/GET"),
-    "pg": (P.Postgres, pg_client, "pgbench -S transaction"),
+# name: (server class, client, what a request is, only the processes that
+# ran this function: postgres's background processes work on timers, not per
+# transaction, and an autovacuum run in one of the two runs would not cancel)
+CASE_DEFS = {
+    "nginx-ka": (P.Nginx, nginx_client(True), "ab -k (keep-alive) request", None),
+    "nginx": (P.Nginx, nginx_client(False), "ab request (a connection each)", None),
+    "redis": (P.Redis, redis_client, "redis-benchmark SET/GET", None),
+    "pg": (P.Postgres, pg_client, "pgbench -S transaction, backends only", "PostgresMain"),
 }
 
 
@@ -242,7 +260,7 @@ def main():
     t_start = time.monotonic()
     servers, cases = {}, []
     for c in CASES:
-        cls, client, what = CASE_DEFS[c]
+        cls, client, what, only = CASE_DEFS[c]
         if cls not in servers:
             s = cls()
             if not os.path.exists(s.binary):
@@ -250,22 +268,24 @@ def main():
                 continue
             s.setup(tmp)
             servers[cls] = s
-        cases.append((c, servers[cls], client, what))
+        cases.append((c, servers[cls], client, what, only))
     per = collections.defaultdict(list)  # (case, cfg) -> [{part: instr/request, slowdown}]
     for r in range(ROUNDS):
-        for i, (c, server, client, _) in enumerate(cases):
+        for i, (c, server, client, _, only) in enumerate(cases):
             k = (r + i) % len(CONFIGS)
             for cfg in CONFIGS[k:] + CONFIGS[:k]:
                 runs = []
                 for mult in (1, 2):
                     d, units = run_server(server, client, cfg, N * mult, tmp)
-                    runs.append((costs.split(d, libs), units))
+                    runs.append((costs.split(d, libs, only), units))
                     shutil.rmtree(d, ignore_errors=True)
                 (a, ua), (b, ub) = runs
                 n = ub - ua
                 row = {p: (b[p] - a[p]) / n for p in PARTS}
                 row["total"] = sum(row[p] for p in PARTS)
                 row["per_request"] = sum(row[p] for p in REQUEST_DRIVEN)
+                calls = b["wall_calls"] - a["wall_calls"]
+                row["wall_per_call"] = (b["wall_path"] - a["wall_path"]) / calls if calls > 0 else float("nan")
                 per[(c, cfg)].append(row)
         print(f"requests: round {r + 1}/{ROUNDS} done at {time.monotonic() - t_start:.0f} s, "
               f"load {os.getloadavg()[0]:.1f}", file=sys.stderr)
@@ -277,28 +297,32 @@ def main():
     print(f"\nInstructions per request (user mode, every process and thread of the server, "
           f"callgrind; N={N} vs {2 * N} requests; median of {ROUNDS} rounds, [min..max] of "
           f"the ratio; 'per request' = app + wall_path + alloc + alloc_smp)")
-    for c, _, _, what in cases:
+    for c, _, _, what, _ in cases:
         base = med([x["per_request"] for x in per[(c, "none")]])
         print(f"{c}: {what}; no library {base:.0f} instructions")
         head = ["config", "per request", "ratio", "spread"] + REQUEST_DRIVEN + ["time-driven"] + \
-            TIME_DRIVEN + ["all"]
+            TIME_DRIVEN + ["all", "wall/call"]
         rows = []
         for cfg in CONFIGS:
             xs = per.get((c, cfg))
             if not xs:
                 continue
-            m = {p: med([x[p] for x in xs]) for p in PARTS + ["total", "per_request"]}
+            m = {p: med([x[p] for x in xs]) for p in PARTS + ["total", "per_request", "wall_per_call"]}
             ratios = [x["per_request"] / base for x in xs]
             td = sum(m[p] for p in TIME_DRIVEN)
             rows.append([cfg, f"{m['per_request']:.0f}", f"x{m['per_request'] / base:.4f}",
                          f"[{min(ratios):.4f}..{max(ratios):.4f}]"] +
                         [f"{m[p]:.0f}" for p in REQUEST_DRIVEN] + [f"{td:.0f}"] +
-                        [f"{m[p]:.0f}" for p in TIME_DRIVEN] + [f"{m['total']:.0f}"])
+                        [f"{m[p]:.0f}" for p in TIME_DRIVEN] + [f"{m['total']:.0f}"] +
+                        [f"{m['wall_per_call']:.1f}" if m["wall_per_call"] == m["wall_per_call"] else "-"])
+            per_call = (f" ({m['wall_per_call']:.1f} per published call)"
+                        if m["wall_per_call"] == m["wall_per_call"] else "")
             if cfg != "none":
                 print(f"BENCH requests_{c}: {cfg}_instr_ratio = {m['per_request'] / base:.4f} "
                       f"(user-mode instructions per request that follow the requests, vs no "
                       f"library, callgrind, median of {len(xs)}: app {m['app']:.0f}, wall path "
-                      f"{m['wall_path']:.0f}, alloc {m['alloc'] + m['alloc_smp']:.0f}; "
+                      f"{m['wall_path']:.0f}{per_call}, alloc "
+                      f"{m['alloc'] + m['alloc_smp']:.0f}; "
                       f"time-driven {td:.0f} more under valgrind)")
         widths = [max(len(str(r[j])) for r in [head] + rows) for j in range(len(head))]
         for row in [head] + rows:
