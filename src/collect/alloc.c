@@ -14,6 +14,8 @@
 #include "unwind/unwind.h"
 
 #define ALLOC_MAX_FRAMES 128u
+/* Frames alloc_sample_skipping may leave out. */
+#define ALLOC_MAX_SKIP 1u
 /* A measured sample longer than this was preempted or interrupted. */
 #define ALLOC_COST_PREEMPTED_NS 1000000u
 /* A thread finding its slots taken looks for an exited thread's slot once
@@ -446,20 +448,27 @@ static void live_remember(uintptr_t addr, uint64_t size, double weight, int tid,
 
 /* ---- the sampled path ---- */
 
-static void sample_and_record(struct alloc_thread *t, void *p, size_t size, uintptr_t ra);
+static void sample_and_record(struct alloc_thread *t, void *p, size_t size, uintptr_t ra,
+			      uint32_t skip);
 
 void alloc_sample(struct alloc_thread *t, void *p, size_t size, uintptr_t ra)
 {
+	alloc_sample_skipping(t, p, size, ra, 0);
+}
+
+void alloc_sample_skipping(struct alloc_thread *t, void *p, size_t size, uintptr_t ra,
+			   uint32_t skip)
+{
 	uint64_t n = atomic_load_explicit(&st.samples, memory_order_relaxed);
 	if (n % ALLOC_COST_EVERY != 0) {
-		sample_and_record(t, p, size, ra);
+		sample_and_record(t, p, size, ra, skip);
 		return;
 	}
 	/* The monotonic clock (the vDSO's: no system call whose entry and exit
 	 * would cool the caches and make the sample look dearer than it is); a
 	 * sample that long was preempted, and is not counted. */
 	uint64_t start = rt_monotonic_ns();
-	sample_and_record(t, p, size, ra);
+	sample_and_record(t, p, size, ra, skip);
 	uint64_t spent = rt_monotonic_ns() - start;
 	if (spent > ALLOC_COST_PREEMPTED_NS)
 		return;
@@ -468,7 +477,8 @@ void alloc_sample(struct alloc_thread *t, void *p, size_t size, uintptr_t ra)
 	atomic_fetch_add_explicit(&st.cost_samples, 1, memory_order_relaxed);
 }
 
-static void sample_and_record(struct alloc_thread *t, void *p, size_t size, uintptr_t ra)
+static void sample_and_record(struct alloc_thread *t, void *p, size_t size, uintptr_t ra,
+			      uint32_t skip)
 {
 	/* The allocation that ran out the countdown is weighted by the mean that
 	 * countdown was drawn with; the next one uses the mean in effect now. */
@@ -482,10 +492,16 @@ static void sample_and_record(struct alloc_thread *t, void *p, size_t size, uint
 	int tid = atomic_load(&t->tid);
 	atomic_fetch_add(&st.samples, 1);
 
-	uint64_t buf[ALLOC_MAX_FRAMES + SAMPLE_OWN_FRAMES];
+	uint64_t buf[ALLOC_MAX_FRAMES + SAMPLE_OWN_FRAMES + ALLOC_MAX_SKIP];
 	uint32_t depth = 0;
-	uint32_t cap = RT_MIN(st.max_frames, ALLOC_MAX_FRAMES) + SAMPLE_OWN_FRAMES;
+	skip = RT_MIN(skip, ALLOC_MAX_SKIP);
+	uint32_t cap = RT_MIN(st.max_frames, ALLOC_MAX_FRAMES) + SAMPLE_OWN_FRAMES + skip;
 	uint32_t first = capture_stack(t, ra, buf, cap, &depth);
+	/* The frames left out are the allocator's own (a stack that ends in
+	 * them keeps its last frame). */
+	uint32_t left_out = depth > skip ? skip : 0;
+	first += left_out;
+	depth -= left_out;
 	const uint64_t *pcs = buf + first;
 
 	if (st.record_alloc) {
@@ -654,6 +670,9 @@ void alloc_collector_after_fork_child(void)
 		}
 		atomic_store(&claimed_bits[w], 0);
 	}
+	/* Operator deletes of vanished threads learn no more: free stops noting. */
+	if (atomic_load_explicit(&alloc_hot.free_checks, memory_order_relaxed) >= ALLOC_FREE_LEARNING)
+		(void)atomic_fetch_and(&alloc_hot.free_checks, ALLOC_FREE_LEARNING - 1);
 }
 
 bool alloc_live_inherited_only(void)

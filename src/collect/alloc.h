@@ -22,11 +22,13 @@
  * is nested.  A stale mark (an exception unwound through operator new) heals
  * itself at the next call made from a shallower frame.  A plain operator new
  * whose next definition is known to allocate through our malloc (learned,
- * alloc_hooks.c) sets no mark while its bytes stay short of the sample
- * point: that inner malloc counts them instead, once.
+ * alloc_hooks.c) sets no mark: that inner malloc counts the bytes instead,
+ * once (operator new[] only while they stay short of the sample point), and
+ * a sample it takes leaves the operator's frame out of the stack.
  *
  * Live heap: sampled allocations are kept in a bounded table keyed by
- * address, retired by free/realloc/delete.  A two-level bit filter indexed
+ * address, retired by free/realloc/delete (an operator delete learned to
+ * free through our free leaves that to free).  A two-level bit filter indexed
  * by a hash of the address lets free dismiss an unsampled pointer with one
  * load; a bit is cleared when the last live entry hashing to it goes.
  */
@@ -66,6 +68,9 @@ struct alloc_thread {
 	int32_t lock_countdown; /* lock profile: acquisitions until the next checked one */
 	uint32_t lock_epoch;    /* lock profile: the sampler tick of the last checked one */
 	atomic_int tid;        /* kernel tid: set when claimed, and by a new thread that reuses the key */
+	/* The low 32 bits of the pointer this thread's free last saw while an
+	 * operator delete was learning (ALLOC_FREE_LEARNING; alloc_hooks.c). */
+	uint32_t free_noted;
 	uintptr_t outer_sp;    /* stack pointer of the outermost hook, 0: none */
 	int64_t countdown;     /* bytes left until the next sample */
 	uint64_t countdown_mean; /* the mean it was drawn with (weights use it) */
@@ -78,12 +83,19 @@ struct alloc_thread {
 	uint64_t lock_last_ns; /* monotonic time of the thread's last checked acquisition */
 };
 
+/* 96 bytes: a slot's address is a multiply-add and a shift from its index. */
+_Static_assert(sizeof(struct alloc_thread) == 96, "alloc_thread slots stay 96 bytes");
+
 /* What a free must do besides forwarding (alloc_hot.free_checks bits):
  * look up the live filter, and leave the bootstrap arena's blocks alone
  * (set once the arena has handed one out).  Zero, nearly always without
  * the heap profile, lets free forward after one load. */
 #define ALLOC_FREE_RETIRE 1
 #define ALLOC_FREE_ARENA 2
+/* From this bit up: operator deletes learning whether their next operator
+ * frees through our free (alloc_hooks.c); while any is, free notes its
+ * pointer in the thread's slot. */
+#define ALLOC_FREE_LEARNING 256
 
 /* Hot flags, read on every call. */
 struct alloc_hot {
@@ -158,6 +170,12 @@ static inline bool alloc_countdown(struct alloc_thread *t, size_t n, uintptr_t s
  * and alloc-space, and remembers p as live.  The caller has entered (so any
  * allocation made meanwhile on this thread is nested). */
 void alloc_sample(struct alloc_thread *t, void *p, size_t size, uintptr_t ra);
+/* The same, for a hook called by a function that is itself an allocation
+ * entry point, not the program's code (the next operator new, forwarded to
+ * with no frame of ours): `skip` frames from ra on are left out, so the
+ * stack starts at that function's caller. */
+void alloc_sample_skipping(struct alloc_thread *t, void *p, size_t size, uintptr_t ra,
+			   uint32_t skip);
 
 /* ---- sampling math (exposed for tests) ---- */
 

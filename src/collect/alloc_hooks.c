@@ -16,6 +16,7 @@
 #include "collect/alloc.h"
 #include "rt/hooks.h"
 #include "rt/host.h"
+#include "unwind/unwind.h"
 
 #define CALLER_RA() ((uintptr_t)__builtin_return_address(0))
 
@@ -142,16 +143,21 @@ static inline bool in_boot(const void *p)
  * ALLOC_FREE_*): one load while there is nothing to check. */
 enum free_action { FREE_FORWARD, FREE_IGNORE, FREE_RETIRE };
 
-static inline enum free_action free_action(const void *p)
+static inline enum free_action free_action_of(int checks, const void *p)
 {
-	int checks = atomic_load_explicit(&alloc_hot.free_checks, memory_order_relaxed);
-	if (RT_LIKELY(checks == 0))
-		return FREE_FORWARD;
 	if ((checks & ALLOC_FREE_ARENA) && in_boot(p))
 		return FREE_IGNORE;
 	if ((checks & ALLOC_FREE_RETIRE) && alloc_live_filter_maybe(p))
 		return FREE_RETIRE;
 	return FREE_FORWARD;
+}
+
+static inline enum free_action free_action(const void *p)
+{
+	int checks = atomic_load_explicit(&alloc_hot.free_checks, memory_order_relaxed);
+	if (RT_LIKELY(checks == 0))
+		return FREE_FORWARD;
+	return free_action_of(checks, p);
 }
 
 /* Zeroed memory (the arena is never reused), or NULL when exhausted. */
@@ -230,14 +236,18 @@ static void *boot_realloc(void *p, size_t n)
 
 /* ---- sampled paths: out of line, so the forwarding path stays short ---- */
 
+static bool malloc_called_by_next_new(uintptr_t ra);
+
 /* A thread whose countdown reached its sample point (t is its slot, no
- * other hook of the thread is active). */
+ * other hook of the thread is active).  Called by the next plain operator
+ * new, forwarded to with no mark, the stack starts at that operator's
+ * caller, as it does when the operator is sampled itself. */
 __attribute__((noinline)) static void *malloc_sample_now(struct alloc_thread *t, size_t n,
 							 uintptr_t ra)
 {
 	(void)alloc_enter(t, rt_stack_pointer());
 	void *p = NEXT(malloc)(n);
-	alloc_sample(t, p, n, ra);
+	alloc_sample_skipping(t, p, n, ra, malloc_called_by_next_new(ra) ? 1u : 0u);
 	alloc_leave(t);
 	return p;
 }
@@ -421,12 +431,44 @@ __attribute__((noinline)) static void free_slow(void *p)
 	NEXT(free)(p);
 }
 
-SW_EXPORT void free(void *p)
+/* free's checks of p, after which it forwards p if it should. */
+static inline void free_checked(int checks, void *p)
 {
-	enum free_action a = free_action(p);
+	enum free_action a = free_action_of(checks, p);
 	if (RT_UNLIKELY(a != FREE_FORWARD)) {
 		if (a == FREE_RETIRE)
 			free_slow(p);
+		return;
+	}
+	NEXT(free)(p);
+}
+
+/* A free with checks other than the live filter's alone: the bootstrap
+ * arena's range, or an operator delete learning whether it reaches here
+ * with its pointer (noted in the thread's slot first). */
+__attribute__((noinline)) static void free_unusual(int checks, void *p)
+{
+	if (checks >= ALLOC_FREE_LEARNING) {
+		struct alloc_thread *t = alloc_thread_mine();
+		if (t)
+			t->free_noted = (uint32_t)(uintptr_t)p;
+	}
+	free_checked(checks, p);
+}
+
+SW_EXPORT void free(void *p)
+{
+	int checks = atomic_load_explicit(&alloc_hot.free_checks, memory_order_relaxed);
+	if (RT_LIKELY(checks == 0)) {
+		NEXT(free)(p);
+		return;
+	}
+	if (RT_UNLIKELY(checks != ALLOC_FREE_RETIRE)) {
+		free_unusual(checks, p);
+		return;
+	}
+	if (RT_UNLIKELY(alloc_live_filter_maybe(p))) {
+		free_slow(p);
 		return;
 	}
 	NEXT(free)(p);
@@ -509,8 +551,9 @@ SW_EXPORT size_t malloc_usable_size(void *p)
  * runtime's operator new usually calls malloc: that inner call is nested
  * and only forwards, so each allocation is counted once, at the operator.
  * Every operator is its own short function: while sampling is off, new is
- * a flag test, a load and a jump to the next operator; delete adds the
- * arena range test and the live filter's flag. */
+ * a flag test, a load and a jump to the next operator; so is delete while
+ * free has nothing to check, or once it learned that its next operator
+ * frees through our free (which then checks). */
 
 enum cxx_op {
 	NEW, NEW_A, NEW_NT, NEW_A_NT, NEW_AL, NEW_A_AL, NEW_AL_NT, NEW_A_AL_NT,
@@ -628,12 +671,41 @@ static inline struct alloc_thread *new_short_of_sample(size_t n)
 }
 
 /* The fast path of a plain operator new while sampling: true to forward
- * with no mark. */
+ * with no mark.  `operator new(n)` forwards whatever its size once learned:
+ * its inner malloc samples at the sample point, and leaves the operator's
+ * frame out of the stack (malloc_called_by_next_new).  `operator new[]`
+ * only while short of the sample point: a runtime's new[] calls new (ours
+ * again), so its inner malloc sits two of the runtime's frames down. */
 static inline bool new_unmarked(enum cxx_op op, size_t n)
 {
-	return atomic_load_explicit(&cxx_through_malloc[op - NEW], memory_order_relaxed) >=
-		       CXX_THROUGH_MALLOC_KNOWN &&
-	       new_short_of_sample(n) != NULL;
+	if (atomic_load_explicit(&cxx_through_malloc[op - NEW], memory_order_relaxed) <
+	    CXX_THROUGH_MALLOC_KNOWN)
+		return false;
+	return op == NEW || new_short_of_sample(n) != NULL;
+}
+
+/* The return address, inside the next operator new(n), of its call to
+ * malloc, once seen (0: not yet). */
+static _Atomic uintptr_t next_new_malloc_ra;
+
+/* Whether ra (a malloc's return address) lies in the next operator new(n)
+ * that forwards with no mark: the function its unwind tables place ra in
+ * starts at that operator.  Only at a sample point. */
+static bool malloc_called_by_next_new(uintptr_t ra)
+{
+	uintptr_t start = (uintptr_t)cxx_known(NEW);
+	if (start == 0 || ra <= start ||
+	    atomic_load_explicit(&cxx_through_malloc[0], memory_order_relaxed) < CXX_THROUGH_MALLOC_KNOWN)
+		return false;
+	if (ra == atomic_load_explicit(&next_new_malloc_ra, memory_order_relaxed))
+		return true;
+	/* The operator is a few dozen bytes: farther return addresses are
+	 * another function's without a look at the tables. */
+	uint64_t found;
+	if (ra - start > 4096 || !unwind_function_start(ra - 1, &found) || found != start)
+		return false;
+	atomic_store_explicit(&next_new_malloc_ra, ra, memory_order_relaxed);
+	return true;
 }
 
 /* One learning call: p's inner malloc counted `used` bytes. */
@@ -700,14 +772,9 @@ __attribute__((noinline)) static void *new_other_counted(enum cxx_op op, size_t 
 	return new_end(t, sampled, new_other_forward(op, n, align, nt), n, ra);
 }
 
-/* An operator delete whose pointer may be a live sampled block, or whose
- * next operator is not known yet: p leaves the live table before the memory
- * goes back. */
-__attribute__((noinline)) static void delete_slow(enum cxx_op op, void *p, size_t z, size_t align,
-						  const void *nt)
+/* Calls the next operator delete `op` (free while there is none). */
+static void delete_forward(enum cxx_op op, void *p, size_t z, size_t align, const void *nt)
 {
-	if (alloc_live_maybe(p))
-		(void)alloc_live_retire(p, NULL);
 	switch (op) {
 	case DEL:
 	case DEL_A: {
@@ -759,6 +826,63 @@ __attribute__((noinline)) static void delete_slow(enum cxx_op op, void *p, size_
 	}
 }
 
+/* An operator delete whose pointer may be a live sampled block, or whose
+ * next operator is not known yet: p leaves the live table before the memory
+ * goes back. */
+static void delete_slow(enum cxx_op op, void *p, size_t z, size_t align, const void *nt)
+{
+	if (alloc_live_maybe(p))
+		(void)alloc_live_retire(p, NULL);
+	delete_forward(op, p, z, align, nt);
+}
+
+/* Whether the next operator delete gives its pointer to our free, which
+ * then does the checks (the bootstrap arena, the live filter), learned on
+ * its first calls as for operator new: once CXX_THROUGH_FREE_KNOWN calls
+ * were seen reaching our free with their pointer, the operator forwards
+ * with no check of its own (free's are the same, made once); a call seen
+ * otherwise (a runtime that frees by other means: jemalloc's) makes it -1,
+ * and every call checks as before. */
+#define CXX_THROUGH_FREE_KNOWN 64
+static atomic_int cxx_through_free[CXX_OPS - DEL];
+
+/* The fast path of an operator delete: true to forward with no check. */
+static inline bool delete_unchecked(enum cxx_op op)
+{
+	return RT_LIKELY(atomic_load_explicit(&alloc_hot.free_checks, memory_order_relaxed) == 0) ||
+	       atomic_load_explicit(&cxx_through_free[op - DEL], memory_order_relaxed) >=
+		       CXX_THROUGH_FREE_KNOWN;
+}
+
+/* An operator delete with checks to make, learning on its first calls. */
+__attribute__((noinline)) static void delete_checked(enum cxx_op op, void *p, size_t z,
+						     size_t align, const void *nt)
+{
+	enum free_action a = free_action(p);
+	if (a == FREE_IGNORE)
+		return;
+	if (a == FREE_RETIRE || cxx_known(op) == NULL) {
+		delete_slow(op, p, z, align, nt);
+		return;
+	}
+	atomic_int *known = &cxx_through_free[op - DEL];
+	int k = atomic_load_explicit(known, memory_order_relaxed);
+	struct alloc_thread *t =
+		k >= 0 && k < CXX_THROUGH_FREE_KNOWN && p != NULL ? alloc_thread_mine() : NULL;
+	if (t == NULL) {
+		delete_forward(op, p, z, align, nt);
+		return;
+	}
+	t->free_noted = ~(uint32_t)(uintptr_t)p; /* anything but p */
+	(void)atomic_fetch_add(&alloc_hot.free_checks, ALLOC_FREE_LEARNING);
+	delete_forward(op, p, z, align, nt);
+	(void)atomic_fetch_sub(&alloc_hot.free_checks, ALLOC_FREE_LEARNING);
+	if (t->free_noted == (uint32_t)(uintptr_t)p)
+		(void)atomic_compare_exchange_strong(known, &k, k + 1);
+	else
+		atomic_store_explicit(known, -1, memory_order_relaxed);
+}
+
 /* Mangled names: the Itanium C++ ABI spelling of each operator. */
 SW_EXPORT void *_Znwm(size_t n);
 SW_EXPORT void *_Znam(size_t n);
@@ -792,11 +916,9 @@ SW_EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const voi
 	}                                                                      \
 	return new_other_counted(op, n, al, nt, CALLER_RA())
 #define DEL_BODY(type, op, z, al, nt, ...)                                     \
-	enum free_action a_ = free_action(p);                                  \
 	void *sym_ = cxx_known(op);                                            \
-	if (RT_UNLIKELY(a_ != FREE_FORWARD || sym_ == NULL)) {                 \
-		if (a_ != FREE_IGNORE)                                         \
-			delete_slow(op, p, z, al, nt);                         \
+	if (RT_UNLIKELY(sym_ == NULL || !delete_unchecked(op))) {              \
+		delete_checked(op, p, z, al, nt);                              \
 		return;                                                        \
 	}                                                                      \
 	type f_;                                                               \

@@ -691,7 +691,11 @@ void symbols_trim(uint64_t keep_unwind_bytes)
 	rt_mutex_unlock(&registry_lock);
 }
 
-void symbols_after_fork_child(void) { rt_mutex_reset(&registry_lock); }
+void symbols_after_fork_child(void)
+{
+	rt_mutex_reset(&registry_lock);
+	unwind_after_fork_child();
+}
 
 void symbols_stats(struct symbols_stats *st)
 {

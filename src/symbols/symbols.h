@@ -70,7 +70,7 @@ bool symbols_stack_bounds_of(uint64_t sp, uint64_t *lo, uint64_t *hi);
 void symbols_trim(uint64_t keep_unwind_bytes);
 
 /* In a fork child: the registry lock may have been held by a thread that no
- * longer exists. */
+ * longer exists, and so may the unwinder's last rows (unwind.h). */
 void symbols_after_fork_child(void);
 
 /* What the registry holds (logs, the profile's comment, tests).  Nothing

@@ -911,7 +911,9 @@ void cfi_index_forget_reads(struct cfi_index *ix)
 		atomic_store_explicit(&ix->read_windows[i], 0, memory_order_relaxed);
 }
 
-bool cfi_index_lookup(struct cfi_index *ix, uint64_t pc, struct cfi_row *out)
+/* The FDE covering link-time address pc and its CIE, found through the
+ * search table (the bytes read noted for the page budget). */
+static bool index_fde(struct cfi_index *ix, uint64_t pc, struct fde_desc *f, struct cie *cie)
 {
 	if (ix == NULL || ix->count == 0)
 		return false;
@@ -930,18 +932,33 @@ bool cfi_index_lookup(struct cfi_index *ix, uint64_t pc, struct cfi_row *out)
 	uint64_t fde_addr = ix->fde_base + (uint64_t)(int64_t)table_field(ix, lo - 1, 1);
 	if (fde_addr < ix->eh_frame_addr || fde_addr - ix->eh_frame_addr >= ix->eh_frame_size)
 		return false;
-	struct fde_desc f;
-	struct cie cie;
 	size_t next;
 	mark_read(ix, ix->eh_frame + (fde_addr - ix->eh_frame_addr));
 	bool parsed = parse_fde(ix->eh_frame, (size_t)ix->eh_frame_size, ix->eh_frame_addr,
-				(size_t)(fde_addr - ix->eh_frame_addr), &f, &cie, &next);
+				(size_t)(fde_addr - ix->eh_frame_addr), f, cie, &next);
 	if (parsed) {
 		mark_read(ix, ix->eh_frame + next - 1);
-		mark_read(ix, ix->eh_frame + f.cie_off);
-		mark_read(ix, ix->eh_frame + cie.instr_end - 1);
+		mark_read(ix, ix->eh_frame + f->cie_off);
+		mark_read(ix, ix->eh_frame + cie->instr_end - 1);
 	}
-	if (!parsed || pc < f.pc_begin || pc >= f.pc_end)
+	return parsed && pc >= f->pc_begin && pc < f->pc_end;
+}
+
+bool cfi_index_function_start(struct cfi_index *ix, uint64_t pc, uint64_t *start)
+{
+	struct fde_desc f;
+	struct cie cie;
+	if (!index_fde(ix, pc, &f, &cie))
+		return false;
+	*start = f.pc_begin;
+	return true;
+}
+
+bool cfi_index_lookup(struct cfi_index *ix, uint64_t pc, struct cfi_row *out)
+{
+	struct fde_desc f;
+	struct cie cie;
+	if (!index_fde(ix, pc, &f, &cie))
 		return false;
 	struct builder b;
 	rt_memset(&b, 0, sizeof(b));

@@ -132,6 +132,10 @@ void cfi_index_free(struct cfi_index *ix);
  * if no FDE covers pc or its rule there is CFI_NONE.  [signal-safe] */
 bool cfi_index_lookup(struct cfi_index *ix, uint64_t pc, struct cfi_row *out);
 
+/* The link-time start of the FDE (the function) covering `pc`; false if
+ * none does.  [signal-safe] */
+bool cfi_index_function_start(struct cfi_index *ix, uint64_t pc, uint64_t *start);
+
 /* An upper bound of the bytes of ix's tables that lookups made resident
  * since the last cfi_index_forget_reads: the windows they read in, whole. */
 uint64_t cfi_index_read_bytes(const struct cfi_index *ix);

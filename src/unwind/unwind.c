@@ -34,6 +34,7 @@ static void ask_refresh(void)
 		atomic_store_explicit(&unknown_code_seen, true, memory_order_relaxed);
 }
 static _Atomic uint64_t rule_lookups;
+static _Atomic uint64_t rows_from_last_stack;
 
 /* Retired snapshots waiting for active_unwinders to be seen at 0.  Guarded by
  * the caller's serialization of publish/reclaim. */
@@ -54,36 +55,60 @@ static uint32_t nretired;
  * same return addresses come back sample after sample, so their rows are
  * kept in a fixed direct-mapped table (no allocation, bounded memory).  An
  * entry is valid only for the snapshot generation that filled it.  Each is
- * guarded by a sequence number: a writer claims it by moving the number to
- * odd (a handler interrupting a writer on the same entry finds it odd and
- * skips), readers retry nothing and treat any change as a miss. */
+ * guarded by a sequence number kept in one word with that generation: a
+ * writer claims the entry by moving the number to odd (a handler
+ * interrupting a writer on the same entry finds it odd and skips), readers
+ * retry nothing and treat any change as a miss.
+ *
+ * An entry is 32 bytes, so a probe reads one cache line, and a page is read
+ * only once one of its entries was written: reading a page never written
+ * would map the zero page, and the first write would then fault again. */
 #define ROW_CACHE_SIZE 4096u
+#define ROW_CACHE_SEQ_BITS 24
+#define ROW_CACHE_SEQ_MASK ((1ull << ROW_CACHE_SEQ_BITS) - 1)
 struct row_cache_entry {
-	atomic_uint_fast64_t seq;
-	atomic_uint_fast64_t pc, generation;
+	/* generation << ROW_CACHE_SEQ_BITS | sequence number (odd: being written) */
+	atomic_uint_fast64_t state;
+	atomic_uint_fast64_t pc;
 	atomic_uint_fast64_t row[2]; /* struct cfi_row; kind CFI_NONE: no rule */
 };
 _Static_assert(sizeof(struct cfi_row) == 2 * sizeof(uint64_t), "a row is two words");
-static struct row_cache_entry row_cache[ROW_CACHE_SIZE];
+_Static_assert(sizeof(struct row_cache_entry) == 32, "an entry is half a cache line");
+#define ROW_CACHE_PER_PAGE (4096u / sizeof(struct row_cache_entry))
+#define ROW_CACHE_PAGES (ROW_CACHE_SIZE / ROW_CACHE_PER_PAGE)
+_Static_assert(ROW_CACHE_PAGES <= 64, "one bit per page of the table");
+static _Alignas(4096) struct row_cache_entry row_cache[ROW_CACHE_SIZE];
+/* Bit p: page p of row_cache has been written. */
+static _Atomic uint64_t row_cache_pages;
 
-static struct row_cache_entry *row_cache_slot(uint64_t pc)
+static uint32_t row_cache_index(uint64_t pc)
 {
 	uint64_t h = pc * 0x9e3779b97f4a7c15ull;
-	return &row_cache[h >> 52 & (ROW_CACHE_SIZE - 1)];
+	return (uint32_t)(h >> 52) & (ROW_CACHE_SIZE - 1);
+}
+
+/* The generation as kept in an entry's state word. */
+static uint64_t row_cache_tag(uint64_t generation)
+{
+	return generation << ROW_CACHE_SEQ_BITS;
 }
 
 /* 1 hit with a rule, 0 hit without, -1 miss. */
 static int row_cache_get(uint64_t pc, uint64_t generation, struct cfi_row *out)
 {
-	struct row_cache_entry *e = row_cache_slot(pc);
-	uint64_t seq = atomic_load_explicit(&e->seq, memory_order_acquire);
-	if ((seq & 1) != 0 || atomic_load_explicit(&e->pc, memory_order_relaxed) != pc ||
-	    atomic_load_explicit(&e->generation, memory_order_relaxed) != generation)
+	uint32_t i = row_cache_index(pc);
+	uint64_t page = 1ull << (i / ROW_CACHE_PER_PAGE);
+	if (!(atomic_load_explicit(&row_cache_pages, memory_order_relaxed) & page))
+		return -1;
+	struct row_cache_entry *e = &row_cache[i];
+	uint64_t state = atomic_load_explicit(&e->state, memory_order_acquire);
+	if ((state & 1) != 0 || (state & ~ROW_CACHE_SEQ_MASK) != row_cache_tag(generation) ||
+	    atomic_load_explicit(&e->pc, memory_order_relaxed) != pc)
 		return -1;
 	uint64_t w[2] = {atomic_load_explicit(&e->row[0], memory_order_relaxed),
 			 atomic_load_explicit(&e->row[1], memory_order_relaxed)};
 	atomic_thread_fence(memory_order_acquire);
-	if (atomic_load_explicit(&e->seq, memory_order_relaxed) != seq)
+	if (atomic_load_explicit(&e->state, memory_order_relaxed) != state)
 		return -1;
 	__builtin_memcpy(out, w, sizeof(*out));
 	return out->kind == CFI_NONE ? 0 : 1;
@@ -91,20 +116,26 @@ static int row_cache_get(uint64_t pc, uint64_t generation, struct cfi_row *out)
 
 static void row_cache_put(uint64_t pc, uint64_t generation, const struct cfi_row *row)
 {
-	struct row_cache_entry *e = row_cache_slot(pc);
-	uint_fast64_t seq = atomic_load_explicit(&e->seq, memory_order_relaxed);
-	if ((seq & 1) != 0 ||
-	    !atomic_compare_exchange_strong_explicit(&e->seq, &seq, seq + 1, memory_order_acquire,
+	uint32_t i = row_cache_index(pc);
+	struct row_cache_entry *e = &row_cache[i];
+	uint64_t page = 1ull << (i / ROW_CACHE_PER_PAGE);
+	bool written = (atomic_load_explicit(&row_cache_pages, memory_order_relaxed) & page) != 0;
+	/* A page never written holds zeros: claimed by the write alone. */
+	uint_fast64_t state = written ? atomic_load_explicit(&e->state, memory_order_relaxed) : 0;
+	if ((state & 1) != 0 ||
+	    !atomic_compare_exchange_strong_explicit(&e->state, &state, state + 1, memory_order_acquire,
 						     memory_order_relaxed))
 		return;
 	atomic_thread_fence(memory_order_release);
 	uint64_t w[2];
 	__builtin_memcpy(w, row, sizeof(w));
 	atomic_store_explicit(&e->pc, pc, memory_order_relaxed);
-	atomic_store_explicit(&e->generation, generation, memory_order_relaxed);
 	atomic_store_explicit(&e->row[0], w[0], memory_order_relaxed);
 	atomic_store_explicit(&e->row[1], w[1], memory_order_relaxed);
-	atomic_store_explicit(&e->seq, seq + 2, memory_order_release);
+	uint64_t seq = (state + 2) & ROW_CACHE_SEQ_MASK;
+	atomic_store_explicit(&e->state, row_cache_tag(generation) | seq, memory_order_release);
+	if (!written)
+		(void)atomic_fetch_or_explicit(&row_cache_pages, page, memory_order_relaxed);
 }
 
 /* ---- snapshot lookups [signal-safe] ---- */
@@ -373,13 +404,94 @@ static const struct cfi_row *cfi_for(const struct snapshot *s, uint64_t pc, stru
 	return found ? buf : NULL;
 }
 
-/* The CFI row for frame f (NULL: none, or frame pointers only). */
-static const struct cfi_row *row_for(const struct snapshot *s, const struct frame *f, uint32_t flags,
-				     struct cfi_row *buf)
+/* ---- the last stack's rows [signal-safe] ----
+ *
+ * Stacks taken one after another on a thread share their outer frames, and
+ * each row-cache probe of such a frame reads a line that went cold since.
+ * The frames of the last unwind are kept in the order walked (stack pointer
+ * increasing) with their rows: the next unwind walks them alongside its own
+ * frames, and one at the same stack pointer with the same pc gives its row,
+ * read in sequence, not probed.  One unwind at a time holds them (another,
+ * or a handler interrupting the holder, uses the row cache alone); a row
+ * depends only on the pc and the snapshot generation, so a frame of another
+ * stack that happens to match still gets its own pc's row. */
+#define LAST_STACK_FRAMES 128
+struct last_frame {
+	uint64_t sp, pc; /* the frame's stack pointer, the pc its row is for */
+	struct cfi_row row; /* kind CFI_NONE: no rule */
+};
+static struct last_frame last_stack[2][LAST_STACK_FRAMES];
+static uint32_t last_stack_current, last_stack_count;
+static uint64_t last_stack_generation;
+static atomic_int last_stack_busy;
+
+struct row_walk {
+	const struct snapshot *s;
+	uint32_t flags;
+	bool held; /* this unwind holds last_stack */
+	const struct last_frame *last;
+	uint32_t nlast, next;
+	struct last_frame *out;
+	uint32_t nout, hits;
+};
+
+static void row_walk_begin(struct row_walk *w, const struct snapshot *s, uint32_t flags)
 {
-	if (flags & UNWIND_FLAG_FP_ONLY)
+	rt_memset(w, 0, sizeof(*w));
+	w->s = s;
+	w->flags = flags;
+	if (s == NULL || (flags & UNWIND_FLAG_FP_ONLY) ||
+	    atomic_exchange_explicit(&last_stack_busy, 1, memory_order_acquire) != 0)
+		return;
+	w->held = true;
+	w->last = last_stack[last_stack_current];
+	w->nlast = last_stack_generation == s->generation ? last_stack_count : 0;
+	w->out = last_stack[last_stack_current ^ 1];
+}
+
+static void row_walk_end(struct row_walk *w)
+{
+	if (!w->held)
+		return;
+	last_stack_current ^= 1;
+	last_stack_count = w->nout;
+	last_stack_generation = w->s->generation;
+	atomic_store_explicit(&last_stack_busy, 0, memory_order_release);
+	if (w->hits > 0)
+		atomic_fetch_add_explicit(&rows_from_last_stack, w->hits, memory_order_relaxed);
+}
+
+/* The CFI row for frame f (NULL: none, or frame pointers only). */
+static const struct cfi_row *row_for(struct row_walk *w, const struct frame *f, struct cfi_row *buf)
+{
+	if (w->flags & UNWIND_FLAG_FP_ONLY)
 		return NULL;
-	return cfi_for(s, f->exact ? f->pc : f->pc - 1, buf);
+	uint64_t pc = f->exact ? f->pc : f->pc - 1;
+	if (!w->held)
+		return cfi_for(w->s, pc, buf);
+	const struct cfi_row *row;
+	while (w->next < w->nlast && w->last[w->next].sp < f->sp)
+		w->next++;
+	if (w->next < w->nlast && w->last[w->next].sp == f->sp && w->last[w->next].pc == pc) {
+		*buf = w->last[w->next].row;
+		w->next++;
+		w->hits++;
+		row = buf->kind == CFI_NONE ? NULL : buf;
+	} else {
+		row = cfi_for(w->s, pc, buf);
+	}
+	if (w->nout < LAST_STACK_FRAMES) {
+		struct last_frame *o = &w->out[w->nout++];
+		o->sp = f->sp;
+		o->pc = pc;
+		if (row != NULL) {
+			o->row = *row;
+		} else {
+			rt_memset(&o->row, 0, sizeof(o->row));
+			o->row.kind = CFI_NONE;
+		}
+	}
+	return row;
 }
 
 /* True when f's pc is a signal trampoline: an 'S' FDE says so, or, where no
@@ -446,7 +558,9 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 	/* Notes code mapped since the snapshot. */
 	bool unknown = !is_code(s, f.exact ? f.pc : f.pc - 1);
 	struct cfi_row row_buf;
-	const struct cfi_row *row = row_for(s, &f, flags, &row_buf);
+	struct row_walk rows;
+	row_walk_begin(&rows, s, flags);
+	const struct cfi_row *row = row_for(&rows, &f, &row_buf);
 	bool trampoline = at_signal_trampoline(s, &f, row);
 	/* Invariant n == i + 1: each iteration writes one pc or stops. */
 	for (uint32_t i = 0; i < max; i++) {
@@ -497,7 +611,7 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 				break;
 			}
 		}
-		row = row_for(s, &f, flags, &row_buf);
+		row = row_for(&rows, &f, &row_buf);
 		trampoline = at_signal_trampoline(s, &f, row);
 		if (n == max) {
 			why = UNWIND_END_TRUNCATED;
@@ -505,6 +619,7 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 		}
 		pcs[n++] = f.exact || trampoline ? f.pc : f.pc - 1;
 	}
+	row_walk_end(&rows);
 	atomic_fetch_sub(&active_unwinders, 1);
 	if (unknown)
 		atomic_fetch_add_explicit(&unknown_code_unwinds, 1, memory_order_relaxed);
@@ -612,6 +727,26 @@ bool unwind_is_code(uint64_t pc)
 	return found;
 }
 
+void unwind_after_fork_child(void)
+{
+	last_stack_count = 0;
+	atomic_store(&last_stack_busy, 0);
+}
+
+bool unwind_function_start(uint64_t pc, uint64_t *start)
+{
+	atomic_fetch_add(&active_unwinders, 1);
+	const struct snapshot *s = atomic_load(&current_snapshot);
+	const struct unwind_code_range *r = s != NULL ? find_code(s, pc) : NULL;
+	uint64_t link = 0;
+	bool found = r != NULL && r->cfi != NULL && pc >= r->bias &&
+		     cfi_index_function_start(r->cfi, pc - r->bias, &link);
+	if (found)
+		*start = link + r->bias;
+	atomic_fetch_sub(&active_unwinders, 1);
+	return found;
+}
+
 bool unwind_after_syscall(uint64_t pc)
 {
 	static const uint8_t insn[ARCH_SYSCALL_INSN_LEN] = ARCH_SYSCALL_INSN;
@@ -639,4 +774,5 @@ void unwind_counts_get(struct unwind_counts *out)
 {
 	out->unknown_code = atomic_load_explicit(&unknown_code_unwinds, memory_order_relaxed);
 	out->rule_lookups = atomic_load_explicit(&rule_lookups, memory_order_relaxed);
+	out->rows_from_last_stack = atomic_load_explicit(&rows_from_last_stack, memory_order_relaxed);
 }

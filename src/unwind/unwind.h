@@ -7,7 +7,8 @@
  *    indexes, readable-writable ranges used as stack bounds), and
  *  - each module's .eh_frame and search table through the registry's own
  *    read-only mapping of its file (cfi.h cfi_index), and the row cache, a
- *    fixed table of rules already looked up (no allocation), and
+ *    fixed table of rules already looked up (no allocation), and the last
+ *    unwind's rows, fixed too, and
  *  - the stack, every word checked against the bounds of that stack, and
  *  - code bytes (signal trampoline detection) only inside file-backed or vDSO
  *    executable ranges of the snapshot.
@@ -140,6 +141,15 @@ bool unwind_stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi);
  * outside the snapshot (unwind_take_unknown_code).  [signal-safe] */
 bool unwind_is_code(uint64_t pc);
 
+/* In a fork child: the last unwind's rows are free again (their holder may
+ * have been another thread, which the child does not have). */
+void unwind_after_fork_child(void);
+
+/* The runtime start of the function covering pc by its module's unwind
+ * tables (the FDE's first address); false if no FDE covers it or pc is in
+ * no published code range.  [signal-safe] */
+bool unwind_function_start(uint64_t pc, uint64_t *start);
+
 /* Around a dlclose (or anything that unmaps code): while paused, the
  * unwinder reads no code bytes, so a range about to disappear is never read.
  * Resume after the refresh that follows.  Nestable.  [signal-safe] */
@@ -155,12 +165,14 @@ bool unwind_take_unknown_code(void);
 
 /* Counts since start, for the profile's comment: unwinds that met a pc in
  * no published code range (code mapped since the last refresh: the stack
- * ends there, shorter, instead of being dropped), and frames whose rule was
- * looked up in a module's .eh_frame rather than found in the row cache.
- * [signal-safe] */
+ * ends there, shorter, instead of being dropped), frames whose rule was
+ * looked up in a module's .eh_frame rather than found in the row cache, and
+ * frames whose rule came from the last unwind's frames (the same pc at the
+ * same stack pointer), with no row-cache probe.  [signal-safe] */
 struct unwind_counts {
 	uint64_t unknown_code;
 	uint64_t rule_lookups;
+	uint64_t rows_from_last_stack;
 };
 void unwind_counts_get(struct unwind_counts *out);
 

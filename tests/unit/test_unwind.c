@@ -416,6 +416,39 @@ static void test_remote_reads_match_local(void)
 	      strcmp(fi.function, "_start") == 0);
 }
 
+/* A stack unwound again from the same place takes its frames' rows from the
+ * last unwind (the same pc at the same stack pointer): the same pcs, and no
+ * rule looked up or row-cache probe for them; a frame-pointer-only unwind
+ * neither uses nor replaces them. */
+static void test_rows_from_last_stack(void)
+{
+	struct walk w[3];
+	struct unwind_counts c[4];
+	/* One call site for all three (a trip count the compiler cannot unroll). */
+	static volatile int rounds = 3;
+	for (int i = 0; i < rounds && i < 3; i++) {
+		unwind_counts_get(&c[i]);
+		walk_here(&w[i], i == 2 ? UNWIND_FLAG_FP_ONLY : 0);
+	}
+	unwind_counts_get(&c[3]);
+	CHECK(w[0].depth >= 4 && w[1].depth == w[0].depth && w[1].end == w[0].end);
+	for (uint32_t i = 0; i < w[0].depth && i < w[1].depth; i++)
+		CHECK(w[0].pcs[i] == w[1].pcs[i]);
+	uint64_t reused = c[2].rows_from_last_stack - c[1].rows_from_last_stack;
+	printf("  second unwind: %llu of %u rows from the last stack\n", (unsigned long long)reused,
+	       w[1].depth);
+	CHECK(reused == w[1].depth);
+	CHECK(c[2].rule_lookups == c[1].rule_lookups);
+	CHECK(c[3].rows_from_last_stack == c[2].rows_from_last_stack);
+	/* The rows are still the CFI unwind's after the frame-pointer one (all
+	 * but the call site, which this call changes). */
+	walk_here(&w[2], 0);
+	struct unwind_counts last;
+	unwind_counts_get(&last);
+	CHECK(w[2].depth == w[0].depth &&
+	      last.rows_from_last_stack - c[3].rows_from_last_stack == w[2].depth - 1u);
+}
+
 static void test_warm_cost(void)
 {
 	struct walk w;
@@ -500,6 +533,7 @@ int main(void)
 	RUN(test_cfi_epilogue_after_pop);
 #endif
 	RUN(test_remote_reads_match_local);
+	RUN(test_rows_from_last_stack);
 	RUN(test_warm_cost);
 	RUN(test_capture_starts_at_hook_caller);
 	return CHECK_DONE();
