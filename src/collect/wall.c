@@ -157,7 +157,6 @@ static struct {
 	/* 1 while the sampler thread is in a tick, 2 when a stop waits for it
 	 * to end (woken then). */
 	atomic_int ticking;
-	atomic_int hooks_on;
 	atomic_int signals_on;   /* our handler is installed and ours */
 	/* Interposed calls block our signal while a request runs: false where
 	 * the kernel raises CPU-timer signals only on the return to user mode
@@ -201,6 +200,18 @@ static atomic_ullong priv_ready[THREADS_MAX / 64];
  * tick skip the empty part of the table without touching it. */
 #define SLOT_WORDS (THREADS_MAX / 64)
 static atomic_ullong slot_bits[SLOT_WORDS];
+/* Words of slot_bits that ever had a bit set since start or fork (never
+ * cleared otherwise): a tick scans those only, not the whole table. */
+static atomic_ullong slot_words;
+_Static_assert(SLOT_WORDS <= 64, "slot_words has a bit per word of slot_bits");
+
+static void mark_slot(int s)
+{
+	uint64_t word = 1ull << (s / 64);
+	if (!(atomic_load_explicit(&slot_words, memory_order_relaxed) & word))
+		atomic_fetch_or(&slot_words, word);
+	atomic_fetch_or(&slot_bits[s / 64], 1ull << (s % 64));
+}
 
 static void priv_prepare(int s)
 {
@@ -1267,7 +1278,24 @@ static void check_handler(uint64_t now)
 }
 
 /* Next slot at or after `from` whose bit is set, or -1. */
-static int next_marked_slot(int from) { return rt_bitmap_next(slot_bits, SLOT_WORDS, from); }
+static int next_marked_slot(int from)
+{
+	if (from < 0)
+		from = 0;
+	if (from >= THREADS_MAX)
+		return -1;
+	uint64_t words = atomic_load_explicit(&slot_words, memory_order_relaxed) & (~0ull << (from / 64));
+	while (words) {
+		int w = __builtin_ctzll(words);
+		uint64_t bits = atomic_load_explicit(&slot_bits[w], memory_order_relaxed);
+		if (w == from / 64)
+			bits &= ~0ull << (from % 64);
+		if (bits)
+			return w * 64 + __builtin_ctzll(bits);
+		words &= words - 1;
+	}
+	return -1;
+}
 
 /* One tick: true if it visited every thread (fewer than a tick's budget)
  * and each waits in the call it was asked to time the end of (the next
@@ -1392,23 +1420,30 @@ static void tp_bind(int slot, uint64_t tp)
 	atomic_store(&tp_map[b], slot + 1);
 }
 
-/* The calling thread's slot, or -1 when it is not registered. */
-static int self_slot(void)
+/* The calling thread's slot when the map does not know it yet: found by
+ * tid and bound to the thread pointer (once per thread). */
+static int self_slot_unmapped(uint64_t tp)
 {
-	uint64_t tp = rt_thread_pointer();
-	int s = atomic_load_explicit(&tp_map[tp_bucket(tp)], memory_order_acquire) - 1;
-	if (s >= 0 && atomic_load_explicit(&thread_slots[s].wall_tp, memory_order_acquire) == tp &&
-	    atomic_load_explicit(&thread_slots[s].tid, memory_order_relaxed) != 0)
-		return s;
-	s = threads_find((int)sys_gettid());
+	int s = threads_find((int)sys_gettid());
 	if (s >= 0)
 		tp_bind(s, tp);
 	return s;
 }
 
-bool wall_hooks_active(void) { return atomic_load_explicit(&wall.hooks_on, memory_order_relaxed) != 0; }
+/* The calling thread's slot from the thread-pointer map, or -1 when the map
+ * does not know the thread (yet). */
+static inline int self_slot_mapped(uint64_t tp)
+{
+	int s = atomic_load_explicit(&tp_map[tp_bucket(tp)], memory_order_acquire) - 1;
+	if (s >= 0 && atomic_load_explicit(&thread_slots[s].wall_tp, memory_order_acquire) == tp &&
+	    atomic_load_explicit(&thread_slots[s].tid, memory_order_relaxed) != 0)
+		return s;
+	return -1;
+}
 
-int wall_signal(void) { return atomic_load(&wall.hooks_on) ? wall.signo : 0; }
+atomic_int wall_hooks_on;
+
+int wall_signal(void) { return atomic_load(&wall_hooks_on) ? wall.signo : 0; }
 
 static void block_our_signal(struct wall_call *c)
 {
@@ -1416,21 +1451,32 @@ static void block_our_signal(struct wall_call *c)
 	c->masked = sys_rt_sigprocmask(SIG_BLOCK, &set, &c->old_mask) == 0;
 }
 
-void wall_call_enter(struct wall_call *c, const struct wall_frame *f, enum wall_state kind, int fd)
+/* The rarer ways into and out of a call are functions of their own, so that
+ * the common path (an outermost call published without the handshake) saves
+ * no registers and makes only tail calls. */
+__attribute__((noinline)) static void enter_nested(struct wall_call *c, struct thread_slot *t)
 {
-	c->slot = -1;
-	c->masked = false;
-	int s = self_slot();
-	if (s < 0)
-		return;
+	/* Called from a signal handler inside another blocking call: that
+	 * call's frame stays published. */
+	t->wall_depth++;
+	if (wall.calls_block)
+		block_our_signal(c);
+}
+
+__attribute__((noinline)) static void enter_handshake(struct wall_call *c, struct thread_slot *t, uint32_t odd)
+{
+	atomic_store(&t->wall_seq, odd);
+	if (atomic_load(&t->wall_inflight))
+		block_our_signal(c);
+}
+
+static inline __attribute__((always_inline)) void enter_slot(struct wall_call *c, int s, const struct wall_frame *f,
+							     enum wall_state kind, int fd)
+{
 	struct thread_slot *t = &thread_slots[s];
 	c->slot = s;
 	if (t->wall_depth > 0 && f->sp < atomic_load_explicit(&t->wall_sp, memory_order_relaxed)) {
-		/* Called from a signal handler inside another blocking call:
-		 * that call's frame stays published. */
-		t->wall_depth++;
-		if (wall.calls_block)
-			block_our_signal(c);
+		enter_nested(c, t);
 		return;
 	}
 	/* Outermost (a deeper published frame belongs to a call that was left
@@ -1445,14 +1491,33 @@ void wall_call_enter(struct wall_call *c, const struct wall_frame *f, enum wall_
 	atomic_store_explicit(&t->wall_fd, fd, memory_order_relaxed);
 	uint32_t seq = atomic_load_explicit(&t->wall_seq, memory_order_relaxed);
 	uint32_t odd = (seq | 1u) + ((seq & 1u) ? 2u : 0u);
-	if (!wall.calls_block) {
-		/* No handshake: the sampler only needs the frame before the seq. */
-		atomic_store_explicit(&t->wall_seq, odd, memory_order_release);
+	if (wall.calls_block) {
+		enter_handshake(c, t, odd);
 		return;
 	}
-	atomic_store(&t->wall_seq, odd);
-	if (atomic_load(&t->wall_inflight))
-		block_our_signal(c);
+	/* No handshake: the sampler only needs the frame before the seq. */
+	atomic_store_explicit(&t->wall_seq, odd, memory_order_release);
+}
+
+__attribute__((noinline)) static void enter_unmapped(struct wall_call *c, uint64_t tp, const struct wall_frame *f,
+						     enum wall_state kind, int fd)
+{
+	int s = self_slot_unmapped(tp);
+	c->slot = s;
+	if (s >= 0)
+		enter_slot(c, s, f, kind, fd);
+}
+
+void wall_call_enter(struct wall_call *c, const struct wall_frame *f, enum wall_state kind, int fd)
+{
+	c->masked = false;
+	uint64_t tp = rt_thread_pointer();
+	int s = self_slot_mapped(tp);
+	if (s < 0) {
+		enter_unmapped(c, tp, f, kind, fd);
+		return;
+	}
+	enter_slot(c, s, f, kind, fd);
 }
 
 /* The first thread to leave a timed call, or to start, during a quiet tick
@@ -1464,6 +1529,31 @@ static void end_quiet_tick(void)
 		thread_own_interrupt();
 }
 
+/* Unblocking our signal after a call that blocked it. */
+__attribute__((noinline)) static void leave_unmask(struct thread_slot *t)
+{
+	uint64_t set = 1ull << (wall.signo - 1);
+	atomic_store_explicit(&t->wall_leave_state, 1, memory_order_relaxed);
+	(void)sys_rt_sigprocmask(SIG_UNBLOCK, &set, NULL);
+	atomic_store_explicit(&t->wall_leave_state, 0, memory_order_relaxed);
+}
+
+static inline __attribute__((always_inline)) void leave_mask(struct wall_call *c, struct thread_slot *t)
+{
+	if (c->masked && !(c->old_mask & (1ull << (wall.signo - 1))))
+		leave_unmask(t);
+}
+
+/* Leaving a call whose end the sampler asked to have timed. */
+__attribute__((noinline)) static void leave_timed(struct wall_call *c, struct thread_slot *t, uint32_t seq)
+{
+	atomic_store_explicit(&t->wall_left_ns, rt_monotonic_ns(), memory_order_relaxed);
+	atomic_store_explicit(&t->wall_left_seq, seq, memory_order_relaxed);
+	atomic_store_explicit(&t->wall_seq, seq + 1, memory_order_release);
+	end_quiet_tick();
+	leave_mask(c, t);
+}
+
 void wall_call_leave(struct wall_call *c)
 {
 	if (c->slot < 0)
@@ -1472,22 +1562,14 @@ void wall_call_leave(struct wall_call *c)
 	if (t->wall_depth > 0 && --t->wall_depth == 0) {
 		uint32_t seq = atomic_load_explicit(&t->wall_seq, memory_order_relaxed);
 		if (seq & 1u) {
-			bool timed = atomic_load_explicit(&t->wall_stamp_seq, memory_order_relaxed) == seq;
-			if (timed) {
-				atomic_store_explicit(&t->wall_left_ns, rt_monotonic_ns(), memory_order_relaxed);
-				atomic_store_explicit(&t->wall_left_seq, seq, memory_order_relaxed);
+			if (atomic_load_explicit(&t->wall_stamp_seq, memory_order_relaxed) == seq) {
+				leave_timed(c, t, seq);
+				return;
 			}
 			atomic_store_explicit(&t->wall_seq, seq + 1, memory_order_release);
-			if (timed)
-				end_quiet_tick();
 		}
 	}
-	if (c->masked && !(c->old_mask & (1ull << (wall.signo - 1)))) {
-		uint64_t set = 1ull << (wall.signo - 1);
-		atomic_store_explicit(&t->wall_leave_state, 1, memory_order_relaxed);
-		(void)sys_rt_sigprocmask(SIG_UNBLOCK, &set, NULL);
-		atomic_store_explicit(&t->wall_leave_state, 0, memory_order_relaxed);
-	}
+	leave_mask(c, t);
 }
 
 /* ---- registry hooks ---- */
@@ -1505,7 +1587,7 @@ void wall_thread_added(int slot, int tid, bool self)
 	atomic_store(&t->wall_owed_ns, 0);
 	atomic_store(&t->wall_leave_state, 0);
 	priv_prepare(slot);
-	atomic_fetch_or(&slot_bits[slot / 64], 1ull << (slot % 64));
+	mark_slot(slot);
 	if (self)
 		tp_bind(slot, rt_thread_pointer());
 	end_quiet_tick(); /* its first visit starts its count */
@@ -1587,11 +1669,11 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 		if (atomic_load(&thread_slots[s].tid)) {
 			atomic_store(&thread_slots[s].wall_owed_ns, 0);
 			priv_prepare(s);
-			atomic_fetch_or(&slot_bits[s / 64], 1ull << (s % 64));
+			mark_slot(s);
 		}
 	wall.tick_ns = atomic_load(&wall.period_ns);
 	wall.next_tick_ns = rt_monotonic_ns() + wall.tick_ns;
-	atomic_store(&wall.hooks_on, 1);
+	atomic_store(&wall_hooks_on, 1);
 	atomic_store(&wall.running, 1);
 	rt_info("wall profiling at %u Hz, %u threads per tick, signal %d", cfg->wall_hz,
 		cfg->wall_max_threads, wall.signo);
@@ -1602,7 +1684,7 @@ void wall_stop(void)
 {
 	if (!atomic_exchange(&wall.running, 0))
 		return;
-	atomic_store(&wall.hooks_on, 0);
+	atomic_store(&wall_hooks_on, 0);
 	/* A tick under way ends first (the sampler thread serves no other). */
 	int one = 1;
 	if (atomic_compare_exchange_strong(&wall.ticking, &one, 2) || one == 2) {
@@ -1661,6 +1743,7 @@ void wall_after_fork_child(void)
 			atomic_store(&tp_map[b], 0);
 	for (int word = 0; word < SLOT_WORDS; word++)
 		atomic_store(&slot_bits[word], 0);
+	atomic_store(&slot_words, 0);
 	ring_clear(&wall.ring);
 	atomic_store(&wall.alive, 0);
 	atomic_store(&wall.ticking, 0);

@@ -156,8 +156,13 @@ struct wall_call {
 	bool masked;  /* our signal was blocked for the call */
 	uint64_t old_mask;
 };
-/* True while the sampler runs: hooks do nothing otherwise. */
-bool wall_hooks_active(void);
+/* True while the sampler runs: hooks do nothing otherwise.  Inline: every
+ * interposed call tests it first. */
+extern atomic_int wall_hooks_on;
+static inline bool wall_hooks_active(void)
+{
+	return atomic_load_explicit(&wall_hooks_on, memory_order_relaxed) != 0;
+}
 /* Around the blocking call.  enter publishes the frame and the state, and
  * blocks our signal when one may be in flight. */
 void wall_call_enter(struct wall_call *c, const struct wall_frame *f, enum wall_state kind, int fd);
