@@ -234,6 +234,66 @@ static uint32_t slots_with_values(const struct profile *p)
 	return filled;
 }
 
+/* Hands the distinct pcs of p's stacks to symbols_prepare_names, so that a
+ * large library of which the export names a few hundred functions is
+ * scanned once rather than tabled.  Each stack once (a bit per stack id),
+ * each pc once (an open-addressed set, doubled at half full). */
+static void prepare_names(const struct profile *p)
+{
+	uint32_t n_stacks = profile_stack_count(p), n_samples = profile_sample_count(p);
+	uint64_t *seen_stacks = rt_calloc(((size_t)n_stacks + 63) / 64, sizeof(uint64_t));
+	uint32_t cap = 4096, n = 0;
+	uint64_t *set = rt_calloc(cap, sizeof(uint64_t)); /* 0: empty (no code at 0) */
+	bool ok = seen_stacks != NULL && set != NULL;
+	struct profile_sample_view v;
+	for (uint32_t i = 0; ok && i < n_samples; i++) {
+		if (!profile_sample_get(p, i, &v) || v.stack_id >= n_stacks ||
+		    (seen_stacks[v.stack_id / 64] >> (v.stack_id % 64) & 1))
+			continue;
+		seen_stacks[v.stack_id / 64] |= (uint64_t)1 << (v.stack_id % 64);
+		for (uint32_t d = 0; ok && d < v.depth; d++) {
+			uint64_t pc = v.pcs[d];
+			if (pc == 0 || sw_synthetic_frame_name(pc) != NULL)
+				continue;
+			if (n + 1 > cap / 2) {
+				uint64_t *bigger = cap <= UINT32_MAX / 4 ? rt_calloc((size_t)cap * 2, sizeof(uint64_t)) : NULL;
+				if (bigger == NULL) {
+					ok = false;
+					break;
+				}
+				for (uint32_t j = 0; j < cap; j++) {
+					if (set[j] == 0)
+						continue;
+					uint32_t h = (uint32_t)((set[j] * RT_HASH_MUL64) >> 32) & (cap * 2 - 1);
+					while (bigger[h] != 0)
+						h = (h + 1) & (cap * 2 - 1);
+					bigger[h] = set[j];
+				}
+				rt_free(set);
+				set = bigger;
+				cap *= 2;
+			}
+			uint32_t h = (uint32_t)((pc * RT_HASH_MUL64) >> 32) & (cap - 1);
+			while (set[h] != 0 && set[h] != pc)
+				h = (h + 1) & (cap - 1);
+			if (set[h] == 0) {
+				set[h] = pc;
+				n++;
+			}
+		}
+	}
+	if (ok) {
+		uint32_t k = 0;
+		for (uint32_t j = 0; j < cap; j++)
+			if (set[j] != 0)
+				set[k++] = set[j];
+		rt_sort_u64(set, k, set + k); /* k <= cap / 2 */
+		symbols_prepare_names(set, k);
+	}
+	rt_free(set);
+	rt_free(seen_stacks);
+}
+
 /* Ends the current period and exports it; `trigger` (or NULL) is the
  * memory threshold that asked for this export out of period.  Caller holds
  * export_lock. */
@@ -257,6 +317,10 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 	 * its parent's registry) reads no /proc/self/maps at exit. */
 	if (final && collect_take_unknown_code())
 		(void)symbols_refresh();
+	/* Names for the first exports and the last: a process exporting again
+	 * and again has built its tables by then (symbols.h). */
+	if (final || prof.seq < 2)
+		prepare_names(p);
 	char overhead_line[320], trigger_line[MEMGUARD_PATH_MAX + 200];
 	char oom_line[MEMGUARD_PATH_MAX + 120], trigger_tags[256], symbols_line[400];
 	const char *comments[4] = { overhead_line, symbols_line };

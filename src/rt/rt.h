@@ -68,6 +68,10 @@ size_t rt_snprintf(char *buf, size_t cap, const char *fmt, ...)
  * stable.  before(a, b) is a strict order ("a sorts before b"). */
 typedef bool (*rt_sort_before)(const void *a, const void *b);
 void rt_sort(void *base, size_t n, size_t size, rt_sort_before before);
+/* Sorts v[0..n) ascending by a radix sort in byte digits, using scratch[0..n)
+ * (a digit every value shares is skipped): a few n steps where rt_sort
+ * takes n log n calls of before. */
+void rt_sort_u64(uint64_t *v, size_t n, uint64_t *scratch);
 
 /* The first set bit at or after `from` in a bitmap of nwords 64-bit words
  * (bit i is bit i % 64 of words[i / 64]), or -1.  Relaxed loads: for the

@@ -154,34 +154,81 @@ static void release_pages(const struct elf_image *img, uint64_t from, uint64_t t
 				  4 /* MADV_DONTNEED */);
 }
 
+/* Reads the sized function symbols of one table in order, giving back the
+ * pages read every RELEASE_EVERY bytes when release is set. */
+struct entry_reader {
+	struct elf_symbol_iter *it;
+	uint32_t flag; /* FUNCTION_IN_DYNSYM for .dynsym's entries */
+	bool release;
+	uint64_t released; /* table bytes up to here are given back */
+};
+
+static void entry_reader_begin(struct entry_reader *r, struct elf_symbol_iter *it, uint32_t flag,
+			       bool release)
+{
+	*r = (struct entry_reader){.it = it, .flag = flag, .release = release,
+				   .released = it->symtab.offset};
+	it->next = 1;
+}
+
+/* The next entry into *out; false at the end (the rest given back). */
+static inline bool entry_reader_next(struct entry_reader *r, struct function_entry *out)
+{
+	struct elf_symbol_iter *it = r->it;
+	struct elf_symbol sym;
+	if (it->img == NULL)
+		return false; /* no such table */
+	while (elf_symbols_next(it, &sym)) {
+		uint64_t at = it->symtab.offset + it->next * sizeof(Elf64_Sym);
+		if (r->release && at - r->released >= RELEASE_EVERY) {
+			release_pages(it->img, r->released, at);
+			r->released = at;
+		}
+		if (sym.size == 0 || sym.name_offset >= FUNCTION_IN_DYNSYM)
+			continue; /* covers nothing we could claim */
+		out->start = sym.value;
+		out->size_bits = (sym.size > FUNCTION_SIZE_MAX ? FUNCTION_SIZE_MAX : (uint32_t)sym.size) |
+				 (sym.hidden_version ? FUNCTION_HIDDEN_VERSION : 0u) |
+				 (uint32_t)(sym.bind & 3u) << FUNCTION_BIND_SHIFT;
+		out->name = sym.name_offset | r->flag;
+		return true;
+	}
+	return false;
+}
+
+/* Gives back the rest of the table's pages read. */
+static void entry_reader_end(struct entry_reader *r)
+{
+	struct elf_symbol_iter *it = r->it;
+	if (r->release && it->img != NULL)
+		release_pages(it->img, r->released, it->symtab.offset + it->symtab.size + 4095);
+}
+
 /* Writes the sized function symbols of one table (at most cap) to out. */
 static uint32_t collect(struct elf_symbol_iter *it, uint32_t flag, struct function_entry *out,
 			uint32_t cap, bool release)
 {
-	struct elf_symbol sym;
+	struct entry_reader r;
 	uint32_t n = 0;
-	uint64_t released = it->symtab.offset;
-	if (it->img == NULL)
-		return 0; /* no such table */
-	it->next = 1;
-	while (n < cap && elf_symbols_next(it, &sym)) {
-		uint64_t at = it->symtab.offset + it->next * sizeof(Elf64_Sym);
-		if (release && at - released >= RELEASE_EVERY) {
-			release_pages(it->img, released, at);
-			released = at;
-		}
-		if (sym.size == 0 || sym.name_offset >= FUNCTION_IN_DYNSYM)
-			continue; /* covers nothing we could claim */
-		out[n].start = sym.value;
-		out[n].size_bits = (sym.size > FUNCTION_SIZE_MAX ? FUNCTION_SIZE_MAX : (uint32_t)sym.size) |
-				   (sym.hidden_version ? FUNCTION_HIDDEN_VERSION : 0u) |
-				   (uint32_t)(sym.bind & 3u) << FUNCTION_BIND_SHIFT;
-		out[n].name = sym.name_offset | flag;
+	entry_reader_begin(&r, it, flag, release);
+	while (n < cap && entry_reader_next(&r, &out[n]))
 		n++;
-	}
-	if (release && it->img != NULL)
-		release_pages(it->img, released, it->symtab.offset + it->symtab.size + 4095);
+	entry_reader_end(&r);
 	return n;
+}
+
+/* Opens img's symbol tables for reading without names (count 0: none). */
+static void open_tables(const struct elf_image *img, bool with_dynsym, struct elf_symbol_iter *symtab,
+			struct elf_symbol_iter *dynsym)
+{
+	if (elf_symbols_begin(img, SHT_SYMTAB, symtab))
+		symtab->without_names = true;
+	else
+		rt_memset(symtab, 0, sizeof(*symtab));
+	if (with_dynsym && elf_symbols_begin(img, SHT_DYNSYM, dynsym))
+		dynsym->without_names = true;
+	else
+		rt_memset(dynsym, 0, sizeof(*dynsym));
 }
 
 bool function_table_build(struct function_table *t, const struct elf_image *img, bool with_dynsym,
@@ -189,14 +236,7 @@ bool function_table_build(struct function_table *t, const struct elf_image *img,
 {
 	rt_memset(t, 0, sizeof(*t));
 	t->img = *img;
-	if (elf_symbols_begin(&t->img, SHT_SYMTAB, &t->symtab))
-		t->symtab.without_names = true;
-	else
-		rt_memset(&t->symtab, 0, sizeof(t->symtab));
-	if (with_dynsym && elf_symbols_begin(&t->img, SHT_DYNSYM, &t->dynsym))
-		t->dynsym.without_names = true;
-	else
-		rt_memset(&t->dynsym, 0, sizeof(t->dynsym));
+	open_tables(&t->img, with_dynsym, &t->symtab, &t->dynsym);
 	/* One pass into room for every symbol: a large table is its own
 	 * anonymous mapping, of which only the pages written take memory, so
 	 * the symbol tables are read once (a counting pass read them twice). */
@@ -224,23 +264,24 @@ bool function_table_build(struct function_table *t, const struct elf_image *img,
 /* Aliases of one address beyond this many are not compared. */
 #define ALIASES_MAX 64u
 
-/* The preferred named alias among the entries [first, end) of one address:
- * its name, and its entry in *best. */
-static const char *preferred_alias(const struct function_table *t, uint32_t first, uint32_t end,
-				   const struct function_entry **best)
+/* The preferred named alias among the entries f[0..n) of one address, in
+ * table order, whose names are in img's symtab or dynsym string table: its
+ * name, and its entry in *best. */
+static const char *preferred_alias(const struct elf_image *img, const struct elf_symbol_iter *symtab,
+				   const struct elf_symbol_iter *dynsym, const struct function_entry *f,
+				   uint32_t n, const struct function_entry **best)
 {
 	const char *name = NULL;
 	uint32_t pref = 0;
 	*best = NULL;
-	for (uint32_t i = first; i < end; i++) {
-		const struct function_entry *f = &t->funcs[i];
-		const struct elf_symbol_iter *it = (f->name & FUNCTION_IN_DYNSYM) ? &t->dynsym : &t->symtab;
-		uint32_t off = f->name & ~FUNCTION_IN_DYNSYM;
-		const char *raw = off != 0 ? elf_string_at(&t->img, &it->strtab, off) : NULL;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct elf_symbol_iter *it = (f[i].name & FUNCTION_IN_DYNSYM) ? dynsym : symtab;
+		uint32_t off = f[i].name & ~FUNCTION_IN_DYNSYM;
+		const char *raw = off != 0 ? elf_string_at(img, &it->strtab, off) : NULL;
 		if (raw == NULL || raw[0] == 0)
 			continue;
-		struct elf_symbol sym = {.bind = (uint8_t)(f->size_bits >> FUNCTION_BIND_SHIFT),
-					 .hidden_version = (f->size_bits & FUNCTION_HIDDEN_VERSION) != 0};
+		struct elf_symbol sym = {.bind = (uint8_t)(f[i].size_bits >> FUNCTION_BIND_SHIFT),
+					 .hidden_version = (f[i].size_bits & FUNCTION_HIDDEN_VERSION) != 0};
 		const char *shown = function_display_name(raw);
 		uint32_t p = function_alias_preference(&sym, shown);
 		/* Equal ranks (C1/C2 constructors, strtol/strtoq): the name that
@@ -248,7 +289,7 @@ static const char *preferred_alias(const struct function_table *t, uint32_t firs
 		if (name == NULL || p > pref || (p == pref && rt_strcmp(shown, name) < 0)) {
 			name = shown;
 			pref = p;
-			*best = f;
+			*best = &f[i];
 		}
 	}
 	return name;
@@ -266,7 +307,8 @@ const char *function_table_lookup(const struct function_table *t, uint64_t addr)
 		while (first > 0 && t->funcs[first - 1].start == start && end - first < ALIASES_MAX)
 			first--;
 		const struct function_entry *best;
-		const char *name = preferred_alias(t, first, end, &best);
+		const char *name = preferred_alias(&t->img, &t->symtab, &t->dynsym, t->funcs + first,
+						   end - first, &best);
 		if (name != NULL && addr - best->start < function_size(best))
 			return name;
 		while (first > 0 && t->funcs[first - 1].start == start)
@@ -296,4 +338,165 @@ void function_table_free(struct function_table *t)
 {
 	rt_free(t->funcs);
 	rt_memset(t, 0, sizeof(*t));
+}
+
+uint64_t function_symbols_in(const struct elf_image *img, bool with_dynsym)
+{
+	struct elf_symbol_iter symtab, dynsym;
+	open_tables(img, with_dynsym, &symtab, &dynsym);
+	return symtab.count + dynsym.count;
+}
+
+/* Adds entry e to the starts kept for its address range: the
+ * FUNCTION_SCAN_STARTS greatest starts, descending, each with its first
+ * FUNCTION_SCAN_ALIASES entries in table order. */
+static inline void scan_keep(struct function_scan_start *k, const struct function_entry *e)
+{
+	const uint32_t last = FUNCTION_SCAN_STARTS - 1;
+	if (k[last].nalias > 0 && k[last].start > e->start)
+		return; /* four greater starts: never compared (most entries) */
+	uint32_t i = 0;
+	while (k[i].nalias > 0 && k[i].start > e->start)
+		i++; /* stops by the test above */
+	struct function_scan_start *at = &k[i];
+	if (at->nalias > 0 && at->start == e->start) {
+		/* Another alias: insert in table order (by name), keep the first. */
+		uint32_t kept = RT_MIN(at->nalias, FUNCTION_SCAN_ALIASES);
+		uint32_t j = kept;
+		while (j > 0 && e->name < at->name[j - 1])
+			j--;
+		if (j < FUNCTION_SCAN_ALIASES) {
+			for (uint32_t m = RT_MIN(kept, FUNCTION_SCAN_ALIASES - 1); m > j; m--) {
+				at->name[m] = at->name[m - 1];
+				at->size_bits[m] = at->size_bits[m - 1];
+			}
+			at->name[j] = e->name;
+			at->size_bits[j] = e->size_bits;
+		}
+		if (at->nalias < UINT32_MAX)
+			at->nalias++;
+		return;
+	}
+	/* A new start: the smallest kept one (if four) falls out. */
+	for (uint32_t m = last; m > i; m--)
+		k[m] = k[m - 1];
+	at->start = e->start;
+	at->nalias = 1;
+	at->name[0] = e->name;
+	at->size_bits[0] = e->size_bits;
+}
+
+/* Index bits per address asked: the index finds the first address at or
+ * above a start in a step or two, not a binary search's dozen. */
+#define SCAN_INDEX_PER_ADDR 2u
+
+bool function_scan_build(struct function_scan *s, const struct elf_image *img, bool with_dynsym,
+			 bool release_pages, const uint64_t *addrs, uint32_t n)
+{
+	rt_memset(s, 0, sizeof(*s));
+	if (n == 0 || n > (1u << 24))
+		return false;
+	for (uint32_t i = 1; i < n; i++)
+		if (addrs[i] <= addrs[i - 1])
+			return false;
+	s->img = *img;
+	open_tables(&s->img, with_dynsym, &s->symtab, &s->dynsym);
+	/* index[b]: the first address at or above lo + (b << shift). */
+	uint64_t lo = addrs[0], hi = addrs[n - 1];
+	uint32_t index_bits = 1;
+	while (index_bits < 26 && (1u << index_bits) < n * SCAN_INDEX_PER_ADDR)
+		index_bits++;
+	uint32_t shift = 0;
+	while (shift < 64 && ((hi - lo) >> shift) >= (1ull << index_bits))
+		shift++;
+	size_t nindex = (size_t)((hi - lo) >> shift) + 1;
+	size_t addr_bytes = (size_t)n * sizeof(uint64_t);
+	size_t start_bytes = (size_t)n * FUNCTION_SCAN_STARTS * sizeof(struct function_scan_start);
+	uint32_t *index = rt_malloc(nindex * sizeof(uint32_t));
+	s->addrs = rt_malloc(addr_bytes);
+	s->starts = rt_calloc((size_t)n * FUNCTION_SCAN_STARTS, sizeof(struct function_scan_start));
+	if (index == NULL || s->addrs == NULL || s->starts == NULL) {
+		rt_free(index);
+		function_scan_free(s);
+		return false;
+	}
+	rt_memcpy(s->addrs, addrs, addr_bytes);
+	s->n = n;
+	s->bytes = addr_bytes + start_bytes;
+	for (size_t b = 0, i = 0; b < nindex; b++) {
+		uint64_t from = lo + ((uint64_t)b << shift);
+		while (i < n && addrs[i] < from)
+			i++;
+		index[b] = (uint32_t)i;
+	}
+	/* Each entry goes to the first address at or above its start: the
+	 * range (addrs[i-1], addrs[i]] it lies in.  An address's nearest
+	 * starts are then its own range's, then the ranges below, in turn
+	 * (function_scan_lookup). */
+	struct elf_symbol_iter *its[2] = {&s->symtab, &s->dynsym};
+	const uint32_t flags[2] = {0, FUNCTION_IN_DYNSYM};
+	for (int t = 0; t < 2; t++) {
+		struct entry_reader r;
+		struct function_entry e;
+		entry_reader_begin(&r, its[t], flags[t], release_pages);
+		while (entry_reader_next(&r, &e)) {
+			if (e.start > hi)
+				continue; /* above every address: never looked back to */
+			uint32_t i = e.start <= lo ? 0 : index[(e.start - lo) >> shift];
+			while (s->addrs[i] < e.start)
+				i++; /* ends at addrs[n - 1] >= e.start */
+			scan_keep(&s->starts[(size_t)i * FUNCTION_SCAN_STARTS], &e);
+		}
+		entry_reader_end(&r);
+	}
+	rt_free(index);
+	return true;
+}
+
+bool function_scan_lookup(const struct function_scan *s, uint64_t addr, const char **name)
+{
+	uint32_t i = rt_upper_bound(s->addrs, s->n, sizeof(s->addrs[0]), 0, addr);
+	*name = NULL;
+	if (i == 0 || s->addrs[i - 1] != addr)
+		return false;
+	/* The nearest starts at or below addr, as the table lookup walks them:
+	 * its own range's, then each range below. */
+	uint32_t looked = 0;
+	for (uint32_t r = i; r > 0 && looked < FUNCTION_SCAN_STARTS; r--) {
+		const struct function_scan_start *k = &s->starts[(size_t)(r - 1) * FUNCTION_SCAN_STARTS];
+		for (uint32_t j = 0; j < FUNCTION_SCAN_STARTS && k[j].nalias > 0 &&
+				     looked < FUNCTION_SCAN_STARTS;
+		     j++, looked++) {
+			if (k[j].nalias > FUNCTION_SCAN_ALIASES)
+				return false; /* entries not kept: the table knows */
+			struct function_entry f[FUNCTION_SCAN_ALIASES];
+			for (uint32_t a = 0; a < k[j].nalias; a++)
+				f[a] = (struct function_entry){.start = k[j].start,
+							       .size_bits = k[j].size_bits[a],
+							       .name = k[j].name[a]};
+			const struct function_entry *best;
+			const char *n = preferred_alias(&s->img, &s->symtab, &s->dynsym, f, k[j].nalias,
+							&best);
+			if (n != NULL && addr - best->start < function_size(best)) {
+				*name = n;
+				return true;
+			}
+		}
+	}
+	return true;
+}
+
+void function_scan_release_pages(const struct function_scan *s)
+{
+	const struct elf_symbol_iter *its[2] = {&s->symtab, &s->dynsym};
+	for (int i = 0; i < 2; i++)
+		if (its[i]->img != NULL)
+			release_section(&s->img, &its[i]->strtab);
+}
+
+void function_scan_free(struct function_scan *s)
+{
+	rt_free(s->addrs);
+	rt_free(s->starts);
+	rt_memset(s, 0, sizeof(*s));
 }

@@ -86,4 +86,51 @@ void function_table_release_pages(const struct function_table *t);
 
 void function_table_free(struct function_table *t);
 
+/* The names of a few known addresses, by one pass over the symbol tables
+ * and no table of them: for a large library of which an export asks a few
+ * hundred addresses, it reads what function_table_build reads but neither
+ * keeps nor sorts an entry per symbol.  For each address it keeps the
+ * entries a table lookup would compare (the aliases of the four nearest
+ * starts at or below it), so function_scan_lookup gives exactly what
+ * function_table_lookup on the same image gives. */
+#define FUNCTION_SCAN_STARTS 4u  /* the starts a table lookup looks back over */
+#define FUNCTION_SCAN_ALIASES 3u /* entries kept per start; more: not answered */
+struct function_scan_start {
+	uint64_t start;
+	uint32_t nalias; /* entries at this start seen (0: no start; may exceed the kept) */
+	/* The kept entries' size_bits and name, in table order (by name). */
+	uint32_t size_bits[FUNCTION_SCAN_ALIASES], name[FUNCTION_SCAN_ALIASES];
+};
+struct function_scan {
+	uint64_t *addrs; /* the addresses asked, ascending and distinct */
+	uint32_t n;
+	/* FUNCTION_SCAN_STARTS per address: the greatest starts in
+	 * (addrs[i-1], addrs[i]], descending. */
+	struct function_scan_start *starts;
+	struct elf_image img;
+	struct elf_symbol_iter symtab, dynsym; /* count 0: not used */
+	size_t bytes; /* heap bytes held */
+};
+
+/* How many symbols a table of img would be built from (both tables'
+ * entries, functions or not): what a scan or a build reads. */
+uint64_t function_symbols_in(const struct elf_image *img, bool with_dynsym);
+
+/* Scans img's symbols (as function_table_build with the same with_dynsym
+ * and release_pages would read them) for the n link-time addresses addrs
+ * (ascending, distinct; copied).  img's bytes must outlive s.  False (s
+ * empty) if memory ran out or addrs are not ascending. */
+bool function_scan_build(struct function_scan *s, const struct elf_image *img, bool with_dynsym,
+			 bool release_pages, const uint64_t *addrs, uint32_t n);
+
+/* For an address the scan was built for, sets *name to what
+ * function_table_lookup gives (NULL included) and returns true; false for
+ * an address it was not asked, or one among more aliases than it keeps. */
+bool function_scan_lookup(const struct function_scan *s, uint64_t addr, const char **name);
+
+/* Gives back the pages of s's string tables (as function_table_release_pages). */
+void function_scan_release_pages(const struct function_scan *s);
+
+void function_scan_free(struct function_scan *s);
+
 #endif

@@ -34,6 +34,10 @@ struct sym_module {
 	struct maps_file file;
 	struct function_table functions; /* built on first resolve */
 	bool functions_tried;
+	/* The names of the pcs symbols_prepare_names last readied, when it
+	 * scanned the symbols rather than building the table (n 0: none). */
+	struct function_scan scan;
+	uint32_t scans; /* scans made */
 	uint32_t names_unreleased; /* names looked up since the file's pages were given back */
 	struct cfi_index cfi; /* count 0: no unwind rules */
 	uint64_t seen_generation;
@@ -209,6 +213,7 @@ static void module_release_file(struct sym_module *m)
 	if (m->cfi.owned_bytes > 0)
 		cfi_index_bytes -= RT_MIN(cfi_index_bytes, m->cfi.owned_bytes);
 	cfi_index_free(&m->cfi);
+	function_scan_free(&m->scan);
 	maps_unmap_file(&m->file);
 }
 
@@ -380,7 +385,7 @@ static void release_retired_files(void)
 {
 	bool idle = false, checked = false;
 	for (struct sym_module *m = retired_modules; m != NULL; m = m->next) {
-		if (m->file.data == NULL || m->functions.nfuncs > 0 || m->debug != NULL)
+		if (m->file.data == NULL || m->functions.nfuncs > 0 || m->scan.n > 0 || m->debug != NULL)
 			continue;
 		if (!checked) {
 			checked = true;
@@ -525,7 +530,7 @@ static void resolve_lines(struct sym_module *m, uint64_t addr, struct sw_frame_i
 }
 
 /* Counts for symbols_stats (under the registry lock). */
-static uint64_t names_looked_up, names_from_cache, name_page_releases;
+static uint64_t names_looked_up, names_from_cache, name_page_releases, names_from_scans;
 
 /* Name lookups between two releases of a module's file pages: each lands
  * on scattered symbol and string table pages (the kernel maps 64 KiB around
@@ -543,6 +548,7 @@ static void release_names_read(struct sym_module *m)
 	m->names_unreleased = 0;
 	name_page_releases++;
 	function_table_release_pages(&m->functions);
+	function_scan_release_pages(&m->scan);
 }
 
 /* Function names already looked up, by module and link-time address: the
@@ -571,7 +577,11 @@ static const char *function_of(struct sym_module *m, uint64_t addr)
 		return c->function;
 	}
 	names_looked_up++;
-	const char *name = function_table_lookup(module_functions(m), addr);
+	const char *name;
+	if (m->functions_tried || !function_scan_lookup(&m->scan, addr, &name))
+		name = function_table_lookup(module_functions(m), addr);
+	else
+		names_from_scans++;
 	release_names_read(m);
 	c->module = m;
 	c->addr = addr;
@@ -598,6 +608,71 @@ static struct sym_module *live_twin(const struct sym_module *m)
 	return NULL;
 }
 
+/* The module m's names are read from: a retired module whose file we gave
+ * back names through its twin. */
+static struct sym_module *names_module(struct sym_module *m)
+{
+	if (m->file.data == NULL && !m->functions_tried) {
+		struct sym_module *twin = live_twin(m);
+		if (twin != NULL)
+			return twin;
+	}
+	return m;
+}
+
+/* A module is scanned for names when its symbols are at least this many
+ * times the pcs asked in it (a scan keeps about 300 bytes per pc, a table
+ * 16 per symbol, and only a table also sorts), and at most SCANS_MAX times:
+ * a process exporting again and again builds the table once instead. */
+#define SCAN_SYMBOLS_PER_PC 16u
+#define SCANS_MAX 2u
+
+void symbols_prepare_names(const uint64_t *pcs, uint32_t n)
+{
+	if (n == 0)
+		return;
+	struct sym_module **of = rt_malloc((size_t)n * sizeof(*of));
+	uint64_t *addrs = rt_malloc((size_t)n * sizeof(*addrs));
+	if (of == NULL || addrs == NULL) {
+		rt_free(of);
+		rt_free(addrs);
+		return;
+	}
+	rt_mutex_lock(&registry_lock);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct sym_mapping *sm = mapping_of(mappings, nmappings, pcs[i]);
+		if (sm == NULL)
+			sm = mapping_of(retired_mappings, nretired_mappings, pcs[i]);
+		struct sym_module *m = sm != NULL && sm->module != NULL ? names_module(sm->module) : NULL;
+		bool ascending = i == 0 || pcs[i] > pcs[i - 1];
+		of[i] = m != NULL && ascending && m->file.data != NULL && !m->functions_tried &&
+				m->scans < SCANS_MAX ? m : NULL;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct sym_module *m = of[i];
+		if (m == NULL)
+			continue;
+		/* One bias per module: its pcs ascending are its addresses ascending. */
+		uint32_t k = 0;
+		for (uint32_t j = i; j < n; j++) {
+			if (of[j] == m) {
+				addrs[k++] = pcs[j] - m->bias;
+				of[j] = NULL;
+			}
+		}
+		struct elf_image img;
+		if (!elf_open(&img, m->file.data, m->file.size) ||
+		    (uint64_t)k * SCAN_SYMBOLS_PER_PC > function_symbols_in(&img, true))
+			continue;
+		function_scan_free(&m->scan);
+		if (function_scan_build(&m->scan, &img, true, true, addrs, k))
+			m->scans++;
+	}
+	rt_mutex_unlock(&registry_lock);
+	rt_free(of);
+	rt_free(addrs);
+}
+
 bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out)
 {
 	RT_UNUSED(ctx);
@@ -619,13 +694,7 @@ bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out)
 		out->build_id = m->build_id;
 		out->own_code = m->own;
 		uint64_t addr = pc - m->bias;
-		/* A retired module whose file we gave back names through its twin. */
-		struct sym_module *names = m;
-		if (m->file.data == NULL && !m->functions_tried) {
-			struct sym_module *twin = live_twin(m);
-			if (twin != NULL)
-				names = twin;
-		}
+		struct sym_module *names = names_module(m);
 		out->function = function_of(names, addr);
 		/* Our own frames are left out of stacks: no lines needed. */
 		if (m->path[0] == '/' && !m->own)
@@ -703,7 +772,7 @@ void symbols_stats(struct symbols_stats *st)
 	rt_mutex_lock(&registry_lock);
 	for (const struct sym_module *m = modules; m != NULL; m = m->next) {
 		st->modules++;
-		if (m->functions.nfuncs > 0 && m->path[0] == '/')
+		if ((m->functions.nfuncs > 0 || m->scan.n > 0) && m->path[0] == '/')
 			st->modules_named++;
 		st->functions += m->functions.nfuncs;
 		st->function_bytes += m->functions.bytes;
@@ -718,6 +787,7 @@ void symbols_stats(struct symbols_stats *st)
 	st->names_looked_up = names_looked_up;
 	st->names_from_cache = names_from_cache;
 	st->name_page_releases = name_page_releases;
+	st->names_from_scans = names_from_scans;
 	rt_mutex_unlock(&registry_lock);
 }
 

@@ -45,6 +45,16 @@ bool symbols_refresh(void);
  * only if pc is in no known executable mapping. */
 bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out);
 
+/* Readies the function names of pcs (ascending and distinct: the pcs an
+ * export is about to resolve) for the symbols_resolve calls that follow.
+ * A module whose function table is not built yet, and of whose symbols
+ * few are asked, gets those names by one pass over its symbol tables
+ * (functions.h function_scan) instead of building and sorting a table of
+ * every symbol; the names are the same.  Its other pcs, later, build the
+ * table as before.  Holds what it readied until the next call (bytes per
+ * pc, not per symbol).  Optional: without it symbols_resolve builds tables. */
+void symbols_prepare_names(const uint64_t *pcs, uint32_t n);
+
 /* Frees modules unloaded by earlier refreshes once no unwinder can use their
  * tables.  Call from the thread that consumes symbols_resolve() results, at
  * a point where it holds none of those strings (e.g. after encoding). */
@@ -87,8 +97,9 @@ struct symbols_stats {
 	uint64_t unwind_bytes;      /* heap bytes of built search tables */
 	/* Since start: function names looked up in a module's symbols, answered
 	 * from the cache of names already looked up, and releases of the file
-	 * pages lookups read (one per 64 lookups in a module). */
-	uint64_t names_looked_up, names_from_cache, name_page_releases;
+	 * pages lookups read (one per 64 lookups in a module); of the names
+	 * looked up, those symbols_prepare_names readied by a scan. */
+	uint64_t names_looked_up, names_from_cache, name_page_releases, names_from_scans;
 };
 void symbols_stats(struct symbols_stats *st);
 
