@@ -324,14 +324,21 @@ static void release_section(const struct elf_image *img, const struct elf_sectio
 		release_pages(img, s->offset & ~(uint64_t)4095, s->offset + s->size + 4095);
 }
 
+/* Gives back the pages of the string tables of symtab and dynsym. */
+static void release_string_tables(const struct elf_image *img, const struct elf_symbol_iter *symtab,
+				  const struct elf_symbol_iter *dynsym)
+{
+	if (symtab->img != NULL)
+		release_section(img, &symtab->strtab);
+	if (dynsym->img != NULL)
+		release_section(img, &dynsym->strtab);
+}
+
 void function_table_release_pages(const struct function_table *t)
 {
 	/* Only the string tables: lookups read nothing else, and the build
 	 * gave back the symbol and version tables' pages as it read them. */
-	const struct elf_symbol_iter *its[2] = {&t->symtab, &t->dynsym};
-	for (int i = 0; i < 2; i++)
-		if (its[i]->img != NULL)
-			release_section(&t->img, &its[i]->strtab);
+	release_string_tables(&t->img, &t->symtab, &t->dynsym);
 }
 
 void function_table_free(struct function_table *t)
@@ -488,10 +495,7 @@ bool function_scan_lookup(const struct function_scan *s, uint64_t addr, const ch
 
 void function_scan_release_pages(const struct function_scan *s)
 {
-	const struct elf_symbol_iter *its[2] = {&s->symtab, &s->dynsym};
-	for (int i = 0; i < 2; i++)
-		if (its[i]->img != NULL)
-			release_section(&s->img, &its[i]->strtab);
+	release_string_tables(&s->img, &s->symtab, &s->dynsym);
 }
 
 void function_scan_free(struct function_scan *s)

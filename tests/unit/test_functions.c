@@ -13,12 +13,8 @@
 #include "symbols/symbols.h"
 #include "unit/check.h"
 
-#ifndef STT_GNU_IFUNC
-#define STT_GNU_IFUNC 10
-#endif
-#ifndef SHT_GNU_VERSYM
-#define SHT_GNU_VERSYM 0x6fffffff
-#endif
+/* Not in every linux/elf.h. */
+enum { IFUNC_TYPE = 10 /* STT_GNU_IFUNC */, VERSYM_TYPE = 0x6fffffff /* SHT_GNU_VERSYM */ };
 
 static int entry_cmp(const void *pa, const void *pb)
 {
@@ -234,7 +230,7 @@ static struct test_elf build_elf(const struct test_sym *syms, uint32_t n)
 			     .sh_size = count[1] * sizeof(Elf64_Sym), .sh_link = 4,
 			     .sh_entsize = sizeof(Elf64_Sym)};
 	sh[4] = (Elf64_Shdr){.sh_type = SHT_STRTAB, .sh_offset = str_off[1], .sh_size = str_size[1]};
-	sh[5] = (Elf64_Shdr){.sh_type = SHT_GNU_VERSYM, .sh_offset = ver_off,
+	sh[5] = (Elf64_Shdr){.sh_type = VERSYM_TYPE, .sh_offset = ver_off,
 			     .sh_size = (uint64_t)count[1] * 2, .sh_link = 3};
 	size_t shoff = at;
 	at = put(buf, at, sh, sizeof(sh));
@@ -275,7 +271,7 @@ static struct test_sym *random_symbols(uint32_t n, uint64_t base, uint64_t span,
 		}
 		uint32_t kind = (uint32_t)rand() % 16;
 		s->size = kind == 0 ? 0 : kind == 1 ? span / 2 : 1 + (uint64_t)rand() % (span / 8 + 1);
-		s->type = kind == 2 ? STT_GNU_IFUNC : kind == 3 ? STT_OBJECT : STT_FUNC;
+		s->type = kind == 2 ? IFUNC_TYPE : kind == 3 ? STT_OBJECT : STT_FUNC;
 		s->bind = (uint8_t)((uint32_t)rand() % 3 == 0 ? STB_LOCAL : rand() % 2 ? STB_GLOBAL : STB_WEAK);
 		s->shndx = kind == 4 ? SHN_UNDEF : 1;
 		s->in_dynsym = rand() % 2;
