@@ -264,20 +264,44 @@ bool function_table_build(struct function_table *t, const struct elf_image *img,
 /* Aliases of one address beyond this many are not compared. */
 #define ALIASES_MAX 64u
 
+/* Where the names of entries are: the string tables of a table's image,
+ * or the copies a scan made. */
+struct name_source {
+	const char *(*raw)(const struct name_source *src, uint32_t key); /* NULL: none */
+	const struct elf_image *img;
+	const struct elf_symbol_iter *symtab, *dynsym;
+	/* A scan's copies: sorted keys, each one's offset in pool. */
+	const uint64_t *keys;
+	const uint32_t *offs;
+	uint32_t nkeys;
+	const char *pool;
+};
+
+static const char *raw_in_image(const struct name_source *src, uint32_t key)
+{
+	const struct elf_symbol_iter *it = (key & FUNCTION_IN_DYNSYM) ? src->dynsym : src->symtab;
+	uint32_t off = key & ~FUNCTION_IN_DYNSYM;
+	return off != 0 ? elf_string_at(src->img, &it->strtab, off) : NULL;
+}
+
+static const char *raw_in_pool(const struct name_source *src, uint32_t key)
+{
+	uint32_t i = rt_upper_bound(src->keys, src->nkeys, sizeof(src->keys[0]), 0, key);
+	if (i == 0 || src->keys[i - 1] != key || src->offs[i - 1] == FUNCTION_SCAN_NO_NAME)
+		return NULL;
+	return src->pool + src->offs[i - 1];
+}
+
 /* The preferred named alias among the entries f[0..n) of one address, in
- * table order, whose names are in img's symtab or dynsym string table: its
- * name, and its entry in *best. */
-static const char *preferred_alias(const struct elf_image *img, const struct elf_symbol_iter *symtab,
-				   const struct elf_symbol_iter *dynsym, const struct function_entry *f,
+ * table order: its name, and its entry in *best. */
+static const char *preferred_alias(const struct name_source *src, const struct function_entry *f,
 				   uint32_t n, const struct function_entry **best)
 {
 	const char *name = NULL;
 	uint32_t pref = 0;
 	*best = NULL;
 	for (uint32_t i = 0; i < n; i++) {
-		const struct elf_symbol_iter *it = (f[i].name & FUNCTION_IN_DYNSYM) ? dynsym : symtab;
-		uint32_t off = f[i].name & ~FUNCTION_IN_DYNSYM;
-		const char *raw = off != 0 ? elf_string_at(img, &it->strtab, off) : NULL;
+		const char *raw = src->raw(src, f[i].name);
 		if (raw == NULL || raw[0] == 0)
 			continue;
 		struct elf_symbol sym = {.bind = (uint8_t)(f[i].size_bits >> FUNCTION_BIND_SHIFT),
@@ -307,8 +331,9 @@ const char *function_table_lookup(const struct function_table *t, uint64_t addr)
 		while (first > 0 && t->funcs[first - 1].start == start && end - first < ALIASES_MAX)
 			first--;
 		const struct function_entry *best;
-		const char *name = preferred_alias(&t->img, &t->symtab, &t->dynsym, t->funcs + first,
-						   end - first, &best);
+		const struct name_source src = {.raw = raw_in_image, .img = &t->img,
+						.symtab = &t->symtab, .dynsym = &t->dynsym};
+		const char *name = preferred_alias(&src, t->funcs + first, end - first, &best);
 		if (name != NULL && addr - best->start < function_size(best))
 			return name;
 		while (first > 0 && t->funcs[first - 1].start == start)
@@ -354,10 +379,18 @@ uint64_t function_symbols_in(const struct elf_image *img, bool with_dynsym)
 	return symtab.count + dynsym.count;
 }
 
+/* The entries kept at one start of a scan's address range. */
+struct scan_start {
+	uint64_t start;
+	uint32_t nalias; /* entries at this start seen (0: no start; may exceed the kept) */
+	/* The kept entries' size_bits and name, in table order (by name). */
+	uint32_t size_bits[FUNCTION_SCAN_ALIASES], name[FUNCTION_SCAN_ALIASES];
+};
+
 /* Adds entry e to the starts kept for its address range: the
  * FUNCTION_SCAN_STARTS greatest starts, descending, each with its first
  * FUNCTION_SCAN_ALIASES entries in table order. */
-static inline void scan_keep(struct function_scan_start *k, const struct function_entry *e)
+static inline void scan_keep(struct scan_start *k, const struct function_entry *e)
 {
 	const uint32_t last = FUNCTION_SCAN_STARTS - 1;
 	if (k[last].nalias > 0 && k[last].start > e->start)
@@ -365,7 +398,7 @@ static inline void scan_keep(struct function_scan_start *k, const struct functio
 	uint32_t i = 0;
 	while (k[i].nalias > 0 && k[i].start > e->start)
 		i++; /* stops by the test above */
-	struct function_scan_start *at = &k[i];
+	struct scan_start *at = &k[i];
 	if (at->nalias > 0 && at->start == e->start) {
 		/* Another alias: insert in table order (by name), keep the first. */
 		uint32_t kept = RT_MIN(at->nalias, FUNCTION_SCAN_ALIASES);
@@ -397,6 +430,150 @@ static inline void scan_keep(struct function_scan_start *k, const struct functio
  * above a start in a step or two, not a binary search's dozen. */
 #define SCAN_INDEX_PER_ADDR 2u
 
+/* The starts a table lookup of each address would compare, in order
+ * (visit[i * FUNCTION_SCAN_STARTS + v] for v < nvisit[i]), and whether
+ * the walk stopped early (SCAN_STOPPED: a start all of whose kept entries
+ * cover the address and are named, so one of them answers unless every
+ * name turns out empty) or met too many aliases (SCAN_TOO_MANY). */
+#define SCAN_STOPPED 0x40u
+#define SCAN_TOO_MANY 0x80u
+static void scan_visits(const uint64_t *addrs, uint32_t n, const struct scan_start *starts,
+			const struct scan_start **visit, uint8_t *nvisit)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t looked = 0, flags = 0;
+		for (uint32_t r = i + 1; r > 0 && looked < FUNCTION_SCAN_STARTS && flags == 0; r--) {
+			const struct scan_start *k = &starts[(size_t)(r - 1) * FUNCTION_SCAN_STARTS];
+			for (uint32_t j = 0; j < FUNCTION_SCAN_STARTS && k[j].nalias > 0 &&
+					     looked < FUNCTION_SCAN_STARTS && flags == 0;
+			     j++) {
+				if (k[j].nalias > FUNCTION_SCAN_ALIASES) {
+					flags = SCAN_TOO_MANY;
+					break;
+				}
+				visit[(size_t)i * FUNCTION_SCAN_STARTS + looked++] = &k[j];
+				bool all = true;
+				for (uint32_t a = 0; a < k[j].nalias; a++)
+					all = all && (k[j].name[a] & ~FUNCTION_IN_DYNSYM) != 0 &&
+					      addrs[i] - k[j].start < (k[j].size_bits[a] & FUNCTION_SIZE_MAX);
+				if (all)
+					flags = SCAN_STOPPED;
+			}
+		}
+		nvisit[i] = (uint8_t)(looked | flags);
+	}
+}
+
+/* Copies the names of keys[0..nkeys) (sorted: .symtab's by offset, then
+ * .dynsym's) into *pool, each one's offset in offs (FUNCTION_SCAN_NO_NAME:
+ * none or empty), reading the string tables front to back and, with
+ * release, giving back what was read every RELEASE_EVERY bytes. */
+static bool scan_copy_names(const struct name_source *file, const uint64_t *keys, uint32_t nkeys,
+			    uint32_t *offs, struct rt_buf *pool, bool release)
+{
+	uint64_t released[2] = {0, 0};
+	for (uint32_t i = 0; i < nkeys; i++) {
+		uint32_t key = (uint32_t)keys[i];
+		const char *raw = raw_in_image(file, key);
+		offs[i] = FUNCTION_SCAN_NO_NAME;
+		if (raw != NULL && raw[0] != 0) {
+			if (pool->len >= FUNCTION_SCAN_NO_NAME - 4096)
+				return false;
+			offs[i] = (uint32_t)pool->len;
+			rt_buf_append(pool, raw, rt_strlen(raw) + 1);
+		}
+		int d = (key & FUNCTION_IN_DYNSYM) != 0;
+		const struct elf_section *strtab = d ? &file->dynsym->strtab : &file->symtab->strtab;
+		uint64_t at = key & ~FUNCTION_IN_DYNSYM;
+		if (release && at - released[d] >= RELEASE_EVERY) {
+			release_pages(file->img, strtab->offset + released[d], strtab->offset + at);
+			released[d] = at;
+		}
+	}
+	if (release)
+		release_string_tables(file->img, file->symtab, file->dynsym);
+	return !pool->failed;
+}
+
+/* Fills s->answers from the kept starts: the names each address's walk
+ * needs, read once each in string table order, then ranked as a table
+ * lookup ranks them. */
+static bool scan_answer(struct function_scan *s, const struct scan_start *starts,
+			const struct name_source *file, bool release)
+{
+	size_t nv = (size_t)s->n * FUNCTION_SCAN_STARTS;
+	const struct scan_start **visit = rt_malloc(nv * sizeof(*visit));
+	uint8_t *nvisit = rt_malloc(s->n);
+	uint64_t *keys = NULL;
+	uint32_t *offs = NULL, nkeys = 0;
+	struct rt_buf pool = {0};
+	bool ok = false;
+	if (visit == NULL || nvisit == NULL)
+		goto out;
+	scan_visits(s->addrs, s->n, starts, visit, nvisit);
+	size_t nalias = 0;
+	for (uint32_t i = 0; i < s->n; i++)
+		for (uint32_t v = 0; v < (nvisit[i] & 7u); v++)
+			nalias += RT_MIN(visit[(size_t)i * FUNCTION_SCAN_STARTS + v]->nalias, FUNCTION_SCAN_ALIASES);
+	keys = rt_malloc((2 * nalias + 1) * sizeof(*keys));
+	if (keys == NULL)
+		goto out;
+	for (uint32_t i = 0; i < s->n; i++)
+		for (uint32_t v = 0; v < (nvisit[i] & 7u); v++) {
+			const struct scan_start *k = visit[(size_t)i * FUNCTION_SCAN_STARTS + v];
+			for (uint32_t a = 0; a < RT_MIN(k->nalias, FUNCTION_SCAN_ALIASES); a++)
+				keys[nkeys++] = k->name[a];
+		}
+	rt_sort_u64(keys, nkeys, keys + nkeys);
+	uint32_t unique = 0;
+	for (uint32_t i = 0; i < nkeys; i++)
+		if (unique == 0 || keys[i] != keys[unique - 1])
+			keys[unique++] = keys[i];
+	nkeys = unique;
+	offs = rt_malloc(((size_t)nkeys + 1) * sizeof(*offs));
+	/* Room for names of a C++ library's usual length, grown if need be. */
+	if (offs == NULL || !rt_buf_reserve(&pool, (size_t)nkeys * 64 + 64) ||
+	    !scan_copy_names(file, keys, nkeys, offs, &pool, release))
+		goto out;
+	const struct name_source copies = {.raw = raw_in_pool, .keys = keys, .offs = offs,
+					   .nkeys = nkeys, .pool = (const char *)pool.data};
+	for (uint32_t i = 0; i < s->n; i++) {
+		uint32_t answer = (nvisit[i] & SCAN_TOO_MANY) ? FUNCTION_SCAN_REFUSED
+			: (nvisit[i] & SCAN_STOPPED)	      ? FUNCTION_SCAN_REFUSED
+							      : FUNCTION_SCAN_NO_NAME;
+		for (uint32_t v = 0; v < (nvisit[i] & 7u); v++) {
+			const struct scan_start *k = visit[(size_t)i * FUNCTION_SCAN_STARTS + v];
+			struct function_entry f[FUNCTION_SCAN_ALIASES];
+			uint32_t na = RT_MIN(k->nalias, FUNCTION_SCAN_ALIASES);
+			for (uint32_t a = 0; a < na; a++)
+				f[a] = (struct function_entry){.start = k->start, .size_bits = k->size_bits[a],
+							       .name = k->name[a]};
+			const struct function_entry *best;
+			const char *name = preferred_alias(&copies, f, na, &best);
+			if (name != NULL && s->addrs[i] - best->start < function_size(best)) {
+				answer = (uint32_t)(name - (const char *)pool.data);
+				break;
+			}
+		}
+		s->answers[i] = answer;
+	}
+	s->pool = (char *)pool.data;
+	s->bytes += pool.cap;
+	pool.data = NULL;
+	ok = true;
+out:
+	rt_buf_free(&pool);
+	rt_free(visit);
+	rt_free(nvisit);
+	rt_free(keys);
+	rt_free(offs);
+	return ok;
+}
+
+/* Index bits per address asked: the index finds the first address at or
+ * above a start in a step or two, not a binary search's dozen. */
+#define SCAN_INDEX_PER_ADDR 2u
+
 bool function_scan_build(struct function_scan *s, const struct elf_image *img, bool with_dynsym,
 			 bool release_pages, const uint64_t *addrs, uint32_t n)
 {
@@ -406,8 +583,9 @@ bool function_scan_build(struct function_scan *s, const struct elf_image *img, b
 	for (uint32_t i = 1; i < n; i++)
 		if (addrs[i] <= addrs[i - 1])
 			return false;
-	s->img = *img;
-	open_tables(&s->img, with_dynsym, &s->symtab, &s->dynsym);
+	struct elf_image im = *img;
+	struct elf_symbol_iter symtab, dynsym;
+	open_tables(&im, with_dynsym, &symtab, &dynsym);
 	/* index[b]: the first address at or above lo + (b << shift). */
 	uint64_t lo = addrs[0], hi = addrs[n - 1];
 	uint32_t index_bits = 1;
@@ -418,18 +596,19 @@ bool function_scan_build(struct function_scan *s, const struct elf_image *img, b
 		shift++;
 	size_t nindex = (size_t)((hi - lo) >> shift) + 1;
 	size_t addr_bytes = (size_t)n * sizeof(uint64_t);
-	size_t start_bytes = (size_t)n * FUNCTION_SCAN_STARTS * sizeof(struct function_scan_start);
 	uint32_t *index = rt_malloc(nindex * sizeof(uint32_t));
+	struct scan_start *starts = rt_calloc((size_t)n * FUNCTION_SCAN_STARTS, sizeof(*starts));
 	s->addrs = rt_malloc(addr_bytes);
-	s->starts = rt_calloc((size_t)n * FUNCTION_SCAN_STARTS, sizeof(struct function_scan_start));
-	if (index == NULL || s->addrs == NULL || s->starts == NULL) {
+	s->answers = rt_malloc((size_t)n * sizeof(uint32_t));
+	if (index == NULL || starts == NULL || s->addrs == NULL || s->answers == NULL) {
 		rt_free(index);
+		rt_free(starts);
 		function_scan_free(s);
 		return false;
 	}
 	rt_memcpy(s->addrs, addrs, addr_bytes);
 	s->n = n;
-	s->bytes = addr_bytes + start_bytes;
+	s->bytes = addr_bytes + (size_t)n * sizeof(uint32_t);
 	for (size_t b = 0, i = 0; b < nindex; b++) {
 		uint64_t from = lo + ((uint64_t)b << shift);
 		while (i < n && addrs[i] < from)
@@ -438,9 +617,8 @@ bool function_scan_build(struct function_scan *s, const struct elf_image *img, b
 	}
 	/* Each entry goes to the first address at or above its start: the
 	 * range (addrs[i-1], addrs[i]] it lies in.  An address's nearest
-	 * starts are then its own range's, then the ranges below, in turn
-	 * (function_scan_lookup). */
-	struct elf_symbol_iter *its[2] = {&s->symtab, &s->dynsym};
+	 * starts are then its own range's, then the ranges below, in turn. */
+	struct elf_symbol_iter *its[2] = {&symtab, &dynsym};
 	const uint32_t flags[2] = {0, FUNCTION_IN_DYNSYM};
 	for (int t = 0; t < 2; t++) {
 		struct entry_reader r;
@@ -452,55 +630,35 @@ bool function_scan_build(struct function_scan *s, const struct elf_image *img, b
 			uint32_t i = e.start <= lo ? 0 : index[(e.start - lo) >> shift];
 			while (s->addrs[i] < e.start)
 				i++; /* ends at addrs[n - 1] >= e.start */
-			scan_keep(&s->starts[(size_t)i * FUNCTION_SCAN_STARTS], &e);
+			scan_keep(&starts[(size_t)i * FUNCTION_SCAN_STARTS], &e);
 		}
 		entry_reader_end(&r);
 	}
 	rt_free(index);
-	return true;
+	const struct name_source file = {.raw = raw_in_image, .img = &im, .symtab = &symtab,
+					 .dynsym = &dynsym};
+	bool ok = scan_answer(s, starts, &file, release_pages);
+	rt_free(starts);
+	if (!ok)
+		function_scan_free(s);
+	return ok;
 }
 
 bool function_scan_lookup(const struct function_scan *s, uint64_t addr, const char **name)
 {
 	uint32_t i = rt_upper_bound(s->addrs, s->n, sizeof(s->addrs[0]), 0, addr);
 	*name = NULL;
-	if (i == 0 || s->addrs[i - 1] != addr)
+	if (i == 0 || s->addrs[i - 1] != addr || s->answers[i - 1] == FUNCTION_SCAN_REFUSED)
 		return false;
-	/* The nearest starts at or below addr, as the table lookup walks them:
-	 * its own range's, then each range below. */
-	uint32_t looked = 0;
-	for (uint32_t r = i; r > 0 && looked < FUNCTION_SCAN_STARTS; r--) {
-		const struct function_scan_start *k = &s->starts[(size_t)(r - 1) * FUNCTION_SCAN_STARTS];
-		for (uint32_t j = 0; j < FUNCTION_SCAN_STARTS && k[j].nalias > 0 &&
-				     looked < FUNCTION_SCAN_STARTS;
-		     j++, looked++) {
-			if (k[j].nalias > FUNCTION_SCAN_ALIASES)
-				return false; /* entries not kept: the table knows */
-			struct function_entry f[FUNCTION_SCAN_ALIASES];
-			for (uint32_t a = 0; a < k[j].nalias; a++)
-				f[a] = (struct function_entry){.start = k[j].start,
-							       .size_bits = k[j].size_bits[a],
-							       .name = k[j].name[a]};
-			const struct function_entry *best;
-			const char *n = preferred_alias(&s->img, &s->symtab, &s->dynsym, f, k[j].nalias,
-							&best);
-			if (n != NULL && addr - best->start < function_size(best)) {
-				*name = n;
-				return true;
-			}
-		}
-	}
+	if (s->answers[i - 1] != FUNCTION_SCAN_NO_NAME)
+		*name = (const char *)s->pool + s->answers[i - 1];
 	return true;
-}
-
-void function_scan_release_pages(const struct function_scan *s)
-{
-	release_string_tables(&s->img, &s->symtab, &s->dynsym);
 }
 
 void function_scan_free(struct function_scan *s)
 {
 	rt_free(s->addrs);
-	rt_free(s->starts);
+	rt_free(s->answers);
+	rt_free(s->pool);
 	rt_memset(s, 0, sizeof(*s));
 }

@@ -91,45 +91,40 @@ void function_table_free(struct function_table *t);
  * hundred addresses, it reads what function_table_build reads but neither
  * keeps nor sorts an entry per symbol.  For each address it keeps the
  * entries a table lookup would compare (the aliases of the four nearest
- * starts at or below it), so function_scan_lookup gives exactly what
- * function_table_lookup on the same image gives. */
+ * starts at or below it), then reads the names those need in string table
+ * order (each page once) and copies them, so function_scan_lookup gives
+ * the names function_table_lookup gives on the same image, from the copies
+ * (it reads no file page). */
 #define FUNCTION_SCAN_STARTS 4u  /* the starts a table lookup looks back over */
 #define FUNCTION_SCAN_ALIASES 3u /* entries kept per start; more: not answered */
-struct function_scan_start {
-	uint64_t start;
-	uint32_t nalias; /* entries at this start seen (0: no start; may exceed the kept) */
-	/* The kept entries' size_bits and name, in table order (by name). */
-	uint32_t size_bits[FUNCTION_SCAN_ALIASES], name[FUNCTION_SCAN_ALIASES];
-};
 struct function_scan {
 	uint64_t *addrs; /* the addresses asked, ascending and distinct */
+	uint32_t *answers; /* per address: its name's offset in pool, or the two below */
 	uint32_t n;
-	/* FUNCTION_SCAN_STARTS per address: the greatest starts in
-	 * (addrs[i-1], addrs[i]], descending. */
-	struct function_scan_start *starts;
-	struct elf_image img;
-	struct elf_symbol_iter symtab, dynsym; /* count 0: not used */
+	char *pool; /* the names answered, NUL-terminated */
 	size_t bytes; /* heap bytes held */
 };
+#define FUNCTION_SCAN_REFUSED UINT32_MAX        /* left to the table */
+#define FUNCTION_SCAN_NO_NAME (UINT32_MAX - 1u) /* in no symbol */
 
 /* How many symbols a table of img would be built from (both tables'
  * entries, functions or not): what a scan or a build reads. */
 uint64_t function_symbols_in(const struct elf_image *img, bool with_dynsym);
 
 /* Scans img's symbols (as function_table_build with the same with_dynsym
- * and release_pages would read them) for the n link-time addresses addrs
- * (ascending, distinct; copied).  img's bytes must outlive s.  False (s
- * empty) if memory ran out or addrs are not ascending. */
+ * and release_pages would read them; with release_pages the string
+ * tables' pages read are given back too) for the n link-time addresses
+ * addrs (ascending, distinct; copied).  s needs nothing of img afterwards.
+ * False (s empty) if memory ran out or addrs are not ascending. */
 bool function_scan_build(struct function_scan *s, const struct elf_image *img, bool with_dynsym,
 			 bool release_pages, const uint64_t *addrs, uint32_t n);
 
 /* For an address the scan was built for, sets *name to what
- * function_table_lookup gives (NULL included) and returns true; false for
- * an address it was not asked, or one among more aliases than it keeps. */
+ * function_table_lookup gives (NULL included; the same string, in s's own
+ * copy) and returns true; false for an address it was not asked, or one
+ * among more aliases than it keeps.  Names stay valid until
+ * function_scan_free. */
 bool function_scan_lookup(const struct function_scan *s, uint64_t addr, const char **name);
-
-/* Gives back the pages of s's string tables (as function_table_release_pages). */
-void function_scan_release_pages(const struct function_scan *s);
 
 void function_scan_free(struct function_scan *s);
 

@@ -18,6 +18,10 @@
 /* PT_LOAD segments kept per module to place its other mappings. */
 #define MODULE_MAX_SEGMENTS 16u
 
+/* Scans of one module's symbols (symbols_prepare_names) at most: a
+ * process that keeps exporting builds the module's table after them. */
+#define SYMBOLS_SCANS_MAX 2u
+
 struct sym_module {
 	struct sym_module *next;
 	char *path;
@@ -34,9 +38,10 @@ struct sym_module {
 	struct maps_file file;
 	struct function_table functions; /* built on first resolve */
 	bool functions_tried;
-	/* The names of the pcs symbols_prepare_names last readied, when it
-	 * scanned the symbols rather than building the table (n 0: none). */
-	struct function_scan scan;
+	/* The names of the pcs symbols_prepare_names readied by scanning the
+	 * symbols rather than building the table, kept while the module lives
+	 * (names handed out point into them). */
+	struct function_scan scan[SYMBOLS_SCANS_MAX];
 	uint32_t scans; /* scans made */
 	uint32_t names_unreleased; /* names looked up since the file's pages were given back */
 	struct cfi_index cfi; /* count 0: no unwind rules */
@@ -213,7 +218,9 @@ static void module_release_file(struct sym_module *m)
 	if (m->cfi.owned_bytes > 0)
 		cfi_index_bytes -= RT_MIN(cfi_index_bytes, m->cfi.owned_bytes);
 	cfi_index_free(&m->cfi);
-	function_scan_free(&m->scan);
+	for (uint32_t i = 0; i < SYMBOLS_SCANS_MAX; i++)
+		function_scan_free(&m->scan[i]);
+	m->scans = 0;
 	maps_unmap_file(&m->file);
 }
 
@@ -385,7 +392,7 @@ static void release_retired_files(void)
 {
 	bool idle = false, checked = false;
 	for (struct sym_module *m = retired_modules; m != NULL; m = m->next) {
-		if (m->file.data == NULL || m->functions.nfuncs > 0 || m->scan.n > 0 || m->debug != NULL)
+		if (m->file.data == NULL || m->functions.nfuncs > 0 || m->scans > 0 || m->debug != NULL)
 			continue;
 		if (!checked) {
 			checked = true;
@@ -548,7 +555,6 @@ static void release_names_read(struct sym_module *m)
 	m->names_unreleased = 0;
 	name_page_releases++;
 	function_table_release_pages(&m->functions);
-	function_scan_release_pages(&m->scan);
 }
 
 /* Function names already looked up, by module and link-time address: the
@@ -577,12 +583,16 @@ static const char *function_of(struct sym_module *m, uint64_t addr)
 		return c->function;
 	}
 	names_looked_up++;
-	const char *name;
-	if (m->functions_tried || !function_scan_lookup(&m->scan, addr, &name))
+	const char *name = NULL;
+	bool scanned = false;
+	for (uint32_t i = m->scans; i > 0 && !scanned && !m->functions_tried; i--)
+		scanned = function_scan_lookup(&m->scan[i - 1], addr, &name);
+	if (scanned) {
+		names_from_scans++; /* a copy: no file page read */
+	} else {
 		name = function_table_lookup(module_functions(m), addr);
-	else
-		names_from_scans++;
-	release_names_read(m);
+		release_names_read(m);
+	}
 	c->module = m;
 	c->addr = addr;
 	c->function = name;
@@ -621,11 +631,9 @@ static struct sym_module *names_module(struct sym_module *m)
 }
 
 /* A module is scanned for names when its symbols are at least this many
- * times the pcs asked in it (a scan keeps about 300 bytes per pc, a table
- * 16 per symbol, and only a table also sorts), and at most SCANS_MAX times:
- * a process exporting again and again builds the table once instead. */
+ * times the pcs asked in it (a scan keeps the names it answers and 12
+ * bytes per pc, a table 16 bytes per symbol, and only a table sorts). */
 #define SCAN_SYMBOLS_PER_PC 16u
-#define SCANS_MAX 2u
 
 void symbols_prepare_names(const uint64_t *pcs, uint32_t n)
 {
@@ -646,7 +654,7 @@ void symbols_prepare_names(const uint64_t *pcs, uint32_t n)
 		struct sym_module *m = sm != NULL && sm->module != NULL ? names_module(sm->module) : NULL;
 		bool ascending = i == 0 || pcs[i] > pcs[i - 1];
 		of[i] = m != NULL && ascending && m->file.data != NULL && !m->functions_tried &&
-				m->scans < SCANS_MAX ? m : NULL;
+				m->scans < SYMBOLS_SCANS_MAX ? m : NULL;
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		struct sym_module *m = of[i];
@@ -664,8 +672,7 @@ void symbols_prepare_names(const uint64_t *pcs, uint32_t n)
 		if (!elf_open(&img, m->file.data, m->file.size) ||
 		    (uint64_t)k * SCAN_SYMBOLS_PER_PC > function_symbols_in(&img, true))
 			continue;
-		function_scan_free(&m->scan);
-		if (function_scan_build(&m->scan, &img, true, true, addrs, k))
+		if (function_scan_build(&m->scan[m->scans], &img, true, true, addrs, k))
 			m->scans++;
 	}
 	rt_mutex_unlock(&registry_lock);
@@ -772,7 +779,7 @@ void symbols_stats(struct symbols_stats *st)
 	rt_mutex_lock(&registry_lock);
 	for (const struct sym_module *m = modules; m != NULL; m = m->next) {
 		st->modules++;
-		if ((m->functions.nfuncs > 0 || m->scan.n > 0) && m->path[0] == '/')
+		if ((m->functions.nfuncs > 0 || m->scans > 0) && m->path[0] == '/')
 			st->modules_named++;
 		st->functions += m->functions.nfuncs;
 		st->function_bytes += m->functions.bytes;

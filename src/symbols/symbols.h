@@ -51,8 +51,10 @@ bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out);
  * few are asked, gets those names by one pass over its symbol tables
  * (functions.h function_scan) instead of building and sorting a table of
  * every symbol; the names are the same.  Its other pcs, later, build the
- * table as before.  Holds what it readied until the next call (bytes per
- * pc, not per symbol).  Optional: without it symbols_resolve builds tables. */
+ * table as before; so does every module after two scans (a process that
+ * keeps exporting).  The names are copies, read in string table order, held
+ * while the module lives (bytes per pc, not per symbol).  Optional: without
+ * it symbols_resolve builds tables. */
 void symbols_prepare_names(const uint64_t *pcs, uint32_t n);
 
 /* Frees modules unloaded by earlier refreshes once no unwinder can use their

@@ -282,7 +282,7 @@ static struct test_sym *random_symbols(uint32_t n, uint64_t base, uint64_t span,
 }
 
 /* Every address a scan answers is named as the table names it (the same
- * string in the image, or both none), for random sets of addresses below,
+ * string, or both none), for random sets of addresses below,
  * among and past the symbols; the scan answers all but those among more
  * aliases than it keeps, and nothing it was not asked. */
 static void scan_names_like_table(void)
@@ -319,10 +319,10 @@ static void scan_names_like_table(void)
 			}
 			answered++;
 			named += got != NULL;
-			if (got != want) {
+			if (!(got == want || (got != NULL && want != NULL && strcmp(got, want) == 0))) {
 				fprintf(stderr, "  round %d addr %#llx: scan %s, table %s\n", round,
 					(unsigned long long)q[i], got ? got : "(none)", want ? want : "(none)");
-				CHECK(got == want);
+				CHECK(!"scan and table agree");
 			}
 			/* An address not asked is not answered. */
 			if (i + 1 < nq && q[i] + 1 < q[i + 1]) {
