@@ -96,7 +96,7 @@ void function_table_free(struct function_table *t);
  * the names function_table_lookup gives on the same image, from the copies
  * (it reads no file page). */
 #define FUNCTION_SCAN_STARTS 4u  /* the starts a table lookup looks back over */
-#define FUNCTION_SCAN_ALIASES 3u /* entries kept per start; more: not answered */
+#define FUNCTION_SCAN_ALIASES 8u /* entries kept per start; more: not answered */
 struct function_scan {
 	uint64_t *addrs; /* the addresses asked, ascending and distinct */
 	uint32_t *answers; /* per address: its name's offset in pool, or the two below */
