@@ -502,7 +502,7 @@ static bool scan_answer(struct function_scan *s, const struct scan_start *starts
 			const struct name_source *file, bool release)
 {
 	size_t nv = (size_t)s->n * FUNCTION_SCAN_STARTS;
-	const struct scan_start **visit = rt_malloc(nv * sizeof(*visit));
+	const struct scan_start **visit = rt_malloc(nv * sizeof(const struct scan_start *));
 	uint8_t *nvisit = rt_malloc(s->n);
 	uint64_t *keys = NULL;
 	uint32_t *offs = NULL, nkeys = 0;
@@ -592,7 +592,7 @@ bool function_scan_build(struct function_scan *s, const struct elf_image *img, b
 	while (index_bits < 26 && (1u << index_bits) < n * SCAN_INDEX_PER_ADDR)
 		index_bits++;
 	uint32_t shift = 0;
-	while (shift < 64 && ((hi - lo) >> shift) >= (1ull << index_bits))
+	while (shift < 63 && ((hi - lo) >> shift) >= (1ull << index_bits))
 		shift++;
 	size_t nindex = (size_t)((hi - lo) >> shift) + 1;
 	size_t addr_bytes = (size_t)n * sizeof(uint64_t);

@@ -639,7 +639,7 @@ void symbols_prepare_names(const uint64_t *pcs, uint32_t n)
 {
 	if (n == 0)
 		return;
-	struct sym_module **of = rt_malloc((size_t)n * sizeof(*of));
+	struct sym_module **of = rt_malloc((size_t)n * sizeof(struct sym_module *));
 	uint64_t *addrs = rt_malloc((size_t)n * sizeof(*addrs));
 	if (of == NULL || addrs == NULL) {
 		rt_free(of);
