@@ -156,9 +156,10 @@ struct wall_call {
 	bool masked;  /* our signal was blocked for the call */
 	uint64_t old_mask;
 };
-/* True while the sampler runs: hooks do nothing otherwise.  Inline: every
- * interposed call tests it first. */
-extern atomic_int wall_hooks_on;
+/* True while the sampler runs: hooks do nothing otherwise.  Inline and
+ * hidden (loaded straight, not through the GOT): every interposed call
+ * tests it first. */
+extern atomic_int wall_hooks_on __attribute__((visibility("hidden")));
 static inline bool wall_hooks_active(void)
 {
 	return atomic_load_explicit(&wall_hooks_on, memory_order_relaxed) != 0;
