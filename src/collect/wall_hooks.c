@@ -40,17 +40,19 @@ static const void *mask_with_ours(struct wait_mask *copy, const void *mask)
 	return copy->bytes;
 }
 
-/* One interposed call `ret name params`, in two functions.
- *  - The exported entry only loads the next definition and the flag: while
- *    wall profiling is off it jumps to the C library's function (no frame,
- *    no register saved); otherwise, or before the next definition is
- *    found, it jumps to published_NAME with the same arguments.  Both are
- *    sibling calls, so each callee starts with the caller's return address
- *    and stack, as though the program had called it.
- *  - published_NAME finds the next definition if it must (returning `fail`
- *    when there is none), forwards at once while the profiler is off, and
- *    otherwise publishes "blocked here" around the call: its own frame
- *    (WALL_HERE), whose return address is the program's.
+/* One interposed call `ret name params`, in three functions that reach
+ * one another by sibling calls (jumps), so each starts with the program's
+ * return address and stack, as though the program had called it:
+ *  - the exported entry loads the next definition and the flag: while wall
+ *    profiling is off it jumps to the C library's function (no frame, no
+ *    register saved), else to published_NAME; before the next definition
+ *    is known, to first_NAME;
+ *  - first_NAME finds it (returning `fail` when there is none), then
+ *    forwards or goes on to published_NAME as the entry does;
+ *  - published_NAME publishes "blocked here" around the call: its own
+ *    frame (WALL_HERE), whose return address is the program's.  The flag
+ *    was tested on the way in; the profiler stopping since is the same
+ *    race as stopping during the call, which wall_call_enter/leave allow.
  * `fd` is the descriptor waited on (-1: none); the published call passes
  * `call_args`, which may use mask_copy_ (a struct wait_mask). */
 #define WALL_HOOK_WITH(ret, name, fail, state, fd, params, args, call_args)                    \
@@ -58,32 +60,41 @@ static const void *mask_with_ours(struct wait_mask *copy, const void *mask)
 	static _Atomic(void *) next_##name;                                                    \
 	__attribute__((noinline)) static ret published_##name params                           \
 	{                                                                                      \
-		void *sym_ = hook_next_cached(&next_##name, #name);                            \
-		if (!sym_)                                                                     \
+		void *sym_ = atomic_load_explicit(&next_##name, memory_order_acquire);         \
+		if (!sym_) /* never: entered once it was found */                              \
 			return fail;                                                           \
 		name##_fn next;                                                                \
 		HOOK_FN(next, sym_);                                                           \
-		if (!wall_hooks_active())                                                      \
-			return next args;                                                      \
 		struct wait_mask mask_copy_ __attribute__((unused));                           \
-		struct wall_frame frame_;                                                      \
-		WALL_HERE(frame_, next);                                                       \
 		struct wall_call call_;                                                        \
-		wall_call_enter(&call_, &frame_, (state), (fd));                               \
+		WALL_HERE(call_.frame, next);                                                  \
+		wall_call_enter(&call_, (state), (fd));                                        \
 		ret result_ = next call_args;                                                  \
 		wall_call_leave(&call_);                                                       \
 		return result_;                                                                \
+	}                                                                                      \
+	__attribute__((noinline, cold)) static ret first_##name params                         \
+	{                                                                                      \
+		void *sym_ = hook_next_cached(&next_##name, #name);                            \
+		if (!sym_)                                                                     \
+			return fail;                                                           \
+		if (wall_hooks_active())                                                       \
+			return published_##name args;                                          \
+		name##_fn next;                                                                \
+		HOOK_FN(next, sym_);                                                           \
+		return next args;                                                              \
 	}                                                                                      \
 	SW_EXPORT ret name params;                                                             \
 	SW_EXPORT ret name params                                                              \
 	{                                                                                      \
 		void *sym_ = atomic_load_explicit(&next_##name, memory_order_acquire);         \
-		if (__builtin_expect(sym_ != NULL && !wall_hooks_active(), 1)) {               \
-			name##_fn next;                                                        \
-			HOOK_FN(next, sym_);                                                   \
-			return next args;                                                      \
-		}                                                                              \
-		return published_##name args;                                                  \
+		if (__builtin_expect(!sym_, 0))                                                \
+			return first_##name args;                                              \
+		if (__builtin_expect(wall_hooks_active(), 0))                                  \
+			return published_##name args;                                          \
+		name##_fn next;                                                                \
+		HOOK_FN(next, sym_);                                                           \
+		return next args;                                                              \
 	}
 
 /* A call that waits with no signal mask of its own. */

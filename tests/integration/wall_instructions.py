@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Instructions our interposed waiting calls (wall_hooks.c) execute per
+call, counted by callgrind (exact and independent of the machine's load).
+build/workloads/wall_calls makes rounds of read(/dev/zero), write(/dev/null)
+and poll(timeout 0) in calls_loop, the function the counts are toggled on;
+N and 2N rounds are counted, so the first calls (which find the C
+library's functions) cancel.  The instructions that ran in
+libstowaway.so are summed from callgrind's output, per call:
+ - library loaded but off, and CPU profile only (wall profiling off): the
+   exported entry loads the next definition and the flag and jumps to the
+   C library (6 on x86-64; a wrapper that saves registers before the flag
+   test costs 30 or more), bound 10;
+ - wall profiling on: the entry, the publishing body and the call's enter
+   and leave (126 with gcc 12), bound 150.
+The bounds are x86-64 instruction counts; elsewhere the counts are printed,
+not judged."""
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from checks import check, status
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
+CALLS = os.path.join(ROOT, "build", "workloads", "wall_calls")
+N = 5000
+CALLS_PER_ROUND = 3
+BOUNDS = {"off": 10, "cpu": 10, "wall": 150}
+
+
+def object_costs(path):
+    """Self instructions per object in a callgrind output file (names are
+    compressed: "(id) name" the first time, in ob= or cob= lines)."""
+    names, costs = {}, {}
+    ob = None
+    skip_next = False
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            m = re.match(r"(c?ob)=(?:\((\d+)\))?\s*(.*)", line)
+            if m:
+                kind, key, name = m.groups()
+                if key is not None and name:
+                    names[key] = name
+                if kind == "ob":
+                    ob = names.get(key) if key is not None else name
+                continue
+            if line.startswith("calls="):
+                skip_next = True
+                continue
+            if not line or not (line[0].isdigit() or line[0] in "+-*"):
+                continue
+            if skip_next:
+                skip_next = False
+                continue
+            parts = line.split()
+            if len(parts) >= 2 and ob is not None:
+                costs[ob] = costs.get(ob, 0) + int(parts[1])
+    return costs
+
+
+def ours(rounds, extra, tmp):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("DD_", "STOWAWAY_", "LD_PRELOAD"))}
+    env.update(extra)
+    out = os.path.join(tmp, f"cg.{rounds}")
+    r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                        "--toggle-collect=calls_loop", CALLS, str(rounds)],
+                       env=env, capture_output=True, text=True, timeout=120)
+    if r.returncode != 0 or not os.path.exists(out):
+        raise RuntimeError(f"callgrind failed ({r.returncode}): {r.stderr.strip()[-300:]}")
+    so = os.path.realpath(SO)
+    return sum(c for ob, c in object_costs(out).items() if os.path.realpath(ob) == so)
+
+
+def main():
+    if not shutil.which("valgrind"):
+        check("wall_instructions: valgrind", False, "valgrind not installed (tests/deps/wall.txt)")
+        return
+    judged = platform.machine() == "x86_64"
+    tmp = tempfile.mkdtemp(prefix="wall_instr")
+    try:
+        base = {"LD_PRELOAD": SO, "STOWAWAY_OUTPUT_DIR": tmp, "DD_PROFILING_ENABLED": "true"}
+        configs = {"off": dict(base, DD_PROFILING_ENABLED="false"),
+                   "cpu": dict(base, STOWAWAY_PROFILES="cpu"),
+                   "wall": dict(base, STOWAWAY_PROFILES="wall")}
+        for name, env in configs.items():
+            per_call = (ours(2 * N, env, tmp) - ours(N, env, tmp)) / (N * CALLS_PER_ROUND)
+            bound = BOUNDS[name]
+            detail = (f"{per_call:.1f} instructions per interposed call in libstowaway.so "
+                      f"({name}; bound {bound})")
+            check(f"wall_instructions {name}", per_call <= bound or not judged,
+                  detail if judged else detail + "; not judged on " + platform.machine())
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(status())
