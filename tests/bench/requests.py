@@ -13,8 +13,9 @@ once, in a rotated order; medians and the spread over rounds are printed.
 
 Configurations: none (no library), off (loaded, DD_PROFILING_ENABLED=false:
 the floor of being preloaded), cpu, wall, alloc (alloc,heap), default (cpu,
-wall, alloc, heap).  BENCH_REQUESTS_BASE_SO adds base_wall and base_default:
-another build of the library (e.g. main's) for before/after in one run.
+wall, alloc, heap).  BENCH_REQUESTS_BASE_SO adds base_wall and base_default
+(BENCH_REQUESTS_BASE_CONFIGS: which): another build of the library (e.g.
+main's) for before/after in one run.
 
 The default kinds' extra instructions are split by where they run:
   app        the server's own code and libraries (no library: all of it)
@@ -44,7 +45,8 @@ only (callgrind does not see the kernel).
 
 Environment: BENCH_REQUESTS_ROUNDS (2), BENCH_REQUESTS_N (2000 requests, the
 smaller run), BENCH_REQUESTS_CASES (nginx-ka,nginx,redis,pg),
-BENCH_REQUESTS_CONFIGS, BENCH_REQUESTS_BASE_SO, STOWAWAY_SO.
+BENCH_REQUESTS_CONFIGS, BENCH_REQUESTS_BASE_SO, BENCH_REQUESTS_BASE_CONFIGS
+(wall,default), STOWAWAY_SO.
 """
 import collections, glob, os, re, shutil, statistics, subprocess, sys, tempfile, time
 
@@ -60,7 +62,8 @@ CASES = [c for c in os.environ.get("BENCH_REQUESTS_CASES", "nginx-ka,nginx,redis
 CONFIGS = ["none"] + [c for c in os.environ.get(
     "BENCH_REQUESTS_CONFIGS", "off,cpu,wall,alloc,default").split(",") if c and c != "none"]
 if BASE_SO:
-    CONFIGS += ["base_wall", "base_default"]
+    CONFIGS += ["base_" + c for c in os.environ.get(
+        "BENCH_REQUESTS_BASE_CONFIGS", "wall,default").split(",") if c and c != "none"]
 OBJ = os.path.join(ROOT, "build/obj/collect")
 HANDLERS = {"cpu_signal_handler", "wall_signal_handler"}
 SAMPLED = {"alloc_sample"}
