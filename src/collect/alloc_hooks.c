@@ -484,11 +484,12 @@ SW_EXPORT void *calloc(size_t n, size_t m)
 /* realloc and the aligned family while nothing is sampled or checked:
  * a few loads and a jump to the next definition, with no frame; anything
  * else goes to the full path by a sibling call, so CALLER_RA there is still
- * the program's.  True once the next definitions are known (loaded after
- * this acquire) and nothing is sampled. */
+ * the program's.  True while nothing is sampled (tested first: a sampled
+ * call leaves at once) once the next definitions are known (loaded after
+ * the acquire). */
 static inline bool forwarding(void)
 {
-	return atomic_load_explicit(&resolve_state, memory_order_acquire) == RESOLVE_DONE && !sampling();
+	return !sampling() && atomic_load_explicit(&resolve_state, memory_order_acquire) == RESOLVE_DONE;
 }
 
 __attribute__((noinline)) static void *realloc_full(void *p, size_t n)

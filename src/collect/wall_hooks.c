@@ -4,8 +4,10 @@
  * for the call when a signal may be in flight.  Exported; only in the .so.
  *
  * Each forwards to the next definition (dlsym(RTLD_NEXT)), found on first
- * use.  Types are spelled without libc headers: every pointer argument is
- * passed through untouched; sigset_t is 128 bytes in glibc and musl alike.
+ * use; while the wall profiler is off a call costs two loads, their tests
+ * and a jump (WALL_HOOK_WITH).  Types are spelled without libc headers:
+ * every pointer argument is passed through untouched; sigset_t is 128
+ * bytes in glibc and musl alike.
  */
 #include "collect/wall.h"
 #include "rt/hooks.h"
