@@ -22,7 +22,6 @@ The bounds are x86-64 instruction counts; elsewhere the counts are printed,
 not judged."""
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
@@ -30,6 +29,9 @@ import tempfile
 
 from checks import check, status
 from wall_syscalls import task_work_kernel
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+from callgrind import callgrind_costs  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
@@ -39,50 +41,20 @@ CALLS_PER_ROUND = 3
 BOUNDS = {"off": 10, "cpu": 10, "wall": 150, "alloc_off": 40}
 
 
-def object_costs(path):
-    """Self instructions per object in a callgrind output file (names are
-    compressed: "(id) name" the first time, in ob= or cob= lines)."""
-    names, costs = {}, {}
-    ob = None
-    skip_next = False
-    with open(path) as f:
-        for line in f:
-            line = line.rstrip("\n")
-            m = re.match(r"(c?ob)=(?:\((\d+)\))?\s*(.*)", line)
-            if m:
-                kind, key, name = m.groups()
-                if key is not None and name:
-                    names[key] = name
-                if kind == "ob":
-                    ob = names.get(key) if key is not None else name
-                continue
-            if line.startswith("calls="):
-                skip_next = True
-                continue
-            if not line or not (line[0].isdigit() or line[0] in "+-*"):
-                continue
-            if skip_next:
-                skip_next = False
-                continue
-            parts = line.split()
-            if len(parts) >= 2 and ob is not None:
-                costs[ob] = costs.get(ob, 0) + int(parts[1])
-    return costs
-
-
 def ours(rounds, extra, tmp, loop="calls_loop"):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("DD_", "STOWAWAY_", "LD_PRELOAD"))}
     env.update(extra)
     out = os.path.join(tmp, f"cg.{rounds}")
-    r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+    r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--compress-pos=no",
                         f"--toggle-collect={loop}", CALLS, str(rounds)] +
                        (["alloc"] if loop == "alloc_loop" else []),
                        env=env, capture_output=True, text=True, timeout=120)
     if r.returncode != 0 or not os.path.exists(out):
         raise RuntimeError(f"callgrind failed ({r.returncode}): {r.stderr.strip()[-300:]}")
     so = os.path.realpath(SO)
-    return sum(c for ob, c in object_costs(out).items() if os.path.realpath(ob) == so)
+    self_cost, _ = callgrind_costs(out, set())
+    return sum(c for (ob, _), c in self_cost.items() if ob and os.path.realpath(ob) == so)
 
 
 def main():
