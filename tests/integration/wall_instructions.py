@@ -8,7 +8,7 @@ library's functions) cancel.  The instructions that ran in
 libstowaway.so are summed from callgrind's output, per call:
  - library loaded but off, and CPU profile only (wall profiling off): the
    exported entry loads the next definition and the flag and jumps to the
-   C library (6 on x86-64; a wrapper that saves registers before the flag
+   C library (7 on x86-64; a wrapper that saves registers before the flag
    test costs 30 or more), bound 10;
  - wall profiling on: the entry, the publishing body and the call's enter
    and leave (136 with gcc 12), bound 150, judged where CPU timers expire
