@@ -481,7 +481,18 @@ SW_EXPORT void *calloc(size_t n, size_t m)
 	return NEXT(calloc)(n, m);
 }
 
-SW_EXPORT void *realloc(void *p, size_t n)
+/* realloc and the aligned family while nothing is sampled or checked:
+ * a few loads and a jump to the next definition, with no frame; anything
+ * else goes to the full path by a sibling call, so CALLER_RA there is still
+ * the program's.  True while nothing is sampled (tested first: a sampled
+ * call leaves at once) once the next definitions are known (loaded after
+ * the acquire). */
+static inline bool forwarding(void)
+{
+	return !sampling() && atomic_load_explicit(&resolve_state, memory_order_acquire) == RESOLVE_DONE;
+}
+
+__attribute__((noinline)) static void *realloc_full(void *p, size_t n)
 {
 	if (RT_UNLIKELY(in_boot(p))) {
 		void *q = malloc(n);
@@ -492,6 +503,14 @@ SW_EXPORT void *realloc(void *p, size_t n)
 	if ((sampling() || alloc_live_maybe(p)) && ready())
 		return realloc_slow(p, n, 1, false, CALLER_RA());
 	return NEXT(realloc)(p, n);
+}
+
+SW_EXPORT void *realloc(void *p, size_t n)
+{
+	int checks = atomic_load_explicit(&alloc_hot.free_checks, memory_order_relaxed);
+	if (RT_LIKELY(forwarding() && !in_boot(p) && !(checks & ALLOC_FREE_RETIRE)))
+		return NEXT(realloc)(p, n);
+	return realloc_full(p, n);
 }
 
 SW_EXPORT void *reallocarray(void *p, size_t n, size_t m)
@@ -505,7 +524,7 @@ SW_EXPORT void *reallocarray(void *p, size_t n, size_t m)
 	return f ? f(p, n, m) : reallocarray_emulated(p, n, m);
 }
 
-SW_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+__attribute__((noinline)) static int posix_memalign_full(void **out, size_t align, size_t n)
 {
 	int err = 0;
 	void *p = aligned_entry(AL_POSIX, align, n, &err, CALLER_RA());
@@ -514,29 +533,35 @@ SW_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 	return err;
 }
 
-SW_EXPORT void *aligned_alloc(size_t align, size_t n)
+SW_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 {
-	int err;
-	return aligned_entry(AL_ALIGNED, align, n, &err, CALLER_RA());
+	posix_memalign_fn f = forwarding() ? NEXT(posix_memalign) : NULL;
+	if (RT_LIKELY(f != NULL))
+		return f(out, align, n);
+	return posix_memalign_full(out, align, n);
 }
 
-SW_EXPORT void *memalign(size_t align, size_t n)
-{
-	int err;
-	return aligned_entry(AL_MEMALIGN, align, n, &err, CALLER_RA());
-}
+/* One of the aligned family but posix_memalign: `fn` is its type of next
+ * definition, `args` its arguments (the last is the size n), `align` the
+ * alignment aligned_entry is given. */
+#define ALIGNED_HOOK(name, kind, fn, params, args, align)                                 \
+	__attribute__((noinline)) static void *name##_full params                              \
+	{                                                                                      \
+		int err;                                                                       \
+		return aligned_entry(kind, align, n, &err, CALLER_RA());                      \
+	}                                                                                      \
+	SW_EXPORT void *name params                                                            \
+	{                                                                                      \
+		fn f = forwarding() ? NEXT(name) : NULL;                                       \
+		if (RT_LIKELY(f != NULL))                                                      \
+			return f args;                                                         \
+		return name##_full args;                                                       \
+	}
 
-SW_EXPORT void *valloc(size_t n)
-{
-	int err;
-	return aligned_entry(AL_VALLOC, 0, n, &err, CALLER_RA());
-}
-
-SW_EXPORT void *pvalloc(size_t n)
-{
-	int err;
-	return aligned_entry(AL_PVALLOC, 0, n, &err, CALLER_RA());
-}
+ALIGNED_HOOK(aligned_alloc, AL_ALIGNED, aligned_fn, (size_t align, size_t n), (align, n), align)
+ALIGNED_HOOK(memalign, AL_MEMALIGN, aligned_fn, (size_t align, size_t n), (align, n), align)
+ALIGNED_HOOK(valloc, AL_VALLOC, malloc_fn, (size_t n), (n), 0)
+ALIGNED_HOOK(pvalloc, AL_PVALLOC, malloc_fn, (size_t n), (n), 0)
 
 SW_EXPORT size_t malloc_usable_size(void *p)
 {

@@ -1508,8 +1508,9 @@ __attribute__((noinline)) static void enter_unmapped(struct wall_call *c, uint64
 		enter_slot(c, s, f, kind, fd);
 }
 
-void wall_call_enter(struct wall_call *c, const struct wall_frame *f, enum wall_state kind, int fd)
+void wall_call_enter(struct wall_call *c, enum wall_state kind, int fd)
 {
+	const struct wall_frame *f = &c->frame;
 	c->masked = false;
 	uint64_t tp = rt_thread_pointer();
 	int s = self_slot_mapped(tp);

@@ -150,22 +150,25 @@ struct wall_frame {
 	uint64_t pc, sp, fp, ra;
 	uint64_t callee; /* entry of the C library's function called; 0: none */
 };
-/* Per-call state kept on the caller's stack between enter and leave. */
+/* Per-call state kept on the caller's stack between enter and leave: the
+ * frame, filled by the caller before enter publishes it. */
 struct wall_call {
+	struct wall_frame frame;
 	int slot;     /* -1: not tracked */
 	bool masked;  /* our signal was blocked for the call */
 	uint64_t old_mask;
 };
-/* True while the sampler runs: hooks do nothing otherwise.  Inline: every
- * interposed call tests it first. */
-extern atomic_int wall_hooks_on;
+/* True while the sampler runs: hooks do nothing otherwise.  Inline and
+ * hidden (loaded straight, not through the GOT): every interposed call
+ * tests it first. */
+extern atomic_int wall_hooks_on __attribute__((visibility("hidden")));
 static inline bool wall_hooks_active(void)
 {
 	return atomic_load_explicit(&wall_hooks_on, memory_order_relaxed) != 0;
 }
-/* Around the blocking call.  enter publishes the frame and the state, and
+/* Around the blocking call.  enter publishes c->frame and the state, and
  * blocks our signal when one may be in flight. */
-void wall_call_enter(struct wall_call *c, const struct wall_frame *f, enum wall_state kind, int fd);
+void wall_call_enter(struct wall_call *c, enum wall_state kind, int fd);
 void wall_call_leave(struct wall_call *c);
 /* The signal a sigmask passed to ppoll/pselect/epoll_pwait/sigsuspend must
  * keep blocked (0 when none). */

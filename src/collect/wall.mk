@@ -41,3 +41,10 @@ $(WALL_WL)/wall_mixed-musl: tests/workloads/wall_mixed.c
 	$(MUSL_CC) $(WALL_WL_CFLAGS) -fno-optimize-sibling-calls $< -o $@
 
 TEST_PROGRAMS += $(WALL_WL)/wall_mixed $(WALL_WL)/wall_mixed-musl
+
+# Instructions per interposed call (wall_instructions.py): calls that never block.
+$(WALL_WL)/wall_calls: tests/workloads/wall_calls.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WALL_WL_CFLAGS) $< -o $@
+
+TEST_PROGRAMS += $(WALL_WL)/wall_calls

@@ -13,8 +13,9 @@ once, in a rotated order; medians and the spread over rounds are printed.
 
 Configurations: none (no library), off (loaded, DD_PROFILING_ENABLED=false:
 the floor of being preloaded), cpu, wall, alloc (alloc,heap), default (cpu,
-wall, alloc, heap).  BENCH_REQUESTS_BASE_SO adds base_wall and base_default:
-another build of the library (e.g. main's) for before/after in one run.
+wall, alloc, heap).  BENCH_REQUESTS_BASE_SO adds base_wall and base_default
+(BENCH_REQUESTS_BASE_CONFIGS: which): another build of the library (e.g.
+main's) for before/after in one run.
 
 The default kinds' extra instructions are split by where they run:
   app        the server's own code and libraries (no library: all of it)
@@ -44,12 +45,14 @@ only (callgrind does not see the kernel).
 
 Environment: BENCH_REQUESTS_ROUNDS (2), BENCH_REQUESTS_N (2000 requests, the
 smaller run), BENCH_REQUESTS_CASES (nginx-ka,nginx,redis,pg),
-BENCH_REQUESTS_CONFIGS, BENCH_REQUESTS_BASE_SO, STOWAWAY_SO.
+BENCH_REQUESTS_CONFIGS, BENCH_REQUESTS_BASE_SO, BENCH_REQUESTS_BASE_CONFIGS
+(wall,default), STOWAWAY_SO.
 """
 import collections, glob, os, re, shutil, statistics, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import programs as P  # noqa: E402
+from callgrind import callgrind_costs  # noqa: E402
 
 ROOT = P.ROOT
 SO = P.SO
@@ -60,7 +63,8 @@ CASES = [c for c in os.environ.get("BENCH_REQUESTS_CASES", "nginx-ka,nginx,redis
 CONFIGS = ["none"] + [c for c in os.environ.get(
     "BENCH_REQUESTS_CONFIGS", "off,cpu,wall,alloc,default").split(",") if c and c != "none"]
 if BASE_SO:
-    CONFIGS += ["base_wall", "base_default"]
+    CONFIGS += ["base_" + c for c in os.environ.get(
+        "BENCH_REQUESTS_BASE_CONFIGS", "wall,default").split(",") if c and c != "none"]
 OBJ = os.path.join(ROOT, "build/obj/collect")
 HANDLERS = {"cpu_signal_handler", "wall_signal_handler"}
 SAMPLED = {"alloc_sample"}
@@ -79,56 +83,6 @@ def text_symbols(obj):
     out = subprocess.run(["nm", obj], capture_output=True, text=True).stdout
     return {f[2].split(".")[0] for f in (l.split() for l in out.splitlines())
             if len(f) == 3 and f[1] in "tT"}
-
-
-def callgrind_costs(path, inclusive_of):
-    """Self cost by (object, function), and inclusive cost of and calls to
-    the named functions, from one callgrind output file (--compress-pos=no)."""
-    names = {"ob": {}, "fn": {}, "fl": {}}
-    self_cost = collections.Counter()
-    incl = collections.Counter()
-    ob = fn = callee = None
-    after_call = False
-
-    def name(table, val):
-        m = re.match(r"\((\d+)\)(?:\s+(.*))?$", val)
-        if not m:
-            return val
-        if m.group(2) is not None:
-            names[table][m.group(1)] = m.group(2)
-        return names[table].get(m.group(1), "?")
-
-    with open(path) as f:
-        for line in f:
-            c = line[:1]
-            if c.isdigit() or c in "+-*":
-                parts = line.split()
-                if len(parts) < 2:
-                    continue
-                v = int(parts[1])
-                if fn in inclusive_of:
-                    incl[fn] += v
-                if after_call:
-                    after_call = False
-                else:
-                    self_cost[(ob, fn)] += v
-                continue
-            key, _, val = line.rstrip("\n").partition("=")
-            if key == "ob":
-                ob = name("ob", val)
-            elif key == "cob":
-                name("ob", val)
-            elif key == "fn":
-                fn = name("fn", val)
-            elif key == "cfn":
-                callee = name("fn", val)
-            elif key in ("fl", "fi", "fe", "cfi", "cfl"):
-                name("fl", val)
-            elif key == "calls":
-                after_call = True
-                if callee in inclusive_of:
-                    incl["calls:" + callee] += int(val.split()[0])
-    return self_cost, incl
 
 
 class Costs:
