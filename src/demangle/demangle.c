@@ -3,14 +3,6 @@
 
 #include <stdbool.h>
 
-static size_t length_of(const char *s)
-{
-	size_t n = 0;
-	while (n <= DEMANGLE_MAX_INPUT && s[n])
-		n++;
-	return n;
-}
-
 static bool hex_digit(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
 static bool dec_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -142,19 +134,57 @@ size_t demangle_rust_legacy(const char *name, size_t len, char *out, size_t cap)
 	return o.len;
 }
 
+/* True when a legacy hash "17h<16 hex>E" could end at s[e] (the 'E'), as
+ * demangle_rust_legacy requires of every name it reads. */
+static bool hash_ends_at(const char *s, size_t e)
+{
+	return e >= 20 && s[e] == 'E' && s[e - 17] == 'h' && s[e - 18] == '7' && s[e - 19] == '1';
+}
+
+/* The length of s (past DEMANGLE_MAX_INPUT when longer), and whether a
+ * legacy hash ends before its end or before one of its dots: without one,
+ * demangle_rust_legacy gives 0, so it is not called.  The bytes of mangled
+ * names are mostly letters, digits and '_', all above '.'. */
+static size_t scan_name(const char *s, bool *legacy)
+{
+	size_t n = 0;
+	*legacy = false;
+	for (;;) {
+		/* Four bytes a step; each byte is read only after the one
+		 * before it is known not to be the NUL. */
+		while (n + 4 <= DEMANGLE_MAX_INPUT && (unsigned char)s[n] > '.' &&
+		       (unsigned char)s[n + 1] > '.' && (unsigned char)s[n + 2] > '.' &&
+		       (unsigned char)s[n + 3] > '.')
+			n += 4;
+		while (n <= DEMANGLE_MAX_INPUT && (unsigned char)s[n] > '.')
+			n++;
+		if (n > DEMANGLE_MAX_INPUT)
+			return n;
+		if (s[n] == 0)
+			break;
+		if (s[n] == '.' && n > 0 && hash_ends_at(s, n - 1))
+			*legacy = true;
+		n++;
+	}
+	if (n > 0 && hash_ends_at(s, n - 1))
+		*legacy = true;
+	return n;
+}
+
 size_t demangle(const char *name, char *out, size_t cap, struct demangle_scratch *scratch)
 {
 	if (cap > 0)
 		out[0] = 0;
 	if (name == 0 || cap == 0 || name[0] != '_')
 		return 0;
-	size_t len = length_of(name);
+	bool legacy;
+	size_t len = scan_name(name, &legacy);
 	if (len > DEMANGLE_MAX_INPUT)
 		return 0;
 	if (name[1] == 'R')
 		return demangle_rust_v0(name, len, out, cap, scratch);
 	if (name[1] != 'Z')
 		return 0;
-	size_t n = demangle_rust_legacy(name, len, out, cap);
+	size_t n = legacy ? demangle_rust_legacy(name, len, out, cap) : 0;
 	return n ? n : demangle_itanium(name, len, out, cap, scratch);
 }

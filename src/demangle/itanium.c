@@ -247,19 +247,25 @@ static void ret(struct parser *p, uint32_t node)
 /* <number> ::= [n] <digits>; value capped (only used for counts). */
 static bool number(struct parser *p, uint32_t *v, bool *neg)
 {
+	/* Local copies: stores through p->w could alias p's fields. */
+	const char *s = p->s;
+	uint32_t pos = p->pos, n = p->n;
 	*neg = false;
-	if (peek(p) == 'n') {
+	if (pos < n && s[pos] == 'n') {
 		*neg = true;
-		p->pos++;
+		pos++;
 	}
-	if (!is_digit(peek(p)))
+	if (pos >= n || !is_digit(s[pos])) {
+		p->pos = pos;
 		return false;
-	uint32_t x = 0;
-	while (is_digit(peek(p))) {
-		if (x < 100000000u)
-			x = x * 10u + (uint32_t)(peek(p) - '0');
-		p->pos++;
 	}
+	uint32_t x = 0;
+	while (pos < n && is_digit(s[pos])) {
+		if (x < 100000000u)
+			x = x * 10u + (uint32_t)(s[pos] - '0');
+		pos++;
+	}
+	p->pos = pos;
 	*v = x;
 	return true;
 }
@@ -436,22 +442,51 @@ static const struct code_name builtins[] = {
 	{"Df", "decimal32"},	{"Dd", "decimal64"},	   {"De", "decimal128"},
 	{"Dh", "half"},
 };
+#define BUILTIN_COUNT (sizeof(builtins) / sizeof(builtins[0]))
+#define BUILTIN_FIRST_D 21u
+
+/* builtins[] index + 1 of each one-letter code 'a'..'z', 0 for none. */
+static const uint8_t builtin_letter[26] = {
+	['a' - 'a'] = 5,  ['b' - 'a'] = 3,  ['c' - 'a'] = 4,  ['d' - 'a'] = 18, ['e' - 'a'] = 19,
+	['f' - 'a'] = 17, ['g' - 'a'] = 20, ['h' - 'a'] = 6,  ['i' - 'a'] = 9,  ['j' - 'a'] = 10,
+	['l' - 'a'] = 11, ['m' - 'a'] = 12, ['n' - 'a'] = 15, ['o' - 'a'] = 16, ['s' - 'a'] = 7,
+	['t' - 'a'] = 8,  ['v' - 'a'] = 1,  ['w' - 'a'] = 2,  ['x' - 'a'] = 13, ['y' - 'a'] = 14,
+	['z' - 'a'] = 21,
+};
+
+/* The length of each builtins[] name. */
+static const uint8_t builtin_len[] = {
+	4, 7, 4, 4, 11, 13, 5, 14, 3, 12, 4, 13, 9, 18, 8, 17, 5, 6, 11, 10, 3,
+	17, 4, 14, 8, 8, 7, 9, 9, 10, 4,
+};
+_Static_assert(sizeof(builtin_len) == BUILTIN_COUNT, "one length per builtin");
 
 /* A builtin type at pos (1 or 2 letters), or NONE without consuming. */
 static uint32_t builtin_type(struct parser *p)
 {
 	char c0 = peek(p), c1 = peek_at(p, 1);
-	for (uint32_t i = 0; i < sizeof(builtins) / sizeof(builtins[0]); i++) {
-		const char *code = builtins[i].code;
-		if (code[0] == c0 && (code[1] == 0 || code[1] == c1)) {
-			p->pos += code[1] ? 2u : 1u;
-			uint32_t n = mk_cstr(p, builtins[i].name);
-			if (n != NONE)
-				nd(p, n)->flags = 1; /* builtin */
-			return n;
+	uint32_t i = NONE;
+	if (is_lower(c0)) {
+		/* One-letter codes: a direct index (0 = none). */
+		uint8_t k = builtin_letter[c0 - 'a'];
+		if (k != 0)
+			i = k - 1u;
+	} else if (c0 == 'D') {
+		/* Two-letter codes all start with 'D': the last ten entries. */
+		for (uint32_t j = BUILTIN_FIRST_D; j < BUILTIN_COUNT; j++) {
+			if (builtins[j].code[1] == c1) {
+				i = j;
+				break;
+			}
 		}
 	}
-	return NONE;
+	if (i == NONE)
+		return NONE;
+	p->pos += builtins[i].code[1] ? 2u : 1u;
+	uint32_t n = mk_str(p, builtins[i].name, builtin_len[i]);
+	if (n != NONE)
+		nd(p, n)->flags = 1; /* builtin */
+	return n;
 }
 
 /* <expr-primary> literal after 'L' (not L_Z): <type> <value> E */
@@ -628,12 +663,13 @@ static void step_encoding(struct parser *p, uint32_t *f)
 			call(p, R_TYPE);
 			return;
 		}
+		/* The parameters start in the same step. */
 		f[1] = ENC_PARAMS;
-		return;
 	}
+		/* fall through */
 	case ENC_RET:
 		f[1] = ENC_PARAMS;
-		return;
+		/* fall through */
 	case ENC_PARAMS: {
 		if (!at_encoding_end(p)) {
 			call(p, R_TYPE);
@@ -758,6 +794,82 @@ static void step_name(struct parser *p, uint32_t *f)
 	}
 }
 
+/* The next component of a nested name, or its end (the state f[1] = 1). */
+static void nested_next(struct parser *p, uint32_t *f)
+{
+	char c = peek(p), c1 = peek_at(p, 1);
+	uint32_t sofar = f[3];
+	if (c == 'E') {
+		p->pos++;
+		if (sofar == NONE) {
+			p->fail = true;
+			return;
+		}
+		if ((f[4] & 1) && p->nsubs > 0)
+			p->nsubs--;
+		p->name_quals = (uint8_t)(f[4] >> 8);
+		p->name_ref = (uint8_t)(f[4] >> 16);
+		p->name_ctor = (f[5] & 1) != 0;
+		p->name_template = (f[5] & 2) != 0;
+		ret(p, sofar);
+		return;
+	}
+	if (c == 'M') {
+		p->pos++;
+		return;
+	}
+	if (c == 'S' && c1 != 't') {
+		if (sofar != NONE) {
+			p->fail = true;
+			return;
+		}
+		f[3] = substitution(p);
+		f[4] &= ~1u;
+		f[5] = 0;
+		return;
+	}
+	if (c == 'T') {
+		uint32_t t = template_param(p);
+		f[3] = sofar == NONE ? t : mk2(p, N_NESTED, sofar, t);
+		add_sub(p, f[3]);
+		f[4] |= 1;
+		f[5] = 0;
+		return;
+	}
+	if (c == 'I') {
+		if (sofar == NONE) {
+			p->fail = true;
+			return;
+		}
+		push_value(p, sofar);
+		f[1] = 2;
+		call(p, R_TARGS);
+		return;
+	}
+	if ((c == 'C' && (is_digit(c1) || c1 == 'I')) || (c == 'D' && is_digit(c1))) {
+		if (sofar == NONE || c1 == 'I') {
+			p->fail = true;
+			return;
+		}
+		p->pos += 2;
+		uint32_t base = base_name(p, sofar);
+		uint32_t n = c == 'C' ? base : mk_s(p, N_PREFIX, base, "~", 1);
+		f[3] = mk2(p, N_NESTED, sofar, n);
+		add_sub(p, f[3]);
+		f[4] |= 1;
+		f[5] = 1;
+		return;
+	}
+	if (c == 'D' && (c1 == 't' || c1 == 'T')) {
+		p->fail = true;
+		return;
+	}
+	push_value(p, sofar);
+	f[1] = 3;
+	call(p, R_UNQUAL);
+	return;
+}
+
 /* f[3]: the name so far (NONE at first), f[4]: last component was added as
  * a substitution, f[5]: 1 = last was ctor/dtor/conversion, 2 = template args. */
 static void step_nested(struct parser *p, uint32_t *f)
@@ -784,80 +896,12 @@ static void step_nested(struct parser *p, uint32_t *f)
 			f[3] = mk_cstr(p, "std");
 		}
 		f[1] = 1;
+		if (!p->fail)
+			nested_next(p, f);
 		return;
-	case 1: {
-		char c = peek(p), c1 = peek_at(p, 1);
-		uint32_t sofar = f[3];
-		if (c == 'E') {
-			p->pos++;
-			if (sofar == NONE) {
-				p->fail = true;
-				return;
-			}
-			if ((f[4] & 1) && p->nsubs > 0)
-				p->nsubs--;
-			p->name_quals = (uint8_t)(f[4] >> 8);
-			p->name_ref = (uint8_t)(f[4] >> 16);
-			p->name_ctor = (f[5] & 1) != 0;
-			p->name_template = (f[5] & 2) != 0;
-			ret(p, sofar);
-			return;
-		}
-		if (c == 'M') {
-			p->pos++;
-			return;
-		}
-		if (c == 'S' && c1 != 't') {
-			if (sofar != NONE) {
-				p->fail = true;
-				return;
-			}
-			f[3] = substitution(p);
-			f[4] &= ~1u;
-			f[5] = 0;
-			return;
-		}
-		if (c == 'T') {
-			uint32_t t = template_param(p);
-			f[3] = sofar == NONE ? t : mk2(p, N_NESTED, sofar, t);
-			add_sub(p, f[3]);
-			f[4] |= 1;
-			f[5] = 0;
-			return;
-		}
-		if (c == 'I') {
-			if (sofar == NONE) {
-				p->fail = true;
-				return;
-			}
-			push_value(p, sofar);
-			f[1] = 2;
-			call(p, R_TARGS);
-			return;
-		}
-		if ((c == 'C' && (is_digit(c1) || c1 == 'I')) || (c == 'D' && is_digit(c1))) {
-			if (sofar == NONE || c1 == 'I') {
-				p->fail = true;
-				return;
-			}
-			p->pos += 2;
-			uint32_t base = base_name(p, sofar);
-			uint32_t n = c == 'C' ? base : mk_s(p, N_PREFIX, base, "~", 1);
-			f[3] = mk2(p, N_NESTED, sofar, n);
-			add_sub(p, f[3]);
-			f[4] |= 1;
-			f[5] = 1;
-			return;
-		}
-		if (c == 'D' && (c1 == 't' || c1 == 'T')) {
-			p->fail = true;
-			return;
-		}
-		push_value(p, sofar);
-		f[1] = 3;
-		call(p, R_UNQUAL);
+	case 1:
+		nested_next(p, f);
 		return;
-	}
 	case 2: {
 		uint32_t args = pop_value(p, f[2]);
 		uint32_t base = pop_value(p, f[2]);
@@ -866,6 +910,8 @@ static void step_nested(struct parser *p, uint32_t *f)
 		f[4] |= 1;
 		f[5] = (f[5] & 1) | 2; /* a constructor template stays a constructor */
 		f[1] = 1;
+		if (!p->fail)
+			nested_next(p, f);
 		return;
 	}
 	case 3: {
@@ -878,6 +924,8 @@ static void step_nested(struct parser *p, uint32_t *f)
 		f[4] |= 1;
 		f[5] = conv ? 1 : 0;
 		f[1] = 1;
+		if (!p->fail)
+			nested_next(p, f);
 		return;
 	}
 	default:
@@ -1278,8 +1326,8 @@ static void step_type(struct parser *p, uint32_t *f)
 		return;
 	}
 	case T_FUNC_RET:
-		f[1] = T_FUNC_PARAMS;
-		return;
+		f[1] = T_FUNC_PARAMS; /* the parameters start in the same step */
+		/* fall through */
 	case T_FUNC_PARAMS: {
 		char c = peek(p);
 		uint32_t ref = 0;
@@ -1381,6 +1429,56 @@ static void splice_packs(struct parser *p, uint32_t from)
 	p->nvalues = from + (k - start);
 }
 
+/* The next template argument, or the end (the state f[1] = 1). */
+static void targs_next(struct parser *p, uint32_t *f)
+{
+	char c = peek(p);
+	if (c == 'E') {
+		p->pos++;
+		if (f[4]) /* a pack: packs expanded inside it are spliced in */
+			splice_packs(p, f[2]);
+		uint32_t l = mk_list(p, f[2]);
+		if (f[4] && l != NONE)
+			nd(p, l)->flags = 1; /* printed inline */
+		if (f[3] && !f[4])
+			p->tparams = l;
+		ret(p, l);
+		return;
+	}
+	if (c == 'L') {
+		if (peek_at(p, 1) == '_' && peek_at(p, 2) == 'Z') {
+			p->pos += 3;
+			f[1] = 3;
+			call(p, R_ENCODING);
+			return;
+		}
+		p->pos++;
+		if (peek(p) == 'N' || peek(p) == 'S' || peek(p) == 'T') {
+			f[1] = 4; /* a literal of a class or enum type named in full */
+			call(p, R_TYPE);
+			return;
+		}
+		push_value(p, literal(p));
+		return;
+	}
+	if (c == 'J') {
+		p->pos++;
+		call(p, R_TARGS);
+		if (!p->fail) {
+			uint32_t *g = p->w->frames[p->nframes - 1];
+			g[1] = 1;
+			g[4] = 1;
+		}
+		return;
+	}
+	if (c == 0 || c == 'X') {
+		p->fail = true;
+		return;
+	}
+	call(p, R_TYPE);
+	return;
+}
+
 /* f[3]: these args become tparams; f[4]: an argument pack (J ... E). */
 static void step_targs(struct parser *p, uint32_t *f)
 {
@@ -1391,54 +1489,11 @@ static void step_targs(struct parser *p, uint32_t *f)
 		 * frame called us) are what T_ in its signature refers to. */
 		f[3] = p->nframes >= 2 && (p->nframes - 1 == p->tp_owner || p->nframes - 1 == p->tp_owner + 1);
 		f[1] = 1;
+		targs_next(p, f);
 		return;
-	case 1: {
-		char c = peek(p);
-		if (c == 'E') {
-			p->pos++;
-			if (f[4]) /* a pack: packs expanded inside it are spliced in */
-				splice_packs(p, f[2]);
-			uint32_t l = mk_list(p, f[2]);
-			if (f[4] && l != NONE)
-				nd(p, l)->flags = 1; /* printed inline */
-			if (f[3] && !f[4])
-				p->tparams = l;
-			ret(p, l);
-			return;
-		}
-		if (c == 'L') {
-			if (peek_at(p, 1) == '_' && peek_at(p, 2) == 'Z') {
-				p->pos += 3;
-				f[1] = 3;
-				call(p, R_ENCODING);
-				return;
-			}
-			p->pos++;
-			if (peek(p) == 'N' || peek(p) == 'S' || peek(p) == 'T') {
-				f[1] = 4; /* a literal of a class or enum type named in full */
-				call(p, R_TYPE);
-				return;
-			}
-			push_value(p, literal(p));
-			return;
-		}
-		if (c == 'J') {
-			p->pos++;
-			call(p, R_TARGS);
-			if (!p->fail) {
-				uint32_t *g = p->w->frames[p->nframes - 1];
-				g[1] = 1;
-				g[4] = 1;
-			}
-			return;
-		}
-		if (c == 0 || c == 'X') {
-			p->fail = true;
-			return;
-		}
-		call(p, R_TYPE);
+	case 1:
+		targs_next(p, f);
 		return;
-	}
 	case 4: {
 		uint32_t type = pop_value(p, f[2]);
 		bool neg = peek(p) == 'n';
@@ -1460,6 +1515,8 @@ static void step_targs(struct parser *p, uint32_t *f)
 		}
 		push_value(p, c);
 		f[1] = 1;
+		if (!p->fail)
+			targs_next(p, f);
 		return;
 	}
 	default:
@@ -1469,6 +1526,7 @@ static void step_targs(struct parser *p, uint32_t *f)
 		}
 		p->pos++;
 		f[1] = 1;
+		targs_next(p, f);
 	}
 }
 
