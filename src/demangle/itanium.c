@@ -1554,8 +1554,11 @@ static void emit(struct printer *pr, const char *s, uint32_t n)
 		pr->fail = true;
 		return;
 	}
+	/* Through locals: a char store may alias pr's fields. */
+	char *d = pr->out + pr->len;
 	for (uint32_t i = 0; i < n; i++)
-		pr->out[pr->len++] = s[i];
+		d[i] = s[i];
+	pr->len += n;
 	if (n > 0)
 		pr->last = s[n - 1];
 }
@@ -1576,14 +1579,19 @@ static void task(struct printer *pr, uint32_t kind, uint32_t node, const char *s
 	t[4] = len;
 }
 
-static void task_str(struct printer *pr, const char *s) { task(pr, TASK_STR, NONE, s, str_len(s)); }
+/* A string literal (its length known when compiled). */
+#define task_str(pr, lit) task((pr), TASK_STR, NONE, "" lit, (uint32_t)sizeof(lit) - 1u)
 static void task_node(struct printer *pr, uint32_t n)
 {
 	if (n == NONE) {
 		pr->fail = true;
 		return;
 	}
-	task(pr, TASK_NODE, n, 0, 0);
+	const struct demangle_node *d = nd(pr->p, n);
+	if (d->kind == N_STR) /* printed as it is: no node task to expand */
+		task(pr, TASK_STR, NONE, d->s, d->len);
+	else
+		task(pr, TASK_NODE, n, 0, 0);
 }
 
 /* Pushes the items of a list (to print in order). */
