@@ -150,12 +150,14 @@ static size_t scan_name(const char *s, bool *legacy)
 	size_t n = 0;
 	*legacy = false;
 	for (;;) {
-		/* Four bytes a step; each byte is read only after the one
+		/* Eight bytes a step; each byte is read only after the one
 		 * before it is known not to be the NUL. */
-		while (n + 4 <= DEMANGLE_MAX_INPUT && (unsigned char)s[n] > '.' &&
+		while (n + 8 <= DEMANGLE_MAX_INPUT && (unsigned char)s[n] > '.' &&
 		       (unsigned char)s[n + 1] > '.' && (unsigned char)s[n + 2] > '.' &&
-		       (unsigned char)s[n + 3] > '.')
-			n += 4;
+		       (unsigned char)s[n + 3] > '.' && (unsigned char)s[n + 4] > '.' &&
+		       (unsigned char)s[n + 5] > '.' && (unsigned char)s[n + 6] > '.' &&
+		       (unsigned char)s[n + 7] > '.')
+			n += 8;
 		while (n <= DEMANGLE_MAX_INPUT && (unsigned char)s[n] > '.')
 			n++;
 		if (n > DEMANGLE_MAX_INPUT)

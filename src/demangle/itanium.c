@@ -1013,6 +1013,19 @@ static uint32_t mk_number_text(struct parser *p, const char *pre, uint32_t v, co
 	return mk_text3(p, pre, str_len(pre), digits, n, post, str_len(post));
 }
 
+/* The unqualified name's ABI tags, then its end (the state f[1] = 8). */
+static void unqual_finish(struct parser *p, uint32_t *f)
+{
+	uint32_t name = pop_value(p, f[2]);
+	for (uint32_t i = 0; i < 16 && peek(p) == 'B' && !p->fail; i++) {
+		p->pos++;
+		uint32_t tag = source_name(p);
+		if (tag != NONE)
+			name = mk_s(p, N_ABI, name, nd(p, tag)->s, nd(p, tag)->len);
+	}
+	ret(p, name);
+}
+
 static void step_unqual(struct parser *p, uint32_t *f)
 {
 	switch (f[1]) {
@@ -1025,6 +1038,8 @@ static void step_unqual(struct parser *p, uint32_t *f)
 		if (is_digit(c)) {
 			push_value(p, source_name(p));
 			f[1] = 8;
+			if (!p->fail)
+				unqual_finish(p, f);
 			return;
 		}
 		if (c == 'U' && c1 == 't') {
@@ -1036,6 +1051,8 @@ static void step_unqual(struct parser *p, uint32_t *f)
 			}
 			push_value(p, mk_number_text(p, "{unnamed type#", v, "}"));
 			f[1] = 8;
+			if (!p->fail)
+				unqual_finish(p, f);
 			return;
 		}
 		if (c == 'U' && c1 == 'l') {
@@ -1056,6 +1073,8 @@ static void step_unqual(struct parser *p, uint32_t *f)
 				return;
 			push_value(p, mk_text3(p, "operator\"\" ", 11, nd(p, id)->s, nd(p, id)->len, "", 0));
 			f[1] = 8;
+			if (!p->fail)
+				unqual_finish(p, f);
 			return;
 		}
 		if (c == 'v' && is_digit(c1)) {
@@ -1063,6 +1082,8 @@ static void step_unqual(struct parser *p, uint32_t *f)
 			uint32_t id = source_name(p);
 			push_value(p, id == NONE ? NONE : mk_s(p, N_PREFIX, id, "operator ", 9));
 			f[1] = 8;
+			if (!p->fail)
+				unqual_finish(p, f);
 			return;
 		}
 		if (is_lower(c)) {
@@ -1071,6 +1092,8 @@ static void step_unqual(struct parser *p, uint32_t *f)
 					p->pos += 2;
 					push_value(p, mk_cstr(p, operators[i].name));
 					f[1] = 8;
+					if (!p->fail)
+						unqual_finish(p, f);
 					return;
 				}
 			}
@@ -1099,24 +1122,20 @@ static void step_unqual(struct parser *p, uint32_t *f)
 			}
 			push_value(p, l);
 			f[1] = 8;
+			if (!p->fail)
+				unqual_finish(p, f);
 			return;
 		}
 	case 4: {
 		uint32_t t = pop_value(p, f[2]);
 		push_value(p, mk_s(p, N_PREFIX, t, "operator ", 9));
 		f[1] = 8;
+		if (!p->fail)
+			unqual_finish(p, f);
 		return;
 	}
-	default: {
-		uint32_t name = pop_value(p, f[2]);
-		for (uint32_t i = 0; i < 16 && peek(p) == 'B' && !p->fail; i++) {
-			p->pos++;
-			uint32_t tag = source_name(p);
-			if (tag != NONE)
-				name = mk_s(p, N_ABI, name, nd(p, tag)->s, nd(p, tag)->len);
-		}
-		ret(p, name);
-	}
+	default:
+		unqual_finish(p, f);
 	}
 }
 
