@@ -4,10 +4,11 @@
 (exact and independent of the machine's load): demangle_filter reads a
 fixed sample of libLLVM's C++ symbols (every k-th of its sorted dynamic
 _Z symbols, SAMPLE of them; Debian 12's llvm-14) and the instructions of
-demangle() and everything it calls are summed, per name: about 7,900 with
+demangle() and everything it calls are summed, per name: about 7,800 with
 gcc 12 on x86-64 (10,200 before builtin types were found by a direct
 index, Rust legacy was tried only on names a hash ends, and nested names,
-template arguments and parameters went on within one step), bound 8,800.
+template arguments, parameters and unqualified names went on within one
+step), bound 8,800.
 The bound is an x86-64 count; elsewhere the count is printed, not judged.
 At least 95% of the names must come out demangled, so a demangler that
 gives up early cannot pass for a cheap one."""
