@@ -435,8 +435,6 @@ static bool parse_resource(const uint8_t *p, size_t n, struct key_map *m)
 	return schema_ok && have_map;
 }
 
-static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
-
 /* The process context at addr: header (OTEP 4719 version 2, fields packed in
  * the order of the OTEP's table: signature[8], version u32, published_at_ns
  * u64, payload_size u32, payload pointer), payload, header again. */
@@ -445,8 +443,8 @@ static bool read_process_context(uintptr_t addr, struct key_map *m)
 	uint8_t hdr[PROCESS_CTX_HEADER] = { 0 }, again[PROCESS_CTX_HEADER] = { 0 };
 	if (!peek(hdr, addr, sizeof(hdr)) || rt_memcmp(hdr, "OTEL_CTX", 8) != 0)
 		return false;
-	uint32_t version = le32(hdr + 8), size = le32(hdr + 20);
-	uint64_t payload = (uint64_t)le32(hdr + 24) | (uint64_t)le32(hdr + 28) << 32;
+	uint32_t version = rt_load_le32(hdr + 8), size = rt_load_le32(hdr + 20);
+	uint64_t payload = rt_load_le64(hdr + 24);
 	if (version != 2) {
 		rt_log_once(RT_LOG_INFO, "OpenTelemetry process context version %u is not one we read",
 			    version);

@@ -31,8 +31,9 @@ uint32_t adler32_update(uint32_t adler, const void *p, size_t n);
  * than out_cap returns DEFLATE_NO_SPACE (a caller with an unknown size may
  * retry with a larger buffer).  On success *in_used (may be NULL) is the
  * number of input bytes the stream occupied (a gzip or zlib stream: with its
- * trailer) and *out_len the number of bytes written.  Stack use is under
- * 8 KiB. */
+ * trailer) and *out_len the number of bytes written; bytes of out past
+ * *out_len may have been written too (a match is copied 8 bytes at a time).
+ * Stack use is under 9 KiB (the decode tables: 7 KiB). */
 enum deflate_status {
 	DEFLATE_STOPPED = 1,            /* deflate_stream: the sink asked to stop */
 	DEFLATE_OK = 0,
@@ -41,7 +42,8 @@ enum deflate_status {
 	DEFLATE_BAD_BLOCK_TYPE = -3,
 	DEFLATE_BAD_STORED_LENGTH = -4,
 	DEFLATE_BAD_CODE_COUNTS = -5,
-	DEFLATE_BAD_CODE_LENGTHS = -6,  /* repeat of nothing, or too many lengths */
+	DEFLATE_BAD_CODE_LENGTHS = -6,  /* repeat of nothing, too many lengths, or an
+					 * incomplete code zlib would reject too */
 	DEFLATE_NO_END_OF_BLOCK = -7,
 	DEFLATE_OVERSUBSCRIBED = -8,    /* a Huffman code with too many codes */
 	DEFLATE_BAD_CODE = -9,          /* a bit pattern no symbol has */

@@ -7,11 +7,6 @@
 enum { GZIP_FHCRC = 2, GZIP_FEXTRA = 4, GZIP_FNAME = 8, GZIP_FCOMMENT = 16, GZIP_RESERVED = 0xe0 };
 #define GZIP_MIN_SIZE 18 /* 10-byte header, an empty block is 2 bytes, 8-byte trailer */
 
-static uint32_t le32(const uint8_t *p)
-{
-	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 bool gzip_is_gzip(const void *in, size_t len)
 {
 	const uint8_t *p = in;
@@ -20,7 +15,7 @@ bool gzip_is_gzip(const void *in, size_t len)
 
 uint32_t gzip_trailer_size(const void *in, size_t len)
 {
-	return len < GZIP_MIN_SIZE ? 0 : le32((const uint8_t *)in + len - 4);
+	return len < GZIP_MIN_SIZE ? 0 : rt_load_le32((const uint8_t *)in + len - 4);
 }
 
 /* Skips a zero-terminated header field. */
@@ -70,9 +65,9 @@ int gzip_decompress(const void *data, size_t len, void *out, size_t out_cap, siz
 	pos += used;
 	if (len - pos < 8)
 		return DEFLATE_TRUNCATED;
-	if (crc32_update(0, out, n) != le32(in + pos))
+	if (crc32_update(0, out, n) != rt_load_le32(in + pos))
 		return DEFLATE_BAD_CHECKSUM;
-	if ((uint32_t)n != le32(in + pos + 4))
+	if ((uint32_t)n != rt_load_le32(in + pos + 4))
 		return DEFLATE_BAD_SIZE;
 	if (in_used)
 		*in_used = pos + 8;

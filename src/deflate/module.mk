@@ -1,11 +1,12 @@
 # ---- DEFLATE, gzip, zlib, CRC-32 (src/deflate/) ----
 # Unit tests judge our gzip output with zlib.
 UNIT_EXTRA_LIBS += -lz
-# Bench driver: times our compressor on the same input gzip(1) gets.
+# Bench driver: times our compressor on the same input gzip(1) gets, and our
+# decompressors against zlib's on the same streams.
 TEST_PROGRAMS += $(BUILD)/tests/bench_gzip_driver
 $(BUILD)/tests/bench_gzip_driver: tests/bench/bench_gzip_driver.c $(BUILD)/libcore.a
 	@mkdir -p $(dir $@)
-	$(CC) $(HOST_CFLAGS) -O2 $< $(BUILD)/libcore.a -lpthread -lm -o $@
+	$(CC) $(HOST_CFLAGS) -O2 $< $(BUILD)/libcore.a -lz -lpthread -lm -o $@
 # Fuzzers: the compressor at every level judged by zlib (fuzz_gzip), and the
 # decompressors on arbitrary bytes plus a round trip (fuzz_inflate).
 DEFLATE_FUZZ_SRC := $(filter src/deflate/% src/rt/%,$(CORE_SRC))

@@ -45,6 +45,26 @@ bool rt_starts_with(const char *s, const char *prefix);
 size_t rt_strlcpy(char *dst, const char *src, size_t cap);
 /* ASCII case-insensitive equality of a length-delimited string and a C string. */
 bool rt_eq_nocase(const char *s, size_t n, const char *lit);
+/* Little-endian unsigned integers at any alignment (file formats, wire
+ * data): one load on the machines we build for. */
+static inline uint64_t rt_load_le64(const void *p)
+{
+	uint64_t v;
+	__builtin_memcpy(&v, p, sizeof(v));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	return v;
+}
+static inline uint32_t rt_load_le32(const void *p)
+{
+	uint32_t v;
+	__builtin_memcpy(&v, p, sizeof(v));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap32(v);
+#endif
+	return v;
+}
 
 /* Parse an unsigned decimal of exactly n bytes (no sign, no spaces, no
  * overflow).  Returns false on any malformed input. [signal-safe] */

@@ -109,8 +109,7 @@ void debug_ref_read(const struct elf_image *img, struct debug_ref *ref)
 			rt_memcpy(ref->debuglink, name, len);
 			ref->debuglink[len] = 0;
 			const uint8_t *p = img->data + s.offset + crc_at;
-			ref->debuglink_crc = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-					     (uint32_t)p[3] << 24;
+			ref->debuglink_crc = rt_load_le32(p);
 		}
 	}
 }
@@ -157,7 +156,11 @@ bool debuginfo_file_crc(const char *path, uint32_t *crc)
  * (names without lines now; a later export, with more CPU behind it, reads
  * it).  Lookups run under the symbol registry's lock: plain fields. */
 #define DEBUG_BASE_NS 2000000ull     /* 2 ms, whatever the process's CPU */
-#define DEBUG_NS_PER_KIB_GUESS 8192u /* ~125 MB/s until 1 MiB has been timed */
+/* Until 1 MiB has been timed: a cautious prior, over four times the ~1,800
+ * ns/KiB deflate_stream takes on a current x86-64 core (a slower or busier
+ * machine is not known yet), since a deferred lookup is redone at a later
+ * export but CPU spent is not given back. */
+#define DEBUG_NS_PER_KIB_GUESS 8192u
 static struct {
 	uint32_t ppm; /* 0: no limit */
 	int pid;      /* the process the counts are of (a fork child starts anew) */

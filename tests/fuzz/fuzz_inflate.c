@@ -1,12 +1,14 @@
 /* Fuzz target: the DEFLATE, gzip and zlib decompressors (src/deflate/) on
  * arbitrary bytes must fail cleanly or stay inside their buffers, streaming
  * (deflate_stream, from the start and resumed at a block start it reported)
- * must give the same bytes as the one-shot decoder, and a round trip through
- * our gzip compressor must give the input back. */
+ * must give the same bytes as the one-shot decoder, the raw decoder must
+ * agree with zlib's (same streams taken, same bytes, same length read), and
+ * a round trip through our gzip compressor must give the input back. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "deflate/deflate.h"
 
@@ -79,11 +81,39 @@ static void check_stream(const uint8_t *data, size_t size, const uint8_t *out, s
 		abort();
 }
 
+/* zlib's raw inflate as the judge: what it takes (output within OUT_CAP)
+ * we take with the same bytes and input length; what it refuses we refuse. */
+static void check_zlib(const uint8_t *data, size_t size, int rc, const uint8_t *out, size_t n,
+		       size_t used)
+{
+	static uint8_t judge[OUT_CAP];
+	z_stream z;
+	memset(&z, 0, sizeof(z));
+	if (inflateInit2(&z, -15) != Z_OK)
+		abort();
+	z.next_in = (Bytef *)(uintptr_t)data;
+	z.avail_in = (uInt)size;
+	z.next_out = judge;
+	z.avail_out = (uInt)OUT_CAP;
+	int zrc = inflate(&z, Z_FINISH);
+	size_t zn = z.total_out, zused = z.total_in;
+	bool full = z.avail_out == 0;
+	inflateEnd(&z);
+	if (zrc == Z_STREAM_END) {
+		if (rc != DEFLATE_OK || n != zn || used != zused || memcmp(out, judge, n) != 0)
+			abort();
+	} else if (!full && rc == DEFLATE_OK) {
+		abort();
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static uint8_t out[OUT_CAP];
 	size_t used = 0, n = 0;
-	if (deflate_decompress(data, size, out, OUT_CAP, &used, &n) == DEFLATE_OK) {
+	int rc = deflate_decompress(data, size, out, OUT_CAP, &used, &n);
+	check_zlib(data, size, rc, out, n, used);
+	if (rc == DEFLATE_OK) {
 		if (used > size || n > OUT_CAP)
 			abort();
 		check_stream(data, size, out, n);
