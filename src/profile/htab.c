@@ -74,12 +74,6 @@ void sw_htab_free(struct sw_htab *t)
 	t->count = 0;
 }
 
-uint64_t sw_hash_u64(uint64_t h, uint64_t v)
-{
-	h = (h ^ v) * RT_HASH_MUL64;
-	return h ^ (h >> 29);
-}
-
 uint64_t sw_hash_bytes(uint64_t h, const void *p, size_t n)
 {
 	const uint8_t *b = p;

@@ -50,3 +50,9 @@ PPROF_FUZZ_SRC := src/profile/profile.c src/profile/htab.c src/encode/pb.c src/e
 $(BUILD)/fuzz/fuzz_pprof_encode: tests/fuzz/fuzz_pprof_encode.c $(PPROF_FUZZ_SRC) $(PROFILE_PB_C) $(PROFILE_PB_H)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(PROFILE_PB_DIR) $< $(PPROF_FUZZ_SRC) $(PROFILE_PB_C) -lprotobuf-c -o $@
+
+# Samples shaped like the sampler's, counted by tests/integration/recorder_instructions.py.
+$(BUILD)/tests/record_loop: tests/integration/record_loop.c $(BUILD)/libcore.a
+	@mkdir -p $(dir $@)
+	$(CC) $(HOST_CFLAGS) $< $(BUILD)/libcore.a -lpthread -lm -o $@
+TEST_PROGRAMS += $(BUILD)/tests/record_loop

@@ -192,9 +192,22 @@ struct stored_sample {
 	struct profile_label *labels; /* canonical order */
 };
 
+/* Label strings come mostly from the same few pointers (constant keys, a
+ * thread's name buffer): a direct-mapped cache from a pointer to the id of
+ * the string it held, checked against the stored bytes before each use,
+ * spares hashing and probing.  Ids are profile-local, so the cache lives
+ * and dies with its profile. */
+#define STRING_CACHE_BITS 7u
+struct string_cache_entry {
+	const char *ptr; /* NULL: empty */
+	uint32_t id;
+};
+
 struct profile {
 	struct profile_limits lim;
 	struct arena arena;
+
+	struct string_cache_entry string_cache[1u << STRING_CACHE_BITS];
 
 	struct stored_string *strings;
 	uint32_t n_strings, cap_strings;
@@ -325,6 +338,56 @@ static uint32_t string_intern(struct profile *p, const char *s, uint32_t len)
 	p->strings[id] = (struct stored_string){copy, len, hash};
 	p->n_strings++;
 	p->string_bytes += len;
+	return id;
+}
+
+static struct string_cache_entry *string_cache_entry(struct profile *p, const char *s)
+{
+	return &p->string_cache[((uint64_t)(uintptr_t)s * RT_HASH_MUL64) >> (64u - STRING_CACHE_BITS)];
+}
+
+/* Whether the NUL-terminated s equals e, reading s no further than its end
+ * (stored strings hold no NUL, so a shorter s differs at its NUL). */
+static bool string_equals_stored(const struct stored_string *e, const char *s)
+{
+	for (uint32_t i = 0; i < e->len; i++) {
+		if (s[i] != e->s[i])
+			return false;
+	}
+	return s[e->len] == '\0';
+}
+
+/* The id of the NUL-terminated s, or SW_HTAB_NONE when it is not interned
+ * yet; *len gets its length. */
+static uint32_t string_resolve(struct profile *p, const char *s, uint32_t *len)
+{
+	if (s[0] == '\0') {
+		*len = 0;
+		return 0;
+	}
+	struct string_cache_entry *c = string_cache_entry(p, s);
+	if (c->ptr == s && string_equals_stored(&p->strings[c->id], s)) {
+		*len = p->strings[c->id].len;
+		return c->id;
+	}
+	*len = (uint32_t)rt_strnlen(s, UINT32_MAX / 2);
+	uint32_t id = string_find(p, s, *len, string_hash(s, *len));
+	if (id != SW_HTAB_NONE) {
+		c->ptr = s;
+		c->id = id;
+	}
+	return id;
+}
+
+/* string_intern, remembering s's pointer for string_resolve. */
+static uint32_t string_intern_cached(struct profile *p, const char *s, uint32_t len)
+{
+	uint32_t id = string_intern(p, s, len);
+	if (id != SW_HTAB_NONE && id != 0) {
+		struct string_cache_entry *c = string_cache_entry(p, s);
+		c->ptr = s;
+		c->id = id;
+	}
 	return id;
 }
 
@@ -469,7 +532,8 @@ static uint32_t popcount16(uint32_t m)
 	return (uint32_t)__builtin_popcount(m & 0xffffu);
 }
 
-/* Adds values to a stored sample, widening its slot set if needed. */
+/* Adds values to a stored sample, widening its slot set if needed (a new
+ * sample's is empty): a widened sample's values are written in one pass. */
 static bool sample_add_values(struct profile *p, struct stored_sample *e, uint32_t add_mask,
 			      const int64_t add[SW_V_COUNT])
 {
@@ -482,10 +546,12 @@ static bool sample_add_values(struct profile *p, struct stored_sample *e, uint32
 		for (uint32_t s = 0; s < SW_V_COUNT; s++) {
 			if (!(mask & SW_V_BIT(s)))
 				continue;
-			values[to++] = (e->slot_mask & SW_V_BIT(s)) ? e->values[from++] : 0;
+			int64_t old = (e->slot_mask & SW_V_BIT(s)) ? e->values[from++] : 0;
+			values[to++] = (add_mask & SW_V_BIT(s)) ? add_saturating(old, add[s]) : old;
 		}
 		e->values = values;
 		e->slot_mask = (uint16_t)mask;
+		return true;
 	}
 	uint32_t pos = 0;
 	for (uint32_t s = 0; s < SW_V_COUNT; s++) {
@@ -516,53 +582,39 @@ struct label_in {
 	int64_t num;
 };
 
-/* Ids of the label strings already interned (SW_HTAB_NONE for the others)
- * and the bytes the missing ones would add. */
-static uint64_t labels_lookup(const struct profile *p, struct label_in *in, uint32_t n)
+/* Resolves the label's strings (string_resolve); returns the bytes the
+ * ones not interned yet would add. */
+static uint64_t label_resolve(struct profile *p, struct label_in *l)
 {
 	uint64_t missing = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		struct label_in *l = &in[i];
-		l->key_id = string_find(p, l->key, l->key_len, string_hash(l->key, l->key_len));
-		if (l->key_id == SW_HTAB_NONE)
-			missing += l->key_len;
-		const char *val = l->is_num ? l->unit : l->str;
-		uint32_t len = l->is_num ? l->unit_len : l->str_len;
-		uint32_t id = string_find(p, val, len, string_hash(val, len));
-		if (id == SW_HTAB_NONE)
-			missing += len;
-		if (l->is_num)
-			l->unit_id = id;
-		else
-			l->str_id = id;
+	l->key_id = string_resolve(p, l->key, &l->key_len);
+	if (l->key_id == SW_HTAB_NONE)
+		missing += l->key_len;
+	if (l->is_num) {
+		l->unit_id = string_resolve(p, l->unit, &l->unit_len);
+		if (l->unit_id == SW_HTAB_NONE)
+			missing += l->unit_len;
+	} else {
+		l->str_id = string_resolve(p, l->str, &l->str_len);
+		if (l->str_id == SW_HTAB_NONE)
+			missing += l->str_len;
 	}
 	return missing;
 }
 
-/* Interns every label string; false when memory is exhausted. */
-static bool labels_intern(struct profile *p, struct label_in *in, uint32_t n)
+/* Interns the label strings not interned yet, in label order; false when
+ * memory is exhausted. */
+static bool labels_intern_missing(struct profile *p, struct label_in *in, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		struct label_in *l = &in[i];
-		l->key_id = string_intern(p, l->key, l->key_len);
-		if (l->is_num)
-			l->unit_id = string_intern(p, l->unit, l->unit_len);
-		else
-			l->str_id = string_intern(p, l->str, l->str_len);
+		if (l->key_id == SW_HTAB_NONE)
+			l->key_id = string_intern_cached(p, l->key, l->key_len);
+		if (l->is_num && l->unit_id == SW_HTAB_NONE)
+			l->unit_id = string_intern_cached(p, l->unit, l->unit_len);
+		if (!l->is_num && l->str_id == SW_HTAB_NONE)
+			l->str_id = string_intern_cached(p, l->str, l->str_len);
 		if (l->key_id == SW_HTAB_NONE || l->unit_id == SW_HTAB_NONE || l->str_id == SW_HTAB_NONE)
-			return false;
-	}
-	return true;
-}
-
-static bool labels_all_known(const struct label_in *in, uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++) {
-		if (in[i].key_id == SW_HTAB_NONE)
-			return false;
-		if (!in[i].is_num && in[i].str_id == SW_HTAB_NONE)
-			return false;
-		if (in[i].is_num && in[i].unit_id == SW_HTAB_NONE)
 			return false;
 	}
 	return true;
@@ -643,6 +695,8 @@ enum profile_add_result profile_add(struct profile *p, const struct sw_sample *s
 			p->timeline_dropped++;
 	}
 	struct label_in in[SW_MAX_LABELS];
+	uint64_t missing_bytes = 0;
+	bool labels_known = true;
 	for (uint32_t i = 0; i < n_labels; i++) {
 		const struct sw_label *l = &s->labels[i];
 		if (!l->key)
@@ -654,21 +708,23 @@ enum profile_add_result profile_add(struct profile *p, const struct sw_sample *s
 			.is_num = l->str == NULL,
 			.num = l->num,
 		};
-		in[i].key_len = (uint32_t)rt_strnlen(in[i].key, UINT32_MAX / 2);
-		in[i].str_len = (uint32_t)rt_strnlen(in[i].str, UINT32_MAX / 2);
-		in[i].unit_len = (uint32_t)rt_strnlen(in[i].unit, UINT32_MAX / 2);
 	}
 	if (timestamped) {
 		uint64_t now = rt_realtime_ns();
 		in[n_labels] = (struct label_in){
 			.key = SW_LABEL_END_TIMESTAMP,
-			.key_len = sizeof(SW_LABEL_END_TIMESTAMP) - 1,
 			.str = "",
 			.unit = "",
 			.is_num = true,
 			.num = (int64_t)(now < p->start_ns ? p->start_ns : now),
 		};
 		n_labels++;
+	}
+	for (uint32_t i = 0; i < n_labels; i++) {
+		uint64_t missing = label_resolve(p, &in[i]);
+		missing_bytes += missing;
+		labels_known = labels_known && in[i].key_id != SW_HTAB_NONE &&
+			       in[i].str_id != SW_HTAB_NONE && in[i].unit_id != SW_HTAB_NONE;
 	}
 
 	/* The stack key: cut to max_depth with a "[truncated]" tail; an empty
@@ -685,13 +741,15 @@ enum profile_add_result profile_add(struct profile *p, const struct sw_sample *s
 	uint32_t stack_hash = stack_key_hash(&sk);
 	uint32_t stack_id = sw_htab_lookup(&p->stack_index, stack_hash, stack_eq, &sk);
 
-	uint64_t missing_bytes = labels_lookup(p, in, n_labels);
 	struct profile_label labels[SW_MAX_LABELS];
-	if (stack_id != SW_HTAB_NONE && labels_all_known(in, n_labels)) {
+	uint32_t sample_hash = 0;
+	bool labels_built = false;
+	if (stack_id != SW_HTAB_NONE && labels_known) {
 		labels_build(in, n_labels, labels);
+		labels_built = true;
 		struct sample_key k = {p, stack_id, n_labels, labels};
-		uint32_t hash = sample_key_hash(&k);
-		uint32_t idx = sw_htab_lookup(&p->sample_index, hash, sample_eq, &k);
+		sample_hash = sample_key_hash(&k);
+		uint32_t idx = sw_htab_lookup(&p->sample_index, sample_hash, sample_eq, &k);
 		if (idx != SW_HTAB_NONE) {
 			if (!sample_add_values(p, &p->samples[idx], add_mask, add))
 				return add_to_overflow(p, add);
@@ -704,16 +762,21 @@ enum profile_add_result profile_add(struct profile *p, const struct sw_sample *s
 	    p->string_bytes + missing_bytes > p->lim.max_string_bytes ||
 	    (stack_id == SW_HTAB_NONE && (uint64_t)p->frames + sk.depth > p->lim.max_frames))
 		return add_to_overflow(p, add);
-	if (!labels_intern(p, in, n_labels))
+	if (!labels_known && !labels_intern_missing(p, in, n_labels))
 		return add_to_overflow(p, add);
 	if (stack_id == SW_HTAB_NONE) {
 		stack_id = stack_insert(p, &sk, stack_hash);
 		if (stack_id == SW_HTAB_NONE)
 			return add_to_overflow(p, add);
 	}
-	labels_build(in, n_labels, labels);
+	/* Built above when the stack and every label string were known: nothing
+	 * was interned since, so the labels and their hash still hold. */
 	struct sample_key k = {p, stack_id, n_labels, labels};
-	if (!sample_insert(p, &k, sample_key_hash(&k), add_mask, add))
+	if (!labels_built) {
+		labels_build(in, n_labels, labels);
+		sample_hash = sample_key_hash(&k);
+	}
+	if (!sample_insert(p, &k, sample_hash, add_mask, add))
 		return add_to_overflow(p, add);
 	if (timestamped)
 		p->timeline_samples++;

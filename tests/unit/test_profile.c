@@ -127,6 +127,51 @@ static void test_distinct_labels_share_stack_and_strings(void)
 	profile_release(p);
 }
 
+/* Label strings are found by pointer first: a buffer rewritten in place
+ * (a thread renamed, shorter, longer or a prefix of before) must still give
+ * the string it holds now, and equal content at another pointer the same id. */
+static void test_label_buffer_rewritten_in_place(void)
+{
+	struct recorder *r = recorder_create(NULL);
+	CHECK(r != NULL);
+	uint64_t pc = 0x1100;
+	struct sw_value val = {SW_V_WALL_TIME, 1};
+	static const char *const names[] = {"worker", "worker-1", "work", "", "worker-1x", "w", "x"};
+	char buf[32];
+	char key[16];
+	for (int round = 0; round < 2; round++) {
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			strcpy(buf, names[i]);
+			strcpy(key, i % 2 ? "thread name" : "state");
+			struct sw_label l[2] = {{key, buf, 0, NULL}, {"thread name", names[i], 0, NULL}};
+			struct sw_sample s = {&pc, 1, &val, 1, l, 2};
+			CHECK_EQ_U64(recorder_add(r, &s), PROFILE_ADD_OK);
+		}
+		struct profile *p = recorder_swap(r);
+		CHECK(p != NULL);
+		struct profile_stats st;
+		profile_get_stats(p, &st);
+		/* "", the two keys and the six distinct non-empty names. */
+		CHECK_EQ_U64(st.strings, 9);
+		CHECK_EQ_U64(st.samples, 7);
+		struct profile_sample_view v;
+		for (uint32_t i = 0; i < profile_sample_count(p); i++) {
+			CHECK(profile_sample_get(p, i, &v));
+			CHECK_EQ_U64(v.n_labels, 2);
+			/* Both labels of a sample name the same string, by the same id. */
+			uint32_t a = v.labels[0].str, b = v.labels[1].str;
+			CHECK_EQ_U64(a, b);
+			CHECK(strcmp(label_str(p, a), names[i]) == 0);
+			int states = 0;
+			for (uint32_t k = 0; k < 2; k++)
+				states += strcmp(label_str(p, v.labels[k].key), "state") == 0;
+			CHECK_EQ_U64(states, i % 2 ? 0 : 1);
+		}
+		profile_release(p);
+	}
+	recorder_destroy(r);
+}
+
 static void test_value_slots_widen(void)
 {
 	struct profile *p = profile_create(NULL);
@@ -526,6 +571,7 @@ int main(void)
 	RUN(test_slot_names);
 	RUN(test_aggregates_identical_samples);
 	RUN(test_distinct_labels_share_stack_and_strings);
+	RUN(test_label_buffer_rewritten_in_place);
 	RUN(test_value_slots_widen);
 	RUN(test_synthetic_stacks);
 	RUN(test_invalid_and_zero_samples);
