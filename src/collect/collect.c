@@ -8,7 +8,10 @@
  * Its wake-ups follow the samples: a tick that drained few CPU samples
  * makes the next one longer, up to 100 ms, so a program with one busy
  * thread (100 samples a second) wakes it 10 times a second, not 100; the
- * lock profiler, whose epoch is a 10 ms tick, keeps it at 10 ms.  About once
+ * lock profiler, whose epoch is a 10 ms tick, keeps it at 10 ms.  Ticks
+ * that drained none grow on up to 1 s, as long as the threads there are
+ * cannot fill half the ring meanwhile (a process whose threads all wait:
+ * one wake-up a second); a new thread brings the tick back to 10 ms.  About once
  * a second it reconciles the thread registry with /proc/self/task, runs
  * each collector's once-a-second work (the CPU handler still ours?) and the
  * overhead cap; every 3 s it refreshes the module registry, if a CPU or
@@ -33,6 +36,9 @@
  * (of its 512) between two drains at the rate of the last tick. */
 #define SAMPLER_TICK_MIN_NS (10 * 1000000ull)
 #define SAMPLER_TICK_MAX_NS (100 * 1000000ull)
+/* The longest tick after ticks without a CPU sample: the once-a-second work
+ * (thread scan, handler check, overhead cap) sets the pace then. */
+#define SAMPLER_TICK_IDLE_MAX_NS RT_NS_PER_SEC
 #define TICK_SAMPLES 64u
 #define SCAN_EVERY_NS RT_NS_PER_SEC
 #define REFRESH_EVERY_NS (3 * RT_NS_PER_SEC)
@@ -56,6 +62,12 @@ static const struct collector *const collectors[] = {
 static struct {
 	atomic_int running;
 	atomic_int sampler_alive;
+	/* Threads registered now (the registry's hooks count them). */
+	atomic_int threads;
+	/* Raised by a thread's registration: the sampler's tick goes back to
+	 * its shortest; with sleeping_long, the sampler is woken for it. */
+	atomic_int thread_came;
+	atomic_int sleeping_long;
 	/* Orders a fork child's deferred thread start with collect_stop. */
 	struct rt_mutex start_lock;
 	const struct sw_config *cfg;
@@ -66,19 +78,27 @@ static void thread_added(int slot, int tid, bool self)
 	if (cpu_running())
 		cpu_thread_added(slot, tid, self);
 	wall_thread_added(slot, tid, self);
+	atomic_fetch_add(&col.threads, 1);
+	atomic_store(&col.thread_came, 1);
+	/* A sampler asleep for longer than a busy tick would let a burst of
+	 * new busy threads fill the ring first. */
+	if (atomic_load(&col.sleeping_long) && atomic_exchange(&col.sleeping_long, 0))
+		thread_own_interrupt();
 }
 
 static void thread_removed(int slot, int tid)
 {
 	cpu_thread_removed(slot, tid);
 	wall_thread_removed(slot, tid);
+	atomic_fetch_sub(&col.threads, 1);
 }
 
 static const struct thread_hooks registry_hooks = { thread_added, thread_removed };
 
 /* The length of the next tick after one of tick_ns in which the CPU
  * handlers took `samples`. */
-uint64_t collect_next_tick_ns(uint64_t tick_ns, uint64_t samples, bool lock_epochs)
+uint64_t collect_next_tick_ns(uint64_t tick_ns, uint64_t samples, bool lock_epochs,
+			      uint64_t idle_max_ns)
 {
 	if (lock_epochs)
 		return SAMPLER_TICK_MIN_NS;
@@ -86,7 +106,10 @@ uint64_t collect_next_tick_ns(uint64_t tick_ns, uint64_t samples, bool lock_epoc
 	/* Longer by at most twice at a time: a burst of new threads is met
 	 * within a few short ticks. */
 	next = RT_MIN(next, 2 * tick_ns);
-	return RT_MAX(RT_MIN(next, SAMPLER_TICK_MAX_NS), SAMPLER_TICK_MIN_NS);
+	uint64_t most = SAMPLER_TICK_MAX_NS;
+	if (samples == 0)
+		most = RT_MAX(most, RT_MIN(idle_max_ns, SAMPLER_TICK_IDLE_MAX_NS));
+	return RT_MAX(RT_MIN(next, most), SAMPLER_TICK_MIN_NS);
 }
 
 static void *sampler_main(void *arg)
@@ -109,12 +132,24 @@ static void *sampler_main(void *arg)
 		if (wall_due >= own_due && wall_due - own_due <= slack)
 			own_due = wall_due;
 		uint64_t due = RT_MIN(own_due, wall_due);
+		atomic_store(&col.sleeping_long, due > now + SAMPLER_TICK_MAX_NS);
+		if (atomic_exchange(&col.thread_came, 0) && tick_ns > SAMPLER_TICK_MIN_NS) {
+			tick_ns = SAMPLER_TICK_MIN_NS;
+			continue;
+		}
 		thread_own_sleep_until(due);
+		atomic_store(&col.sleeping_long, 0);
 		uint64_t woke = rt_monotonic_ns();
 		if (woke < due)
-			continue; /* woken for a stop: the loop condition says */
+			continue; /* woken for a stop or a new thread: the loop says */
 		if (woke >= wall_due)
 			cpu_mark = wall_serve(cpu_mark);
+		/* At wall ticks too: our own ticks grow long without CPU samples,
+		 * while wall visits keep filling unwind pages. */
+		if (woke >= next_trim) {
+			next_trim = woke + TRIM_EVERY_NS;
+			symbols_trim(UNWIND_PAGES_KEEP);
+		}
 		if (woke + slack < own_due)
 			continue;
 		for (size_t i = 0; i < N_COLLECTORS; i++)
@@ -122,12 +157,12 @@ static void *sampler_main(void *arg)
 				collectors[i]->tick();
 		now = rt_monotonic_ns();
 		uint64_t samples = cpu_samples_taken() + cpu_samples_dropped();
-		tick_ns = collect_next_tick_ns(tick_ns, samples - samples_seen, lock_epoch() != 0);
+		/* Long ticks only while the threads there are cannot fill half
+		 * the ring in one. */
+		uint32_t threads = (uint32_t)RT_MAX(atomic_load(&col.threads), 1);
+		tick_ns = collect_next_tick_ns(tick_ns, samples - samples_seen, lock_epoch() != 0,
+					       cpu_ring_half_fill_ns(threads));
 		samples_seen = samples;
-		if (now >= next_trim) {
-			next_trim = now + TRIM_EVERY_NS;
-			symbols_trim(UNWIND_PAGES_KEEP);
-		}
 		if (now >= next_scan) {
 			next_scan = now + SCAN_EVERY_NS;
 			(void)threads_scan();
@@ -274,6 +309,8 @@ void collect_after_fork_child(void)
 	threads_reset();
 	rt_mutex_reset(&col.start_lock);
 	atomic_store(&col.sampler_alive, 0);
+	atomic_store(&col.threads, 0);
+	atomic_store(&col.sleeping_long, 0);
 	for (size_t i = 0; i < N_COLLECTORS; i++)
 		if (collectors[i]->after_fork_child)
 			collectors[i]->after_fork_child();

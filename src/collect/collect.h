@@ -41,8 +41,11 @@ bool collect_take_unknown_code(void);
  * handlers took `samples`: 10 ms while the lock profiler runs
  * (lock_epochs: its epoch is that tick), else stretched up to 100 ms,
  * at most doubling per tick, so that about 64 samples wait in the ring
- * between drains at that rate. */
-uint64_t collect_next_tick_ns(uint64_t tick_ns, uint64_t samples, bool lock_epochs);
+ * between drains at that rate.  After a tick without samples it may grow
+ * on, still doubling, up to idle_max_ns (the time the threads there would
+ * take to fill half the ring) but never past 1 s. */
+uint64_t collect_next_tick_ns(uint64_t tick_ns, uint64_t samples, bool lock_epochs,
+			      uint64_t idle_max_ns);
 /* Called on the finished profile of a period before it is encoded: each
  * collector's flush (e.g. the live-heap snapshot). */
 void collect_before_export(struct profile *finished);

@@ -299,6 +299,15 @@ uint32_t cpu_rate(void)
 }
 int cpu_signal(void) { return cpu.signo; }
 
+uint64_t cpu_ring_half_fill_ns(uint32_t threads)
+{
+	if (!atomic_load(&cpu.running))
+		return UINT64_MAX;
+	/* A thread takes at most one sample per period of wall time: its CPU
+	 * clock runs no faster than that. */
+	return atomic_load(&cpu.period_ns) * (RING_RECORDS / 2) / RT_MAX(threads, 1u);
+}
+
 void cpu_after_fork_child(void)
 {
 	ring_clear(&cpu.ring);

@@ -22,6 +22,9 @@ void cpu_drain(void);
 void cpu_check_handler(void);
 /* In a fork child: pending records of the parent's threads are dropped. */
 void cpu_after_fork_child(void);
+/* How long `threads` threads, each on a CPU all the time, take at the rate
+ * in effect to fill half of the ring; UINT64_MAX when CPU sampling is off. */
+uint64_t cpu_ring_half_fill_ns(uint32_t threads);
 /* Samples dropped because the ring was full, and taken, since start. */
 uint64_t cpu_samples_dropped(void);
 uint64_t cpu_samples_taken(void);

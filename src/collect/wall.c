@@ -37,11 +37,17 @@
 #define SYSCALL_TEXT_MAX 256
 #define STOP_WAIT_MS 200
 /* While every thread a tick visits waits in an interposed call, the next
- * tick comes QUIET_TICK_NS later; the first thread to leave its call times
- * its leaving (wall_left_ns: the span up to it is that call's exactly) and
- * wakes the sampler thread, so ticks at the configured rate follow it as
- * it runs. */
+ * tick comes QUIET_TICK_NS later, and each further quiet tick twice as
+ * late as the one before, up to QUIET_TICK_MAX_NS; a tick that is not
+ * quiet halves that length (after a tick a leaving cut short the quiet
+ * ticks need not start over: a thread that wakes now and then to wait
+ * again, a writer on a timer, is visited about twice per wake-up, while
+ * a few busy ticks bring them back to QUIET_TICK_NS).  The first thread
+ * to leave its call times its leaving (wall_left_ns: the span up to it is
+ * that call's exactly) and wakes the sampler thread, so ticks at the
+ * configured rate follow it as it runs. */
 #define QUIET_TICK_NS (100 * 1000000ull)
+#define QUIET_TICK_MAX_NS RT_NS_PER_SEC
 /* Stack scan for code without unwind tables (musl): words read above sp,
  * and candidate return addresses tried at most. */
 
@@ -171,6 +177,9 @@ static struct {
 	/* The sampler thread's: when the next tick is due, its length, the
 	 * thread serving them, and the CPU time the ticks took. */
 	uint64_t next_tick_ns, tick_ns, last_due;
+	/* The length of the last quiet tick, halved by each tick that is not
+	 * quiet (QUIET_TICK_NS). */
+	uint64_t quiet_ns;
 	int served_tid;
 	/* The next tick is a quiet one, late: the first thread to leave a call
 	 * it was asked to time lowers it and wakes the sampler thread. */
@@ -1380,7 +1389,11 @@ uint64_t wall_serve(uint64_t cpu_before)
 	if (!quiet)
 		atomic_store(&wall.stretched, 0);
 	wall.last_due = due;
-	wall.tick_ns = quiet ? RT_MAX(QUIET_TICK_NS, period) : period;
+	if (quiet)
+		wall.quiet_ns = RT_MIN(RT_MAX(2 * wall.quiet_ns, QUIET_TICK_NS), QUIET_TICK_MAX_NS);
+	else
+		wall.quiet_ns /= 2;
+	wall.tick_ns = quiet ? RT_MAX(wall.quiet_ns, period) : period;
 	wall.next_tick_ns = due + wall.tick_ns;
 	if (wall.next_tick_ns < now) /* we overran: skip the missed ticks */
 		wall.next_tick_ns = now + wall.tick_ns;
@@ -1399,6 +1412,7 @@ void wall_served(bool serving)
 		return;
 	}
 	wall.tick_ns = atomic_load(&wall.period_ns);
+	wall.quiet_ns = 0;
 	wall.next_tick_ns = rt_monotonic_ns() + wall.tick_ns;
 	atomic_store(&wall.stretched, 0);
 	wall.served_tid = 0; /* a new thread: its descriptor table is found at its first tick */
@@ -1673,6 +1687,7 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 			mark_slot(s);
 		}
 	wall.tick_ns = atomic_load(&wall.period_ns);
+	wall.quiet_ns = 0;
 	wall.next_tick_ns = rt_monotonic_ns() + wall.tick_ns;
 	atomic_store(&wall_hooks_on, 1);
 	atomic_store(&wall.running, 1);

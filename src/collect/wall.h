@@ -36,8 +36,10 @@
  * an interposed call, having run little since its previous visit, asks each
  * to time its leaving of that call (wall_stamp_seq; wall_call_leave stores
  * wall_left_ns, then wall_left_seq, before wall_seq moves) and puts the next
- * tick 100 ms later; the first thread to leave such a call, or to start,
- * wakes the sampler thread, and ticks at 1/wall_hz follow.  A visit after a
+ * tick 100 ms later, each further quiet tick twice as late up to 1 s (a
+ * tick that is not quiet halves that length); the first thread to leave
+ * such a call, or to start, wakes the sampler thread, and ticks at
+ * 1/wall_hz follow.  A visit after a
  * timed leaving gives the span up to it to the call's stack and places the
  * rest as though a visit had been made then.
  * Running samples: a one-shot POSIX timer on the thread's CPU clock,

@@ -334,9 +334,14 @@ struct sw_exporter *export_file_create(const struct sw_config *cfg)
 	fe->base.export_batch = file_export;
 	fe->base.destroy = file_destroy;
 	fe->base.state = fe;
-	long r = make_dirs(fe->dir);
-	if (r == 0)
-		r = sys_faccessat(AT_FDCWD, fe->dir, 2 /* W_OK */);
+	/* Made once per process tree: a fork child (a backend per connection)
+	 * finds it, one system call instead of one per path component. */
+	long r = sys_faccessat(AT_FDCWD, fe->dir, 2 /* W_OK */);
+	if (r == -ENOENT) {
+		r = make_dirs(fe->dir);
+		if (r == 0)
+			r = sys_faccessat(AT_FDCWD, fe->dir, 2 /* W_OK */);
+	}
 	if (r < 0) {
 		rt_warn("STOWAWAY_OUTPUT_DIR=%s is not writable: %s; will retry every period",
 			fe->dir, errno_name(r));

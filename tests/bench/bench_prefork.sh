@@ -29,7 +29,8 @@
 # below and docs/benchmarks.md).
 # Environment: PREFORK_ROUNDS (3), PREFORK_SECONDS (4 per run),
 # PREFORK_CLIENTS (4), PREFORK_PARTS ("pg pgconnect nginx pgcpu"; also
-# pgcpuconnect), PREFORK_PGCPU_ROUNDS (12), PREFORK_PGCPU_SECONDS (2),
+# pgcpuconnect, and pgcount: counts per transaction, needs perf, see
+# below), PREFORK_PGCPU_ROUNDS (12), PREFORK_PGCPU_SECONDS (2),
 # STOWAWAY_SO, PREFORK_BASE_SO (parts pgcpu/pgcpuconnect: a second build of
 # the library, e.g. main's, run with the default kinds as mode `all_base`
 # in the same rounds, for before/after ratios in one run),
@@ -409,9 +410,258 @@ def pgcpu_report(res, by_cgroup):
                       f"{pct(med)} vs no profiler in the same round; middle half {pct(q1)}..{pct(q3)}, "
                       f"all {pct(min(rs))}..{pct(max(rs))}, {len(rs)} rounds)")
 
+# ------------------------------ postgres, kernel events per transaction (pgcount)
+# What each mode adds that user-mode instruction counts do not see, counted
+# by the kernel's tracepoints (perf record on the server's processes, the
+# backends forked during the run included): system calls by number, signals
+# delivered, context switches (voluntary: the thread went to sleep), page
+# faults and CPU time, per transaction, split into the host's threads and
+# ours (named stowaway-*), and the processes that serve no client
+# (postmaster, checkpointer, walwriter, ...) per second.  Counts do not
+# depend on how loaded the machine is; CPU time does somewhat.
+PGCOUNT_TX = int(os.environ.get("PREFORK_PGCOUNT_TX", "5000"))  # per client
+# PREFORK_PGCOUNT_PROFILE=DIR: also record the server's CPU (perf record -g
+# -e cpu-clock) into DIR/pgcount.MODE.perf.data, for perf report.
+PGCOUNT_PROFILE = os.environ.get("PREFORK_PGCOUNT_PROFILE", "")
+# PREFORK_PGCOUNT_CONNECT=1: pgbench -C (a backend per transaction).
+PGCOUNT_CONNECT = os.environ.get("PREFORK_PGCOUNT_CONNECT", "") not in ("", "0")
+# PREFORK_PGCOUNT_SHARE_SECONDS=S (0: skipped): first, per profiling mode, a
+# pgbench -T S run read from /proc (no tracer): our threads' CPU in % of the
+# host thread's in each client backend, and their wake-ups per second.
+PGCOUNT_SHARE_SECONDS = float(os.environ.get("PREFORK_PGCOUNT_SHARE_SECONDS", "4"))
+PGCOUNT_MODES = ["off", "floor", "cpu", "all"] + (["all_base"] if BASE_SO else [])
+PGCOUNT_EVENTS = ("raw_syscalls:sys_enter,signal:signal_deliver,sched:sched_switch,"
+                  "sched:sched_stat_runtime,exceptions:page_fault_user")
+
+def syscall_names():
+    names = {}
+    try:
+        with open("/usr/include/x86_64-linux-gnu/asm/unistd_64.h") as f:
+            for line in f:
+                m = re.match(r"#define __NR_(\w+) (\d+)", line)
+                if m:
+                    names[int(m.group(2))] = m.group(1)
+    except OSError:
+        pass
+    return names
+
+def pgcount_run(mode, data, port):
+    root = pg_start(mode, "pgcount", data, port)
+    perf_data = os.path.join(tmp, f"pgcount.{mode}.data")
+    try:
+        pgbench("-S", "-c", str(CLIENTS), "-j", "2", "-T", "1", port=port)  # warm
+        time.sleep(1.5)  # the warm-up's backends have exited
+        idle = {p: cmdline(p) for p in tree(root)}
+        rec = subprocess.Popen(["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-o", perf_data,
+                                "-e", PGCOUNT_EVENTS,
+                                "-p", ",".join(map(str, idle))],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        prof = None
+        if PGCOUNT_PROFILE:
+            prof_data = os.path.join(PGCOUNT_PROFILE, f"pgcount.{mode}.perf.data")
+            prof = subprocess.Popen(["perf", "record", "-q", "-g", "-e", "cpu-clock", "-o",
+                                     prof_data, "-p", ",".join(map(str, idle))],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        out = pgbench(*(["-C"] if PGCOUNT_CONNECT else []), "-S", "-c", str(CLIENTS), "-j", "2",
+                      "-t", str(PGCOUNT_TX), port=port)
+        t_end = time.monotonic()  # what follows is the backends' exit (and export)
+        time.sleep(0.3)
+        seconds = time.monotonic() - t0
+        for r in (rec, prof):
+            if r:
+                r.send_signal(signal.SIGINT)
+                r.wait(timeout=60)
+    finally:
+        pg_stop(data)
+    tx = int(re.search(r"number of transactions actually processed: (\d+)", out).group(1))
+    script = subprocess.run(["perf", "script", "-i", perf_data, "-F", "pid,tid,time,event,trace"],
+                            capture_output=True, text=True).stdout
+    comm = subprocess.run(["perf", "script", "-i", perf_data, "--show-task-events", "-F",
+                           "tid,event"], capture_output=True, text=True).stdout
+    os.unlink(perf_data)
+    # Our threads by name (PERF_RECORD_COMM), the processes by role.
+    ours = set()
+    for m in re.finditer(r"PERF_RECORD_COMM(?: exec)?: (\S+):(\d+)/(\d+)", comm):
+        if m.group(1).startswith("stowaway-"):
+            ours.add(int(m.group(3)))
+    role = {p: ("postmaster" if p == root else
+                re.sub(r"^postgres: (\d+/)?", "", c).strip() or "other") for p, c in idle.items()}
+    counts = {}
+    pids_seen = set()
+    def add(pid, tid, key, n=1):
+        pids_seen.add(pid)
+        who = (role.get(pid, "backend"), "ours" if tid in ours else "host")
+        d = counts.setdefault(who, {})
+        d[key] = d.get(key, 0) + n
+    for line in script.splitlines():
+        m = re.match(r"\s*(\d+)/(\d+)\s+([\d.]+):\s+(\S+):\s*(.*)", line)
+        if not m:
+            continue
+        pid, tid, ev, rest = int(m.group(1)), int(m.group(2)), m.group(4), m.group(5)
+        at_exit = float(m.group(3)) >= t_end
+        if ev == "raw_syscalls:sys_enter":
+            add(pid, tid, "sys:" + rest.split()[1])
+            add(pid, tid, "syscalls")
+        elif ev == "signal:signal_deliver":
+            add(pid, tid, "signals")
+        elif ev == "sched:sched_switch":
+            st = re.search(r"prev_state=(\S+)", rest).group(1)
+            add(pid, tid, "sleeps" if st not in ("R", "R+") else "preempted")
+        elif ev == "sched:sched_stat_runtime":
+            ns = int(re.search(r"runtime=(\d+)", rest).group(1))
+            add(pid, tid, "exit_cpu_ns" if at_exit else "cpu_ns", ns)
+        elif ev == "exceptions:page_fault_user":
+            add(pid, tid, "faults")
+    return {"tx": tx, "seconds": seconds, "counts": counts,
+            "backends": len({p for p in pids_seen if p not in idle})}
+
+def task_stats(pid):
+    """{tid: (comm, CPU ns, voluntary switches, age in s)} of a process's threads."""
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+        with open("/proc/uptime") as f:
+            up = float(f.read().split()[0])
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            base = f"/proc/{pid}/task/{tid}"
+            with open(base + "/comm") as f:
+                name = f.read().strip()
+            with open(base + "/schedstat") as f:
+                ns = int(f.read().split()[0])
+            with open(base + "/status") as f:
+                vol = int(re.search(r"voluntary_ctxt_switches:\s+(\d+)", f.read()).group(1))
+            with open(base + "/stat") as f:
+                start = int(f.read().rsplit(")", 1)[1].split()[19]) / TICK
+            out[int(tid)] = (name, ns, vol, up - start)
+        except (OSError, AttributeError, ValueError, IndexError):
+            pass
+    return out
+
+def pgshare_run(mode, data, port, seconds):
+    """Our threads' CPU over the host thread's in each client backend, and
+    their wake-ups per second, read from /proc late in a pgbench -T run (no
+    tracer attached: nothing else slows the system calls down)."""
+    root = pg_start(mode, "pgshare", data, port)
+    snap = []
+    try:
+        pgbench("-S", "-c", str(CLIENTS), "-j", "2", "-T", "1", port=port)  # warm
+        def late():
+            time.sleep(seconds * 0.85)
+            for p in tree(root):
+                if p != root and "[local]" in cmdline(p):
+                    snap.append(task_stats(p))
+        t = threading.Thread(target=late)
+        t.start()
+        pgbench("-S", "-c", str(CLIENTS), "-j", "2", "-T", str(int(seconds)), port=port)
+        t.join()
+    finally:
+        pg_stop(data)
+    shares, wakes = [], []
+    for tasks in snap:
+        host = sum(ns for name, ns, _, _ in tasks.values() if not name.startswith("stowaway-"))
+        ours = [(ns, vol, age) for name, ns, vol, age in tasks.values()
+                if name.startswith("stowaway-")]
+        if host and ours:
+            shares.append(sum(o[0] for o in ours) / host)
+            wakes.append(sum(o[1] / max(o[2], 0.01) for o in ours))
+    return shares, wakes
+
+def pgcount_summary(runs):
+    """One line per mode: what our threads cost every process of the server
+    per transaction, and what the host threads of the backends pay."""
+    def total(run, key, side=None, role=None):
+        return sum(d.get(key, 0) for (r, s), d in run["counts"].items()
+                   if (side is None or s == side) and (role is None or r == role))
+    off = runs["off"]
+    off_cpu = total(off, "cpu_ns") / off["tx"]
+    for mode, run in runs.items():
+        if mode == "off":
+            continue
+        tx = run["tx"]
+        ours_cpu = total(run, "cpu_ns", "ours") / tx
+        ours_idle = sum(d.get("cpu_ns", 0) for (r, s), d in run["counts"].items()
+                        if s == "ours" and r != "backend") / tx
+        exit_ms = total(run, "exit_cpu_ns", "host", "backend") / 1e6 / max(run["backends"], 1)
+        print(f"BENCH prefork: pgcount_{mode}_ours_cpu_per_tx_us = {ours_cpu / 1e3:.3f} "
+              f"({names_of(mode)}: our threads' CPU in all server processes per transaction, "
+              f"{100 * ours_cpu / off_cpu:.2f}% of the server's CPU per transaction without the "
+              f"library ({off_cpu / 1e3:.1f} us), {ours_idle / 1e3:.3f} us of it in the processes "
+              f"that serve no client; our threads per transaction: "
+              f"{total(run, 'sleeps', 'ours') / tx:.4f} wake-ups, "
+              f"{total(run, 'syscalls', 'ours') / tx:.4f} system calls, "
+              f"{total(run, 'faults', 'ours') / tx:.4f} page faults; the backends' own threads: "
+              f"{total(run, 'signals', 'host', 'backend') / tx:.4f} signals per transaction, "
+              f"{exit_ms:.2f} ms of CPU each after the client left)")
+
+def pgcount_report(runs):
+    pgcount_summary(runs)
+    names = syscall_names()
+    base = runs["off"]
+    def per(run, who, key):
+        c = run["counts"].get(who, {}).get(key, 0)
+        return c / run["tx"] if who[0] == "backend" else c / run["seconds"]
+    whos = sorted({w for r in runs.values() for w in r["counts"]})
+    for mode, run in runs.items():
+        for who in whos:
+            d = run["counts"].get(who, {})
+            if not d:
+                continue
+            unit = "per transaction" if who[0] == "backend" else "per second"
+            tag = f"{who[0].replace(' ', '_')}_{who[1]}"
+            parts_txt = []
+            for key in ("syscalls", "signals", "sleeps", "preempted", "faults"):
+                parts_txt.append(f"{key} {per(run, who, key):.3f}")
+            parts_txt.append(f"cpu {per(run, who, 'cpu_ns') / 1e3:.2f} us")
+            if who[0] == "backend":
+                at_exit_ms = d.get("exit_cpu_ns", 0) / 1e6 / max(run["backends"], 1)
+                parts_txt.append(f"after the client left {at_exit_ms:.2f} ms per backend")
+            sys_top = sorted(((per(run, who, k) - per(base, who, k), k) for k in d
+                              if k.startswith("sys:")), reverse=True)[:6]
+            extra = ", ".join(f"{names.get(int(k[4:]), k[4:])} {v:+.3f}" for v, k in sys_top
+                              if abs(v) >= 0.0005)
+            print(f"BENCH prefork: pgcount_{mode}_{tag}_syscalls = {per(run, who, 'syscalls'):.3f} "
+                  f"({names_of(mode)}, {who[0]} processes, {who[1]} threads, {unit}: "
+                  f"{', '.join(parts_txt)}; system calls beyond no profiler: {extra or 'none'}; "
+                  f"{run['tx']} transactions in {run['seconds']:.1f} s)")
+
+def names_of(mode):
+    return "no profiler" if mode == "off" else names[mode]
+
+def pgcount_all():
+    if not shutil.which("perf"):
+        print("part pgcount needs perf (apt-get install linux-perf)", file=sys.stderr)
+        return
+    if PGCOUNT_SHARE_SECONDS:
+        port = int(PORT) + 20
+        for mode in ("cpu", "all") + (("all_base",) if BASE_SO else ()):
+            data = f"{pgdata}.share.{mode}"
+            subprocess.run(["cp", "-a", pgdata, data], check=True)
+            shares, wakes = pgshare_run(mode, data, str(port), PGCOUNT_SHARE_SECONDS)
+            port += 1
+            if shares:
+                print(f"BENCH prefork: pgshare_{mode}_ours_cpu_pct = "
+                      f"{statistics.median(shares) * 100:.2f} ({names_of(mode)}: CPU of our threads "
+                      f"in % of the host thread's, median over {len(shares)} client backends late "
+                      f"in a {PGCOUNT_SHARE_SECONDS:g} s pgbench -S run; range "
+                      f"{min(shares) * 100:.2f}..{max(shares) * 100:.2f}; our threads woke "
+                      f"{statistics.median(wakes):.0f} times a second)")
+    runs = {}
+    port = int(PORT) + 10
+    for mode in PGCOUNT_MODES:
+        data = f"{pgdata}.count.{mode}"
+        subprocess.run(["cp", "-a", pgdata, data], check=True)
+        runs[mode] = pgcount_run(mode, data, str(port))
+        port += 1
+    pgcount_report(runs)
+
 # ---------------------------------------------------------------- rounds
 parts = {}
-if {"pg", "pgconnect", "pgcpu", "pgcpuconnect"} & set(PARTS):
+if {"pg", "pgconnect", "pgcpu", "pgcpuconnect", "pgcount"} & set(PARTS):
     pg(f"{PGBIN}/initdb", "-D", pgdata, "-A", "trust", "--no-sync")
     pg_start("off", -1)
     try:
@@ -441,6 +691,8 @@ def pct(x):
 names = {"cpu": "cpu profile only", "all": "default kinds cpu+wall+alloc+heap",
          "floor": "library loaded, profiling off",
          "all_base": f"default kinds with PREFORK_BASE_SO={BASE_SO}"}
+if "pgcount" in PARTS:
+    pgcount_all()
 pgcpu_subs = [p for p in ("pgcpu", "pgcpuconnect") if p in PARTS]
 if pgcpu_subs:
     pgcpu_report(*pgcpu_rounds(pgcpu_subs))

@@ -29,6 +29,7 @@ import time
 
 from pprof_traces import traces
 from checks import check, check_terse, status
+from own_threads import our_wakes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
@@ -55,24 +56,6 @@ th = threading.Thread(target=worker); th.start()
 time.sleep(seconds + 0.3); th.join()
 print("worker", res["tid"], *res["v"])
 """
-
-
-def our_wakes(pid):
-    """Voluntary context switches of our threads in process pid, by name."""
-    out = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/comm") as f:
-                name = f.read().strip()
-            if not name.startswith("stowaway-"):
-                continue
-            with open(f"/proc/{pid}/task/{tid}/status") as f:
-                for line in f:
-                    if line.startswith("voluntary_ctxt_switches:"):
-                        out[f"{name}/{tid}"] = int(line.split()[1])
-        except OSError:
-            pass
-    return out
 
 
 def wakes_per_second(pid, start_after, seconds):
