@@ -47,6 +47,8 @@ SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so")
 FIXED_POINTS = 20.0
 TOP = 10
 NOBODY = 65534
+# A mangled symbol as a function name in go tool pprof -raw's Locations.
+MANGLED_NAME = re.compile(r"(?<!\S)_[ZR][\w.$]+")
 
 
 class Field:
@@ -193,13 +195,15 @@ class Field:
         written = sorted({kind_of(f) for f in files})
         check("%s: a profile of each default kind was written" % self.name,
               all(k in written for k in kinds), "kinds %s in %d files" % (written, len(files)))
-        bad = []
+        bad, mangled = [], set()
         for f in files:
             p = subprocess.run(["go", "tool", "pprof", "-raw", f], capture_output=True, text=True,
                                timeout=120, env=go_env(self.tmp))
             if p.returncode != 0 or "Samples:" not in p.stdout:
                 bad.append("pprof %s: %s" % (os.path.basename(f), p.stderr[-200:]))
                 continue
+            locations = p.stdout[p.stdout.find("\nLocations"):p.stdout.find("\nMappings")]
+            mangled |= set(MANGLED_NAME.findall(locations))
             with gzip.open(f, "rb") as g:
                 data = g.read()
             q = subprocess.run(["protoc", "--decode_raw"], input=data, capture_output=True, timeout=120)
@@ -207,7 +211,25 @@ class Field:
                 bad.append("protoc %s: %s" % (os.path.basename(f), q.stderr[-200:]))
         check("%s: every profile is valid for go tool pprof -raw and protoc --decode_raw" % self.name,
               files and not bad, "%d files; %s" % (len(files), bad[:3]))
+        self.check_names_readable(mangled)
         return files
+
+    def check_names_readable(self, mangled):
+        """Every function name (inlined frames' too) that the independent
+        demanglers read is written readable: a name still mangled in our
+        profiles must be one c++filt (Itanium, Rust legacy) and llvm-cxxfilt
+        (Rust v0) leave as it is too."""
+        names = sorted(mangled)
+        readable = []
+        for cmd in (["c++filt"], ["llvm-cxxfilt"]):
+            if not names:
+                break
+            out = subprocess.run(cmd, input="\n".join(names) + "\n", capture_output=True, text=True,
+                                 timeout=120).stdout.splitlines()
+            readable = sorted(set(readable) | {n for n, o in zip(names, out) if o != n})
+        check("%s: no function name is left mangled that c++filt or llvm-cxxfilt demangles" % self.name,
+              not readable, "%d of %d mangled names, e.g. %s" % (len(readable), len(names),
+                                                                  [n[:160] for n in readable[:3]]))
 
     def check_log_clean(self, what, base_text, lib_text, error_re):
         """No line matching error_re under the library that the baseline did not have
