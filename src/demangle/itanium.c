@@ -520,7 +520,7 @@ static const uint8_t builtin_len[] = {
 _Static_assert(sizeof(builtin_len) == BUILTIN_COUNT, "one length per builtin");
 
 /* A builtin type at pos (1 or 2 letters), or NONE without consuming. */
-static uint32_t builtin_type(struct parser *p)
+__attribute__((always_inline)) static inline uint32_t builtin_type(struct parser *p)
 {
 	char c0 = peek(p), c1 = peek_at(p, 1);
 	uint32_t i = NONE;
@@ -545,6 +545,57 @@ static uint32_t builtin_type(struct parser *p)
 	if (n != NONE)
 		nd(p, n)->flags = 1; /* builtin */
 	return n;
+}
+
+/* The value of an <expr-primary> of type `type`: [n] <chars> E.  c0 c1:
+ * the builtin type's code ("i", "Dn"...), or 0 0 for another type. */
+static uint32_t literal_value(struct parser *p, uint32_t type, char c0, char c1)
+{
+	char code = c0 == 'D' ? 0 : c0;
+	if (c0 == 'D' && c1 == 'n' && peek(p) == 'E') { /* LDnE: nullptr, printed as its type */
+		p->pos++;
+		return type;
+	}
+	bool neg = peek(p) == 'n';
+	if (neg)
+		p->pos++;
+	uint32_t start = p->pos;
+	while (peek(p) != 'E' && peek(p) != 0)
+		p->pos++;
+	if (peek(p) != 'E') {
+		p->fail = true;
+		return NONE;
+	}
+	const char *v = p->s + start;
+	uint32_t len = p->pos - start;
+	p->pos++;
+	const char *suffix = 0;
+	switch (code) {
+	case 'i': suffix = ""; break;
+	case 'j': suffix = "u"; break;
+	case 'l': suffix = "l"; break;
+	case 'm': suffix = "ul"; break;
+	case 'x': suffix = "ll"; break;
+	case 'y': suffix = "ull"; break;
+	case 'b':
+		if (len == 1 && !neg && (v[0] == '0' || v[0] == '1'))
+			return mk_cstr(p, v[0] == '1' ? "true" : "false");
+		break;
+	default: break;
+	}
+	if (suffix)
+		return mk_text3(p, neg ? "-" : "", neg ? 1u : 0u, v, len, suffix, str_len(suffix));
+	bool fl = code == 'd' || code == 'e' || code == 'f' || code == 'g' || (c0 == 'D' && c1 == 'h');
+	uint32_t start_text = p->ntext;
+	if ((neg && !text_put(p, "-", 1)) || (fl && !text_put(p, "[", 1)) || !text_put(p, v, len) ||
+	    (fl && !text_put(p, "]", 1)))
+		return NONE;
+	uint32_t r = mk2(p, N_CAST, type, NONE);
+	if (r != NONE) {
+		nd(p, r)->s = p->w->text + start_text;
+		nd(p, r)->len = p->ntext - start_text;
+	}
+	return r;
 }
 
 /* ---- the rules ---- */
@@ -727,7 +778,7 @@ static void step_encoding(struct parser *p, uint32_t *f)
 	}
 }
 
-static void step_name(struct parser *p, uint32_t *f)
+__attribute__((always_inline)) static inline void step_name(struct parser *p, uint32_t *f)
 {
 	switch (f[1]) {
 	case 0: {
@@ -1566,6 +1617,13 @@ static void targs_next(struct parser *p, uint32_t *f)
 		return;
 	}
 	if (c == 'L') { /* <expr-primary>: a literal or L_Z <encoding> E */
+		char c1 = peek_at(p, 1);
+		if (is_lower(c1) && builtin_letter[c1 - 'a'] != 0) { /* the common case, at once */
+			p->pos++;
+			uint32_t t = builtin_type(p);
+			push_value(p, t == NONE ? NONE : literal_value(p, t, c1, 0));
+			return;
+		}
 		call(p, R_EXPR);
 		return;
 	}
@@ -1680,71 +1738,6 @@ static bool op_is_new_cast(uint32_t op)
 	return op < EXPR_OP_COUNT && expr_ops[op].code[1] == 'c' &&
 	       (expr_ops[op].code[0] == 's' || expr_ops[op].code[0] == 'd' || expr_ops[op].code[0] == 'c' ||
 		expr_ops[op].code[0] == 'r');
-}
-
-/* The index in builtins[] of a builtin type node, or NONE. */
-static uint32_t builtin_of(struct parser *p, uint32_t n)
-{
-	const struct demangle_node *d = nd(p, n);
-	if (d->kind != N_STR || d->flags != 1)
-		return NONE;
-	for (uint32_t i = 0; i < BUILTIN_COUNT; i++)
-		if (d->s == builtins[i].name)
-			return i;
-	return NONE;
-}
-
-/* The value of an <expr-primary> of type `type`: [n] <chars> E. */
-static uint32_t literal_value(struct parser *p, uint32_t type)
-{
-	uint32_t b = builtin_of(p, type);
-	char code = b == NONE ? 0 : builtins[b].code[1] ? 0 : builtins[b].code[0];
-	bool dn = b != NONE && builtins[b].code[0] == 'D' && builtins[b].code[1] == 'n';
-	if (dn && peek(p) == 'E') { /* LDnE: nullptr, printed as its type */
-		p->pos++;
-		return type;
-	}
-	bool neg = peek(p) == 'n';
-	if (neg)
-		p->pos++;
-	uint32_t start = p->pos;
-	while (peek(p) != 'E' && peek(p) != 0)
-		p->pos++;
-	if (peek(p) != 'E') {
-		p->fail = true;
-		return NONE;
-	}
-	const char *v = p->s + start;
-	uint32_t len = p->pos - start;
-	p->pos++;
-	const char *suffix = 0;
-	switch (code) {
-	case 'i': suffix = ""; break;
-	case 'j': suffix = "u"; break;
-	case 'l': suffix = "l"; break;
-	case 'm': suffix = "ul"; break;
-	case 'x': suffix = "ll"; break;
-	case 'y': suffix = "ull"; break;
-	case 'b':
-		if (len == 1 && !neg && (v[0] == '0' || v[0] == '1'))
-			return mk_cstr(p, v[0] == '1' ? "true" : "false");
-		break;
-	default: break;
-	}
-	if (suffix)
-		return mk_text3(p, neg ? "-" : "", neg ? 1u : 0u, v, len, suffix, str_len(suffix));
-	bool fl = code == 'd' || code == 'e' || code == 'f' || code == 'g' ||
-		  (b != NONE && builtins[b].code[0] == 'D' && builtins[b].code[1] == 'h');
-	uint32_t start_text = p->ntext;
-	if ((neg && !text_put(p, "-", 1)) || (fl && !text_put(p, "[", 1)) || !text_put(p, v, len) ||
-	    (fl && !text_put(p, "]", 1)))
-		return NONE;
-	uint32_t r = mk2(p, N_CAST, type, NONE);
-	if (r != NONE) {
-		nd(p, r)->s = p->w->text + start_text;
-		nd(p, r)->len = p->ntext - start_text;
-	}
-	return r;
 }
 
 /* Operands print bare when c++filt deems them simple, else in parentheses. */
@@ -1963,7 +1956,7 @@ static void expr_operand(struct parser *p, uint32_t *f)
 	}
 }
 
-static void step_expr(struct parser *p, uint32_t *f)
+__attribute__((noinline)) static void step_expr(struct parser *p, uint32_t *f)
 {
 	char c = peek(p), c1 = peek_at(p, 1);
 	switch (f[1]) {
@@ -1977,9 +1970,10 @@ static void step_expr(struct parser *p, uint32_t *f)
 				call(p, R_ENCODING);
 				return;
 			}
+			char t0 = peek(p), t1 = peek_at(p, 1);
 			uint32_t t = builtin_type(p);
 			if (t != NONE) {
-				ret(p, literal_value(p, t));
+				ret(p, literal_value(p, t, t0, t1));
 				return;
 			}
 			f[1] = X_PRIMARY_TYPE;
@@ -2091,7 +2085,7 @@ static void step_expr(struct parser *p, uint32_t *f)
 		return;
 	}
 	case X_PRIMARY_TYPE:
-		ret(p, literal_value(p, pop_value(p, f[2])));
+		ret(p, literal_value(p, pop_value(p, f[2]), 0, 0));
 		return;
 	case X_MEMBER: /* f[5]: the scope, or NONE */
 		if (c == 'o' && c1 == 'n')
@@ -2164,7 +2158,7 @@ static void step_expr(struct parser *p, uint32_t *f)
 }
 
 /* <expression>* up to the character f[3]: a list. */
-static void step_exprlist(struct parser *p, uint32_t *f)
+__attribute__((noinline)) static void step_exprlist(struct parser *p, uint32_t *f)
 {
 	char c = peek(p);
 	if (c == (char)f[3]) {
