@@ -69,6 +69,8 @@ struct parser {
 	uint32_t tparams;    /* list node of the template args T_ refers to, or NONE */
 	uint32_t tp_owner;   /* frame depth whose template args become tparams */
 	uint32_t in_lambda;  /* inside a lambda's signature: T_ is auto:N */
+	bool sr_levels;	     /* sr <name> is sr <qualifier-level>+ E (not sr <type>) */
+	bool sr_levels_read; /* ... and one was read so */
 	bool fail;
 	/* Facts about the name just parsed, for the encoding that owns it. */
 	bool name_template, name_ctor;
@@ -2017,7 +2019,8 @@ __attribute__((noinline)) static void step_expr(struct parser *p, uint32_t *f)
 			p->pos += 2;
 			c = peek(p);
 			f[5] = NONE;
-			if (is_digit(c) || is_lower(c) || c == 'C' || c == 'U' || c == 'L') {
+			if (p->sr_levels && (is_digit(c) || is_lower(c) || c == 'C' || c == 'U' || c == 'L')) {
+				p->sr_levels_read = true;
 				f[1] = X_SCOPE;
 				return;
 			}
@@ -2717,33 +2720,46 @@ size_t demangle_itanium(const char *name, size_t len, char *out, size_t cap,
 	if (len < 3 || len > DEMANGLE_MAX_INPUT || name[0] != '_' || name[1] != 'Z' || cap == 0)
 		return 0;
 	struct parser p;
-	p.s = name;
-	p.n = (uint32_t)len;
-	p.pos = 2;
-	p.w = w;
-	p.nnodes = p.nvalues = p.nlists = p.nsubs = p.nframes = p.ntext = 0;
-	p.tparams = NONE;
-	p.tp_owner = NONE;
-	p.in_lambda = 0;
-	p.fail = false;
-	p.name_template = p.name_ctor = false;
-	p.name_quals = p.name_ref = 0;
-	call(&p, R_ENCODING);
-	uint32_t budget = 16u * DEMANGLE_MAX_INPUT + 4096u;
-	while (!p.fail && p.nframes > 0 && budget-- > 0) {
-		uint32_t *f = w->frames[p.nframes - 1];
-		switch (f[0]) {
-		case R_ENCODING: step_encoding(&p, f); break;
-		case R_NAME: step_name(&p, f); break;
-		case R_NESTED: step_nested(&p, f); break;
-		case R_LOCAL: step_local(&p, f); break;
-		case R_UNQUAL: step_unqual(&p, f); break;
-		case R_TYPE: step_type(&p, f); break;
-		case R_TARGS: step_targs(&p, f); break;
-		case R_EXPR: step_expr(&p, f); break;
-		case R_EXPRLIST: step_exprlist(&p, f); break;
-		default: p.fail = true;
+	/* sr followed by a name reads first as sr <level>+ E (the mangling
+	 * now), and if the whole name then fails, as sr <type> <name> (the
+	 * older one), as c++filt does. */
+	for (uint32_t attempt = 0; attempt < 2; attempt++) {
+		p.s = name;
+		p.n = (uint32_t)len;
+		p.pos = 2;
+		p.w = w;
+		p.nnodes = p.nvalues = p.nlists = p.nsubs = p.nframes = p.ntext = 0;
+		p.tparams = NONE;
+		p.tp_owner = NONE;
+		p.in_lambda = 0;
+		p.fail = false;
+		p.sr_levels = attempt == 0;
+		p.sr_levels_read = false;
+		p.name_template = p.name_ctor = false;
+		p.name_quals = p.name_ref = 0;
+		call(&p, R_ENCODING);
+		uint32_t budget = 16u * DEMANGLE_MAX_INPUT + 4096u;
+		while (!p.fail && p.nframes > 0 && budget-- > 0) {
+			uint32_t *f = w->frames[p.nframes - 1];
+			switch (f[0]) {
+			case R_ENCODING: step_encoding(&p, f); break;
+			case R_NAME: step_name(&p, f); break;
+			case R_NESTED: step_nested(&p, f); break;
+			case R_LOCAL: step_local(&p, f); break;
+			case R_UNQUAL: step_unqual(&p, f); break;
+			case R_TYPE: step_type(&p, f); break;
+			case R_TARGS: step_targs(&p, f); break;
+			case R_EXPR: step_expr(&p, f); break;
+			case R_EXPRLIST: step_exprlist(&p, f); break;
+			default: p.fail = true;
+			}
 		}
+		bool ok = !p.fail && p.nframes == 0 && p.nvalues == 1 &&
+			  (p.pos >= p.n || clone_suffixes(p.s + p.pos, p.n - p.pos));
+		if (ok)
+			break;
+		if (!p.sr_levels_read)
+			return 0;
 	}
 	if (p.fail || p.nframes > 0 || p.nvalues != 1)
 		return 0;
