@@ -390,6 +390,8 @@ static uint32_t substitution(struct parser *p)
 	}
 	uint32_t n = p->w->subs[id];
 	const struct demangle_node *d = nd(p, n);
+	if (d->kind == N_PACK && d->a != NONE && (nd(p, d->a)->flags & NF_LAMBDA_PARM) && p->in_lambda == 0)
+		d = nd(p, d->a); /* (auto:1)...: the pack itself */
 	if ((d->flags & NF_LAMBDA_PARM) && p->in_lambda == 0) {
 		const struct demangle_node *l = p->tparams != NONE ? nd(p, p->tparams) : 0;
 		if (!l || d->c >= l->b) {
@@ -892,8 +894,21 @@ static void nested_next(struct parser *p, uint32_t *f)
 		call(p, R_TARGS);
 		return;
 	}
-	if ((c == 'C' && (is_digit(c1) || c1 == 'I')) || (c == 'D' && is_digit(c1))) {
-		if (sofar == NONE || c1 == 'I') {
+	if (c == 'C' && c1 == 'I' && is_digit(peek_at(p, 2))) {
+		/* CI1 <base class>: an inheriting constructor, named after the
+		 * base class's last name (c++filt's "last name" read). */
+		if (sofar == NONE) {
+			p->fail = true;
+			return;
+		}
+		p->pos += 3;
+		push_value(p, sofar);
+		f[1] = 4;
+		call(p, R_TYPE);
+		return;
+	}
+	if ((c == 'C' && is_digit(c1)) || (c == 'D' && is_digit(c1))) {
+		if (sofar == NONE) {
 			p->fail = true;
 			return;
 		}
@@ -924,7 +939,7 @@ static void nested_next(struct parser *p, uint32_t *f)
 
 /* f[3]: the name so far (NONE at first), f[4]: last component was added as
  * a substitution, f[5]: 1 = last was ctor/dtor/conversion, 2 = template args. */
-static void step_nested(struct parser *p, uint32_t *f)
+__attribute__((always_inline)) static inline void step_nested(struct parser *p, uint32_t *f)
 {
 	switch (f[1]) {
 	case 0:
@@ -961,6 +976,18 @@ static void step_nested(struct parser *p, uint32_t *f)
 		add_sub(p, f[3]);
 		f[4] |= 1;
 		f[5] = (f[5] & 1) | 2; /* a constructor template stays a constructor */
+		f[1] = 1;
+		if (!p->fail)
+			nested_next(p, f);
+		return;
+	}
+	case 4: { /* the base class of an inheriting constructor */
+		uint32_t base = pop_value(p, f[2]);
+		uint32_t sofar = pop_value(p, f[2]);
+		f[3] = mk2(p, N_NESTED, sofar, base_name(p, base));
+		add_sub(p, f[3]);
+		f[4] |= 1;
+		f[5] = 1;
 		f[1] = 1;
 		if (!p->fail)
 			nested_next(p, f);
@@ -1071,7 +1098,7 @@ static void unqual_finish(struct parser *p, uint32_t *f)
 	ret(p, name);
 }
 
-static void step_unqual(struct parser *p, uint32_t *f)
+__attribute__((always_inline)) static inline void step_unqual(struct parser *p, uint32_t *f)
 {
 	switch (f[1]) {
 	case 0: {
@@ -1304,7 +1331,7 @@ enum {
 	T_TARGS, T_NAME, T_PACK, T_DECLTYPE, T_ARRAY_DIM
 };
 
-static void step_type(struct parser *p, uint32_t *f)
+__attribute__((always_inline)) static inline void step_type(struct parser *p, uint32_t *f)
 {
 	switch (f[1]) {
 	case 0: {
@@ -1635,7 +1662,7 @@ static void targs_next(struct parser *p, uint32_t *f)
 		call(p, R_EXPR);
 		return;
 	}
-	if (c == 'J') {
+	if (c == 'J' || c == 'I') { /* an argument pack (I: g++ before 4.7) */
 		p->pos++;
 		call(p, R_TARGS);
 		if (!p->fail) {
@@ -1654,7 +1681,7 @@ static void targs_next(struct parser *p, uint32_t *f)
 }
 
 /* f[3]: these args become tparams; f[4]: an argument pack (J ... E). */
-static void step_targs(struct parser *p, uint32_t *f)
+__attribute__((always_inline)) static inline void step_targs(struct parser *p, uint32_t *f)
 {
 	switch (f[1]) {
 	case 0:
@@ -2194,10 +2221,9 @@ struct printer {
 #define TASK_STR 1u
 #define TASK_CLOSE_ANGLE 2u
 #define TASK_OPEN_ANGLE 3u
-#define TASK_LAST_SPACE 4u
 #define TASK_EXPAND 5u	/* node, element t[4] of its pack; t[2]: the pack index before */
 #define TASK_SET_PACK 6u	/* the pack index becomes t[4] */
-#define TASK_COMMA 7u	/* ", ", its length noted in the TASK_UNCOMMA two below */
+#define TASK_COMMA 7u	/* ", ", the length then noted in the TASK_UNCOMMA at t[4] */
 #define TASK_UNCOMMA 8u	/* takes back ", " when nothing followed it (empty expansion) */
 
 static void emit(struct printer *pr, const char *s, uint32_t n)
@@ -2247,28 +2273,30 @@ static void task_node(struct printer *pr, uint32_t n)
 }
 
 /* Pushes the items of a list (to print in order). */
+static bool may_print_nothing(const struct demangle_node *d)
+{
+	return d->kind == N_EXPAND || (d->kind == N_LIST && d->flags == 1);
+}
+
+/* c++filt joins a list with ", " and takes one back when all that follows
+ * it printed nothing (empty packs); the last character it then counts is
+ * the ' '.  Items after the last that surely prints something get a
+ * ", " checked when the list is done (TASK_COMMA / TASK_UNCOMMA). */
 static void task_list(struct printer *pr, uint32_t list)
 {
 	struct demangle_node *l = nd(pr->p, list);
+	const uint32_t *items = pr->p->w->lists + l->a;
+	uint32_t sure = l->b; /* 1-based index of the last item that prints */
+	while (sure > 0 && may_print_nothing(nd(pr->p, items[sure - 1])))
+		sure--;
+	uint32_t first_check = sure < 1 ? 2 : sure + 1, base = pr->ntasks;
+	for (uint32_t i = first_check; i <= l->b && !pr->fail; i++)
+		task(pr, TASK_UNCOMMA, NONE, 0, 0);
 	for (uint32_t i = l->b; i > 0 && !pr->fail; i--) {
-		uint32_t item = pr->p->w->lists[l->a + i - 1];
-		const struct demangle_node *d = nd(pr->p, item);
-		if (d->kind == N_LIST && d->flags == 1 && d->b == 0) {
-			/* An empty pack prints nothing; c++filt still counts the
-			 * ", " it took back as the last character. */
-			if (i > 1)
-				task(pr, TASK_LAST_SPACE, NONE, 0, 0);
-			continue;
-		}
-		if ((d->kind == N_EXPAND || (d->kind == N_LIST && d->flags == 1)) && i > 1) {
-			/* It may print nothing: c++filt then takes back its ", ". */
-			task(pr, TASK_UNCOMMA, NONE, 0, 0);
-			task_node(pr, item);
-			task(pr, TASK_COMMA, NONE, 0, 0);
-			continue;
-		}
-		task_node(pr, item);
-		if (i > 1)
+		task_node(pr, items[i - 1]);
+		if (i >= first_check)
+			task(pr, TASK_COMMA, NONE, 0, base + (l->b - i));
+		else if (i > 1)
 			task_str(pr, ", ");
 	}
 }
@@ -2462,7 +2490,7 @@ static void task_ref(struct printer *pr, uint32_t ref)
 
 /* A declarator chain: pointers/references/qualifiers/member pointers around
  * a function or array type print inside parentheses: void (*)(int). */
-static bool task_declarator(struct printer *pr, uint32_t n)
+static bool task_declarator(struct printer *pr, uint32_t n, uint32_t outer)
 {
 	uint32_t chain[32];
 	uint32_t depth = 0, base = n;
@@ -2498,6 +2526,19 @@ static bool task_declarator(struct printer *pr, uint32_t n)
 		task_str(pr, "]");
 		task_dim(pr, b);
 		task_str(pr, ") [");
+	}
+	if (outer != NONE) {
+		/* A function returning this: its name and parameters go
+		 * inside, int (*f(char))(int). */
+		const struct demangle_node *o = nd(pr->p, outer);
+		task_ref(pr, o->kind == N_ENC ? o->flags : o->c);
+		if (o->kind == N_ENC)
+			task_quals(pr, o->quals);
+		task_str(pr, ")");
+		task_list(pr, o->kind == N_ENC ? o->c : o->b);
+		task_str(pr, "(");
+		if (o->kind == N_ENC)
+			task_node(pr, o->b);
 	}
 	for (uint32_t i = 0; i < depth; i++) {
 		struct demangle_node *d = nd(pr->p, chain[i]);
@@ -2535,11 +2576,15 @@ static void print_task(struct printer *pr, uint32_t n)
 		task_node(pr, d->a);
 		return;
 	case N_LIST:
-		if (d->flags == 1 && pr->pack != NONE) { /* one element of a pack */
-			if (pr->pack < d->b)
-				task_node(pr, pr->p->w->lists[d->a + pr->pack]);
-			else
+		if (d->flags == 1 && pr->pack != NONE) {
+			/* One element of a pack; packs inside it print whole. */
+			if (pr->pack >= d->b) {
 				pr->fail = true;
+				return;
+			}
+			task(pr, TASK_SET_PACK, NONE, 0, pr->pack);
+			task_node(pr, pr->p->w->lists[d->a + pr->pack]);
+			task(pr, TASK_SET_PACK, NONE, 0, NONE);
 			return;
 		}
 		task_list(pr, n);
@@ -2547,7 +2592,7 @@ static void print_task(struct printer *pr, uint32_t n)
 	case N_QUAL:
 	case N_PTR:
 	case N_MEMPTR:
-		if (task_declarator(pr, n))
+		if (task_declarator(pr, n, NONE))
 			return;
 		if (d->kind == N_QUAL) {
 			task_quals(pr, d->quals);
@@ -2563,6 +2608,8 @@ static void print_task(struct printer *pr, uint32_t n)
 		}
 		return;
 	case N_FUNC:
+		if (d->a != NONE && task_declarator(pr, d->a, n))
+			return;
 		task_ref(pr, d->c);
 		task_str(pr, ")");
 		task_list(pr, d->b);
@@ -2576,6 +2623,8 @@ static void print_task(struct printer *pr, uint32_t n)
 		task_node(pr, d->a);
 		return;
 	case N_ENC:
+		if (d->a != NONE && task_declarator(pr, d->a, n))
+			return;
 		task_ref(pr, d->flags);
 		task_quals(pr, d->quals);
 		task_str(pr, ")");
@@ -2664,13 +2713,12 @@ static size_t print_tree(struct parser *p, uint32_t root, char *out, size_t cap)
 			emit(&pr, pr.last == '<' ? " <" : "<", pr.last == '<' ? 2u : 1u);
 		else if (kind == TASK_CLOSE_ANGLE)
 			emit(&pr, pr.last == '>' ? " >" : ">", pr.last == '>' ? 2u : 1u);
-		else if (kind == TASK_LAST_SPACE)
-			pr.last = ' ';
 		else if (kind == TASK_SET_PACK)
 			pr.pack = len;
 		else if (kind == TASK_COMMA) {
 			emit(&pr, ", ", 2);
-			p->w->frames[pr.ntasks - 2][4] = (uint32_t)pr.len;
+			if (len < pr.ntasks)
+				p->w->frames[len][4] = (uint32_t)pr.len;
 		} else if (kind == TASK_UNCOMMA) {
 			if (pr.len == len && len >= 2)
 				pr.len -= 2; /* c++filt keeps ' ' as the last character */
