@@ -7,7 +7,10 @@
  * number of steps is bounded by a multiple of the input length.  The result
  * is a tree of nodes in a fixed arena, printed by a second explicit-stack
  * walk.  Printing follows GNU c++filt (binutils): "> >", "[clone .cold]",
- * std::string spelled out as basic_string<...>. */
+ * std::string spelled out as basic_string<...>, expressions with its
+ * parentheses.  Template parameters are resolved when read (T_ becomes the
+ * argument's node); a pack expansion in an expression keeps the pack it
+ * refers to and prints its pattern once per element. */
 #include "demangle/demangle.h"
 
 #include <stdbool.h>
@@ -1236,7 +1239,20 @@ static uint32_t node_children(const struct demangle_node *d, uint32_t out[3])
 	}
 }
 
-/* The first template argument pack a pattern refers to (an expanded list),
+/* Whether a pack is the value of one of the template parameters in force
+ * (what a T_ that c++filt resolves when printing would find). */
+static bool is_param_pack(struct parser *p, uint32_t pack)
+{
+	if (p->tparams == NONE)
+		return false;
+	const struct demangle_node *l = nd(p, p->tparams);
+	for (uint32_t i = 0; i < l->b; i++)
+		if (p->w->lists[l->a + i] == pack)
+			return true;
+	return false;
+}
+
+/* The first template parameter pack a pattern refers to (an expanded list),
  * searched left to right, not into nested expansions; NONE if none. */
 static uint32_t find_pack(struct parser *p, uint32_t n)
 {
@@ -1246,7 +1262,7 @@ static uint32_t find_pack(struct parser *p, uint32_t n)
 	while (top > 0 && budget-- > 0) {
 		uint32_t i = stack[--top];
 		const struct demangle_node *d = nd(p, i);
-		if (d->kind == N_LIST && d->flags == 1)
+		if (d->kind == N_LIST && d->flags == 1 && is_param_pack(p, i))
 			return i;
 		if (d->kind == N_LIST) {
 			for (uint32_t j = d->b; j > 0 && top < 64; j--)
