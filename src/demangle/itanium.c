@@ -46,6 +46,7 @@ enum node_kind {
 	N_EXPAND,   /* pack expansion of pattern a over pack c (a list), or "a..." */
 	N_DECLTYPE, /* decltype (a) */
 	N_VENDOR,   /* vendor expression a(list b) */
+	N_TPARAM,   /* a substitution that is template parameter c (a: its value then) */
 };
 
 /* An N_STR that prints as an operand without parentheses (a name,
@@ -72,6 +73,9 @@ struct parser {
 	uint32_t tparams;    /* list node of the template args T_ refers to, or NONE */
 	uint32_t tp_owner;   /* frame depth whose template args become tparams */
 	uint32_t in_lambda;  /* inside a lambda's signature: T_ is auto:N */
+	uint32_t last_tparam; /* the index of the template parameter read last */
+	bool ref_operand;     /* the type read next is under & or && */
+	bool sub_keep;        /* the substitution read next is under & or && */
 	bool sr_levels;	     /* sr <name> is sr <qualifier-level>+ E (not sr <type>) */
 	bool sr_levels_read; /* ... and one was read so */
 	bool fail;
@@ -245,6 +249,15 @@ static void add_sub(struct parser *p, uint32_t node)
 	p->w->subs[p->nsubs++] = node;
 }
 
+/* A template parameter as a substitution: resolved again where used. */
+static void add_tparam_sub(struct parser *p, uint32_t value)
+{
+	uint32_t n = mk2(p, N_TPARAM, value, NONE);
+	if (n != NONE)
+		nd(p, n)->c = p->last_tparam;
+	add_sub(p, n);
+}
+
 static void call(struct parser *p, uint32_t rule)
 {
 	if (p->nframes >= DEMANGLE_MAX_DEPTH) {
@@ -393,6 +406,21 @@ static uint32_t substitution(struct parser *p)
 	}
 	uint32_t n = p->w->subs[id];
 	const struct demangle_node *d = nd(p, n);
+	bool keep = p->sub_keep;
+	p->sub_keep = false;
+	if (d->kind == N_TPARAM) {
+		/* c++filt resolves a template parameter where it is used: in
+		 * the signature of a function whose template args hold a local
+		 * name, S_ to T_ there is the function's own T_; but under a
+		 * reference it keeps the scope it was first printed in (taken
+		 * here as where it was read). */
+		const struct demangle_node *l = p->tparams != NONE ? nd(p, p->tparams) : 0;
+		if (keep && d->a != NONE && (nd(p, d->a)->flags & NF_LAMBDA_PARM))
+			keep = false; /* printed as auto:N: no scope was kept */
+		if (!keep && p->in_lambda == 0 && l && d->c < l->b)
+			return p->w->lists[l->a + d->c];
+		return d->a;
+	}
 	if (d->kind == N_PACK && d->a != NONE && (nd(p, d->a)->flags & NF_LAMBDA_PARM) && p->in_lambda == 0)
 		d = nd(p, d->a); /* (auto:1)...: the pack itself */
 	if ((d->flags & NF_LAMBDA_PARM) && p->in_lambda == 0) {
@@ -431,6 +459,7 @@ static uint32_t template_param(struct parser *p)
 			return NONE;
 		idx++;
 	}
+	p->last_tparam = idx;
 	if (peek(p) == '_' && p->in_lambda > 0) { /* a generic lambda's parameter */
 		p->pos++;
 		uint32_t n = mk_number_text(p, "auto:", idx + 1, "");
@@ -882,7 +911,10 @@ static void nested_next(struct parser *p, uint32_t *f)
 	if (c == 'T') {
 		uint32_t t = template_param(p);
 		f[3] = sofar == NONE ? t : mk2(p, N_NESTED, sofar, t);
-		add_sub(p, f[3]);
+		if (sofar == NONE && t != NONE)
+			add_tparam_sub(p, t);
+		else
+			add_sub(p, f[3]);
 		f[4] |= 1;
 		f[5] = 0;
 		return;
@@ -1352,6 +1384,8 @@ __attribute__((always_inline)) static inline void step_type(struct parser *p, ui
 	switch (f[1]) {
 	case 0: {
 		char c = peek(p), c1 = peek_at(p, 1);
+		bool under_ref = p->ref_operand;
+		p->ref_operand = false;
 		uint32_t b = builtin_type(p);
 		if (b != NONE) {
 			ret(p, b);
@@ -1386,6 +1420,7 @@ __attribute__((always_inline)) static inline void step_type(struct parser *p, ui
 			p->pos++;
 			f[3] = (uint32_t)c;
 			f[1] = T_PTR;
+			p->ref_operand = c != 'P';
 			call(p, R_TYPE);
 			return;
 		case 'F':
@@ -1425,7 +1460,7 @@ __attribute__((always_inline)) static inline void step_type(struct parser *p, ui
 			uint32_t t = template_param(p);
 			if (t == NONE)
 				return;
-			add_sub(p, t);
+			add_tparam_sub(p, t);
 			if (peek(p) == 'I') {
 				push_value(p, t);
 				f[1] = T_TARGS;
@@ -1437,6 +1472,7 @@ __attribute__((always_inline)) static inline void step_type(struct parser *p, ui
 		}
 		case 'S':
 			if (c1 != 't') {
+				p->sub_keep = under_ref;
 				uint32_t s = substitution(p);
 				if (s != NONE && peek(p) == 'I') {
 					push_value(p, s);
@@ -1492,6 +1528,18 @@ __attribute__((always_inline)) static inline void step_type(struct parser *p, ui
 		uint32_t t = pop_value(p, f[2]);
 		/* cv on an array type qualifies its elements: char const [3] */
 		bool array = t != NONE && nd(p, t)->kind == N_ARRAY;
+		if (!array && t != NONE && nd(p, t)->kind == N_QUAL && (nd(p, t)->quals & f[3])) {
+			/* On a qualified type (a template argument): each
+			 * qualifier once, the inner ones first, as c++filt. */
+			uint8_t rest = (uint8_t)(nd(p, t)->quals & ~f[3]);
+			uint32_t inner = nd(p, t)->a;
+			if (rest) {
+				inner = mk2(p, N_QUAL, inner, NONE);
+				if (inner != NONE)
+					nd(p, inner)->quals = rest;
+			}
+			t = inner;
+		}
 		uint32_t q = mk2(p, N_QUAL, array ? nd(p, t)->a : t, NONE);
 		if (q != NONE)
 			nd(p, q)->quals = (uint8_t)f[3];
@@ -2526,6 +2574,11 @@ static bool task_declarator(struct printer *pr, uint32_t n, uint32_t outer)
 	 * the chain; it prints after the parameters. */
 	if (depth == 0 || (b->kind != N_FUNC && b->kind != N_ARRAY))
 		return false;
+	bool only_quals = true;
+	for (uint32_t i = 0; i < depth; i++)
+		only_quals = only_quals && nd(pr->p, chain[i])->kind == N_QUAL;
+	if (only_quals && b->kind == N_FUNC)
+		return false; /* void () const: printed as a qualified function */
 	/* Reverse order of printing: suffix, ")", chain outer..inner, " (", base head. */
 	if (b->kind == N_FUNC) {
 		task_ref(pr, b->c);
@@ -2610,7 +2663,15 @@ static void print_task(struct printer *pr, uint32_t n)
 	case N_MEMPTR:
 		if (task_declarator(pr, n, NONE))
 			return;
-		if (d->kind == N_QUAL) {
+		if (d->kind == N_QUAL && nd(pr->p, d->a)->kind == N_FUNC) {
+			const struct demangle_node *fn = nd(pr->p, d->a);
+			task_ref(pr, fn->c); /* void () const & */
+			task_quals(pr, d->quals);
+			task_str(pr, ")");
+			task_list(pr, fn->b);
+			task_str(pr, " (");
+			task_node(pr, fn->a);
+		} else if (d->kind == N_QUAL) {
 			task_quals(pr, d->quals);
 			task_node(pr, d->a);
 		} else if (d->kind == N_PTR) {
@@ -2796,6 +2857,8 @@ size_t demangle_itanium(const char *name, size_t len, char *out, size_t cap,
 		p.tparams = NONE;
 		p.tp_owner = NONE;
 		p.in_lambda = 0;
+		p.last_tparam = 0;
+		p.ref_operand = p.sub_keep = false;
 		p.fail = false;
 		p.sr_levels = attempt == 0;
 		p.sr_levels_read = false;
