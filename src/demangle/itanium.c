@@ -489,6 +489,9 @@ static uint32_t base_name(struct parser *p, uint32_t n)
 		struct demangle_node *d = nd(p, n);
 		if (d->kind == N_TEMPLATE || d->kind == N_ABI)
 			n = d->a;
+		else if (d->kind == N_NESTED && nd(p, d->b)->kind == N_STR && nd(p, d->b)->len > 0 &&
+			 nd(p, d->b)->s[0] == '{')
+			n = d->a; /* an unnamed type's constructor: its scope's name */
 		else if (d->kind == N_NESTED)
 			n = d->b;
 		else if (d->kind == N_STR && d->c != NONE)
@@ -1325,6 +1328,28 @@ static uint32_t mk3(struct parser *p, uint8_t kind, uint32_t a, uint32_t b, uint
 	return i;
 }
 
+/* `t` with cv-qualifiers: on an array type they qualify its elements,
+ * char const [3][4]. */
+static uint32_t qualify(struct parser *p, uint32_t t, uint8_t quals)
+{
+	uint32_t dims[32], k = 0, elem = t;
+	while (elem != NONE && k < 32 && nd(p, elem)->kind == N_ARRAY) {
+		dims[k++] = elem;
+		elem = nd(p, elem)->a;
+	}
+	uint32_t q = mk2(p, N_QUAL, elem, NONE);
+	if (q != NONE)
+		nd(p, q)->quals = quals;
+	for (uint32_t i = k; i > 0 && q != NONE; i--) {
+		const struct demangle_node *d = nd(p, dims[i - 1]);
+		uint32_t c = d->c;
+		q = mk_s(p, N_ARRAY, q, d->s, d->len);
+		if (q != NONE)
+			nd(p, q)->c = c;
+	}
+	return q;
+}
+
 /* Dp <type>: when the type is a known pack (a template parameter bound to
  * J...E) under pointers, references and qualifiers, one type per element,
  * references collapsing (T& && is T&); otherwise "type...". */
@@ -1358,11 +1383,15 @@ static uint32_t expand_pack(struct parser *p, uint32_t t)
 					cur = mk_s(p, N_PTR, cn->a, "&", 1);
 				continue;
 			}
-			uint32_t n = mk2(p, c->kind, cur, NONE);
-			if (n != NONE) {
-				nd(p, n)->quals = c->quals;
-				nd(p, n)->s = c->s;
-				nd(p, n)->len = c->len;
+			uint32_t n;
+			if (c->kind == N_QUAL) {
+				n = qualify(p, cur, c->quals);
+			} else {
+				n = mk2(p, c->kind, cur, NONE);
+				if (n != NONE) {
+					nd(p, n)->s = c->s;
+					nd(p, n)->len = c->len;
+				}
 			}
 			cur = n;
 		}
@@ -1526,9 +1555,7 @@ __attribute__((always_inline)) static inline void step_type(struct parser *p, ui
 	}
 	case T_QUAL: {
 		uint32_t t = pop_value(p, f[2]);
-		/* cv on an array type qualifies its elements: char const [3] */
-		bool array = t != NONE && nd(p, t)->kind == N_ARRAY;
-		if (!array && t != NONE && nd(p, t)->kind == N_QUAL && (nd(p, t)->quals & f[3])) {
+		if (t != NONE && nd(p, t)->kind == N_QUAL && (nd(p, t)->quals & f[3])) {
 			/* On a qualified type (a template argument): each
 			 * qualifier once, the inner ones first, as c++filt. */
 			uint8_t rest = (uint8_t)(nd(p, t)->quals & ~f[3]);
@@ -1540,14 +1567,7 @@ __attribute__((always_inline)) static inline void step_type(struct parser *p, ui
 			}
 			t = inner;
 		}
-		uint32_t q = mk2(p, N_QUAL, array ? nd(p, t)->a : t, NONE);
-		if (q != NONE)
-			nd(p, q)->quals = (uint8_t)f[3];
-		if (array && q != NONE) {
-			q = mk_s(p, N_ARRAY, q, nd(p, t)->s, nd(p, t)->len);
-			if (q != NONE)
-				nd(p, q)->c = nd(p, t)->c;
-		}
+		uint32_t q = qualify(p, t, (uint8_t)f[3]);
 		add_sub(p, q);
 		ret(p, q);
 		return;
@@ -2580,6 +2600,7 @@ static bool task_declarator(struct printer *pr, uint32_t n, uint32_t outer)
 	if (only_quals && b->kind == N_FUNC)
 		return false; /* void () const: printed as a qualified function */
 	/* Reverse order of printing: suffix, ")", chain outer..inner, " (", base head. */
+	uint32_t head = b->a;
 	if (b->kind == N_FUNC) {
 		task_ref(pr, b->c);
 		for (uint32_t i = 0; i < depth; i++) {
@@ -2592,9 +2613,25 @@ static bool task_declarator(struct printer *pr, uint32_t n, uint32_t outer)
 			task_list(pr, b->b);
 		task_str(pr, ")(");
 	} else {
+		/* int (*) [12][8]: the dimensions of nested arrays follow */
+		uint32_t dims[32], k = 0, elem = base;
+		while (k < 32 && nd(pr->p, elem)->kind == N_ARRAY) {
+			dims[k++] = elem;
+			elem = nd(pr->p, elem)->a;
+		}
+		if (nd(pr->p, elem)->kind == N_ARRAY) {
+			pr->fail = true; /* deeper than we print */
+			return true;
+		}
+		for (uint32_t i = k; i > 1; i--) {
+			task_str(pr, "]");
+			task_dim(pr, nd(pr->p, dims[i - 1]));
+			task_str(pr, "[");
+		}
 		task_str(pr, "]");
 		task_dim(pr, b);
 		task_str(pr, ") [");
+		head = elem;
 	}
 	if (outer != NONE) {
 		/* A function returning this: its name and parameters go
@@ -2622,7 +2659,7 @@ static bool task_declarator(struct printer *pr, uint32_t n, uint32_t outer)
 		}
 	}
 	task_str(pr, " (");
-	task_node(pr, b->a);
+	task_node(pr, head);
 	return true;
 }
 
@@ -2693,12 +2730,27 @@ static void print_task(struct printer *pr, uint32_t n)
 		task_str(pr, " (");
 		task_node(pr, d->a);
 		return;
-	case N_ARRAY:
+	case N_ARRAY: { /* int [3][4] */
+		uint32_t dims[32], k = 0, elem = n;
+		while (k < 32 && nd(pr->p, elem)->kind == N_ARRAY) {
+			dims[k++] = elem;
+			elem = nd(pr->p, elem)->a;
+		}
+		if (nd(pr->p, elem)->kind == N_ARRAY) {
+			pr->fail = true; /* deeper than we print */
+			return;
+		}
+		for (uint32_t i = k; i > 1; i--) {
+			task_str(pr, "]");
+			task_dim(pr, nd(pr->p, dims[i - 1]));
+			task_str(pr, "[");
+		}
 		task_str(pr, "]");
 		task_dim(pr, d);
 		task_str(pr, " [");
-		task_node(pr, d->a);
+		task_node(pr, elem);
 		return;
+	}
 	case N_ENC:
 		if (d->a != NONE && task_declarator(pr, d->a, n))
 			return;

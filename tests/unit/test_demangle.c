@@ -40,6 +40,69 @@ static const char *const known[][2] = {
 	 "<rust_split::Xorshift as rust_split::Kernel>::run"},
 	{"_ZN4core3ops8function6FnOnce40call_once$u7b$$u7b$vtable.shim$u7d$$u7d$17h8865b1b242b3a282E",
 	 "core::ops::function::FnOnce::call_once{{vtable.shim}}"},
+	/* declarators of multi-dimensional arrays and of functions returning
+	 * function pointers or array references, inheriting constructors, an
+	 * unnamed type's destructor, qualified function types, qualifiers on
+	 * qualified template args, T_ substitutions outside a local name,
+	 * argument packs spelled I...E and c++filt's ", " around empty packs */
+	{"_ZN7WelsDec6PredMvEPA30_A2_sPA30_aiiiaPs",
+	 "WelsDec::PredMv(short (*) [30][2], signed char (*) [30], int, int, int, signed char, sho"
+	 "rt*)"},
+	{"_ZN6icu_728Calendar13resolveFieldsEPA12_A8_Ki",
+	 "icu_72::Calendar::resolveFields(int const (*) [12][8])"},
+	{"_ZN6icu_726number4impl10MicroPropsUt_D1Ev",
+	 "icu_72::number::impl::MicroProps::{unnamed type#1}::~MicroProps()"},
+	{"_ZNSt15__uniq_ptr_dataI5PointSt14default_deleteIS0_ELb1ELb1EECI1St15__uniq_ptr_implIS0_S"
+	 "2_EEPS0_",
+	 "std::__uniq_ptr_data<Point, std::default_delete<Point>, true, true>::__uniq_ptr_impl(Poi"
+	 "nt*)"},
+	{"_ZSt7forwardIRPFiiEEOT_RNSt16remove_referenceIS3_E4typeE",
+	 "int (*&std::forward<int (*&)(int)>(std::remove_reference<int (*&)(int)>::type&))(int)"},
+	{"_ZSt7forwardIRA2_KcEOT_RNSt16remove_referenceIS3_E4typeE",
+	 "char const (&std::forward<char const (&) [2]>(std::remove_reference<char const (&) [2]>:"
+	 ":type&)) [2]"},
+	{"_ZNSt5_BindIFPFiiEiEEclIJEiEET0_DpOT_",
+	 "int std::_Bind<int (*(int))(int)>::operator()<, int>()"},
+	{"_ZN4llvm3orc22LazyCallThroughManager31resolveTrampolineLandingAddressEmNS_15unique_funct"
+	 "ionIKFvmEEE",
+	 "llvm::orc::LazyCallThroughManager::resolveTrampolineLandingAddress(unsigned long, llvm::"
+	 "unique_function<void (unsigned long) const>)"},
+	{"_ZN4llvm22containsIrreducibleCFGIPKNS_10BasicBlockEKNS_25ReversePostOrderTraversalIPKNS_"
+	 "8FunctionENS_11GraphTraitsIS7_EEEEKNS_8LoopInfoENS8_IS3_EEEEbRT0_RKT1_",
+	 "bool llvm::containsIrreducibleCFG<llvm::BasicBlock const*, llvm::ReversePostOrderTravers"
+	 "al<llvm::Function const*, llvm::GraphTraits<llvm::Function const*> > const, llvm::LoopIn"
+	 "fo const, llvm::GraphTraits<llvm::BasicBlock const*> >(llvm::ReversePostOrderTraversal<l"
+	 "lvm::Function const*, llvm::GraphTraits<llvm::Function const*> > const&, llvm::LoopInfo "
+	 "const&)"},
+	{"_ZSt16__insertion_sortIPN4llvm3cfg6UpdateIPNS0_10BasicBlockEEEN9__gnu_cxx5__ops15_Iter_c"
+	 "omp_iterIZNS1_15LegalizeUpdatesIS4_EEvNS0_8ArrayRefINS2_IT_EEEERNS0_15SmallVectorImplISD"
+	 "_EEbbEUlRKS5_SJ_E_EEEvSC_SC_T0_",
+	 "void std::__insertion_sort<llvm::cfg::Update<llvm::BasicBlock*>*, __gnu_cxx::__ops::_Ite"
+	 "r_comp_iter<llvm::cfg::LegalizeUpdates<llvm::BasicBlock*>(llvm::ArrayRef<llvm::cfg::Upda"
+	 "te<llvm::BasicBlock*> >, llvm::SmallVectorImpl<llvm::cfg::Update<llvm::BasicBlock*> >&, "
+	 "bool, bool)::{lambda(llvm::cfg::Update<llvm::BasicBlock*> const&, llvm::cfg::Update<llvm"
+	 "::BasicBlock*> const&)#1}> >(llvm::cfg::Update<llvm::BasicBlock*>*, llvm::cfg::Update<ll"
+	 "vm::BasicBlock*>*, __gnu_cxx::__ops::_Iter_comp_iter<llvm::cfg::LegalizeUpdates<llvm::Ba"
+	 "sicBlock*>(llvm::ArrayRef<llvm::cfg::Update<llvm::BasicBlock*> >, llvm::SmallVectorImpl<"
+	 "llvm::cfg::Update<llvm::BasicBlock*> >&, bool, bool)::{lambda(llvm::cfg::Update<llvm::Ba"
+	 "sicBlock*> const&, llvm::cfg::Update<llvm::BasicBlock*> const&)#1}>)"},
+	{"_ZZNSt9once_flag18_Prepare_executionC4IZSt9call_onceIRFvvEJEEvRS_OT_DpOT0_EUlvE_EERS6_EN"
+	 "UlvE_4_FUNEv",
+	 "std::once_flag::_Prepare_execution::_Prepare_execution<std::call_once<void (&)()>(std::o"
+	 "nce_flag&, void (&)())::{lambda()#1}>(void (&)())::{lambda()#1}::_FUN()"},
+	{"_ZN6google8protobuf2io7Printer5PrintIJA2_cA1_cS4_S5_EEEvPKcDpRKT_",
+	 "void google::protobuf::io::Printer::Print<char [2], char [1], char [2], char [1]>(char c"
+	 "onst*, char const (&) [2], char const (&) [1], char const (&) [2], char const (&) [1])"},
+	{"_ZN4llvm20getBestSimplifyQueryINS_8FunctionEJEEEKNS_13SimplifyQueryERNS_15AnalysisManage"
+	 "rIT_JDpT0_EEERS1_",
+	 "llvm::SimplifyQuery const llvm::getBestSimplifyQuery<llvm::Function>(llvm::AnalysisManag"
+	 "er<llvm::Function>&, llvm::Function&)"},
+	{"_ZN5clang6interp15ByteCodeEmitter6emitOpIJEEEbNS0_6OpcodeEDpRKT_RKNS0_10SourceInfoE",
+	 "bool clang::interp::ByteCodeEmitter::emitOp<>(clang::interp::Opcode, , clang::interp::So"
+	 "urceInfo const&)"},
+	{"_ZNSt5dequeINSt10filesystem4pathESaIS1_EE12emplace_backIIS1_EEERS1_DpOT_",
+	 "std::filesystem::path& std::deque<std::filesystem::path, std::allocator<std::filesystem:"
+	 ":path> >::emplace_back<std::filesystem::path>(std::filesystem::path&&)"},
 	{"_RNvCs1234_7mycrate3foo", "mycrate::foo"},
 	{"_RINvMNtCsgEmfK2I1SDS_4core3stre18trim_start_matchesReECsgY6Mt91CT9J_14rustc_demangle",
 	 "<str>::trim_start_matches::<&str>"},
