@@ -75,6 +75,7 @@ struct parser {
 	uint32_t in_lambda;  /* inside a lambda's signature: T_ is auto:N */
 	uint32_t last_tparam; /* the index of the template parameter read last */
 	bool ref_operand;     /* the type read next is under & or && */
+	bool qual_operand;    /* the type read next is under cv-qualifiers */
 	bool sub_keep;        /* the substitution read next is under & or && */
 	bool sr_levels;	     /* sr <name> is sr <qualifier-level>+ E (not sr <type>) */
 	bool sr_levels_read; /* ... and one was read so */
@@ -1050,6 +1051,20 @@ __attribute__((always_inline)) static inline void step_nested(struct parser *p, 
 	}
 }
 
+/* The number of a lambda or unnamed type: [<number>] _ , printed +2 or 1. */
+static bool closure_number(struct parser *p, uint32_t *out)
+{
+	uint32_t v = 0;
+	bool neg, any = is_digit(peek(p));
+	if (any && !number(p, &v, &neg))
+		return false;
+	if (peek(p) != '_')
+		return false;
+	p->pos++;
+	*out = any ? v + 2 : 1;
+	return true;
+}
+
 /* f[3]: the template args in force before, restored at the end unless this
  * local name is the encoding's own name (f[4]). */
 static void step_local(struct parser *p, uint32_t *f)
@@ -1084,9 +1099,15 @@ static void step_local(struct parser *p, uint32_t *f)
 			ret(p, mk2(p, N_NESTED, enc, mk_cstr(p, "string literal")));
 			return;
 		}
-		if (peek(p) == 'd') {
-			p->fail = true;
-			return;
+		if (peek(p) == 'd') { /* d [<number>] _ : in a default argument */
+			p->pos++;
+			uint32_t v;
+			if (!closure_number(p, &v) || p->nvalues <= f[2]) {
+				p->fail = true;
+				return;
+			}
+			uint32_t *top = &p->w->values[p->nvalues - 1];
+			*top = mk2(p, N_NESTED, *top, mk_number_text(p, "{default arg#", v, "}"));
 		}
 		f[1] = 2;
 		if (p->nframes - 1 == p->tp_owner) {
@@ -1107,20 +1128,6 @@ static void step_local(struct parser *p, uint32_t *f)
 		ret(p, mk2(p, N_NESTED, enc, name));
 	}
 	}
-}
-
-/* The number of a lambda or unnamed type: [<number>] _ , printed +2 or 1. */
-static bool closure_number(struct parser *p, uint32_t *out)
-{
-	uint32_t v = 0;
-	bool neg, any = is_digit(peek(p));
-	if (any && !number(p, &v, &neg))
-		return false;
-	if (peek(p) != '_')
-		return false;
-	p->pos++;
-	*out = any ? v + 2 : 1;
-	return true;
 }
 
 /* The unqualified name's ABI tags, then its end (the state f[1] = 8). */
@@ -1413,8 +1420,8 @@ __attribute__((always_inline)) static inline void step_type(struct parser *p, ui
 	switch (f[1]) {
 	case 0: {
 		char c = peek(p), c1 = peek_at(p, 1);
-		bool under_ref = p->ref_operand;
-		p->ref_operand = false;
+		bool under_ref = p->ref_operand, under_qual = p->qual_operand;
+		p->ref_operand = p->qual_operand = false;
 		uint32_t b = builtin_type(p);
 		if (b != NONE) {
 			ret(p, b);
@@ -1441,6 +1448,7 @@ __attribute__((always_inline)) static inline void step_type(struct parser *p, ui
 				p->pos++;
 			}
 			f[1] = T_QUAL;
+			p->qual_operand = true;
 			call(p, R_TYPE);
 			return;
 		case 'P':
@@ -1456,6 +1464,7 @@ __attribute__((always_inline)) static inline void step_type(struct parser *p, ui
 			p->pos++;
 			if (peek(p) == 'Y')
 				p->pos++;
+			f[4] = under_qual; /* K F...E: only the qualified type is a substitution */
 			f[1] = T_FUNC_RET;
 			call(p, R_TYPE);
 			return;
@@ -1611,7 +1620,8 @@ __attribute__((always_inline)) static inline void step_type(struct parser *p, ui
 		uint32_t fn = mk2(p, N_FUNC, rtype, params);
 		if (fn != NONE)
 			nd(p, fn)->c = ref;
-		add_sub(p, fn);
+		if (!f[4])
+			add_sub(p, fn);
 		ret(p, fn);
 		return;
 	}
@@ -2910,7 +2920,7 @@ size_t demangle_itanium(const char *name, size_t len, char *out, size_t cap,
 		p.tp_owner = NONE;
 		p.in_lambda = 0;
 		p.last_tparam = 0;
-		p.ref_operand = p.sub_keep = false;
+		p.ref_operand = p.qual_operand = p.sub_keep = false;
 		p.fail = false;
 		p.sr_levels = attempt == 0;
 		p.sr_levels_read = false;

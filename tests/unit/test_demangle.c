@@ -44,7 +44,26 @@ static const char *const known[][2] = {
 	 * function pointers or array references, inheriting constructors, an
 	 * unnamed type's destructor, qualified function types, qualifiers on
 	 * qualified template args, T_ substitutions outside a local name,
-	 * argument packs spelled I...E and c++filt's ", " around empty packs */
+	 * argument packs spelled I...E, c++filt's ", " around empty packs,
+	 * default-argument scopes, K F...E as one substitution */
+	{"_ZTSZNK5clang15LocationContext9printJsonERN4llvm11raw_ostreamEPKcjbSt8functionIFvPKS0_EE"
+	 "Ed_UlS8_E_",
+	 "typeinfo name for clang::LocationContext::printJson(llvm::raw_ostream&, char const*, uns"
+	 "igned int, bool, std::function<void (clang::LocationContext const*)>) const::{default ar"
+	 "g#1}::{lambda(clang::LocationContext const*)#1}"},
+	{"_ZZ1fiEd0_1x",
+	 "f(int)::{default arg#2}::x"},
+	{"_ZSt9__find_ifIPKSt10unique_ptrIN4llvm24ScheduleHazardRecognizerESt14default_deleteIS2_E"
+	 "EN9__gnu_cxx5__ops10_Iter_predISt7_Mem_fnIMS2_KFbvEEEEET_SG_SG_T0_St26random_access_iter"
+	 "ator_tag",
+	 "std::unique_ptr<llvm::ScheduleHazardRecognizer, std::default_delete<llvm::ScheduleHazard"
+	 "Recognizer> > const* std::__find_if<std::unique_ptr<llvm::ScheduleHazardRecognizer, std:"
+	 ":default_delete<llvm::ScheduleHazardRecognizer> > const*, __gnu_cxx::__ops::_Iter_pred<s"
+	 "td::_Mem_fn<bool (llvm::ScheduleHazardRecognizer::*)() const> > >(std::unique_ptr<llvm::"
+	 "ScheduleHazardRecognizer, std::default_delete<llvm::ScheduleHazardRecognizer> > const*, "
+	 "std::unique_ptr<llvm::ScheduleHazardRecognizer, std::default_delete<llvm::ScheduleHazard"
+	 "Recognizer> > const*, __gnu_cxx::__ops::_Iter_pred<std::_Mem_fn<bool (llvm::ScheduleHaza"
+	 "rdRecognizer::*)() const> >, std::random_access_iterator_tag)"},
 	{"_ZN7WelsDec6PredMvEPA30_A2_sPA30_aiiiaPs",
 	 "WelsDec::PredMv(short (*) [30][2], signed char (*) [30], int, int, int, signed char, sho"
 	 "rt*)"},
