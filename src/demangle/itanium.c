@@ -7,7 +7,10 @@
  * number of steps is bounded by a multiple of the input length.  The result
  * is a tree of nodes in a fixed arena, printed by a second explicit-stack
  * walk.  Printing follows GNU c++filt (binutils): "> >", "[clone .cold]",
- * std::string spelled out as basic_string<...>. */
+ * std::string spelled out as basic_string<...>, expressions with its
+ * parentheses.  Template parameters are resolved when read (T_ becomes the
+ * argument's node); a pack expansion in an expression keeps the pack it
+ * refers to and prints its pattern once per element. */
 #include "demangle/demangle.h"
 
 #include <stdbool.h>
@@ -32,13 +35,35 @@ enum node_kind {
 	N_LAMBDA,   /* {lambda(list b)#a} */
 	N_CAST,     /* (a)s */
 	N_INFIX,    /* a s b */
+	/* Expressions (template arguments, decltype): */
+	N_UNARY,    /* operator s on a, printed as flags (U_*) says */
+	N_BINARY,   /* a s b, printed as flags (B_*) says */
+	N_TERNARY,  /* a ? b : c */
+	N_NEW,      /* new (placement list a) type b (initializer c) */
+	N_FOLD,     /* fold of a [and b] over operator s; flags: 'l' 'r' 'L' 'R' */
+	N_DESIG,    /* designated initializer; flags: 'i' .a=c, 'x' [a]=c, 'X' [a ... b]=c */
+	N_BRACE,    /* type a (or none) {list b} */
+	N_EXPAND,   /* pack expansion of pattern a over pack c (a list), or "a..." */
+	N_DECLTYPE, /* decltype (a) */
+	N_VENDOR,   /* vendor expression a(list b) */
+	N_TPARAM,   /* a substitution that is template parameter c (a: its value then) */
 };
+
+/* An N_STR that prints as an operand without parentheses (a name,
+ * {parm#N}): c++filt's "simple" sub-expressions. */
+#define NF_SIMPLE 0x100u
+/* An N_STR "auto:N" for a generic lambda's T_ (c = the index): used
+ * again as a substitution outside the lambda, it is that template arg. */
+#define NF_LAMBDA_PARM 0x200u
+
+enum { U_PREFIX, U_SUFFIX, U_PARENS, U_BARE, U_CAST };
+enum { B_PLAIN, B_GT, B_CALL, B_INDEX, B_NEWCAST };
 
 #define Q_CONST 1u
 #define Q_VOLATILE 2u
 #define Q_RESTRICT 4u
 
-enum rule { R_ENCODING, R_NAME, R_NESTED, R_LOCAL, R_UNQUAL, R_TYPE, R_TARGS };
+enum rule { R_ENCODING, R_NAME, R_NESTED, R_LOCAL, R_UNQUAL, R_TYPE, R_TARGS, R_EXPR, R_EXPRLIST };
 
 struct parser {
 	const char *s;
@@ -47,6 +72,13 @@ struct parser {
 	uint32_t nnodes, nvalues, nlists, nsubs, nframes, ntext;
 	uint32_t tparams;    /* list node of the template args T_ refers to, or NONE */
 	uint32_t tp_owner;   /* frame depth whose template args become tparams */
+	uint32_t in_lambda;  /* inside a lambda's signature: T_ is auto:N */
+	uint32_t last_tparam; /* the index of the template parameter read last */
+	bool ref_operand;     /* the type read next is under & or && */
+	bool qual_operand;    /* the type read next is under cv-qualifiers */
+	bool sub_keep;        /* the substitution read next is under & or && */
+	bool sr_levels;	     /* sr <name> is sr <qualifier-level>+ E (not sr <type>) */
+	bool sr_levels_read; /* ... and one was read so */
 	bool fail;
 	/* Facts about the name just parsed, for the encoding that owns it. */
 	bool name_template, name_ctor;
@@ -218,6 +250,15 @@ static void add_sub(struct parser *p, uint32_t node)
 	p->w->subs[p->nsubs++] = node;
 }
 
+/* A template parameter as a substitution: resolved again where used. */
+static void add_tparam_sub(struct parser *p, uint32_t value)
+{
+	uint32_t n = mk2(p, N_TPARAM, value, NONE);
+	if (n != NONE)
+		nd(p, n)->c = p->last_tparam;
+	add_sub(p, n);
+}
+
 static void call(struct parser *p, uint32_t rule)
 {
 	if (p->nframes >= DEMANGLE_MAX_DEPTH) {
@@ -283,8 +324,11 @@ static uint32_t source_name(struct parser *p)
 	p->pos += len;
 	if (len >= 10 && bytes_eq(id, "_GLOBAL_", 8) && (id[8] == '_' || id[8] == '.' || id[8] == '$') &&
 	    id[9] == 'N')
-		return mk_cstr(p, "(anonymous namespace)");
-	return mk_str(p, id, len);
+		id = "(anonymous namespace)", len = 21;
+	uint32_t n = mk_str(p, id, len);
+	if (n != NONE)
+		nd(p, n)->flags = NF_SIMPLE;
+	return n;
 }
 
 /* [<seq-id>] _ : base-36 index plus one, 0 without digits. */
@@ -361,7 +405,48 @@ static uint32_t substitution(struct parser *p)
 		p->fail = true;
 		return NONE;
 	}
-	return p->w->subs[id];
+	uint32_t n = p->w->subs[id];
+	const struct demangle_node *d = nd(p, n);
+	bool keep = p->sub_keep;
+	p->sub_keep = false;
+	if (d->kind == N_TPARAM) {
+		/* c++filt resolves a template parameter where it is used: in
+		 * the signature of a function whose template args hold a local
+		 * name, S_ to T_ there is the function's own T_; but under a
+		 * reference it keeps the scope it was first printed in (taken
+		 * here as where it was read). */
+		const struct demangle_node *l = p->tparams != NONE ? nd(p, p->tparams) : 0;
+		if (keep && d->a != NONE && (nd(p, d->a)->flags & NF_LAMBDA_PARM))
+			keep = false; /* printed as auto:N: no scope was kept */
+		if (!keep && p->in_lambda == 0 && l && d->c < l->b)
+			return p->w->lists[l->a + d->c];
+		return d->a;
+	}
+	if (d->kind == N_PACK && d->a != NONE && (nd(p, d->a)->flags & NF_LAMBDA_PARM) && p->in_lambda == 0)
+		d = nd(p, d->a); /* (auto:1)...: the pack itself */
+	if ((d->flags & NF_LAMBDA_PARM) && p->in_lambda == 0) {
+		const struct demangle_node *l = p->tparams != NONE ? nd(p, p->tparams) : 0;
+		if (!l || d->c >= l->b) {
+			p->fail = true;
+			return NONE;
+		}
+		n = p->w->lists[l->a + d->c];
+	}
+	return n;
+}
+
+static uint32_t mk_number_text(struct parser *p, const char *pre, uint32_t v, const char *post)
+{
+	char digits[12];
+	uint32_t n = 0;
+	char rev[12];
+	do {
+		rev[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v && n < sizeof(rev));
+	for (uint32_t i = 0; i < n; i++)
+		digits[i] = rev[n - 1 - i];
+	return mk_text3(p, pre, str_len(pre), digits, n, post, str_len(post));
 }
 
 /* <template-param> ::= T_ | T <number> _  (at 'T') */
@@ -374,6 +459,16 @@ static uint32_t template_param(struct parser *p)
 		if (!number(p, &idx, &neg))
 			return NONE;
 		idx++;
+	}
+	p->last_tparam = idx;
+	if (peek(p) == '_' && p->in_lambda > 0) { /* a generic lambda's parameter */
+		p->pos++;
+		uint32_t n = mk_number_text(p, "auto:", idx + 1, "");
+		if (n != NONE) {
+			nd(p, n)->flags = NF_LAMBDA_PARM;
+			nd(p, n)->c = idx;
+		}
+		return n;
 	}
 	if (peek(p) != '_' || p->tparams == NONE) {
 		p->fail = true;
@@ -395,6 +490,9 @@ static uint32_t base_name(struct parser *p, uint32_t n)
 		struct demangle_node *d = nd(p, n);
 		if (d->kind == N_TEMPLATE || d->kind == N_ABI)
 			n = d->a;
+		else if (d->kind == N_NESTED && nd(p, d->b)->kind == N_STR && nd(p, d->b)->len > 0 &&
+			 nd(p, d->b)->s[0] == '{')
+			n = d->a; /* an unnamed type's constructor: its scope's name */
 		else if (d->kind == N_NESTED)
 			n = d->b;
 		else if (d->kind == N_STR && d->c != NONE)
@@ -462,7 +560,7 @@ static const uint8_t builtin_len[] = {
 _Static_assert(sizeof(builtin_len) == BUILTIN_COUNT, "one length per builtin");
 
 /* A builtin type at pos (1 or 2 letters), or NONE without consuming. */
-static uint32_t builtin_type(struct parser *p)
+__attribute__((always_inline)) static inline uint32_t builtin_type(struct parser *p)
 {
 	char c0 = peek(p), c1 = peek_at(p, 1);
 	uint32_t i = NONE;
@@ -489,69 +587,55 @@ static uint32_t builtin_type(struct parser *p)
 	return n;
 }
 
-/* <expr-primary> literal after 'L' (not L_Z): <type> <value> E */
-static uint32_t literal(struct parser *p)
+/* The value of an <expr-primary> of type `type`: [n] <chars> E.  c0 c1:
+ * the builtin type's code ("i", "Dn"...), or 0 0 for another type. */
+static uint32_t literal_value(struct parser *p, uint32_t type, char c0, char c1)
 {
-	char t = peek(p);
-	const char *suffix = "";
-	const char *cast = 0;
-	uint32_t type_node = NONE;
-	switch (t) {
-	case 'i': break;
+	char code = c0 == 'D' ? 0 : c0;
+	if (c0 == 'D' && c1 == 'n' && peek(p) == 'E') { /* LDnE: nullptr, printed as its type */
+		p->pos++;
+		return type;
+	}
+	bool neg = peek(p) == 'n';
+	if (neg)
+		p->pos++;
+	uint32_t start = p->pos;
+	while (peek(p) != 'E' && peek(p) != 0)
+		p->pos++;
+	if (peek(p) != 'E') {
+		p->fail = true;
+		return NONE;
+	}
+	const char *v = p->s + start;
+	uint32_t len = p->pos - start;
+	p->pos++;
+	const char *suffix = 0;
+	switch (code) {
+	case 'i': suffix = ""; break;
 	case 'j': suffix = "u"; break;
 	case 'l': suffix = "l"; break;
 	case 'm': suffix = "ul"; break;
 	case 'x': suffix = "ll"; break;
 	case 'y': suffix = "ull"; break;
-	case 'b': break;
-	case 'c': cast = "char"; break;
-	case 'a': cast = "signed char"; break;
-	case 'h': cast = "unsigned char"; break;
-	case 's': cast = "short"; break;
-	case 't': cast = "unsigned short"; break;
-	case 'w': cast = "wchar_t"; break;
-	case 'n': cast = "__int128"; break;
-	case 'o': cast = "unsigned __int128"; break;
-	default:
-		if (!is_digit(t)) {
-			p->fail = true;
-			return NONE;
-		}
-		type_node = source_name(p);
-		if (type_node == NONE)
-			return NONE;
+	case 'b':
+		if (len == 1 && !neg && (v[0] == '0' || v[0] == '1'))
+			return mk_cstr(p, v[0] == '1' ? "true" : "false");
 		break;
+	default: break;
 	}
-	if (type_node == NONE)
-		p->pos++;
-	bool neg = peek(p) == 'n';
-	if (neg)
-		p->pos++;
-	uint32_t start = p->pos;
-	while (is_digit(peek(p)))
-		p->pos++;
-	uint32_t len = p->pos - start;
-	if (len == 0 || peek(p) != 'E') {
-		p->fail = true;
+	if (suffix)
+		return mk_text3(p, neg ? "-" : "", neg ? 1u : 0u, v, len, suffix, str_len(suffix));
+	bool fl = code == 'd' || code == 'e' || code == 'f' || code == 'g' || (c0 == 'D' && c1 == 'h');
+	uint32_t start_text = p->ntext;
+	if ((neg && !text_put(p, "-", 1)) || (fl && !text_put(p, "[", 1)) || !text_put(p, v, len) ||
+	    (fl && !text_put(p, "]", 1)))
 		return NONE;
+	uint32_t r = mk2(p, N_CAST, type, NONE);
+	if (r != NONE) {
+		nd(p, r)->s = p->w->text + start_text;
+		nd(p, r)->len = p->ntext - start_text;
 	}
-	p->pos++;
-	const char *digits = p->s + start;
-	if (t == 'b' && len == 1 && (digits[0] == '0' || digits[0] == '1'))
-		return mk_cstr(p, digits[0] == '1' ? "true" : "false");
-	uint32_t value = mk_text3(p, neg ? "-" : "", neg ? 1u : 0u, digits, len, suffix, str_len(suffix));
-	if (value == NONE)
-		return NONE;
-	if (cast)
-		type_node = mk_cstr(p, cast);
-	if (type_node == NONE)
-		return value;
-	uint32_t c = mk2(p, N_CAST, type_node, NONE);
-	if (c != NONE) {
-		nd(p, c)->s = nd(p, value)->s;
-		nd(p, c)->len = nd(p, value)->len;
-	}
-	return c;
+	return r;
 }
 
 /* ---- the rules ---- */
@@ -734,7 +818,7 @@ static void step_encoding(struct parser *p, uint32_t *f)
 	}
 }
 
-static void step_name(struct parser *p, uint32_t *f)
+__attribute__((always_inline)) static inline void step_name(struct parser *p, uint32_t *f)
 {
 	switch (f[1]) {
 	case 0: {
@@ -831,7 +915,10 @@ static void nested_next(struct parser *p, uint32_t *f)
 	if (c == 'T') {
 		uint32_t t = template_param(p);
 		f[3] = sofar == NONE ? t : mk2(p, N_NESTED, sofar, t);
-		add_sub(p, f[3]);
+		if (sofar == NONE && t != NONE)
+			add_tparam_sub(p, t);
+		else
+			add_sub(p, f[3]);
 		f[4] |= 1;
 		f[5] = 0;
 		return;
@@ -846,8 +933,21 @@ static void nested_next(struct parser *p, uint32_t *f)
 		call(p, R_TARGS);
 		return;
 	}
-	if ((c == 'C' && (is_digit(c1) || c1 == 'I')) || (c == 'D' && is_digit(c1))) {
-		if (sofar == NONE || c1 == 'I') {
+	if (c == 'C' && c1 == 'I' && is_digit(peek_at(p, 2))) {
+		/* CI1 <base class>: an inheriting constructor, named after the
+		 * base class's last name (c++filt's "last name" read). */
+		if (sofar == NONE) {
+			p->fail = true;
+			return;
+		}
+		p->pos += 3;
+		push_value(p, sofar);
+		f[1] = 4;
+		call(p, R_TYPE);
+		return;
+	}
+	if ((c == 'C' && is_digit(c1)) || (c == 'D' && is_digit(c1))) {
+		if (sofar == NONE) {
 			p->fail = true;
 			return;
 		}
@@ -860,8 +960,14 @@ static void nested_next(struct parser *p, uint32_t *f)
 		f[5] = 1;
 		return;
 	}
-	if (c == 'D' && (c1 == 't' || c1 == 'T')) {
-		p->fail = true;
+	if (c == 'D' && (c1 == 't' || c1 == 'T')) { /* a decltype prefix */
+		if (sofar != NONE) {
+			p->fail = true;
+			return;
+		}
+		push_value(p, sofar);
+		f[1] = 3;
+		call(p, R_TYPE);
 		return;
 	}
 	push_value(p, sofar);
@@ -872,7 +978,7 @@ static void nested_next(struct parser *p, uint32_t *f)
 
 /* f[3]: the name so far (NONE at first), f[4]: last component was added as
  * a substitution, f[5]: 1 = last was ctor/dtor/conversion, 2 = template args. */
-static void step_nested(struct parser *p, uint32_t *f)
+__attribute__((always_inline)) static inline void step_nested(struct parser *p, uint32_t *f)
 {
 	switch (f[1]) {
 	case 0:
@@ -914,6 +1020,18 @@ static void step_nested(struct parser *p, uint32_t *f)
 			nested_next(p, f);
 		return;
 	}
+	case 4: { /* the base class of an inheriting constructor */
+		uint32_t base = pop_value(p, f[2]);
+		uint32_t sofar = pop_value(p, f[2]);
+		f[3] = mk2(p, N_NESTED, sofar, base_name(p, base));
+		add_sub(p, f[3]);
+		f[4] |= 1;
+		f[5] = 1;
+		f[1] = 1;
+		if (!p->fail)
+			nested_next(p, f);
+		return;
+	}
 	case 3: {
 		uint32_t u = pop_value(p, f[2]);
 		uint32_t sofar = pop_value(p, f[2]);
@@ -931,6 +1049,20 @@ static void step_nested(struct parser *p, uint32_t *f)
 	default:
 		p->fail = true;
 	}
+}
+
+/* The number of a lambda or unnamed type: [<number>] _ , printed +2 or 1. */
+static bool closure_number(struct parser *p, uint32_t *out)
+{
+	uint32_t v = 0;
+	bool neg, any = is_digit(peek(p));
+	if (any && !number(p, &v, &neg))
+		return false;
+	if (peek(p) != '_')
+		return false;
+	p->pos++;
+	*out = any ? v + 2 : 1;
+	return true;
 }
 
 /* f[3]: the template args in force before, restored at the end unless this
@@ -967,50 +1099,35 @@ static void step_local(struct parser *p, uint32_t *f)
 			ret(p, mk2(p, N_NESTED, enc, mk_cstr(p, "string literal")));
 			return;
 		}
-		if (peek(p) == 'd') {
-			p->fail = true;
-			return;
+		if (peek(p) == 'd') { /* d [<number>] _ : in a default argument */
+			p->pos++;
+			uint32_t v;
+			if (!closure_number(p, &v) || p->nvalues <= f[2]) {
+				p->fail = true;
+				return;
+			}
+			uint32_t *top = &p->w->values[p->nvalues - 1];
+			*top = mk2(p, N_NESTED, *top, mk_number_text(p, "{default arg#", v, "}"));
 		}
 		f[1] = 2;
+		if (p->nframes - 1 == p->tp_owner) {
+			/* The encoding's own name: the entity's template args
+			 * are what T_ in the signature refers to. */
+			p->tparams = f[3];
+			p->tp_owner = p->nframes + 1;
+			f[5] = 1;
+		}
 		call(p, R_NAME);
 		return;
 	default: {
 		uint32_t name = pop_value(p, f[2]);
 		uint32_t enc = pop_value(p, f[2]);
 		discriminator(p);
-		if (!f[4])
+		if (!f[4] && !f[5])
 			p->tparams = f[3];
 		ret(p, mk2(p, N_NESTED, enc, name));
 	}
 	}
-}
-
-/* The number of a lambda or unnamed type: [<number>] _ , printed +2 or 1. */
-static bool closure_number(struct parser *p, uint32_t *out)
-{
-	uint32_t v = 0;
-	bool neg, any = is_digit(peek(p));
-	if (any && !number(p, &v, &neg))
-		return false;
-	if (peek(p) != '_')
-		return false;
-	p->pos++;
-	*out = any ? v + 2 : 1;
-	return true;
-}
-
-static uint32_t mk_number_text(struct parser *p, const char *pre, uint32_t v, const char *post)
-{
-	char digits[12];
-	uint32_t n = 0;
-	char rev[12];
-	do {
-		rev[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v && n < sizeof(rev));
-	for (uint32_t i = 0; i < n; i++)
-		digits[i] = rev[n - 1 - i];
-	return mk_text3(p, pre, str_len(pre), digits, n, post, str_len(post));
 }
 
 /* The unqualified name's ABI tags, then its end (the state f[1] = 8). */
@@ -1026,7 +1143,7 @@ static void unqual_finish(struct parser *p, uint32_t *f)
 	ret(p, name);
 }
 
-static void step_unqual(struct parser *p, uint32_t *f)
+__attribute__((always_inline)) static inline void step_unqual(struct parser *p, uint32_t *f)
 {
 	switch (f[1]) {
 	case 0: {
@@ -1057,6 +1174,7 @@ static void step_unqual(struct parser *p, uint32_t *f)
 		}
 		if (c == 'U' && c1 == 'l') {
 			p->pos += 2;
+			p->in_lambda++;
 			f[1] = 2;
 			return;
 		}
@@ -1107,6 +1225,7 @@ static void step_unqual(struct parser *p, uint32_t *f)
 			return;
 		} else {
 			p->pos++;
+			p->in_lambda--;
 			uint32_t params = mk_list(p, f[2]);
 			drop_lone_void(p, params);
 			uint32_t v;
@@ -1139,6 +1258,105 @@ static void step_unqual(struct parser *p, uint32_t *f)
 	}
 }
 
+/* The children of a node that are nodes, for find_pack. */
+static uint32_t node_children(const struct demangle_node *d, uint32_t out[3])
+{
+	switch (d->kind) {
+	case N_STR:
+	case N_EXPAND:
+	case N_PACK:
+	case N_LIST:
+		return 0;
+	case N_ENC: /* c++filt's order: name, return type, parameters */
+		out[0] = d->b, out[1] = d->a, out[2] = d->c;
+		return 3;
+	case N_TERNARY:
+	case N_NEW:
+	case N_DESIG:
+		out[0] = d->a, out[1] = d->b, out[2] = d->c;
+		return 3;
+	default:
+		out[0] = d->a, out[1] = d->b;
+		return 2;
+	}
+}
+
+/* Whether a pack is the value of one of the template parameters in force
+ * (what a T_ that c++filt resolves when printing would find). */
+static bool is_param_pack(struct parser *p, uint32_t pack)
+{
+	if (p->tparams == NONE)
+		return false;
+	const struct demangle_node *l = nd(p, p->tparams);
+	for (uint32_t i = 0; i < l->b; i++)
+		if (p->w->lists[l->a + i] == pack)
+			return true;
+	return false;
+}
+
+/* The first template parameter pack a pattern refers to (an expanded list),
+ * searched left to right, not into nested expansions; NONE if none. */
+static uint32_t find_pack(struct parser *p, uint32_t n)
+{
+	uint32_t stack[64], top = 0, budget = 4u * DEMANGLE_MAX_NODES;
+	if (n != NONE)
+		stack[top++] = n;
+	while (top > 0 && budget-- > 0) {
+		uint32_t i = stack[--top];
+		const struct demangle_node *d = nd(p, i);
+		if (d->kind == N_LIST && d->flags == 1 && is_param_pack(p, i))
+			return i;
+		if (d->kind == N_LIST) {
+			for (uint32_t j = d->b; j > 0 && top < 64; j--)
+				stack[top++] = p->w->lists[d->a + j - 1];
+			continue;
+		}
+		uint32_t kids[3];
+		uint32_t k = node_children(d, kids);
+		for (uint32_t j = k; j > 0 && top < 64; j--)
+			if (kids[j - 1] != NONE)
+				stack[top++] = kids[j - 1];
+	}
+	return NONE;
+}
+
+static uint32_t mk3(struct parser *p, uint8_t kind, uint32_t a, uint32_t b, uint32_t c, const char *s, uint16_t flags)
+{
+	uint32_t i = node_new(p, kind);
+	if (i != NONE) {
+		struct demangle_node *d = nd(p, i);
+		d->a = a;
+		d->b = b;
+		d->c = c;
+		d->s = s ? s : "";
+		d->len = s ? str_len(s) : 0;
+		d->flags = flags;
+	}
+	return i;
+}
+
+/* `t` with cv-qualifiers: on an array type they qualify its elements,
+ * char const [3][4]. */
+static uint32_t qualify(struct parser *p, uint32_t t, uint8_t quals)
+{
+	uint32_t dims[32], k = 0, elem = t;
+	while (elem != NONE && k < 32 && nd(p, elem)->kind == N_ARRAY) {
+		dims[k++] = elem;
+		elem = nd(p, elem)->a;
+	}
+	uint32_t q = mk2(p, N_QUAL, elem, NONE);
+	if (q != NONE)
+		nd(p, q)->quals = quals;
+	for (uint32_t i = k; i > 0 && q != NONE; i--) {
+		const struct demangle_node *d = nd(p, dims[i - 1]);
+		uint32_t c = d->c;
+		q = mk_s(p, N_ARRAY, q, d->s, d->len);
+		if (q != NONE)
+			nd(p, q)->c = c;
+	}
+	return q;
+}
+
 /* Dp <type>: when the type is a known pack (a template parameter bound to
  * J...E) under pointers, references and qualifiers, one type per element,
  * references collapsing (T& && is T&); otherwise "type...". */
@@ -1149,8 +1367,13 @@ static uint32_t expand_pack(struct parser *p, uint32_t t)
 		chain[depth++] = base;
 		base = nd(p, base)->a;
 	}
-	if (base == NONE || nd(p, base)->kind != N_LIST || nd(p, base)->flags != 1)
+	if (base == NONE || nd(p, base)->kind != N_LIST || nd(p, base)->flags != 1) {
+		/* A pack deeper in the pattern: expanded when printed. */
+		uint32_t pack = find_pack(p, t);
+		if (pack != NONE)
+			return mk3(p, N_EXPAND, t, NONE, pack, 0, 0);
 		return mk2(p, N_PACK, t, NONE);
+	}
 	if (depth == 0)
 		return base;
 	uint32_t count = nd(p, base)->b, first = nd(p, base)->a;
@@ -1167,11 +1390,15 @@ static uint32_t expand_pack(struct parser *p, uint32_t t)
 					cur = mk_s(p, N_PTR, cn->a, "&", 1);
 				continue;
 			}
-			uint32_t n = mk2(p, c->kind, cur, NONE);
-			if (n != NONE) {
-				nd(p, n)->quals = c->quals;
-				nd(p, n)->s = c->s;
-				nd(p, n)->len = c->len;
+			uint32_t n;
+			if (c->kind == N_QUAL) {
+				n = qualify(p, cur, c->quals);
+			} else {
+				n = mk2(p, c->kind, cur, NONE);
+				if (n != NONE) {
+					nd(p, n)->s = c->s;
+					nd(p, n)->len = c->len;
+				}
 			}
 			cur = n;
 		}
@@ -1185,14 +1412,16 @@ static uint32_t expand_pack(struct parser *p, uint32_t t)
 
 enum {
 	T_QUAL = 10, T_PTR, T_FUNC_RET, T_FUNC_PARAMS, T_ARRAY, T_MEM_CLASS, T_MEM_TYPE,
-	T_TARGS, T_NAME, T_PACK
+	T_TARGS, T_NAME, T_PACK, T_DECLTYPE, T_ARRAY_DIM
 };
 
-static void step_type(struct parser *p, uint32_t *f)
+__attribute__((always_inline)) static inline void step_type(struct parser *p, uint32_t *f)
 {
 	switch (f[1]) {
 	case 0: {
 		char c = peek(p), c1 = peek_at(p, 1);
+		bool under_ref = p->ref_operand, under_qual = p->qual_operand;
+		p->ref_operand = p->qual_operand = false;
 		uint32_t b = builtin_type(p);
 		if (b != NONE) {
 			ret(p, b);
@@ -1219,6 +1448,7 @@ static void step_type(struct parser *p, uint32_t *f)
 				p->pos++;
 			}
 			f[1] = T_QUAL;
+			p->qual_operand = true;
 			call(p, R_TYPE);
 			return;
 		case 'P':
@@ -1227,17 +1457,24 @@ static void step_type(struct parser *p, uint32_t *f)
 			p->pos++;
 			f[3] = (uint32_t)c;
 			f[1] = T_PTR;
+			p->ref_operand = c != 'P';
 			call(p, R_TYPE);
 			return;
 		case 'F':
 			p->pos++;
 			if (peek(p) == 'Y')
 				p->pos++;
+			f[4] = under_qual; /* K F...E: only the qualified type is a substitution */
 			f[1] = T_FUNC_RET;
 			call(p, R_TYPE);
 			return;
 		case 'A': {
 			p->pos++;
+			if (!is_digit(peek(p)) && peek(p) != '_') { /* A <expression> _ <type> */
+				f[1] = T_ARRAY_DIM;
+				call(p, R_EXPR);
+				return;
+			}
 			uint32_t start = p->pos;
 			while (is_digit(peek(p)))
 				p->pos++;
@@ -1261,7 +1498,7 @@ static void step_type(struct parser *p, uint32_t *f)
 			uint32_t t = template_param(p);
 			if (t == NONE)
 				return;
-			add_sub(p, t);
+			add_tparam_sub(p, t);
 			if (peek(p) == 'I') {
 				push_value(p, t);
 				f[1] = T_TARGS;
@@ -1273,6 +1510,7 @@ static void step_type(struct parser *p, uint32_t *f)
 		}
 		case 'S':
 			if (c1 != 't') {
+				p->sub_keep = under_ref;
 				uint32_t s = substitution(p);
 				if (s != NONE && peek(p) == 'I') {
 					push_value(p, s);
@@ -1291,6 +1529,12 @@ static void step_type(struct parser *p, uint32_t *f)
 				p->pos += 2;
 				f[1] = T_PACK;
 				call(p, R_TYPE);
+				return;
+			}
+			if (c1 == 't' || c1 == 'T') { /* Dt / DT <expression> E */
+				p->pos += 2;
+				f[1] = T_DECLTYPE;
+				call(p, R_EXPR);
 				return;
 			}
 			if (c1 == 'F') { /* DF <number> _ : _FloatN */
@@ -1320,13 +1564,19 @@ static void step_type(struct parser *p, uint32_t *f)
 	}
 	case T_QUAL: {
 		uint32_t t = pop_value(p, f[2]);
-		/* cv on an array type qualifies its elements: char const [3] */
-		bool array = t != NONE && nd(p, t)->kind == N_ARRAY;
-		uint32_t q = mk2(p, N_QUAL, array ? nd(p, t)->a : t, NONE);
-		if (q != NONE)
-			nd(p, q)->quals = (uint8_t)f[3];
-		if (array && q != NONE)
-			q = mk_s(p, N_ARRAY, q, nd(p, t)->s, nd(p, t)->len);
+		if (t != NONE && nd(p, t)->kind == N_QUAL && (nd(p, t)->quals & f[3])) {
+			/* On a qualified type (a template argument): each
+			 * qualifier once, the inner ones first, as c++filt. */
+			uint8_t rest = (uint8_t)(nd(p, t)->quals & ~f[3]);
+			uint32_t inner = nd(p, t)->a;
+			if (rest) {
+				inner = mk2(p, N_QUAL, inner, NONE);
+				if (inner != NONE)
+					nd(p, inner)->quals = rest;
+			}
+			t = inner;
+		}
+		uint32_t q = qualify(p, t, (uint8_t)f[3]);
 		add_sub(p, q);
 		ret(p, q);
 		return;
@@ -1370,13 +1620,27 @@ static void step_type(struct parser *p, uint32_t *f)
 		uint32_t fn = mk2(p, N_FUNC, rtype, params);
 		if (fn != NONE)
 			nd(p, fn)->c = ref;
-		add_sub(p, fn);
+		if (!f[4])
+			add_sub(p, fn);
 		ret(p, fn);
 		return;
 	}
+	case T_ARRAY_DIM:
+		if (peek(p) != '_') {
+			p->fail = true;
+			return;
+		}
+		p->pos++;
+		f[5] = 1; /* the dimension is on the value stack */
+		f[1] = T_ARRAY;
+		call(p, R_TYPE);
+		return;
 	case T_ARRAY: {
 		uint32_t t = pop_value(p, f[2]);
+		uint32_t dim = f[5] ? pop_value(p, f[2]) : NONE;
 		uint32_t a = mk_s(p, N_ARRAY, t, p->s + f[3], f[4]);
+		if (a != NONE)
+			nd(p, a)->c = dim;
 		add_sub(p, a);
 		ret(p, a);
 		return;
@@ -1401,6 +1665,17 @@ static void step_type(struct parser *p, uint32_t *f)
 		ret(p, t);
 		return;
 	}
+	case T_DECLTYPE: {
+		if (peek(p) != 'E') {
+			p->fail = true;
+			return;
+		}
+		p->pos++;
+		uint32_t d = mk2(p, N_DECLTYPE, pop_value(p, f[2]), NONE);
+		add_sub(p, d);
+		ret(p, d);
+		return;
+	}
 	case T_PACK: {
 		uint32_t t = pop_value(p, f[2]);
 		uint32_t n = expand_pack(p, t);
@@ -1422,7 +1697,7 @@ static void splice_packs(struct parser *p, uint32_t from)
 	uint32_t n = p->nvalues - from, extra = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		const struct demangle_node *d = nd(p, p->w->values[from + i]);
-		if (d->kind == N_LIST && d->flags == 1)
+		if (d->kind == N_LIST && d->flags == 1 && d->b > 0)
 			extra += d->b;
 	}
 	if (extra == 0 && n == 0)
@@ -1436,7 +1711,7 @@ static void splice_packs(struct parser *p, uint32_t from)
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t v = p->w->values[from + i];
 		const struct demangle_node *d = nd(p, v);
-		if (d->kind == N_LIST && d->flags == 1) {
+		if (d->kind == N_LIST && d->flags == 1 && d->b > 0) {
 			for (uint32_t j = 0; j < d->b; j++)
 				p->w->lists[k++] = p->w->lists[d->a + j];
 		} else {
@@ -1464,23 +1739,24 @@ static void targs_next(struct parser *p, uint32_t *f)
 		ret(p, l);
 		return;
 	}
-	if (c == 'L') {
-		if (peek_at(p, 1) == '_' && peek_at(p, 2) == 'Z') {
-			p->pos += 3;
-			f[1] = 3;
-			call(p, R_ENCODING);
+	if (c == 'L') { /* <expr-primary>: a literal or L_Z <encoding> E */
+		char c1 = peek_at(p, 1);
+		if (is_lower(c1) && builtin_letter[c1 - 'a'] != 0) { /* the common case, at once */
+			p->pos++;
+			uint32_t t = builtin_type(p);
+			push_value(p, t == NONE ? NONE : literal_value(p, t, c1, 0));
 			return;
 		}
-		p->pos++;
-		if (peek(p) == 'N' || peek(p) == 'S' || peek(p) == 'T') {
-			f[1] = 4; /* a literal of a class or enum type named in full */
-			call(p, R_TYPE);
-			return;
-		}
-		push_value(p, literal(p));
+		call(p, R_EXPR);
 		return;
 	}
-	if (c == 'J') {
+	if (c == 'X') {
+		p->pos++;
+		f[1] = 3;
+		call(p, R_EXPR);
+		return;
+	}
+	if (c == 'J' || c == 'I') { /* an argument pack (I: g++ before 4.7) */
 		p->pos++;
 		call(p, R_TARGS);
 		if (!p->fail) {
@@ -1490,7 +1766,7 @@ static void targs_next(struct parser *p, uint32_t *f)
 		}
 		return;
 	}
-	if (c == 0 || c == 'X') {
+	if (c == 0) {
 		p->fail = true;
 		return;
 	}
@@ -1499,7 +1775,7 @@ static void targs_next(struct parser *p, uint32_t *f)
 }
 
 /* f[3]: these args become tparams; f[4]: an argument pack (J ... E). */
-static void step_targs(struct parser *p, uint32_t *f)
+__attribute__((always_inline)) static inline void step_targs(struct parser *p, uint32_t *f)
 {
 	switch (f[1]) {
 	case 0:
@@ -1513,31 +1789,6 @@ static void step_targs(struct parser *p, uint32_t *f)
 	case 1:
 		targs_next(p, f);
 		return;
-	case 4: {
-		uint32_t type = pop_value(p, f[2]);
-		bool neg = peek(p) == 'n';
-		if (neg)
-			p->pos++;
-		uint32_t start = p->pos;
-		while (is_digit(peek(p)))
-			p->pos++;
-		if (p->pos == start || peek(p) != 'E') {
-			p->fail = true;
-			return;
-		}
-		uint32_t v = mk_text3(p, neg ? "-" : "", neg ? 1u : 0u, p->s + start, p->pos - start, "", 0);
-		p->pos++;
-		uint32_t c = v == NONE ? NONE : mk2(p, N_CAST, type, NONE);
-		if (c != NONE) {
-			nd(p, c)->s = nd(p, v)->s;
-			nd(p, c)->len = nd(p, v)->len;
-		}
-		push_value(p, c);
-		f[1] = 1;
-		if (!p->fail)
-			targs_next(p, f);
-		return;
-	}
 	default:
 		if (peek(p) != 'E') {
 			p->fail = true;
@@ -1549,6 +1800,504 @@ static void step_targs(struct parser *p, uint32_t *f)
 	}
 }
 
+/* ---- expressions ---- */
+
+struct expr_op {
+	char code[3];
+	uint8_t arity;
+	const char *text; /* as c++filt prints the operator in an expression */
+};
+/* Sorted by code. */
+static const struct expr_op expr_ops[] = {
+	{"aN", 2, "&="},	  {"aS", 2, "="},	  {"aa", 2, "&&"},	    {"ad", 1, "&"},
+	{"an", 2, "&"},		  {"at", 1, "alignof "},  {"aw", 1, "co_await "},   {"az", 1, "alignof "},
+	{"cc", 2, "const_cast"},  {"cl", 2, "()"},	  {"cm", 2, ","},	    {"co", 1, "~"},
+	{"dV", 2, "/="},	  {"dX", 3, "[...]="},	  {"da", 1, "delete[] "},   {"dc", 2, "dynamic_cast"},
+	{"de", 1, "*"},		  {"di", 2, "="},	  {"dl", 1, "delete "},	    {"ds", 2, ".*"},
+	{"dt", 2, "."},		  {"dv", 2, "/"},	  {"dx", 2, "]="},	    {"eO", 2, "^="},
+	{"eo", 2, "^"},		  {"eq", 2, "=="},	  {"fL", 3, "..."},	    {"fR", 3, "..."},
+	{"fl", 2, "..."},	  {"fr", 2, "..."},	  {"ge", 2, ">="},	    {"gs", 1, "::"},
+	{"gt", 2, ">"},		  {"ix", 2, "[]"},	  {"lS", 2, "<<="},	    {"le", 2, "<="},
+	{"li", 1, "operator\"\" "}, {"ls", 2, "<<"},	  {"lt", 2, "<"},	    {"mI", 2, "-="},
+	{"mL", 2, "*="},	  {"mi", 2, "-"},	  {"ml", 2, "*"},	    {"mm", 1, "--"},
+	{"na", 3, "new[]"},	  {"ne", 2, "!="},	  {"ng", 1, "-"},	    {"nt", 1, "!"},
+	{"nw", 3, "new"},	  {"nx", 1, "noexcept"},  {"oR", 2, "|="},	    {"oo", 2, "||"},
+	{"or", 2, "|"},		  {"pL", 2, "+="},	  {"pl", 2, "+"},	    {"pm", 2, "->*"},
+	{"pp", 1, "++"},	  {"ps", 1, "+"},	  {"pt", 2, "->"},	    {"qu", 3, "?"},
+	{"rM", 2, "%="},	  {"rS", 2, ">>="},	  {"rc", 2, "reinterpret_cast"}, {"rm", 2, "%"},
+	{"rs", 2, ">>"},	  {"sP", 1, "sizeof..."}, {"sZ", 1, "sizeof..."},   {"sc", 2, "static_cast"},
+	{"ss", 2, "<=>"},	  {"st", 1, "sizeof "},	  {"sz", 1, "sizeof "},	    {"tr", 0, "throw"},
+	{"tw", 1, "throw "},
+};
+#define EXPR_OP_COUNT ((uint32_t)(sizeof(expr_ops) / sizeof(expr_ops[0])))
+/* Forms read like operators, past the table's indices. */
+#define OP_CAST (EXPR_OP_COUNT + 0u)   /* cv <type> <expression> | cv <type> _ <expression>* E */
+#define OP_TYPED (EXPR_OP_COUNT + 1u)  /* tl <type> <expression>* E */
+#define OP_BRACED (EXPR_OP_COUNT + 2u) /* il <expression>* E */
+#define OP_VENDOR (EXPR_OP_COUNT + 3u) /* u <source-name> <template-arg>* E */
+
+/* The table index of the operator at pos (consumed), or NONE. */
+static uint32_t expr_op(struct parser *p)
+{
+	char c0 = peek(p), c1 = peek_at(p, 1);
+	uint32_t lo = 0, hi = EXPR_OP_COUNT;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		const char *k = expr_ops[mid].code;
+		if (k[0] == c0 && k[1] == c1) {
+			p->pos += 2;
+			return mid;
+		}
+		if (c0 < k[0] || (c0 == k[0] && c1 < k[1]))
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return NONE;
+}
+
+static bool op_is_new_cast(uint32_t op)
+{
+	return op < EXPR_OP_COUNT && expr_ops[op].code[1] == 'c' &&
+	       (expr_ops[op].code[0] == 's' || expr_ops[op].code[0] == 'd' || expr_ops[op].code[0] == 'c' ||
+		expr_ops[op].code[0] == 'r');
+}
+
+/* Operands print bare when c++filt deems them simple, else in parentheses. */
+static bool expr_simple(const struct demangle_node *d)
+{
+	return (d->kind == N_STR && (d->flags & NF_SIMPLE)) || d->kind == N_NESTED || d->kind == N_BRACE;
+}
+
+/* States of R_EXPR. f[3]: the operator (expr_ops index or OP_*), f[4]: the
+ * operands read so far, f[5]: a state's own word. */
+enum {
+	X_OPERANDS = 1, /* reading the operator's operands */
+	X_PRIMARY_ENC,	/* L_Z <encoding> E read: f[5] = the template args before */
+	X_PRIMARY_TYPE, /* L <type> read, the value follows */
+	X_NAME,		/* a name read (f[5]: its scope or NONE), template args may follow */
+	X_TEMPLATE,	/* name and template args read */
+	X_SCOPE,	/* sr <qualifier-level>+ E: f[5] = the scope so far */
+	X_SCOPE_PART,	/* a qualifier level read */
+	X_SCOPE_TYPE,	/* sr <type> read */
+	X_EXPANSION,	/* sp <expression> read */
+	X_MEMBER,	/* a member name after dt / pt (no operator) */
+};
+
+/* Calls R_TARGS on template args with no leading 'I' (sP, u): up to E. */
+static void call_args_to_e(struct parser *p)
+{
+	call(p, R_TARGS);
+	if (!p->fail) {
+		uint32_t *g = p->w->frames[p->nframes - 1];
+		g[1] = 1;
+	}
+}
+
+static void call_exprlist(struct parser *p, char end)
+{
+	call(p, R_EXPRLIST);
+	if (!p->fail)
+		p->w->frames[p->nframes - 1][3] = (uint32_t)end;
+}
+
+/* Builds the expression once its operands are on the value stack. */
+static void expr_finish(struct parser *p, uint32_t *f)
+{
+	uint32_t op = f[3], n = p->nvalues - f[2];
+	uint32_t *v = p->w->values + f[2];
+	uint32_t r = NONE;
+	if (op == OP_CAST) {
+		r = mk3(p, N_UNARY, v[0], v[1], NONE, 0, U_CAST);
+	} else if (op == OP_TYPED) {
+		r = mk3(p, N_BRACE, v[0], v[1], NONE, 0, 0);
+	} else if (op == OP_BRACED) {
+		r = mk3(p, N_BRACE, NONE, v[0], NONE, 0, 0);
+	} else if (op == OP_VENDOR) {
+		r = mk3(p, N_VENDOR, v[0], v[1], NONE, 0, 0);
+	} else if (op >= EXPR_OP_COUNT || n != (uint32_t)expr_ops[op].arity - (expr_ops[op].code[0] == 'f')) {
+		p->fail = true;
+		return;
+	} else {
+		const struct expr_op *o = &expr_ops[op];
+		char c0 = o->code[0], c1 = o->code[1];
+		if (c0 == 'f') { /* folds: f[5] is the folded operator */
+			r = mk3(p, N_FOLD, v[0], n > 1 ? v[1] : NONE, NONE, expr_ops[f[5]].text, (uint16_t)c1);
+		} else if (o->arity == 0) {
+			r = mk_cstr(p, o->text);
+		} else if (o->arity == 1) {
+			uint32_t x = v[0];
+			if (c0 == 's' && (c1 == 'Z' || c1 == 'P')) {
+				uint32_t count = 0;
+				if (c1 == 'Z') {
+					uint32_t pack = find_pack(p, x);
+					count = pack == NONE ? 0 : nd(p, pack)->b;
+				} else {
+					const struct demangle_node *l = nd(p, x);
+					for (uint32_t i = 0; i < l->b; i++) {
+						const struct demangle_node *e = nd(p, p->w->lists[l->a + i]);
+						count += e->kind == N_LIST && e->flags == 1 ? e->b : e->kind == N_PACK ? 0 : 1;
+					}
+				}
+				r = mk_number_text(p, "", count, "");
+			} else {
+				uint16_t mode = U_PREFIX;
+				if (c0 == 'a' && c1 == 'd' && nd(p, x)->kind == N_ENC && nd(p, x)->b != NONE &&
+				    nd(p, nd(p, x)->b)->kind == N_NESTED)
+					x = nd(p, x)->b; /* &A::f, without its parameters */
+				if ((c0 == 'p' || c0 == 'm') && c1 == c0 && f[5])
+					mode = U_SUFFIX;
+				else if (c0 == 'g' && c1 == 's')
+					mode = U_BARE;
+				else if ((c0 == 's' && c1 == 't') || (c0 == 'n' && c1 == 'x'))
+					mode = U_PARENS;
+				r = mk3(p, N_UNARY, x, NONE, NONE, o->text, mode);
+			}
+		} else if (o->arity == 2) {
+			uint16_t mode = B_PLAIN;
+			uint32_t l = v[0];
+			if (op_is_new_cast(op))
+				mode = B_NEWCAST;
+			else if (c0 == 'c' && c1 == 'l')
+				mode = B_CALL;
+			else if (c0 == 'i' && c1 == 'x')
+				mode = B_INDEX;
+			else if (c0 == 'g' && c1 == 't')
+				mode = B_GT;
+			if (mode == B_CALL && nd(p, l)->kind == N_ENC && nd(p, l)->b != NONE)
+				l = nd(p, l)->b; /* a function called by name */
+			if (c0 == 'd' && (c1 == 'i' || c1 == 'x'))
+				r = mk3(p, N_DESIG, l, NONE, v[1], 0, (uint16_t)c1);
+			else
+				r = mk3(p, N_BINARY, l, v[1], NONE, o->text, mode);
+		} else if (c0 == 'q') {
+			r = mk3(p, N_TERNARY, v[0], v[1], v[2], 0, 0);
+		} else if (c0 == 'd') { /* dX */
+			r = mk3(p, N_DESIG, v[0], v[1], v[2], 0, 'X');
+		} else { /* nw, na */
+			r = mk3(p, N_NEW, nd(p, v[0])->b > 0 ? v[0] : NONE, v[1], v[2], 0, 0);
+		}
+	}
+	ret(p, r);
+}
+
+/* Reads the next operand of f[3], or finishes. */
+static void expr_operand(struct parser *p, uint32_t *f)
+{
+	uint32_t op = f[3], k = f[4]++;
+	char c = peek(p), c1 = peek_at(p, 1);
+	if (op == OP_CAST) {
+		if (k == 0) {
+			call(p, R_TYPE);
+		} else if (k == 1 && c == '_') {
+			p->pos++;
+			call_exprlist(p, 'E');
+		} else if (k == 1) {
+			call(p, R_EXPR);
+		} else {
+			expr_finish(p, f);
+		}
+		return;
+	}
+	if (op == OP_VENDOR) {
+		if (k == 0) {
+			push_value(p, source_name(p));
+			if (!p->fail)
+				call_args_to_e(p);
+		} else {
+			expr_finish(p, f);
+		}
+		return;
+	}
+	if (op == OP_TYPED || op == OP_BRACED) {
+		if (k == 0 && op == OP_TYPED)
+			call(p, R_TYPE);
+		else if (k == (op == OP_BRACED ? 0u : 1u))
+			call_exprlist(p, 'E');
+		else
+			expr_finish(p, f);
+		return;
+	}
+	const struct expr_op *o = &expr_ops[op];
+	char c0 = o->code[0], k1 = o->code[1];
+	uint32_t need = (uint32_t)o->arity - (c0 == 'f');
+	if (k >= need) {
+		expr_finish(p, f);
+		return;
+	}
+	if (o->arity == 1) {
+		if (c0 == 's' && k1 == 't')
+			call(p, R_TYPE);
+		else if (c0 == 's' && k1 == 'P')
+			call_args_to_e(p);
+		else
+			call(p, R_EXPR);
+		return;
+	}
+	if (o->arity == 2 && k == 0) {
+		if (op_is_new_cast(op))
+			call(p, R_TYPE);
+		else if (c0 == 'd' && k1 == 'i')
+			call(p, R_UNQUAL);
+		else
+			call(p, R_EXPR);
+		return;
+	}
+	if (o->arity == 2 && k == 1 && c0 != 'f') {
+		if (c0 == 'c' && k1 == 'l') {
+			call_exprlist(p, 'E');
+		} else if ((c0 == 'd' || c0 == 'p') && k1 == 't' && !((c == 'g' && c1 == 's') || (c == 's' && c1 == 'r'))) {
+			call(p, R_EXPR);
+			if (!p->fail) {
+				p->w->frames[p->nframes - 1][1] = X_MEMBER;
+				p->w->frames[p->nframes - 1][5] = NONE;
+			}
+		} else {
+			call(p, R_EXPR);
+		}
+		return;
+	}
+	if (c0 == 'n' && k == 0) {
+		call_exprlist(p, '_');
+	} else if (c0 == 'n' && k == 1) {
+		call(p, R_TYPE);
+	} else if (c0 == 'n') { /* the initializer */
+		if (c == 'E') {
+			p->pos++;
+			push_value(p, NONE);
+			expr_finish(p, f);
+		} else if (c == 'p' && c1 == 'i') {
+			p->pos += 2;
+			call_exprlist(p, 'E');
+		} else if (c == 'i' && c1 == 'l') {
+			call(p, R_EXPR);
+		} else {
+			p->fail = true;
+		}
+	} else {
+		call(p, R_EXPR);
+	}
+}
+
+__attribute__((noinline)) static void step_expr(struct parser *p, uint32_t *f)
+{
+	char c = peek(p), c1 = peek_at(p, 1);
+	switch (f[1]) {
+	case 0:
+		if (c == 'L') {
+			p->pos++;
+			if (peek(p) == 'Z' || (peek(p) == '_' && peek_at(p, 1) == 'Z')) {
+				p->pos += peek(p) == '_' ? 2u : 1u;
+				f[1] = X_PRIMARY_ENC;
+				f[5] = p->tparams;
+				call(p, R_ENCODING);
+				return;
+			}
+			char t0 = peek(p), t1 = peek_at(p, 1);
+			uint32_t t = builtin_type(p);
+			if (t != NONE) {
+				ret(p, literal_value(p, t, t0, t1));
+				return;
+			}
+			f[1] = X_PRIMARY_TYPE;
+			call(p, R_TYPE);
+			return;
+		}
+		if (c == 'T') {
+			uint32_t t = template_param(p);
+			/* T_ is never a simple operand in c++filt's printing. */
+			if (t != NONE && expr_simple(nd(p, t)))
+				t = mk_s(p, N_SUFFIX, t, "", 0);
+			ret(p, t);
+			return;
+		}
+		if (c == 'f' && c1 == 'p') {
+			p->pos += 2;
+			uint32_t idx = 0, n;
+			if (peek(p) == 'T') {
+				p->pos++;
+				n = mk_cstr(p, "this");
+			} else {
+				bool neg;
+				if (is_digit(peek(p))) {
+					if (!number(p, &idx, &neg))
+						return;
+					idx++;
+				}
+				if (peek(p) != '_') {
+					p->fail = true;
+					return;
+				}
+				p->pos++;
+				n = mk_number_text(p, "{parm#", idx + 1, "}");
+			}
+			if (n != NONE)
+				nd(p, n)->flags = NF_SIMPLE;
+			ret(p, n);
+			return;
+		}
+		if (c == 's' && c1 == 'r') {
+			p->pos += 2;
+			c = peek(p);
+			f[5] = NONE;
+			if (p->sr_levels && (is_digit(c) || is_lower(c) || c == 'C' || c == 'U' || c == 'L')) {
+				p->sr_levels_read = true;
+				f[1] = X_SCOPE;
+				return;
+			}
+			f[1] = X_SCOPE_TYPE;
+			call(p, R_TYPE);
+			return;
+		}
+		if (c == 's' && c1 == 'p') {
+			p->pos += 2;
+			f[1] = X_EXPANSION;
+			call(p, R_EXPR);
+			return;
+		}
+		if (is_digit(c) || (c == 'o' && c1 == 'n')) {
+			if (c == 'o')
+				p->pos += 2;
+			f[1] = X_NAME;
+			f[5] = NONE;
+			call(p, R_UNQUAL);
+			return;
+		}
+		f[1] = X_OPERANDS;
+		if ((c == 't' || c == 'i') && c1 == 'l') {
+			p->pos += 2;
+			f[3] = c == 't' ? OP_TYPED : OP_BRACED;
+		} else if (c == 'c' && c1 == 'v') {
+			p->pos += 2;
+			f[3] = OP_CAST;
+		} else if (c == 'u') {
+			p->pos++;
+			f[3] = OP_VENDOR;
+		} else {
+			f[3] = expr_op(p);
+			if (f[3] == NONE) {
+				p->fail = true;
+				return;
+			}
+			const char *code = expr_ops[f[3]].code;
+			if ((code[0] == 'p' || code[0] == 'm') && code[1] == code[0]) {
+				/* pp_ / mm_ are the prefix forms */
+				f[5] = peek(p) != '_';
+				if (!f[5])
+					p->pos++;
+			} else if (code[0] == 'f') {
+				f[5] = expr_op(p); /* the folded operator */
+				if (f[5] == NONE) {
+					p->fail = true;
+					return;
+				}
+			}
+		}
+		expr_operand(p, f);
+		return;
+	case X_OPERANDS:
+		expr_operand(p, f);
+		return;
+	case X_PRIMARY_ENC: {
+		p->tparams = f[5];
+		if (c != 'E') {
+			p->fail = true;
+			return;
+		}
+		p->pos++;
+		ret(p, pop_value(p, f[2]));
+		return;
+	}
+	case X_PRIMARY_TYPE:
+		ret(p, literal_value(p, pop_value(p, f[2]), 0, 0));
+		return;
+	case X_MEMBER: /* f[5]: the scope, or NONE */
+		if (c == 'o' && c1 == 'n')
+			p->pos += 2;
+		f[1] = X_NAME;
+		call(p, R_UNQUAL);
+		return;
+	case X_NAME: {
+		uint32_t name = pop_value(p, f[2]);
+		if (f[5] != NONE)
+			name = mk2(p, N_NESTED, f[5], name);
+		if (peek(p) == 'I') {
+			push_value(p, name);
+			f[1] = X_TEMPLATE;
+			call(p, R_TARGS);
+			return;
+		}
+		ret(p, name);
+		return;
+	}
+	case X_TEMPLATE: {
+		uint32_t args = pop_value(p, f[2]);
+		uint32_t name = pop_value(p, f[2]);
+		ret(p, mk2(p, N_TEMPLATE, name, args));
+		return;
+	}
+	case X_SCOPE: /* the levels of sr ... E, then the name */
+		if (c == 'E' && f[5] != NONE) {
+			p->pos++;
+			f[1] = X_MEMBER;
+			return;
+		}
+		f[1] = X_SCOPE_PART;
+		if (c == 'I' && f[5] != NONE) {
+			call(p, R_TARGS);
+		} else if (c == 'S' && c1 != 't' && f[5] == NONE) {
+			f[5] = substitution(p);
+			f[1] = X_SCOPE;
+		} else if ((c == 'T' || (c == 'D' && (c1 == 't' || c1 == 'T'))) && f[5] == NONE) {
+			call(p, R_TYPE);
+		} else if (c == 'M') {
+			p->pos++;
+			f[1] = X_SCOPE;
+		} else {
+			call(p, R_UNQUAL);
+		}
+		return;
+	case X_SCOPE_PART: {
+		uint32_t part = pop_value(p, f[2]);
+		const struct demangle_node *d = nd(p, part);
+		if (d->kind == N_LIST)
+			f[5] = mk2(p, N_TEMPLATE, f[5], part);
+		else
+			f[5] = f[5] == NONE ? part : mk2(p, N_NESTED, f[5], part);
+		f[1] = X_SCOPE;
+		return;
+	}
+	case X_SCOPE_TYPE:
+		f[5] = pop_value(p, f[2]);
+		f[1] = X_MEMBER;
+		return;
+	case X_EXPANSION: {
+		uint32_t pattern = pop_value(p, f[2]);
+		ret(p, mk3(p, N_EXPAND, pattern, NONE, pattern == NONE ? NONE : find_pack(p, pattern), 0, 0));
+		return;
+	}
+	default:
+		p->fail = true;
+	}
+}
+
+/* <expression>* up to the character f[3]: a list. */
+__attribute__((noinline)) static void step_exprlist(struct parser *p, uint32_t *f)
+{
+	char c = peek(p);
+	if (c == (char)f[3]) {
+		p->pos++;
+		ret(p, mk_list(p, f[2]));
+		return;
+	}
+	if (c == 0) {
+		p->fail = true;
+		return;
+	}
+	f[1] = 1;
+	call(p, R_EXPR);
+}
+
 /* ---- printing ---- */
 
 struct printer {
@@ -1557,7 +2306,8 @@ struct printer {
 	bool fail;
 	struct parser *p;
 	uint32_t ntasks;
-	char last; /* what c++filt takes as the last character printed */
+	uint32_t pack; /* the element of packs printed in an expansion, or NONE */
+	char last;     /* what c++filt takes as the last character printed */
 };
 
 /* Print tasks: a node, or a fixed string. */
@@ -1565,7 +2315,10 @@ struct printer {
 #define TASK_STR 1u
 #define TASK_CLOSE_ANGLE 2u
 #define TASK_OPEN_ANGLE 3u
-#define TASK_LAST_SPACE 4u
+#define TASK_EXPAND 5u	/* node, element t[4] of its pack; t[2]: the pack index before */
+#define TASK_SET_PACK 6u	/* the pack index becomes t[4] */
+#define TASK_COMMA 7u	/* ", ", the length then noted in the TASK_UNCOMMA at t[4] */
+#define TASK_UNCOMMA 8u	/* takes back ", " when nothing followed it (empty expansion) */
 
 static void emit(struct printer *pr, const char *s, uint32_t n)
 {
@@ -1614,23 +2367,200 @@ static void task_node(struct printer *pr, uint32_t n)
 }
 
 /* Pushes the items of a list (to print in order). */
+static bool may_print_nothing(const struct demangle_node *d)
+{
+	return d->kind == N_EXPAND || (d->kind == N_LIST && d->flags == 1);
+}
+
+/* c++filt joins a list with ", " and takes one back when all that follows
+ * it printed nothing (empty packs); the last character it then counts is
+ * the ' '.  Items after the last that surely prints something get a
+ * ", " checked when the list is done (TASK_COMMA / TASK_UNCOMMA). */
 static void task_list(struct printer *pr, uint32_t list)
 {
 	struct demangle_node *l = nd(pr->p, list);
+	const uint32_t *items = pr->p->w->lists + l->a;
+	uint32_t sure = l->b; /* 1-based index of the last item that prints */
+	while (sure > 0 && may_print_nothing(nd(pr->p, items[sure - 1])))
+		sure--;
+	uint32_t first_check = sure < 1 ? 2 : sure + 1, base = pr->ntasks;
+	for (uint32_t i = first_check; i <= l->b && !pr->fail; i++)
+		task(pr, TASK_UNCOMMA, NONE, 0, 0);
 	for (uint32_t i = l->b; i > 0 && !pr->fail; i--) {
-		uint32_t item = pr->p->w->lists[l->a + i - 1];
-		const struct demangle_node *d = nd(pr->p, item);
-		if (d->kind == N_LIST && d->flags == 1 && d->b == 0) {
-			/* An empty pack prints nothing; c++filt still counts the
-			 * ", " it took back as the last character. */
-			if (i > 1)
-				task(pr, TASK_LAST_SPACE, NONE, 0, 0);
-			continue;
-		}
-		task_node(pr, item);
-		if (i > 1)
+		task_node(pr, items[i - 1]);
+		if (i >= first_check)
+			task(pr, TASK_COMMA, NONE, 0, base + (l->b - i));
+		else if (i > 1)
 			task_str(pr, ", ");
 	}
+}
+
+/* An operand: bare when simple, else in parentheses. */
+static void task_operand(struct printer *pr, uint32_t n)
+{
+	if (n != NONE && expr_simple(nd(pr->p, n))) {
+		task_node(pr, n);
+		return;
+	}
+	task_str(pr, ")");
+	task_node(pr, n);
+	task_str(pr, "(");
+}
+
+static void task_text(struct printer *pr, const struct demangle_node *d)
+{
+	task(pr, TASK_STR, NONE, d->s, d->len);
+}
+
+/* Expression nodes (tasks pushed in the reverse of printing). */
+static void print_expr(struct printer *pr, uint32_t n)
+{
+	const struct demangle_node *d = nd(pr->p, n);
+	switch (d->kind) {
+	case N_UNARY:
+		if (d->flags == U_SUFFIX) {
+			task_text(pr, d);
+			task_operand(pr, d->a);
+		} else if (d->flags == U_PARENS) {
+			task_str(pr, ")");
+			task_node(pr, d->a);
+			task_str(pr, "(");
+			task_text(pr, d);
+		} else if (d->flags == U_BARE) {
+			task_node(pr, d->a);
+			task_text(pr, d);
+		} else if (d->flags == U_CAST) {
+			task_operand(pr, d->b);
+			task_str(pr, ")");
+			task_node(pr, d->a);
+			task_str(pr, "(");
+		} else {
+			task_operand(pr, d->a);
+			task_text(pr, d);
+		}
+		return;
+	case N_BINARY:
+		if (d->flags == B_NEWCAST) {
+			task_str(pr, ")");
+			task_node(pr, d->b);
+			task_str(pr, ">(");
+			task_node(pr, d->a);
+			task_str(pr, "<");
+			task_text(pr, d);
+			return;
+		}
+		if (d->flags == B_GT)
+			task_str(pr, ")");
+		if (d->flags == B_INDEX) {
+			task_str(pr, "]");
+			task_node(pr, d->b);
+			task_str(pr, "[");
+		} else {
+			task_operand(pr, d->b);
+			if (d->flags != B_CALL)
+				task_text(pr, d);
+		}
+		task_operand(pr, d->a);
+		if (d->flags == B_GT)
+			task_str(pr, "(");
+		return;
+	case N_TERNARY:
+		task_operand(pr, d->c);
+		task_str(pr, " : ");
+		task_operand(pr, d->b);
+		task_str(pr, "?");
+		task_operand(pr, d->a);
+		return;
+	case N_NEW:
+		if (d->c != NONE)
+			task_operand(pr, d->c);
+		task_node(pr, d->b);
+		if (d->a != NONE) {
+			task_str(pr, " ");
+			task_operand(pr, d->a);
+		}
+		task_str(pr, "new ");
+		return;
+	case N_FOLD: /* (... op a), (a op ...), (a op ... op b) */
+		task_str(pr, ")");
+		if (d->flags == 'l') {
+			task_operand(pr, d->a);
+			task_text(pr, d);
+			task_str(pr, "(...");
+			return;
+		}
+		if (d->flags == 'r') {
+			task_str(pr, "...");
+			task_text(pr, d);
+		} else {
+			task_operand(pr, d->b);
+			task_text(pr, d);
+			task_str(pr, "...");
+			task_text(pr, d);
+		}
+		task_operand(pr, d->a);
+		task_str(pr, "(");
+		return;
+	case N_DESIG: {
+		const struct demangle_node *v = nd(pr->p, d->c);
+		if (v->kind == N_DESIG) {
+			task_node(pr, d->c);
+		} else {
+			task_operand(pr, d->c);
+			task_str(pr, "=");
+		}
+		if (d->flags != 'i')
+			task_str(pr, "]");
+		if (d->flags == 'X') {
+			task_node(pr, d->b);
+			task_str(pr, " ... ");
+		}
+		task_node(pr, d->a);
+		if (d->flags == 'i')
+			task_str(pr, ".");
+		else
+			task_str(pr, "[");
+		return;
+	}
+	case N_BRACE:
+		task_str(pr, "}");
+		task_list(pr, d->b);
+		task_str(pr, "{");
+		if (d->a != NONE)
+			task_node(pr, d->a);
+		return;
+	case N_EXPAND:
+		if (d->c == NONE) { /* no template argument pack: the pattern, "..." */
+			task_str(pr, "...");
+			task_operand(pr, d->a);
+			return;
+		}
+		if (nd(pr->p, d->c)->b > 0)
+			task(pr, TASK_EXPAND, n, (const char *)(uintptr_t)pr->pack, 0);
+		return;
+	case N_DECLTYPE:
+		task_str(pr, ")");
+		task_node(pr, d->a);
+		task_str(pr, "decltype (");
+		return;
+	case N_VENDOR:
+		task_str(pr, ")");
+		task_list(pr, d->b);
+		task_str(pr, "(");
+		task_node(pr, d->a);
+		return;
+	default:
+		pr->fail = true;
+	}
+}
+
+/* An array's dimension: digits, or an expression. */
+static void task_dim(struct printer *pr, const struct demangle_node *d)
+{
+	if (d->c != NONE)
+		task_node(pr, d->c);
+	else
+		task(pr, TASK_STR, NONE, d->s, d->len);
 }
 
 static void task_quals(struct printer *pr, uint32_t q)
@@ -1654,7 +2584,7 @@ static void task_ref(struct printer *pr, uint32_t ref)
 
 /* A declarator chain: pointers/references/qualifiers/member pointers around
  * a function or array type print inside parentheses: void (*)(int). */
-static bool task_declarator(struct printer *pr, uint32_t n)
+static bool task_declarator(struct printer *pr, uint32_t n, uint32_t outer)
 {
 	uint32_t chain[32];
 	uint32_t depth = 0, base = n;
@@ -1674,7 +2604,13 @@ static bool task_declarator(struct printer *pr, uint32_t n)
 	 * the chain; it prints after the parameters. */
 	if (depth == 0 || (b->kind != N_FUNC && b->kind != N_ARRAY))
 		return false;
+	bool only_quals = true;
+	for (uint32_t i = 0; i < depth; i++)
+		only_quals = only_quals && nd(pr->p, chain[i])->kind == N_QUAL;
+	if (only_quals && b->kind == N_FUNC)
+		return false; /* void () const: printed as a qualified function */
 	/* Reverse order of printing: suffix, ")", chain outer..inner, " (", base head. */
+	uint32_t head = b->a;
 	if (b->kind == N_FUNC) {
 		task_ref(pr, b->c);
 		for (uint32_t i = 0; i < depth; i++) {
@@ -1687,9 +2623,38 @@ static bool task_declarator(struct printer *pr, uint32_t n)
 			task_list(pr, b->b);
 		task_str(pr, ")(");
 	} else {
+		/* int (*) [12][8]: the dimensions of nested arrays follow */
+		uint32_t dims[32], k = 0, elem = base;
+		while (k < 32 && nd(pr->p, elem)->kind == N_ARRAY) {
+			dims[k++] = elem;
+			elem = nd(pr->p, elem)->a;
+		}
+		if (nd(pr->p, elem)->kind == N_ARRAY) {
+			pr->fail = true; /* deeper than we print */
+			return true;
+		}
+		for (uint32_t i = k; i > 1; i--) {
+			task_str(pr, "]");
+			task_dim(pr, nd(pr->p, dims[i - 1]));
+			task_str(pr, "[");
+		}
 		task_str(pr, "]");
-		task(pr, TASK_STR, NONE, b->s, b->len);
+		task_dim(pr, b);
 		task_str(pr, ") [");
+		head = elem;
+	}
+	if (outer != NONE) {
+		/* A function returning this: its name and parameters go
+		 * inside, int (*f(char))(int). */
+		const struct demangle_node *o = nd(pr->p, outer);
+		task_ref(pr, o->kind == N_ENC ? o->flags : o->c);
+		if (o->kind == N_ENC)
+			task_quals(pr, o->quals);
+		task_str(pr, ")");
+		task_list(pr, o->kind == N_ENC ? o->c : o->b);
+		task_str(pr, "(");
+		if (o->kind == N_ENC)
+			task_node(pr, o->b);
 	}
 	for (uint32_t i = 0; i < depth; i++) {
 		struct demangle_node *d = nd(pr->p, chain[i]);
@@ -1704,7 +2669,7 @@ static bool task_declarator(struct printer *pr, uint32_t n)
 		}
 	}
 	task_str(pr, " (");
-	task_node(pr, b->a);
+	task_node(pr, head);
 	return true;
 }
 
@@ -1727,14 +2692,33 @@ static void print_task(struct printer *pr, uint32_t n)
 		task_node(pr, d->a);
 		return;
 	case N_LIST:
+		if (d->flags == 1 && pr->pack != NONE) {
+			/* One element of a pack; packs inside it print whole. */
+			if (pr->pack >= d->b) {
+				pr->fail = true;
+				return;
+			}
+			task(pr, TASK_SET_PACK, NONE, 0, pr->pack);
+			task_node(pr, pr->p->w->lists[d->a + pr->pack]);
+			task(pr, TASK_SET_PACK, NONE, 0, NONE);
+			return;
+		}
 		task_list(pr, n);
 		return;
 	case N_QUAL:
 	case N_PTR:
 	case N_MEMPTR:
-		if (task_declarator(pr, n))
+		if (task_declarator(pr, n, NONE))
 			return;
-		if (d->kind == N_QUAL) {
+		if (d->kind == N_QUAL && nd(pr->p, d->a)->kind == N_FUNC) {
+			const struct demangle_node *fn = nd(pr->p, d->a);
+			task_ref(pr, fn->c); /* void () const & */
+			task_quals(pr, d->quals);
+			task_str(pr, ")");
+			task_list(pr, fn->b);
+			task_str(pr, " (");
+			task_node(pr, fn->a);
+		} else if (d->kind == N_QUAL) {
 			task_quals(pr, d->quals);
 			task_node(pr, d->a);
 		} else if (d->kind == N_PTR) {
@@ -1748,19 +2732,38 @@ static void print_task(struct printer *pr, uint32_t n)
 		}
 		return;
 	case N_FUNC:
+		if (d->a != NONE && task_declarator(pr, d->a, n))
+			return;
 		task_ref(pr, d->c);
 		task_str(pr, ")");
 		task_list(pr, d->b);
 		task_str(pr, " (");
 		task_node(pr, d->a);
 		return;
-	case N_ARRAY:
+	case N_ARRAY: { /* int [3][4] */
+		uint32_t dims[32], k = 0, elem = n;
+		while (k < 32 && nd(pr->p, elem)->kind == N_ARRAY) {
+			dims[k++] = elem;
+			elem = nd(pr->p, elem)->a;
+		}
+		if (nd(pr->p, elem)->kind == N_ARRAY) {
+			pr->fail = true; /* deeper than we print */
+			return;
+		}
+		for (uint32_t i = k; i > 1; i--) {
+			task_str(pr, "]");
+			task_dim(pr, nd(pr->p, dims[i - 1]));
+			task_str(pr, "[");
+		}
 		task_str(pr, "]");
-		task(pr, TASK_STR, NONE, d->s, d->len);
+		task_dim(pr, d);
 		task_str(pr, " [");
-		task_node(pr, d->a);
+		task_node(pr, elem);
 		return;
+	}
 	case N_ENC:
+		if (d->a != NONE && task_declarator(pr, d->a, n))
+			return;
 		task_ref(pr, d->flags);
 		task_quals(pr, d->quals);
 		task_str(pr, ")");
@@ -1788,7 +2791,7 @@ static void print_task(struct printer *pr, uint32_t n)
 		return;
 	case N_PACK:
 		task_str(pr, "...");
-		task_node(pr, d->a);
+		task_operand(pr, d->a);
 		return;
 	case N_LAMBDA:
 		task_str(pr, "}");
@@ -1809,13 +2812,29 @@ static void print_task(struct printer *pr, uint32_t n)
 		task_node(pr, d->a);
 		return;
 	default:
-		pr->fail = true;
+		print_expr(pr, n);
 	}
+}
+
+/* Element i of the expansion n: ", " before all but the first, the pattern
+ * with the pack index i, then the next element or the index restored. */
+static void expand_step(struct printer *pr, uint32_t n, uint32_t before, uint32_t i)
+{
+	const struct demangle_node *d = nd(pr->p, n);
+	uint32_t count = nd(pr->p, d->c)->b;
+	if (i + 1 < count)
+		task(pr, TASK_EXPAND, n, (const char *)(uintptr_t)before, i + 1);
+	else
+		task(pr, TASK_SET_PACK, NONE, 0, before);
+	task_node(pr, d->a);
+	task(pr, TASK_SET_PACK, NONE, 0, i);
+	if (i > 0)
+		task_str(pr, ", ");
 }
 
 static size_t print_tree(struct parser *p, uint32_t root, char *out, size_t cap)
 {
-	struct printer pr = {out, cap, 0, false, p, 0, 0};
+	struct printer pr = {out, cap, 0, false, p, 0, NONE, 0};
 	if (cap == 0)
 		return 0;
 	task_node(&pr, root);
@@ -1833,8 +2852,17 @@ static size_t print_tree(struct parser *p, uint32_t root, char *out, size_t cap)
 			emit(&pr, pr.last == '<' ? " <" : "<", pr.last == '<' ? 2u : 1u);
 		else if (kind == TASK_CLOSE_ANGLE)
 			emit(&pr, pr.last == '>' ? " >" : ">", pr.last == '>' ? 2u : 1u);
-		else if (kind == TASK_LAST_SPACE)
-			pr.last = ' ';
+		else if (kind == TASK_SET_PACK)
+			pr.pack = len;
+		else if (kind == TASK_COMMA) {
+			emit(&pr, ", ", 2);
+			if (len < pr.ntasks)
+				p->w->frames[len][4] = (uint32_t)pr.len;
+		} else if (kind == TASK_UNCOMMA) {
+			if (pr.len == len && len >= 2)
+				pr.len -= 2; /* c++filt keeps ' ' as the last character */
+		} else if (kind == TASK_EXPAND)
+			expand_step(&pr, node, (uint32_t)sv, len);
 		else
 			print_task(&pr, node);
 	}
@@ -1879,30 +2907,48 @@ size_t demangle_itanium(const char *name, size_t len, char *out, size_t cap,
 	if (len < 3 || len > DEMANGLE_MAX_INPUT || name[0] != '_' || name[1] != 'Z' || cap == 0)
 		return 0;
 	struct parser p;
-	p.s = name;
-	p.n = (uint32_t)len;
-	p.pos = 2;
-	p.w = w;
-	p.nnodes = p.nvalues = p.nlists = p.nsubs = p.nframes = p.ntext = 0;
-	p.tparams = NONE;
-	p.tp_owner = NONE;
-	p.fail = false;
-	p.name_template = p.name_ctor = false;
-	p.name_quals = p.name_ref = 0;
-	call(&p, R_ENCODING);
-	uint32_t budget = 16u * DEMANGLE_MAX_INPUT + 4096u;
-	while (!p.fail && p.nframes > 0 && budget-- > 0) {
-		uint32_t *f = w->frames[p.nframes - 1];
-		switch (f[0]) {
-		case R_ENCODING: step_encoding(&p, f); break;
-		case R_NAME: step_name(&p, f); break;
-		case R_NESTED: step_nested(&p, f); break;
-		case R_LOCAL: step_local(&p, f); break;
-		case R_UNQUAL: step_unqual(&p, f); break;
-		case R_TYPE: step_type(&p, f); break;
-		case R_TARGS: step_targs(&p, f); break;
-		default: p.fail = true;
+	/* sr followed by a name reads first as sr <level>+ E (the mangling
+	 * now), and if the whole name then fails, as sr <type> <name> (the
+	 * older one), as c++filt does. */
+	for (uint32_t attempt = 0; attempt < 2; attempt++) {
+		p.s = name;
+		p.n = (uint32_t)len;
+		p.pos = 2;
+		p.w = w;
+		p.nnodes = p.nvalues = p.nlists = p.nsubs = p.nframes = p.ntext = 0;
+		p.tparams = NONE;
+		p.tp_owner = NONE;
+		p.in_lambda = 0;
+		p.last_tparam = 0;
+		p.ref_operand = p.qual_operand = p.sub_keep = false;
+		p.fail = false;
+		p.sr_levels = attempt == 0;
+		p.sr_levels_read = false;
+		p.name_template = p.name_ctor = false;
+		p.name_quals = p.name_ref = 0;
+		call(&p, R_ENCODING);
+		uint32_t budget = 16u * DEMANGLE_MAX_INPUT + 4096u;
+		while (!p.fail && p.nframes > 0 && budget-- > 0) {
+			uint32_t *f = w->frames[p.nframes - 1];
+			switch (f[0]) {
+			case R_ENCODING: step_encoding(&p, f); break;
+			case R_NAME: step_name(&p, f); break;
+			case R_NESTED: step_nested(&p, f); break;
+			case R_LOCAL: step_local(&p, f); break;
+			case R_UNQUAL: step_unqual(&p, f); break;
+			case R_TYPE: step_type(&p, f); break;
+			case R_TARGS: step_targs(&p, f); break;
+			case R_EXPR: step_expr(&p, f); break;
+			case R_EXPRLIST: step_exprlist(&p, f); break;
+			default: p.fail = true;
+			}
 		}
+		bool ok = !p.fail && p.nframes == 0 && p.nvalues == 1 &&
+			  (p.pos >= p.n || clone_suffixes(p.s + p.pos, p.n - p.pos));
+		if (ok)
+			break;
+		if (!p.sr_levels_read)
+			return 0;
 	}
 	if (p.fail || p.nframes > 0 || p.nvalues != 1)
 		return 0;
