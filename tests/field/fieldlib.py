@@ -11,6 +11,8 @@ same processes in the same run.  Checks, per program:
   own log (stderr or log file, compared with the baseline's);
 - every profile written is valid for `go tool pprof -raw` and for
   `protoc --decode_raw`, and the CPU profile has samples;
+- no function name (inlined frames' included) is left mangled that c++filt
+  or llvm-cxxfilt demangles;
 - CPU agreement with perf: each side's CPU time is attributed to the leaf
   user-space function (perf: the first user frame of its call chain, so
   kernel time goes to the system call's caller as it does in our profile;
