@@ -35,6 +35,7 @@ enum node_kind {
 	N_LAMBDA,   /* {lambda(list b)#a} */
 	N_CAST,     /* (a)s */
 	N_INFIX,    /* a s b */
+	N_VECTOR,   /* a __vector(c): GCC vector of element a, dimension c */
 	/* Expressions (template arguments, decltype): */
 	N_UNARY,    /* operator s on a, printed as flags (U_*) says */
 	N_BINARY,   /* a s b, printed as flags (B_*) says */
@@ -1275,6 +1276,9 @@ static uint32_t node_children(const struct demangle_node *d, uint32_t out[3])
 	case N_DESIG:
 		out[0] = d->a, out[1] = d->b, out[2] = d->c;
 		return 3;
+	case N_VECTOR: /* c++filt's order: dimension, element */
+		out[0] = d->c, out[1] = d->a;
+		return 2;
 	default:
 		out[0] = d->a, out[1] = d->b;
 		return 2;
@@ -1412,8 +1416,33 @@ static uint32_t expand_pack(struct parser *p, uint32_t t)
 
 enum {
 	T_QUAL = 10, T_PTR, T_FUNC_RET, T_FUNC_PARAMS, T_ARRAY, T_MEM_CLASS, T_MEM_TYPE,
-	T_TARGS, T_NAME, T_PACK, T_DECLTYPE, T_ARRAY_DIM
+	T_TARGS, T_NAME, T_PACK, T_DECLTYPE, T_ARRAY_DIM, T_VECTOR_DIM, T_VECTOR
 };
+
+/* Dv [n] <digits> _ as c++filt reads it: a value up to INT_MAX either
+ * way ("n" alone is 0), printed without leading zeros; NONE if not so. */
+static uint32_t vector_dimension(struct parser *p)
+{
+	bool neg = peek(p) == 'n';
+	if (neg)
+		p->pos++;
+	uint32_t v = 0;
+	while (is_digit(peek(p))) {
+		uint32_t d = (uint32_t)(peek(p) - '0');
+		if (v > (0x7fffffffu - d) / 10u) {
+			p->fail = true;
+			return NONE;
+		}
+		v = v * 10u + d;
+		p->pos++;
+	}
+	if (peek(p) != '_') {
+		p->fail = true;
+		return NONE;
+	}
+	p->pos++;
+	return mk_number_text(p, neg && v ? "-" : "", v, "");
+}
 
 __attribute__((always_inline)) static inline void step_type(struct parser *p, uint32_t *f)
 {
@@ -1537,6 +1566,22 @@ __attribute__((always_inline)) static inline void step_type(struct parser *p, ui
 				call(p, R_EXPR);
 				return;
 			}
+			if (c1 == 'v') { /* Dv <dimension> _ <type> | Dv _ <expression> _ <type> */
+				p->pos += 2;
+				if (peek(p) == '_') {
+					p->pos++;
+					f[1] = T_VECTOR_DIM;
+					call(p, R_EXPR);
+					return;
+				}
+				uint32_t dim = vector_dimension(p);
+				if (dim == NONE)
+					return;
+				push_value(p, dim);
+				f[1] = T_VECTOR;
+				call(p, R_TYPE);
+				return;
+			}
 			if (c1 == 'F') { /* DF <number> _ : _FloatN */
 				p->pos += 2;
 				uint32_t start = p->pos, v;
@@ -1635,6 +1680,25 @@ __attribute__((always_inline)) static inline void step_type(struct parser *p, ui
 		f[1] = T_ARRAY;
 		call(p, R_TYPE);
 		return;
+	case T_VECTOR_DIM:
+		if (peek(p) != '_') {
+			p->fail = true;
+			return;
+		}
+		p->pos++;
+		f[1] = T_VECTOR;
+		call(p, R_TYPE);
+		return;
+	case T_VECTOR: {
+		uint32_t t = pop_value(p, f[2]);
+		uint32_t dim = pop_value(p, f[2]);
+		uint32_t v = mk2(p, N_VECTOR, t, NONE);
+		if (v != NONE)
+			nd(p, v)->c = dim;
+		add_sub(p, v);
+		ret(p, v);
+		return;
+	}
 	case T_ARRAY: {
 		uint32_t t = pop_value(p, f[2]);
 		uint32_t dim = f[5] ? pop_value(p, f[2]) : NONE;
@@ -2582,21 +2646,51 @@ static void task_ref(struct printer *pr, uint32_t ref)
 		task_str(pr, " &&");
 }
 
-/* A declarator chain: pointers/references/qualifiers/member pointers around
- * a function or array type print inside parentheses: void (*)(int). */
+/* A vector's " __vector(dimension)" (pushed in reverse). */
+static void task_vector(struct printer *pr, const struct demangle_node *d)
+{
+	task_str(pr, ")");
+	task_node(pr, d->c);
+	task_str(pr, " __vector(");
+}
+
+/* The function or array type under a chain of at least one pointer,
+ * reference, qualifier, member pointer or vector from n; else NONE. */
+static uint32_t declarator_base(struct printer *pr, uint32_t n)
+{
+	uint32_t depth = 0;
+	while (depth < 32 && n != NONE) {
+		const struct demangle_node *d = nd(pr->p, n);
+		if (d->kind != N_PTR && d->kind != N_QUAL && d->kind != N_MEMPTR && d->kind != N_VECTOR)
+			break;
+		depth++;
+		n = d->kind == N_MEMPTR ? d->b : d->a;
+	}
+	if (depth == 0 || n == NONE)
+		return NONE;
+	uint8_t k = nd(pr->p, n)->kind;
+	return k == N_FUNC || k == N_ARRAY ? n : NONE;
+}
+
+/* A declarator chain: pointers/references/qualifiers/member pointers/vectors
+ * around a function or array type print inside parentheses: void (*)(int).
+ * Only vectors (and qualifiers of the function itself) around a function
+ * print bare, after the return type and a space, as c++filt does:
+ * void  __vector(4)(). */
 static bool task_declarator(struct printer *pr, uint32_t n, uint32_t outer)
 {
 	uint32_t chain[32];
 	uint32_t depth = 0, base = n;
 	while (depth < 32) {
 		struct demangle_node *d = nd(pr->p, base);
-		if (d->kind != N_PTR && d->kind != N_QUAL && d->kind != N_MEMPTR)
+		if (d->kind != N_PTR && d->kind != N_QUAL && d->kind != N_MEMPTR && d->kind != N_VECTOR)
 			break;
 		chain[depth++] = base;
 		base = d->kind == N_MEMPTR ? d->b : d->a;
 	}
 	struct demangle_node *b = nd(pr->p, base);
-	if (depth == 32 && (b->kind == N_PTR || b->kind == N_QUAL || b->kind == N_MEMPTR)) {
+	if (depth == 32 &&
+	    (b->kind == N_PTR || b->kind == N_QUAL || b->kind == N_MEMPTR || b->kind == N_VECTOR)) {
 		pr->fail = true; /* deeper than we print */
 		return true;
 	}
@@ -2604,11 +2698,26 @@ static bool task_declarator(struct printer *pr, uint32_t n, uint32_t outer)
 	 * the chain; it prints after the parameters. */
 	if (depth == 0 || (b->kind != N_FUNC && b->kind != N_ARRAY))
 		return false;
-	bool only_quals = true;
-	for (uint32_t i = 0; i < depth; i++)
-		only_quals = only_quals && nd(pr->p, chain[i])->kind == N_QUAL;
+	bool only_quals = true, bare = b->kind == N_FUNC, vectors = false;
+	for (uint32_t i = 0; i < depth; i++) {
+		const struct demangle_node *d = nd(pr->p, chain[i]);
+		only_quals = only_quals && d->kind == N_QUAL;
+		vectors = vectors || d->kind == N_VECTOR;
+		bare = bare && (d->kind == N_VECTOR || (d->kind == N_QUAL && d->a == base));
+	}
 	if (only_quals && b->kind == N_FUNC)
 		return false; /* void () const: printed as a qualified function */
+	if (b->kind == N_FUNC && b->a != NONE && declarator_base(pr, b->a) != NONE) {
+		/* void (*(*)())(): the outer declarator inside the inner one,
+		 * which this printer does not do. */
+		pr->fail = true;
+		return true;
+	}
+	bare = bare && vectors;
+	if (bare && outer != NONE) {
+		pr->fail = true; /* a function returning a vector of functions */
+		return true;
+	}
 	/* Reverse order of printing: suffix, ")", chain outer..inner, " (", base head. */
 	uint32_t head = b->a;
 	if (b->kind == N_FUNC) {
@@ -2621,7 +2730,10 @@ static bool task_declarator(struct printer *pr, uint32_t n, uint32_t outer)
 		task_str(pr, ")");
 		if (b->b != NONE)
 			task_list(pr, b->b);
-		task_str(pr, ")(");
+		if (bare)
+			task_str(pr, "(");
+		else
+			task_str(pr, ")(");
 	} else {
 		/* int (*) [12][8]: the dimensions of nested arrays follow */
 		uint32_t dims[32], k = 0, elem = base;
@@ -2663,12 +2775,17 @@ static bool task_declarator(struct printer *pr, uint32_t n, uint32_t outer)
 		} else if (d->kind == N_QUAL) {
 			if (d->a != base)
 				task_quals(pr, d->quals);
+		} else if (d->kind == N_VECTOR) {
+			task_vector(pr, d);
 		} else {
 			task_str(pr, "::*");
 			task_node(pr, d->a);
 		}
 	}
-	task_str(pr, " (");
+	if (bare)
+		task_str(pr, " ");
+	else
+		task_str(pr, " (");
 	task_node(pr, head);
 	return true;
 }
@@ -2809,6 +2926,12 @@ static void print_task(struct printer *pr, uint32_t n)
 	case N_INFIX:
 		task_node(pr, d->b);
 		task(pr, TASK_STR, NONE, d->s, d->len);
+		task_node(pr, d->a);
+		return;
+	case N_VECTOR: /* float __vector(4) */
+		if (task_declarator(pr, n, NONE))
+			return;
+		task_vector(pr, d);
 		task_node(pr, d->a);
 		return;
 	default:
