@@ -36,6 +36,7 @@ enum node_kind {
 	N_CAST,     /* (a)s */
 	N_INFIX,    /* a s b */
 	N_VECTOR,   /* a __vector(c): GCC vector of element a, dimension c */
+	N_VQUAL,    /* a b: vendor qualifier b (a name, or name<args>) on type a */
 	/* Expressions (template arguments, decltype): */
 	N_UNARY,    /* operator s on a, printed as flags (U_*) says */
 	N_BINARY,   /* a s b, printed as flags (B_*) says */
@@ -1416,7 +1417,8 @@ static uint32_t expand_pack(struct parser *p, uint32_t t)
 
 enum {
 	T_QUAL = 10, T_PTR, T_FUNC_RET, T_FUNC_PARAMS, T_ARRAY, T_MEM_CLASS, T_MEM_TYPE,
-	T_TARGS, T_NAME, T_PACK, T_DECLTYPE, T_ARRAY_DIM, T_VECTOR_DIM, T_VECTOR
+	T_TARGS, T_NAME, T_PACK, T_DECLTYPE, T_ARRAY_DIM, T_VECTOR_DIM, T_VECTOR,
+	T_VQUAL_ARGS, T_VQUAL
 };
 
 /* Dv [n] <digits> _ as c++filt reads it: a value up to INT_MAX either
@@ -1516,6 +1518,18 @@ __attribute__((always_inline)) static inline void step_type(struct parser *p, ui
 			p->pos++;
 			f[1] = T_ARRAY;
 			call(p, R_TYPE);
+			return;
+		}
+		case 'U': { /* U <source-name> [<template-args>] <type>: AS1, vector_size<16> */
+			p->pos++;
+			uint32_t n = source_name(p);
+			if (n == NONE) {
+				p->fail = true;
+				return;
+			}
+			push_value(p, n);
+			f[1] = peek(p) == 'I' ? T_VQUAL_ARGS : T_VQUAL;
+			call(p, f[1] == T_VQUAL ? R_TYPE : R_TARGS);
 			return;
 		}
 		case 'M':
@@ -1697,6 +1711,21 @@ __attribute__((always_inline)) static inline void step_type(struct parser *p, ui
 			nd(p, v)->c = dim;
 		add_sub(p, v);
 		ret(p, v);
+		return;
+	}
+	case T_VQUAL_ARGS: {
+		uint32_t args = pop_value(p, f[2]);
+		uint32_t name = pop_value(p, f[2]);
+		push_value(p, mk2(p, N_TEMPLATE, name, args));
+		f[1] = T_VQUAL;
+		call(p, R_TYPE);
+		return;
+	}
+	case T_VQUAL: {
+		uint32_t t = pop_value(p, f[2]);
+		uint32_t q = mk2(p, N_VQUAL, t, pop_value(p, f[2]));
+		add_sub(p, q);
+		ret(p, q);
 		return;
 	}
 	case T_ARRAY: {
@@ -2655,13 +2684,15 @@ static void task_vector(struct printer *pr, const struct demangle_node *d)
 }
 
 /* The function or array type under a chain of at least one pointer,
- * reference, qualifier, member pointer or vector from n; else NONE. */
+ * reference, qualifier, member pointer, vector or vendor qualifier from n;
+ * else NONE. */
 static uint32_t declarator_base(struct printer *pr, uint32_t n)
 {
 	uint32_t depth = 0;
 	while (depth < 32 && n != NONE) {
 		const struct demangle_node *d = nd(pr->p, n);
-		if (d->kind != N_PTR && d->kind != N_QUAL && d->kind != N_MEMPTR && d->kind != N_VECTOR)
+		if (d->kind != N_PTR && d->kind != N_QUAL && d->kind != N_MEMPTR && d->kind != N_VECTOR &&
+		    d->kind != N_VQUAL)
 			break;
 		depth++;
 		n = d->kind == N_MEMPTR ? d->b : d->a;
@@ -2672,7 +2703,8 @@ static uint32_t declarator_base(struct printer *pr, uint32_t n)
 	return k == N_FUNC || k == N_ARRAY ? n : NONE;
 }
 
-/* A declarator chain: pointers/references/qualifiers/member pointers/vectors
+/* A declarator chain: pointers/references/qualifiers/member pointers/vectors/
+ * vendor qualifiers
  * around a function or array type print inside parentheses: void (*)(int).
  * Only vectors (and qualifiers of the function itself) around a function
  * print bare, after the return type and a space, as c++filt does:
@@ -2683,14 +2715,16 @@ static bool task_declarator(struct printer *pr, uint32_t n, uint32_t outer)
 	uint32_t depth = 0, base = n;
 	while (depth < 32) {
 		struct demangle_node *d = nd(pr->p, base);
-		if (d->kind != N_PTR && d->kind != N_QUAL && d->kind != N_MEMPTR && d->kind != N_VECTOR)
+		if (d->kind != N_PTR && d->kind != N_QUAL && d->kind != N_MEMPTR && d->kind != N_VECTOR &&
+		    d->kind != N_VQUAL)
 			break;
 		chain[depth++] = base;
 		base = d->kind == N_MEMPTR ? d->b : d->a;
 	}
 	struct demangle_node *b = nd(pr->p, base);
 	if (depth == 32 &&
-	    (b->kind == N_PTR || b->kind == N_QUAL || b->kind == N_MEMPTR || b->kind == N_VECTOR)) {
+	    (b->kind == N_PTR || b->kind == N_QUAL || b->kind == N_MEMPTR || b->kind == N_VECTOR ||
+	     b->kind == N_VQUAL)) {
 		pr->fail = true; /* deeper than we print */
 		return true;
 	}
@@ -2768,6 +2802,14 @@ static bool task_declarator(struct printer *pr, uint32_t n, uint32_t outer)
 		if (o->kind == N_ENC)
 			task_node(pr, o->b);
 	}
+	/* The innermost link that prints inside the parentheses: a member
+	 * pointer outside it has a space before, void (* A::*)(). */
+	uint32_t inner_printed = depth;
+	for (uint32_t i = depth; i > 0 && inner_printed == depth; i--) {
+		const struct demangle_node *d = nd(pr->p, chain[i - 1]);
+		if (d->kind != N_QUAL || d->a != base)
+			inner_printed = i - 1;
+	}
 	for (uint32_t i = 0; i < depth; i++) {
 		struct demangle_node *d = nd(pr->p, chain[i]);
 		if (d->kind == N_PTR) {
@@ -2777,9 +2819,14 @@ static bool task_declarator(struct printer *pr, uint32_t n, uint32_t outer)
 				task_quals(pr, d->quals);
 		} else if (d->kind == N_VECTOR) {
 			task_vector(pr, d);
+		} else if (d->kind == N_VQUAL) {
+			task_node(pr, d->b);
+			task_str(pr, " ");
 		} else {
 			task_str(pr, "::*");
 			task_node(pr, d->a);
+			if (inner_printed != depth && i < inner_printed)
+				task_str(pr, " ");
 		}
 	}
 	if (bare)
@@ -2929,9 +2976,15 @@ static void print_task(struct printer *pr, uint32_t n)
 		task_node(pr, d->a);
 		return;
 	case N_VECTOR: /* float __vector(4) */
+	case N_VQUAL:  /* int AS1 */
 		if (task_declarator(pr, n, NONE))
 			return;
-		task_vector(pr, d);
+		if (d->kind == N_VECTOR) {
+			task_vector(pr, d);
+		} else {
+			task_node(pr, d->b);
+			task_str(pr, " ");
+		}
 		task_node(pr, d->a);
 		return;
 	default:
