@@ -538,6 +538,24 @@ static const char *const vectors[][2] = {
 	{"_Z4vdblDv2_dRKS_Dv2_x",
 	 "vdbl(double __vector(2), double __vector(2) const&, long long __vector(2))"},
 	{"_ZNK4VBoxIPKDv8_iE3getEv", "VBox<int __vector(8) const*>::get() const"},
+	/* vendor qualifiers (g++'s dependent vector_size<...>, address
+	 * spaces), member pointers around inner declarators */
+	{"_Z1fU3AS1i", "f(int AS1)"},
+	{"_Z1fPU3AS1Kc", "f(char const AS1*)"},
+	{"_Z1fU3AS1KiS_", "f(int const AS1, int const)"},
+	{"_Z1fKU3AS1iS0_", "f(int AS1 const, int AS1 const)"},
+	{"_Z1fU11vector_sizeILi16EEf", "f(float vector_size<16>)"},
+	{"_Z1fIiEvU11vector_sizeIXmlT_Li4EEEf", "void f<int>(float vector_size<(int)*(4)>)"},
+	{"_Z5vdep2ILi4EEU11vector_sizeIXmlT_Li4EEEfS0_",
+	 "float vector_size<(4)*(4)> vdep2<4>(float vector_size<(4)*(4)>)"},
+	{"_Z1fU3AS1FvvES0_", "f(void ( AS1)(), void ( AS1)())"},
+	{"_Z1fU3AS1A2_i", "f(int ( AS1) [2])"},
+	{"_Z1fIJifEEvDpU3AS1T_", "void f<int, float>(int AS1, float AS1)"},
+	{"_Z1fM1APFvvE", "f(void (* A::*)())"},
+	{"_Z1fM1ARKFvvE", "f(void (& A::*)() const)"},
+	{"_Z1fM1AKPFvvE", "f(void (* const A::*)())"},
+	{"_Z1fM1ADv4_FvvE", "f(void ( __vector(4) A::*)())"},
+	{"_Z1fM1AU3AS1FvvE", "f(void ( AS1 A::*)())"},
 };
 
 static void check_table(const char *const (*t)[2], size_t n)
@@ -575,7 +593,9 @@ static void test_rejects(void)
 			      * expression dimension not ended by '_' (c++filt too) */
 			     "_Z1fDv4f", "_Z1fDv4_", "_Z1fDvf", "_Z1fDv_f", "_Z1fDv", "_Z1fDv2147483648_f",
 			     "_Z1fDvn2147483648_f", "_Z1fDv99999999999999999999_f", "_Z1fDv_Li4Ef",
-			     "_Z1fDv_Li4E", "_Z1fDv4_fS0_", "_Z1fILi4EEvDvT__f"};
+			     "_Z1fDv_Li4E", "_Z1fDv4_fS0_", "_Z1fILi4EEvDvT__f",
+			     /* vendor qualifiers without a name or a type */
+			     "_Z1fU3AS1", "_Z1fU0i", "_Z1fU3AS1iS0_", "_Z1fU3AS1Ut_"};
 	char out[64];
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		memset(out, 'x', sizeof(out));
