@@ -1341,13 +1341,25 @@ static uint32_t mk3(struct parser *p, uint8_t kind, uint32_t a, uint32_t b, uint
 }
 
 /* `t` with cv-qualifiers: on an array type they qualify its elements,
- * char const [3][4]. */
+ * char const [3][4].  On a qualified type (a template argument, an array
+ * of const elements): each qualifier once, the inner ones first, as
+ * c++filt. */
 static uint32_t qualify(struct parser *p, uint32_t t, uint8_t quals)
 {
 	uint32_t dims[32], k = 0, elem = t;
 	while (elem != NONE && k < 32 && nd(p, elem)->kind == N_ARRAY) {
 		dims[k++] = elem;
 		elem = nd(p, elem)->a;
+	}
+	if (elem != NONE && nd(p, elem)->kind == N_QUAL && (nd(p, elem)->quals & quals)) {
+		uint8_t rest = (uint8_t)(nd(p, elem)->quals & ~quals);
+		uint32_t inner = nd(p, elem)->a;
+		if (rest) {
+			inner = mk2(p, N_QUAL, inner, NONE);
+			if (inner != NONE)
+				nd(p, inner)->quals = rest;
+		}
+		elem = inner;
 	}
 	uint32_t q = mk2(p, N_QUAL, elem, NONE);
 	if (q != NONE)
@@ -1623,18 +1635,6 @@ __attribute__((always_inline)) static inline void step_type(struct parser *p, ui
 	}
 	case T_QUAL: {
 		uint32_t t = pop_value(p, f[2]);
-		if (t != NONE && nd(p, t)->kind == N_QUAL && (nd(p, t)->quals & f[3])) {
-			/* On a qualified type (a template argument): each
-			 * qualifier once, the inner ones first, as c++filt. */
-			uint8_t rest = (uint8_t)(nd(p, t)->quals & ~f[3]);
-			uint32_t inner = nd(p, t)->a;
-			if (rest) {
-				inner = mk2(p, N_QUAL, inner, NONE);
-				if (inner != NONE)
-					nd(p, inner)->quals = rest;
-			}
-			t = inner;
-		}
 		uint32_t q = qualify(p, t, (uint8_t)f[3]);
 		add_sub(p, q);
 		ret(p, q);

@@ -556,6 +556,11 @@ static const char *const vectors[][2] = {
 	{"_Z1fM1AKPFvvE", "f(void (* const A::*)())"},
 	{"_Z1fM1ADv4_FvvE", "f(void ( __vector(4) A::*)())"},
 	{"_Z1fM1AU3AS1FvvE", "f(void ( AS1 A::*)())"},
+	/* const on an array of const elements: each qualifier once */
+	{"_Z1fRKA2_Ki", "f(int const (&) [2])"},
+	{"_Z1fKA2_Vi", "f(int volatile const [2])"},
+	{"_Z1fIKiEvRKA2_T_", "void f<int const>(int const (&) [2])"},
+	{"_Z1fRKA2_KDv4_PKc", "f(char const* __vector(4) const (&) [2])"},
 };
 
 static void check_table(const char *const (*t)[2], size_t n)
