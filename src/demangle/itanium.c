@@ -2412,6 +2412,8 @@ struct printer {
 #define TASK_SET_PACK 6u	/* the pack index becomes t[4] */
 #define TASK_COMMA 7u	/* ", ", the length then noted in the TASK_UNCOMMA at t[4] */
 #define TASK_UNCOMMA 8u	/* takes back ", " when nothing followed it (empty expansion) */
+#define TASK_FN_OPEN 9u	/* "(" of a declarator inside another, after a space when t[4] says
+			 * so or the last character is not '(', '*' or ' ' */
 
 static void emit(struct printer *pr, const char *s, uint32_t n)
 {
@@ -2709,48 +2711,106 @@ static uint32_t declarator_base(struct printer *pr, uint32_t n)
  * Only vectors (and qualifiers of the function itself) around a function
  * print bare, after the return type and a space, as c++filt does:
  * void  __vector(4)(). */
-static bool task_declarator(struct printer *pr, uint32_t n, uint32_t outer)
+/* Pushes a chain's links (outer first, so printed inner first). */
+static void task_chain(struct printer *pr, const uint32_t *chain, uint32_t depth, uint32_t base)
 {
-	uint32_t chain[32];
-	uint32_t depth = 0, base = n;
-	while (depth < 32) {
-		struct demangle_node *d = nd(pr->p, base);
+	/* The innermost link that prints inside the parentheses: a member
+	 * pointer outside it has a space before, void (* A::*)(). */
+	uint32_t inner_printed = depth;
+	for (uint32_t i = depth; i > 0 && inner_printed == depth; i--) {
+		const struct demangle_node *d = nd(pr->p, chain[i - 1]);
+		if (d->kind != N_QUAL || d->a != base)
+			inner_printed = i - 1;
+	}
+	for (uint32_t i = 0; i < depth; i++) {
+		struct demangle_node *d = nd(pr->p, chain[i]);
+		if (d->kind == N_PTR) {
+			task(pr, TASK_STR, NONE, d->s, d->len);
+		} else if (d->kind == N_QUAL) {
+			if (d->a != base)
+				task_quals(pr, d->quals);
+		} else if (d->kind == N_VECTOR) {
+			task_vector(pr, d);
+		} else if (d->kind == N_VQUAL) {
+			task_node(pr, d->b);
+			task_str(pr, " ");
+		} else {
+			task_str(pr, "::*");
+			task_node(pr, d->a);
+			if (inner_printed != depth && i < inner_printed)
+				task_str(pr, " ");
+		}
+	}
+}
+
+/* Walks the chain of declarator links from n into chain[]; its base. */
+static uint32_t declarator_chain(struct printer *pr, uint32_t n, uint32_t *chain, uint32_t *depth)
+{
+	uint32_t base = n;
+	*depth = 0;
+	while (*depth < 32) {
+		const struct demangle_node *d = nd(pr->p, base);
 		if (d->kind != N_PTR && d->kind != N_QUAL && d->kind != N_MEMPTR && d->kind != N_VECTOR &&
 		    d->kind != N_VQUAL)
 			break;
-		chain[depth++] = base;
+		chain[(*depth)++] = base;
 		base = d->kind == N_MEMPTR ? d->b : d->a;
 	}
-	struct demangle_node *b = nd(pr->p, base);
-	if (depth == 32 &&
-	    (b->kind == N_PTR || b->kind == N_QUAL || b->kind == N_MEMPTR || b->kind == N_VECTOR ||
-	     b->kind == N_VQUAL)) {
-		pr->fail = true; /* deeper than we print */
-		return true;
-	}
-	/* A qualifier directly on the function (void (A::*)() const) is in
-	 * the chain; it prints after the parameters. */
-	if (depth == 0 || (b->kind != N_FUNC && b->kind != N_ARRAY))
-		return false;
-	bool only_quals = true, bare = b->kind == N_FUNC, vectors = false;
-	for (uint32_t i = 0; i < depth; i++) {
-		const struct demangle_node *d = nd(pr->p, chain[i]);
-		only_quals = only_quals && d->kind == N_QUAL;
-		vectors = vectors || d->kind == N_VECTOR;
-		bare = bare && (d->kind == N_VECTOR || (d->kind == N_QUAL && d->a == base));
-	}
-	if (only_quals && b->kind == N_FUNC)
-		return false; /* void () const: printed as a qualified function */
-	if (b->kind == N_FUNC && b->a != NONE && declarator_base(pr, b->a) != NONE) {
-		/* void (*(*)())(): the outer declarator inside the inner one,
-		 * which this printer does not do. */
-		pr->fail = true;
-		return true;
-	}
-	bare = bare && vectors;
-	if (bare && outer != NONE) {
-		pr->fail = true; /* a function returning a vector of functions */
-		return true;
+	return base;
+}
+
+static bool task_declarator(struct printer *pr, uint32_t n, uint32_t outer)
+{
+	uint32_t chain[32], depth = 0, base = n;
+	/* A declarator around a function that returns one: void (*(*)())()
+	 * prints the outer chain and the function's parameters inside the
+	 * inner declarator, where a function's name would be. */
+	uint32_t outer_chain[32], outer_depth = 0, outer_base = NONE;
+	struct demangle_node *b = 0;
+	bool bare = false;
+	for (uint32_t round = 0; round < 2; round++) {
+		base = declarator_chain(pr, n, chain, &depth);
+		b = nd(pr->p, base);
+		if (depth == 32 && (b->kind == N_PTR || b->kind == N_QUAL || b->kind == N_MEMPTR ||
+				    b->kind == N_VECTOR || b->kind == N_VQUAL)) {
+			pr->fail = true; /* deeper than we print */
+			return true;
+		}
+		/* A qualifier directly on the function (void (A::*)() const) is in
+		 * the chain; it prints after the parameters. */
+		if (depth == 0 || (b->kind != N_FUNC && b->kind != N_ARRAY))
+			return false;
+		bool only_quals = true, vectors = false;
+		bare = b->kind == N_FUNC;
+		for (uint32_t i = 0; i < depth; i++) {
+			const struct demangle_node *d = nd(pr->p, chain[i]);
+			only_quals = only_quals && d->kind == N_QUAL;
+			vectors = vectors || d->kind == N_VECTOR;
+			bare = bare && (d->kind == N_VECTOR || (d->kind == N_QUAL && d->a == base));
+		}
+		if (only_quals && b->kind == N_FUNC) {
+			if (round == 0)
+				return false; /* void () const: printed as a qualified function */
+			pr->fail = true;
+			return true;
+		}
+		bare = bare && vectors;
+		if (bare && outer != NONE) {
+			pr->fail = true; /* a function returning a vector of functions */
+			return true;
+		}
+		if (b->kind != N_FUNC || b->a == NONE || declarator_base(pr, b->a) == NONE)
+			break;
+		if (round > 0 || outer != NONE || bare) {
+			pr->fail = true; /* deeper nesting than this printer does */
+			return true;
+		}
+		for (uint32_t i = 0; i < depth; i++)
+			outer_chain[i] = chain[i];
+		outer_depth = depth;
+		outer_base = base;
+		outer = base;
+		n = b->a;
 	}
 	/* Reverse order of printing: suffix, ")", chain outer..inner, " (", base head. */
 	uint32_t head = b->a;
@@ -2796,39 +2856,34 @@ static bool task_declarator(struct printer *pr, uint32_t n, uint32_t outer)
 		task_ref(pr, o->kind == N_ENC ? o->flags : o->c);
 		if (o->kind == N_ENC)
 			task_quals(pr, o->quals);
+		for (uint32_t i = 0; i < outer_depth; i++) {
+			const struct demangle_node *d = nd(pr->p, outer_chain[i]);
+			if (d->kind == N_QUAL && d->a == outer_base)
+				task_quals(pr, d->quals);
+		}
 		task_str(pr, ")");
 		task_list(pr, o->kind == N_ENC ? o->c : o->b);
 		task_str(pr, "(");
 		if (o->kind == N_ENC)
 			task_node(pr, o->b);
-	}
-	/* The innermost link that prints inside the parentheses: a member
-	 * pointer outside it has a space before, void (* A::*)(). */
-	uint32_t inner_printed = depth;
-	for (uint32_t i = depth; i > 0 && inner_printed == depth; i--) {
-		const struct demangle_node *d = nd(pr->p, chain[i - 1]);
-		if (d->kind != N_QUAL || d->a != base)
-			inner_printed = i - 1;
-	}
-	for (uint32_t i = 0; i < depth; i++) {
-		struct demangle_node *d = nd(pr->p, chain[i]);
-		if (d->kind == N_PTR) {
-			task(pr, TASK_STR, NONE, d->s, d->len);
-		} else if (d->kind == N_QUAL) {
-			if (d->a != base)
-				task_quals(pr, d->quals);
-		} else if (d->kind == N_VECTOR) {
-			task_vector(pr, d);
-		} else if (d->kind == N_VQUAL) {
-			task_node(pr, d->b);
-			task_str(pr, " ");
-		} else {
-			task_str(pr, "::*");
-			task_node(pr, d->a);
-			if (inner_printed != depth && i < inner_printed)
-				task_str(pr, " ");
+		if (outer_depth > 0) {
+			/* c++filt's space: always before a qualifier or member
+			 * pointer, before a pointer or reference only after a
+			 * character other than '(' and '*' */
+			uint32_t space = 0;
+			for (uint32_t i = outer_depth; i > 0; i--) {
+				const struct demangle_node *d = nd(pr->p, outer_chain[i - 1]);
+				if ((d->kind == N_QUAL && d->a == outer_base) || d->kind == N_VECTOR)
+					continue;
+				space = d->kind != N_PTR;
+				break;
+			}
+			task_str(pr, ")");
+			task_chain(pr, outer_chain, outer_depth, outer_base);
+			task(pr, TASK_FN_OPEN, NONE, 0, space);
 		}
 	}
+	task_chain(pr, chain, depth, base);
 	if (bare)
 		task_str(pr, " ");
 	else
@@ -3037,6 +3092,12 @@ static size_t print_tree(struct parser *p, uint32_t root, char *out, size_t cap)
 		} else if (kind == TASK_UNCOMMA) {
 			if (pr.len == len && len >= 2)
 				pr.len -= 2; /* c++filt keeps ' ' as the last character */
+		} else if (kind == TASK_FN_OPEN) {
+			bool space = len || (pr.last != '(' && pr.last != '*');
+			if (space && pr.last != ' ')
+				emit(&pr, " (", 2);
+			else
+				emit(&pr, "(", 1);
 		} else if (kind == TASK_EXPAND)
 			expand_step(&pr, node, (uint32_t)sv, len);
 		else

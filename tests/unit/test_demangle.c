@@ -561,6 +561,16 @@ static const char *const vectors[][2] = {
 	{"_Z1fKA2_Vi", "f(int volatile const [2])"},
 	{"_Z1fIKiEvRKA2_T_", "void f<int const>(int const (&) [2])"},
 	{"_Z1fRKA2_KDv4_PKc", "f(char const* __vector(4) const (&) [2])"},
+	/* a declarator around a function returning one: the outer inside */
+	{"_Z1fPFPFvvEvE", "f(void (*(*)())())"},
+	{"_Z1fPFPA2_ivE", "f(int (*(*)()) [2])"},
+	{"_Z1fRFPFvvEvE", "f(void (*(&)())())"},
+	{"_Z1fPFPM1AFvvEvE", "f(void (A::**(*)())())"},
+	{"_Z1fPFRFvvEvE", "f(void (& (*)())())"},
+	{"_Z1fM1AFPFvvEvE", "f(void (* (A::*)())())"},
+	{"_Z1fPKFPFvvEvE", "f(void (*(*)() const)())"},
+	{"_Z1fPFDv4_PFvvEvE", "f(void (* __vector(4) (*)())())"},
+	{"_Z1fPFPFviEcEPFPFvlEcE", "f(void (*(*)(char))(int), void (*(*)(char))(long))"},
 };
 
 static void check_table(const char *const (*t)[2], size_t n)
@@ -610,6 +620,11 @@ static void test_rejects(void)
 			check_failures_in_test++;
 		}
 	}
+	/* read by c++filt, declined here: three declarators nested, a
+	 * function returning a vector of functions */
+	const char *declined[] = {"_Z1fPFPFPFvvEvEvE", "_Z1fFDv4_FvvEvE"};
+	for (size_t i = 0; i < sizeof(declined) / sizeof(declined[0]); i++)
+		CHECK(demangle(declined[i], out, sizeof(out), &scratch) == 0 && out[0] == 0);
 	CHECK(demangle(NULL, out, sizeof(out), &scratch) == 0);
 }
 
