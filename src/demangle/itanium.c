@@ -35,6 +35,8 @@ enum node_kind {
 	N_LAMBDA,   /* {lambda(list b)#a} */
 	N_CAST,     /* (a)s */
 	N_INFIX,    /* a s b */
+	N_VECTOR,   /* a __vector(c): GCC vector of element a, dimension c */
+	N_VQUAL,    /* a b: vendor qualifier b (a name, or name<args>) on type a */
 	/* Expressions (template arguments, decltype): */
 	N_UNARY,    /* operator s on a, printed as flags (U_*) says */
 	N_BINARY,   /* a s b, printed as flags (B_*) says */
@@ -1275,6 +1277,9 @@ static uint32_t node_children(const struct demangle_node *d, uint32_t out[3])
 	case N_DESIG:
 		out[0] = d->a, out[1] = d->b, out[2] = d->c;
 		return 3;
+	case N_VECTOR: /* c++filt's order: dimension, element */
+		out[0] = d->c, out[1] = d->a;
+		return 2;
 	default:
 		out[0] = d->a, out[1] = d->b;
 		return 2;
@@ -1336,13 +1341,25 @@ static uint32_t mk3(struct parser *p, uint8_t kind, uint32_t a, uint32_t b, uint
 }
 
 /* `t` with cv-qualifiers: on an array type they qualify its elements,
- * char const [3][4]. */
+ * char const [3][4].  On a qualified type (a template argument, an array
+ * of const elements): each qualifier once, the inner ones first, as
+ * c++filt. */
 static uint32_t qualify(struct parser *p, uint32_t t, uint8_t quals)
 {
 	uint32_t dims[32], k = 0, elem = t;
 	while (elem != NONE && k < 32 && nd(p, elem)->kind == N_ARRAY) {
 		dims[k++] = elem;
 		elem = nd(p, elem)->a;
+	}
+	if (elem != NONE && nd(p, elem)->kind == N_QUAL && (nd(p, elem)->quals & quals)) {
+		uint8_t rest = (uint8_t)(nd(p, elem)->quals & ~quals);
+		uint32_t inner = nd(p, elem)->a;
+		if (rest) {
+			inner = mk2(p, N_QUAL, inner, NONE);
+			if (inner != NONE)
+				nd(p, inner)->quals = rest;
+		}
+		elem = inner;
 	}
 	uint32_t q = mk2(p, N_QUAL, elem, NONE);
 	if (q != NONE)
@@ -1412,8 +1429,34 @@ static uint32_t expand_pack(struct parser *p, uint32_t t)
 
 enum {
 	T_QUAL = 10, T_PTR, T_FUNC_RET, T_FUNC_PARAMS, T_ARRAY, T_MEM_CLASS, T_MEM_TYPE,
-	T_TARGS, T_NAME, T_PACK, T_DECLTYPE, T_ARRAY_DIM
+	T_TARGS, T_NAME, T_PACK, T_DECLTYPE, T_ARRAY_DIM, T_VECTOR_DIM, T_VECTOR,
+	T_VQUAL_ARGS, T_VQUAL
 };
+
+/* Dv [n] <digits> _ as c++filt reads it: a value up to INT_MAX either
+ * way ("n" alone is 0), printed without leading zeros; NONE if not so. */
+static uint32_t vector_dimension(struct parser *p)
+{
+	bool neg = peek(p) == 'n';
+	if (neg)
+		p->pos++;
+	uint32_t v = 0;
+	while (is_digit(peek(p))) {
+		uint32_t d = (uint32_t)(peek(p) - '0');
+		if (v > (0x7fffffffu - d) / 10u) {
+			p->fail = true;
+			return NONE;
+		}
+		v = v * 10u + d;
+		p->pos++;
+	}
+	if (peek(p) != '_') {
+		p->fail = true;
+		return NONE;
+	}
+	p->pos++;
+	return mk_number_text(p, neg && v ? "-" : "", v, "");
+}
 
 __attribute__((always_inline)) static inline void step_type(struct parser *p, uint32_t *f)
 {
@@ -1489,6 +1532,18 @@ __attribute__((always_inline)) static inline void step_type(struct parser *p, ui
 			call(p, R_TYPE);
 			return;
 		}
+		case 'U': { /* U <source-name> [<template-args>] <type>: AS1, vector_size<16> */
+			p->pos++;
+			uint32_t n = source_name(p);
+			if (n == NONE) {
+				p->fail = true;
+				return;
+			}
+			push_value(p, n);
+			f[1] = peek(p) == 'I' ? T_VQUAL_ARGS : T_VQUAL;
+			call(p, f[1] == T_VQUAL ? R_TYPE : R_TARGS);
+			return;
+		}
 		case 'M':
 			p->pos++;
 			f[1] = T_MEM_CLASS;
@@ -1537,6 +1592,22 @@ __attribute__((always_inline)) static inline void step_type(struct parser *p, ui
 				call(p, R_EXPR);
 				return;
 			}
+			if (c1 == 'v') { /* Dv <dimension> _ <type> | Dv _ <expression> _ <type> */
+				p->pos += 2;
+				if (peek(p) == '_') {
+					p->pos++;
+					f[1] = T_VECTOR_DIM;
+					call(p, R_EXPR);
+					return;
+				}
+				uint32_t dim = vector_dimension(p);
+				if (dim == NONE)
+					return;
+				push_value(p, dim);
+				f[1] = T_VECTOR;
+				call(p, R_TYPE);
+				return;
+			}
 			if (c1 == 'F') { /* DF <number> _ : _FloatN */
 				p->pos += 2;
 				uint32_t start = p->pos, v;
@@ -1564,18 +1635,6 @@ __attribute__((always_inline)) static inline void step_type(struct parser *p, ui
 	}
 	case T_QUAL: {
 		uint32_t t = pop_value(p, f[2]);
-		if (t != NONE && nd(p, t)->kind == N_QUAL && (nd(p, t)->quals & f[3])) {
-			/* On a qualified type (a template argument): each
-			 * qualifier once, the inner ones first, as c++filt. */
-			uint8_t rest = (uint8_t)(nd(p, t)->quals & ~f[3]);
-			uint32_t inner = nd(p, t)->a;
-			if (rest) {
-				inner = mk2(p, N_QUAL, inner, NONE);
-				if (inner != NONE)
-					nd(p, inner)->quals = rest;
-			}
-			t = inner;
-		}
 		uint32_t q = qualify(p, t, (uint8_t)f[3]);
 		add_sub(p, q);
 		ret(p, q);
@@ -1635,6 +1694,40 @@ __attribute__((always_inline)) static inline void step_type(struct parser *p, ui
 		f[1] = T_ARRAY;
 		call(p, R_TYPE);
 		return;
+	case T_VECTOR_DIM:
+		if (peek(p) != '_') {
+			p->fail = true;
+			return;
+		}
+		p->pos++;
+		f[1] = T_VECTOR;
+		call(p, R_TYPE);
+		return;
+	case T_VECTOR: {
+		uint32_t t = pop_value(p, f[2]);
+		uint32_t dim = pop_value(p, f[2]);
+		uint32_t v = mk2(p, N_VECTOR, t, NONE);
+		if (v != NONE)
+			nd(p, v)->c = dim;
+		add_sub(p, v);
+		ret(p, v);
+		return;
+	}
+	case T_VQUAL_ARGS: {
+		uint32_t args = pop_value(p, f[2]);
+		uint32_t name = pop_value(p, f[2]);
+		push_value(p, mk2(p, N_TEMPLATE, name, args));
+		f[1] = T_VQUAL;
+		call(p, R_TYPE);
+		return;
+	}
+	case T_VQUAL: {
+		uint32_t t = pop_value(p, f[2]);
+		uint32_t q = mk2(p, N_VQUAL, t, pop_value(p, f[2]));
+		add_sub(p, q);
+		ret(p, q);
+		return;
+	}
 	case T_ARRAY: {
 		uint32_t t = pop_value(p, f[2]);
 		uint32_t dim = f[5] ? pop_value(p, f[2]) : NONE;
@@ -2319,6 +2412,8 @@ struct printer {
 #define TASK_SET_PACK 6u	/* the pack index becomes t[4] */
 #define TASK_COMMA 7u	/* ", ", the length then noted in the TASK_UNCOMMA at t[4] */
 #define TASK_UNCOMMA 8u	/* takes back ", " when nothing followed it (empty expansion) */
+#define TASK_FN_OPEN 9u	/* "(" of a declarator inside another, after a space when t[4] says
+			 * so or the last character is not '(', '*' or ' ' */
 
 static void emit(struct printer *pr, const char *s, uint32_t n)
 {
@@ -2582,33 +2677,141 @@ static void task_ref(struct printer *pr, uint32_t ref)
 		task_str(pr, " &&");
 }
 
-/* A declarator chain: pointers/references/qualifiers/member pointers around
- * a function or array type print inside parentheses: void (*)(int). */
-static bool task_declarator(struct printer *pr, uint32_t n, uint32_t outer)
+/* A vector's " __vector(dimension)" (pushed in reverse). */
+static void task_vector(struct printer *pr, const struct demangle_node *d)
 {
-	uint32_t chain[32];
-	uint32_t depth = 0, base = n;
-	while (depth < 32) {
-		struct demangle_node *d = nd(pr->p, base);
-		if (d->kind != N_PTR && d->kind != N_QUAL && d->kind != N_MEMPTR)
+	task_str(pr, ")");
+	task_node(pr, d->c);
+	task_str(pr, " __vector(");
+}
+
+/* The function or array type under a chain of at least one pointer,
+ * reference, qualifier, member pointer, vector or vendor qualifier from n;
+ * else NONE. */
+static uint32_t declarator_base(struct printer *pr, uint32_t n)
+{
+	uint32_t depth = 0;
+	while (depth < 32 && n != NONE) {
+		const struct demangle_node *d = nd(pr->p, n);
+		if (d->kind != N_PTR && d->kind != N_QUAL && d->kind != N_MEMPTR && d->kind != N_VECTOR &&
+		    d->kind != N_VQUAL)
 			break;
-		chain[depth++] = base;
+		depth++;
+		n = d->kind == N_MEMPTR ? d->b : d->a;
+	}
+	if (depth == 0 || n == NONE)
+		return NONE;
+	uint8_t k = nd(pr->p, n)->kind;
+	return k == N_FUNC || k == N_ARRAY ? n : NONE;
+}
+
+/* A declarator chain: pointers/references/qualifiers/member pointers/vectors/
+ * vendor qualifiers
+ * around a function or array type print inside parentheses: void (*)(int).
+ * Only vectors (and qualifiers of the function itself) around a function
+ * print bare, after the return type and a space, as c++filt does:
+ * void  __vector(4)(). */
+/* Pushes a chain's links (outer first, so printed inner first). */
+static void task_chain(struct printer *pr, const uint32_t *chain, uint32_t depth, uint32_t base)
+{
+	/* The innermost link that prints inside the parentheses: a member
+	 * pointer outside it has a space before, void (* A::*)(). */
+	uint32_t inner_printed = depth;
+	for (uint32_t i = depth; i > 0 && inner_printed == depth; i--) {
+		const struct demangle_node *d = nd(pr->p, chain[i - 1]);
+		if (d->kind != N_QUAL || d->a != base)
+			inner_printed = i - 1;
+	}
+	for (uint32_t i = 0; i < depth; i++) {
+		struct demangle_node *d = nd(pr->p, chain[i]);
+		if (d->kind == N_PTR) {
+			task(pr, TASK_STR, NONE, d->s, d->len);
+		} else if (d->kind == N_QUAL) {
+			if (d->a != base)
+				task_quals(pr, d->quals);
+		} else if (d->kind == N_VECTOR) {
+			task_vector(pr, d);
+		} else if (d->kind == N_VQUAL) {
+			task_node(pr, d->b);
+			task_str(pr, " ");
+		} else {
+			task_str(pr, "::*");
+			task_node(pr, d->a);
+			if (inner_printed != depth && i < inner_printed)
+				task_str(pr, " ");
+		}
+	}
+}
+
+/* Walks the chain of declarator links from n into chain[]; its base. */
+static uint32_t declarator_chain(struct printer *pr, uint32_t n, uint32_t *chain, uint32_t *depth)
+{
+	uint32_t base = n;
+	*depth = 0;
+	while (*depth < 32) {
+		const struct demangle_node *d = nd(pr->p, base);
+		if (d->kind != N_PTR && d->kind != N_QUAL && d->kind != N_MEMPTR && d->kind != N_VECTOR &&
+		    d->kind != N_VQUAL)
+			break;
+		chain[(*depth)++] = base;
 		base = d->kind == N_MEMPTR ? d->b : d->a;
 	}
-	struct demangle_node *b = nd(pr->p, base);
-	if (depth == 32 && (b->kind == N_PTR || b->kind == N_QUAL || b->kind == N_MEMPTR)) {
-		pr->fail = true; /* deeper than we print */
-		return true;
+	return base;
+}
+
+static bool task_declarator(struct printer *pr, uint32_t n, uint32_t outer)
+{
+	uint32_t chain[32], depth = 0, base = n;
+	/* A declarator around a function that returns one: void (*(*)())()
+	 * prints the outer chain and the function's parameters inside the
+	 * inner declarator, where a function's name would be. */
+	uint32_t outer_chain[32], outer_depth = 0, outer_base = NONE;
+	struct demangle_node *b = 0;
+	bool bare = false;
+	for (uint32_t round = 0; round < 2; round++) {
+		base = declarator_chain(pr, n, chain, &depth);
+		b = nd(pr->p, base);
+		if (depth == 32 && (b->kind == N_PTR || b->kind == N_QUAL || b->kind == N_MEMPTR ||
+				    b->kind == N_VECTOR || b->kind == N_VQUAL)) {
+			pr->fail = true; /* deeper than we print */
+			return true;
+		}
+		/* A qualifier directly on the function (void (A::*)() const) is in
+		 * the chain; it prints after the parameters. */
+		if (depth == 0 || (b->kind != N_FUNC && b->kind != N_ARRAY))
+			return false;
+		bool only_quals = true, vectors = false;
+		bare = b->kind == N_FUNC;
+		for (uint32_t i = 0; i < depth; i++) {
+			const struct demangle_node *d = nd(pr->p, chain[i]);
+			only_quals = only_quals && d->kind == N_QUAL;
+			vectors = vectors || d->kind == N_VECTOR;
+			bare = bare && (d->kind == N_VECTOR || (d->kind == N_QUAL && d->a == base));
+		}
+		if (only_quals && b->kind == N_FUNC) {
+			if (round == 0)
+				return false; /* void () const: printed as a qualified function */
+			pr->fail = true;
+			return true;
+		}
+		bare = bare && vectors;
+		if (bare && outer != NONE) {
+			pr->fail = true; /* a function returning a vector of functions */
+			return true;
+		}
+		if (b->kind != N_FUNC || b->a == NONE || declarator_base(pr, b->a) == NONE)
+			break;
+		if (round > 0 || outer != NONE || bare) {
+			pr->fail = true; /* deeper nesting than this printer does */
+			return true;
+		}
+		for (uint32_t i = 0; i < depth; i++)
+			outer_chain[i] = chain[i];
+		outer_depth = depth;
+		outer_base = base;
+		outer = base;
+		n = b->a;
 	}
-	/* A qualifier directly on the function (void (A::*)() const) is in
-	 * the chain; it prints after the parameters. */
-	if (depth == 0 || (b->kind != N_FUNC && b->kind != N_ARRAY))
-		return false;
-	bool only_quals = true;
-	for (uint32_t i = 0; i < depth; i++)
-		only_quals = only_quals && nd(pr->p, chain[i])->kind == N_QUAL;
-	if (only_quals && b->kind == N_FUNC)
-		return false; /* void () const: printed as a qualified function */
 	/* Reverse order of printing: suffix, ")", chain outer..inner, " (", base head. */
 	uint32_t head = b->a;
 	if (b->kind == N_FUNC) {
@@ -2621,7 +2824,10 @@ static bool task_declarator(struct printer *pr, uint32_t n, uint32_t outer)
 		task_str(pr, ")");
 		if (b->b != NONE)
 			task_list(pr, b->b);
-		task_str(pr, ")(");
+		if (bare)
+			task_str(pr, "(");
+		else
+			task_str(pr, ")(");
 	} else {
 		/* int (*) [12][8]: the dimensions of nested arrays follow */
 		uint32_t dims[32], k = 0, elem = base;
@@ -2650,25 +2856,38 @@ static bool task_declarator(struct printer *pr, uint32_t n, uint32_t outer)
 		task_ref(pr, o->kind == N_ENC ? o->flags : o->c);
 		if (o->kind == N_ENC)
 			task_quals(pr, o->quals);
+		for (uint32_t i = 0; i < outer_depth; i++) {
+			const struct demangle_node *d = nd(pr->p, outer_chain[i]);
+			if (d->kind == N_QUAL && d->a == outer_base)
+				task_quals(pr, d->quals);
+		}
 		task_str(pr, ")");
 		task_list(pr, o->kind == N_ENC ? o->c : o->b);
 		task_str(pr, "(");
 		if (o->kind == N_ENC)
 			task_node(pr, o->b);
-	}
-	for (uint32_t i = 0; i < depth; i++) {
-		struct demangle_node *d = nd(pr->p, chain[i]);
-		if (d->kind == N_PTR) {
-			task(pr, TASK_STR, NONE, d->s, d->len);
-		} else if (d->kind == N_QUAL) {
-			if (d->a != base)
-				task_quals(pr, d->quals);
-		} else {
-			task_str(pr, "::*");
-			task_node(pr, d->a);
+		if (outer_depth > 0) {
+			/* c++filt's space: always before a qualifier or member
+			 * pointer, before a pointer or reference only after a
+			 * character other than '(' and '*' */
+			uint32_t space = 0;
+			for (uint32_t i = outer_depth; i > 0; i--) {
+				const struct demangle_node *d = nd(pr->p, outer_chain[i - 1]);
+				if ((d->kind == N_QUAL && d->a == outer_base) || d->kind == N_VECTOR)
+					continue;
+				space = d->kind != N_PTR;
+				break;
+			}
+			task_str(pr, ")");
+			task_chain(pr, outer_chain, outer_depth, outer_base);
+			task(pr, TASK_FN_OPEN, NONE, 0, space);
 		}
 	}
-	task_str(pr, " (");
+	task_chain(pr, chain, depth, base);
+	if (bare)
+		task_str(pr, " ");
+	else
+		task_str(pr, " (");
 	task_node(pr, head);
 	return true;
 }
@@ -2811,6 +3030,18 @@ static void print_task(struct printer *pr, uint32_t n)
 		task(pr, TASK_STR, NONE, d->s, d->len);
 		task_node(pr, d->a);
 		return;
+	case N_VECTOR: /* float __vector(4) */
+	case N_VQUAL:  /* int AS1 */
+		if (task_declarator(pr, n, NONE))
+			return;
+		if (d->kind == N_VECTOR) {
+			task_vector(pr, d);
+		} else {
+			task_node(pr, d->b);
+			task_str(pr, " ");
+		}
+		task_node(pr, d->a);
+		return;
 	default:
 		print_expr(pr, n);
 	}
@@ -2861,6 +3092,12 @@ static size_t print_tree(struct parser *p, uint32_t root, char *out, size_t cap)
 		} else if (kind == TASK_UNCOMMA) {
 			if (pr.len == len && len >= 2)
 				pr.len -= 2; /* c++filt keeps ' ' as the last character */
+		} else if (kind == TASK_FN_OPEN) {
+			bool space = len || (pr.last != '(' && pr.last != '*');
+			if (space && pr.last != ' ')
+				emit(&pr, " (", 2);
+			else
+				emit(&pr, "(", 1);
 		} else if (kind == TASK_EXPAND)
 			expand_step(&pr, node, (uint32_t)sv, len);
 		else

@@ -17,6 +17,9 @@
 #include <optional>
 #include <algorithm>
 #include <numeric>
+#include <array>
+#include <immintrin.h>
+#include <experimental/simd>
 
 struct Point { int x; int y; int get() const { return x; } static int s; };
 int Point::s = 0;
@@ -102,6 +105,40 @@ struct S { S operator+(S) const { return *this; } int get() const { return 1; } 
 S operator+(S a, S) { return a; }
 int gfun(int a) { return a; }
 
+// GCC vector types (Dv <n> _ <type>, Dv _ <expression> _ <type>): x86
+// intrinsic types, vector_size attributes, vectors under pointers,
+// references and cv, as template arguments, and std::experimental::simd.
+typedef float v4f __attribute__((vector_size(16)));
+typedef int v8i __attribute__((vector_size(32)));
+typedef unsigned char v16u8 __attribute__((vector_size(16)));
+typedef double v2d __attribute__((vector_size(16)));
+__m128 vadd(__m128 a, __m128 b) { return a; }
+__m256i vload(const __m256i *p) { return *p; }
+__m128d vdbl(__m128d a, const __m128d &b, __m128i c) { return a; }
+__m512 vwide(__m512 a) { return a; }
+v4f vscale(v4f a, float s, v4f *out) { return a; }
+void vints(v8i &a, const v8i &b, v16u8 c, v2d d) {}
+void vptrs(float *__attribute__((vector_size(32))) p) {}
+void varr(v4f (&a)[4], v4f (*fn)(v4f)) {}
+template <class V> V vid(V v) { return v; }
+template <class V> struct VBox { V v; V get() const { return v; } };
+template <int N> void vdep(float __attribute__((vector_size(N * sizeof(float)))) v) {}
+template <int N> auto vdep2(float x) -> decltype((float __attribute__((vector_size(N * 4)))){} + x) { return x; }
+template <class T, int N> void vtn(T __attribute__((vector_size(N * sizeof(T)))) v) {}
+namespace stdx = std::experimental;
+template <class T> T vsum(const stdx::native_simd<T> &v) { return stdx::reduce(v); }
+template <class T, class A> void vsimd(stdx::simd<T, A> &v) { v += 1; }
+
+void use_vectors() {
+  __m128 a{}; vadd(a, a); __m256i b{}; vload(&b); __m128d d{}; __m128i i{}; vdbl(d, d, i);
+  __m512 w{}; vwide(w); v4f f{}; vscale(f, 1.0f, &f); v8i e{}; vints(e, e, v16u8{}, v2d{});
+  vptrs({}); v4f arr4[4]; varr(arr4, vid<v4f>); vid(a); vid(b); vid(w);
+  VBox<__m128> bx{}; bx.get(); VBox<const v8i *> bp{}; bp.get(); VBox<std::array<v4f, 2>> ba{}; ba.get();
+  std::vector<__m256i> vv; vv.push_back(b); std::vector<v4f> vf(2); vf.resize(3);
+  vdep<4>(f); vdep2<4>(1.0f); vtn<float, 4>(f); vtn<int, 8>(e);
+  stdx::native_simd<float> sf = 1.0f; vsum(sf); vsimd(sf); stdx::native_simd<int> si = 1; vsum(si); vsimd(si);
+}
+
 void use() {
   Point pt{1, 2}; Point *pp = &pt; int x = 1; int arrx[3] = {1, 2, 3};
   add(1, 2.0); sub(1, 2); neg(1); notb(1); cmpl(1); deref(pp); addr(x); member(pt); arrow(pp);
@@ -123,7 +160,7 @@ void use() {
   std::vector<std::pair<int, std::string>> vec; vec.emplace_back(1, "x"); std::sort(vec.begin(), vec.end());
   std::optional<std::string> o = "x"; (void)o.value_or("y");
   std::tuple<int, double, std::string> t{1, 2.0, "c"}; std::apply([](auto... a) { return sizeof...(a); }, t);
-  std::invoke(gfun, 1); std::bind(gfun, 1)();
+  std::invoke(gfun, 1); std::bind(gfun, 1)(); use_vectors();
   std::vector<int> iv{1, 2}; (void)std::accumulate(iv.begin(), iv.end(), 0);
 }
 int main() { use(); return 0; }

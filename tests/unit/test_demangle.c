@@ -484,6 +484,95 @@ static const char *const expressions[][2] = {
 	 "auto use()::{lambda(auto:1)#2}::operator()<int>(int) const"},
 };
 
+/* GCC vector types, c++filt's output for each: Dv <n> _ (intrinsics such
+ * as __m128 = Dv4_f, vector_size attributes) and Dv _ <expression> _,
+ * under pointers, references, cv, arrays, functions and member pointers,
+ * as template arguments and substitutions. */
+static const char *const vectors[][2] = {
+	{"_Z1fDv4_f", "f(float __vector(4))"},
+	{"_Z1fDv4_x", "f(long long __vector(4))"},
+	{"_Z1fPKDv4_f", "f(float __vector(4) const*)"},
+	{"_Z1fRDv4_f", "f(float __vector(4)&)"},
+	{"_Z1fODv4_f", "f(float __vector(4)&&)"},
+	{"_Z1fDv4_PKc", "f(char const* __vector(4))"},
+	{"_Z1fDv2_KPf", "f(float* const __vector(2))"},
+	{"_Z1fDv4_Rf", "f(float& __vector(4))"},
+	{"_Z1fDv4_fDv8_sS_", "f(float __vector(4), short __vector(8), float __vector(4))"},
+	{"_Z1fDv4_fRKS_PS0_",
+	 "f(float __vector(4), float __vector(4) const&, float __vector(4) const*)"},
+	{"_Z1fIDv4_fEvT_S0_", "void f<float __vector(4)>(float __vector(4), float __vector(4))"},
+	{"_ZN1AIDv4_fE1gES0_", "A<float __vector(4)>::g(float __vector(4))"},
+	{"_ZN1AIDv4_fEcvS0_Ev", "A<float __vector(4)>::operator float __vector(4)()"},
+	{"_Z1fSt6vectorIDv4_fSaIS0_EE",
+	 "f(std::vector<float __vector(4), std::allocator<float __vector(4)> >)"},
+	{"_Z1fIJDv4_fDv2_dEEvDpRKT_",
+	 "void f<float __vector(4), double __vector(2)>(float __vector(4) const&, double __vector(2) const&)"},
+	{"_Z1fIJifEEvDpDv4_T_", "void f<int, float>(int __vector(4), float __vector(4))"},
+	{"_Z1fILi4EEvDv_T__f", "void f<4>(float __vector(4))"},
+	{"_Z1fILi4EEvDv_plT_Li1E_f", "void f<4>(float __vector((4)+(1)))"},
+	{"_Z1fIJifEEvDv_sZT__f", "void f<int, float>(float __vector(2))"},
+	{"_Z1fDv_stDv4_f_f", "f(float __vector(sizeof (float __vector(4))))"},
+	{"_Z1fIiEvDv_T__f", "void f<int>(float __vector(int))"},
+	{"_Z1fDv04_f", "f(float __vector(4))"},
+	{"_Z1fDvn4_f", "f(float __vector(-4))"},
+	{"_Z1fDvn_f", "f(float __vector(0))"},
+	{"_Z1fDv2147483647_f", "f(float __vector(2147483647))"},
+	{"_Z1fDv1_Dv2_Dv3_f", "f(float __vector(3) __vector(2) __vector(1))"},
+	{"_Z1fA2_Dv4_f", "f(float __vector(4) [2])"},
+	{"_Z1fDv4_A2_A3_f", "f(float ( __vector(4)) [2][3])"},
+	{"_Z1fRKDv4_A2_f", "f(float ( __vector(4) const&) [2])"},
+	{"_Z1fDv4_PFvvE", "f(void (* __vector(4))())"},
+	{"_Z1fDv4_M1AKFvvE", "f(void (A::* __vector(4))() const)"},
+	{"_Z1fM1AKDv4_f", "f(float __vector(4) const A::*)"},
+	{"_Z1fDv4_FvvE", "f(void  __vector(4)())"},
+	{"_Z1fDv4_KFvvE", "f(void  __vector(4)() const)"},
+	{"_Z1fKDv4_FvvE", "f(void ( __vector(4) const)())"},
+	{"_Z1fPDv4_FvvE", "f(void ( __vector(4)*)())"},
+	{"_Z1fPFDv4_fS_E", "f(float __vector(4) (*)(float __vector(4)))"},
+	{"_Z1fIXtlDv4_fLf3f800000EEEEvv", "void f<float __vector(4){(float)[3f800000]}>()"},
+	{"_Z1fDv4_DF16_", "f(_Float16 __vector(4))"},
+	{"_ZZ1fvENKUlDv4_fE_clES_",
+	 "f()::{lambda(float __vector(4))#1}::operator()(float __vector(4)) const"},
+	{"_Z4varrRA4_Dv4_fPFS_S_E",
+	 "varr(float __vector(4) (&) [4], float __vector(4) (*)(float __vector(4)))"},
+	{"_Z4vdblDv2_dRKS_Dv2_x",
+	 "vdbl(double __vector(2), double __vector(2) const&, long long __vector(2))"},
+	{"_ZNK4VBoxIPKDv8_iE3getEv", "VBox<int __vector(8) const*>::get() const"},
+	/* vendor qualifiers (g++'s dependent vector_size<...>, address
+	 * spaces), member pointers around inner declarators */
+	{"_Z1fU3AS1i", "f(int AS1)"},
+	{"_Z1fPU3AS1Kc", "f(char const AS1*)"},
+	{"_Z1fU3AS1KiS_", "f(int const AS1, int const)"},
+	{"_Z1fKU3AS1iS0_", "f(int AS1 const, int AS1 const)"},
+	{"_Z1fU11vector_sizeILi16EEf", "f(float vector_size<16>)"},
+	{"_Z1fIiEvU11vector_sizeIXmlT_Li4EEEf", "void f<int>(float vector_size<(int)*(4)>)"},
+	{"_Z5vdep2ILi4EEU11vector_sizeIXmlT_Li4EEEfS0_",
+	 "float vector_size<(4)*(4)> vdep2<4>(float vector_size<(4)*(4)>)"},
+	{"_Z1fU3AS1FvvES0_", "f(void ( AS1)(), void ( AS1)())"},
+	{"_Z1fU3AS1A2_i", "f(int ( AS1) [2])"},
+	{"_Z1fIJifEEvDpU3AS1T_", "void f<int, float>(int AS1, float AS1)"},
+	{"_Z1fM1APFvvE", "f(void (* A::*)())"},
+	{"_Z1fM1ARKFvvE", "f(void (& A::*)() const)"},
+	{"_Z1fM1AKPFvvE", "f(void (* const A::*)())"},
+	{"_Z1fM1ADv4_FvvE", "f(void ( __vector(4) A::*)())"},
+	{"_Z1fM1AU3AS1FvvE", "f(void ( AS1 A::*)())"},
+	/* const on an array of const elements: each qualifier once */
+	{"_Z1fRKA2_Ki", "f(int const (&) [2])"},
+	{"_Z1fKA2_Vi", "f(int volatile const [2])"},
+	{"_Z1fIKiEvRKA2_T_", "void f<int const>(int const (&) [2])"},
+	{"_Z1fRKA2_KDv4_PKc", "f(char const* __vector(4) const (&) [2])"},
+	/* a declarator around a function returning one: the outer inside */
+	{"_Z1fPFPFvvEvE", "f(void (*(*)())())"},
+	{"_Z1fPFPA2_ivE", "f(int (*(*)()) [2])"},
+	{"_Z1fRFPFvvEvE", "f(void (*(&)())())"},
+	{"_Z1fPFPM1AFvvEvE", "f(void (A::**(*)())())"},
+	{"_Z1fPFRFvvEvE", "f(void (& (*)())())"},
+	{"_Z1fM1AFPFvvEvE", "f(void (* (A::*)())())"},
+	{"_Z1fPKFPFvvEvE", "f(void (*(*)() const)())"},
+	{"_Z1fPFDv4_PFvvEvE", "f(void (* __vector(4) (*)())())"},
+	{"_Z1fPFPFviEcEPFPFvlEcE", "f(void (*(*)(char))(int), void (*(*)(char))(long))"},
+};
+
 static void check_table(const char *const (*t)[2], size_t n)
 {
 	static char out[4096];
@@ -502,6 +591,8 @@ static void test_known_answers(void) { check_table(known, sizeof(known) / sizeof
 
 static void test_expressions(void) { check_table(expressions, sizeof(expressions) / sizeof(expressions[0])); }
 
+static void test_vectors(void) { check_table(vectors, sizeof(vectors) / sizeof(vectors[0])); }
+
 /* Not mangled, or not understood: 0 and an empty output. */
 static void test_rejects(void)
 {
@@ -512,7 +603,14 @@ static void test_rejects(void)
 			     "_Z1fIiEvDTplfp_E", "_Z1fIiEvDT", "_Z1fIiEvDTfp", "_Z1fIiEv1XIXLi1",
 			     "_Z1fIiEvDTclfp_", "_Z1fIiEvDTcv", "_Z1fIiEvDTzzfp_E", "_Z1fIiEv1XIXsr1AEEE",
 			     "_Z1fIiEvDTnw_T_", "_Z1fIiEvDTtlT_", "_Z1fIiEvDTfpn1_E", "_Z1fIiEvDTspE",
-			     "_Z1fIiEvDTqufp_fp_E"};
+			     "_Z1fIiEvDTqufp_fp_E",
+			     /* vectors: no '_', no type, no dimension, past INT_MAX, an
+			      * expression dimension not ended by '_' (c++filt too) */
+			     "_Z1fDv4f", "_Z1fDv4_", "_Z1fDvf", "_Z1fDv_f", "_Z1fDv", "_Z1fDv2147483648_f",
+			     "_Z1fDvn2147483648_f", "_Z1fDv99999999999999999999_f", "_Z1fDv_Li4Ef",
+			     "_Z1fDv_Li4E", "_Z1fDv4_fS0_", "_Z1fILi4EEvDvT__f",
+			     /* vendor qualifiers without a name or a type */
+			     "_Z1fU3AS1", "_Z1fU0i", "_Z1fU3AS1iS0_", "_Z1fU3AS1Ut_"};
 	char out[64];
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		memset(out, 'x', sizeof(out));
@@ -522,6 +620,11 @@ static void test_rejects(void)
 			check_failures_in_test++;
 		}
 	}
+	/* read by c++filt, declined here: three declarators nested, a
+	 * function returning a vector of functions */
+	const char *declined[] = {"_Z1fPFPFPFvvEvEvE", "_Z1fFDv4_FvvEvE"};
+	for (size_t i = 0; i < sizeof(declined) / sizeof(declined[0]); i++)
+		CHECK(demangle(declined[i], out, sizeof(out), &scratch) == 0 && out[0] == 0);
 	CHECK(demangle(NULL, out, sizeof(out), &scratch) == 0);
 }
 
@@ -577,6 +680,7 @@ int main(void)
 {
 	RUN(test_known_answers);
 	RUN(test_expressions);
+	RUN(test_vectors);
 	RUN(test_rejects);
 	RUN(test_small_output);
 	RUN(test_limits);
