@@ -40,6 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from checks import check, status  # noqa: E402
+from pprof_traces import mangled_names  # noqa: E402
 
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 # The part of the distance that is not sampling noise: what the two tools
@@ -49,8 +50,6 @@ SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so")
 FIXED_POINTS = 20.0
 TOP = 10
 NOBODY = 65534
-# A mangled symbol as a function name in go tool pprof -raw's Locations.
-MANGLED_NAME = re.compile(r"(?<!\S)_[ZR][\w.$]+")
 
 
 class Field:
@@ -204,8 +203,7 @@ class Field:
             if p.returncode != 0 or "Samples:" not in p.stdout:
                 bad.append("pprof %s: %s" % (os.path.basename(f), p.stderr[-200:]))
                 continue
-            locations = p.stdout[p.stdout.find("\nLocations"):p.stdout.find("\nMappings")]
-            mangled |= set(MANGLED_NAME.findall(locations))
+            mangled |= mangled_names(p.stdout)
             with gzip.open(f, "rb") as g:
                 data = g.read()
             q = subprocess.run(["protoc", "--decode_raw"], input=data, capture_output=True, timeout=120)
@@ -222,13 +220,14 @@ class Field:
         profiles must be one c++filt (Itanium, Rust legacy) and llvm-cxxfilt
         (Rust v0) leave as it is too."""
         names = sorted(mangled)
-        readable = []
+        readable = set()
         for cmd in (["c++filt"], ["llvm-cxxfilt"]):
             if not names:
                 break
             out = subprocess.run(cmd, input="\n".join(names) + "\n", capture_output=True, text=True,
                                  timeout=120).stdout.splitlines()
-            readable = sorted(set(readable) | {n for n, o in zip(names, out) if o != n})
+            readable |= {n for n, o in zip(names, out) if o != n}
+        readable = sorted(readable)
         check("%s: no function name is left mangled that c++filt or llvm-cxxfilt demangles" % self.name,
               not readable, "%d of %d mangled names, e.g. %s" % (len(readable), len(names),
                                                                   [n[:160] for n in readable[:3]]))

@@ -24,6 +24,7 @@ import sys
 import tempfile
 
 from checks import check, check_terse, status
+from pprof_traces import mangled_names
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
@@ -56,8 +57,7 @@ def main():
               str(sorted(names)[:12]))
         check("function.system_name keeps the mangled symbol",
               any(s.startswith(MANGLED) for s in systems), str(sorted(systems)[:6]))
-        locations = raw[raw.find("\nLocations"):raw.find("\nMappings")]
-        left = sorted(set(re.findall(r"(?<!\S)_Z[\w.$]+", locations)))
+        left = sorted(mangled_names(raw))
         check("no function.name is mangled, inlined frames' included", not left, left[:5])
         check("glibc's free is named free", "free" in names, sorted(names)[:20])
         aliases = [n for n in names if n in ("cfree", "__libc_free", "__free") or n.startswith("__GI_")]

@@ -1,7 +1,19 @@
-"""Shared by the integration suites: pprof's printed durations in ns, and
-the stacks of a profile as go tool pprof -traces prints them (an
-independent decoder)."""
+"""Shared by the integration suites: pprof's printed durations in ns, the
+stacks of a profile as go tool pprof -traces prints them (an independent
+decoder), and the mangled symbols left as function names in its -raw text."""
+import re
 import subprocess
+
+# A mangled symbol standing as a function name (not a system name, which
+# -raw prints in parentheses after s=N).
+_MANGLED_NAME = re.compile(r"(?<!\S)_[ZR][\w.$]+")
+
+
+def mangled_names(raw):
+    """The mangled symbols (_Z..., _R...) that go tool pprof -raw prints as
+    function names in its Locations section, inlined frames' lines included."""
+    locations = raw[raw.find("\nLocations"):raw.find("\nMappings")]
+    return set(_MANGLED_NAME.findall(locations))
 
 
 def to_ns(text):
