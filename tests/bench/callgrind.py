@@ -1,7 +1,23 @@
-"""Reading callgrind's output files: one copy for the benches and the
-tests that count instructions (bench_requests.sh, wall_instructions.py)."""
+"""Running callgrind and reading its output files: one copy for the benches
+and the tests that count instructions (bench_requests.sh, the *_cost.py and
+*_instructions.py checks)."""
 import collections
+import os
 import re
+import subprocess
+
+
+def callgrind_self_costs(argv, toggle, out, env=None, stdin=None, timeout=120):
+    """Runs argv under callgrind, counting only inside function `toggle` and
+    what it calls, into file `out`.  Returns (the finished run, self cost by
+    (object, function)); the costs are None when the run failed or wrote
+    no file."""
+    r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                        "--compress-pos=no", f"--toggle-collect={toggle}"] + argv,
+                       env=env, input=stdin, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0 or not os.path.exists(out):
+        return r, None
+    return r, callgrind_costs(out, set())[0]
 
 
 def callgrind_costs(path, inclusive_of):

@@ -23,7 +23,7 @@ import tempfile
 from checks import check, check_count, status
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
-from callgrind import callgrind_costs  # noqa: E402
+from callgrind import callgrind_self_costs  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FILTER = os.environ.get("DEMANGLE_FILTER", os.path.join(ROOT, "build", "tests", "demangle_filter"))
@@ -51,15 +51,12 @@ def main():
     names = sample()
     tmp = tempfile.mkdtemp(prefix="demangle_cost")
     try:
-        out = os.path.join(tmp, "cg")
-        r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                            "--compress-pos=no", "--toggle-collect=demangle", FILTER],
-                           input="\n".join(names) + "\n", capture_output=True, text=True, timeout=300)
-        if r.returncode != 0 or not os.path.exists(out):
+        r, self_cost = callgrind_self_costs([FILTER], "demangle", os.path.join(tmp, "cg"),
+                                            stdin="\n".join(names) + "\n", timeout=300)
+        if self_cost is None:
             check("demangle_cost: callgrind", False, f"{r.returncode}: {r.stderr.strip()[-300:]}")
             return
         demangled = sum(1 for a, b in zip(names, r.stdout.splitlines()) if a != b)
-        self_cost, _ = callgrind_costs(out, set())
         total = sum(self_cost.values())
         per_name = total / len(names)
         detail = (f"{per_name:.0f} instructions per name over {len(names)} of libLLVM's C++ names "

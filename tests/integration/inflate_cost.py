@@ -12,14 +12,13 @@ was refilled a byte at a time and matches were copied byte by byte).
 The bound is an x86-64 count; elsewhere the count is printed, not judged."""
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 from checks import check, check_count, status
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
-from callgrind import callgrind_costs  # noqa: E402
+from callgrind import callgrind_self_costs  # noqa: E402
 from zsections import compressed_sections, libc_debug_file  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -46,17 +45,14 @@ def main():
             src = os.path.join(tmp, name.strip(".") + ".z")
             with open(src, "wb") as f:
                 f.write(streams[name])
-            out = os.path.join(tmp, "cg" + name)
-            r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                                "--compress-pos=no", "--toggle-collect=inflate_ours",
-                                DRIVER, "inflate-once", src], capture_output=True, text=True, timeout=300)
-            if r.returncode != 0 or not os.path.exists(out) or not r.stdout.startswith("out="):
+            r, self_cost = callgrind_self_costs([DRIVER, "inflate-once", src], "inflate_ours",
+                                                os.path.join(tmp, "cg" + name), timeout=300)
+            if self_cost is None or not r.stdout.startswith("out="):
                 check(f"inflate_cost {name}: same bytes as zlib", False,
                       f"{r.returncode}: {(r.stdout + r.stderr).strip()[-300:]}")
                 continue
             check(f"inflate_cost {name}: same bytes as zlib", True)
             produced = int(r.stdout.split("=")[1])
-            self_cost, _ = callgrind_costs(out, set())
             per_byte = sum(self_cost.values()) / produced
             detail = (f"{per_byte:.2f} instructions per output byte over {produced} bytes "
                       f"({len(streams[name])} compressed; bound {BOUND})")

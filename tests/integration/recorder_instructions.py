@@ -15,14 +15,13 @@ string was hashed and looked up twice per add), bound 3,500 on x86-64;
 elsewhere the count is printed, not judged."""
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 from checks import check, check_count, status
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
-from callgrind import callgrind_costs  # noqa: E402
+from callgrind import callgrind_self_costs  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LOOP = os.path.join(ROOT, "build", "tests", "record_loop")
@@ -32,13 +31,10 @@ BOUND = 3500
 
 
 def counted(rounds, tmp):
-    out = os.path.join(tmp, f"cg.{rounds}")
-    r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--compress-pos=no",
-                        "--toggle-collect=record_rounds", LOOP, str(rounds)],
-                       capture_output=True, text=True, timeout=120)
-    if r.returncode != 0 or not os.path.exists(out):
+    r, self_cost = callgrind_self_costs([LOOP, str(rounds)], "record_rounds",
+                                        os.path.join(tmp, f"cg.{rounds}"))
+    if self_cost is None:
         raise RuntimeError(f"callgrind failed ({r.returncode}): {(r.stdout + r.stderr).strip()[-300:]}")
-    self_cost, _ = callgrind_costs(out, set())
     return sum(self_cost.values()), r.stdout.strip()
 
 

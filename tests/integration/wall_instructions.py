@@ -23,7 +23,6 @@ not judged."""
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -31,7 +30,7 @@ from checks import check, check_count, status
 from wall_syscalls import task_work_kernel
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
-from callgrind import callgrind_costs  # noqa: E402
+from callgrind import callgrind_self_costs  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
@@ -45,15 +44,11 @@ def ours(rounds, extra, tmp, loop="calls_loop"):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("DD_", "STOWAWAY_", "LD_PRELOAD"))}
     env.update(extra)
-    out = os.path.join(tmp, f"cg.{rounds}")
-    r = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--compress-pos=no",
-                        f"--toggle-collect={loop}", CALLS, str(rounds)] +
-                       (["alloc"] if loop == "alloc_loop" else []),
-                       env=env, capture_output=True, text=True, timeout=120)
-    if r.returncode != 0 or not os.path.exists(out):
+    r, self_cost = callgrind_self_costs([CALLS, str(rounds)] + (["alloc"] if loop == "alloc_loop" else []),
+                                        loop, os.path.join(tmp, f"cg.{rounds}"), env=env)
+    if self_cost is None:
         raise RuntimeError(f"callgrind failed ({r.returncode}): {r.stderr.strip()[-300:]}")
     so = os.path.realpath(SO)
-    self_cost, _ = callgrind_costs(out, set())
     return sum(c for (ob, _), c in self_cost.items() if ob and os.path.realpath(ob) == so)
 
 
