@@ -33,23 +33,9 @@ static const struct level_config level_configs[10] = {
 
 /* ---- small helpers ---- */
 
-static inline uint32_t load32(const uint8_t *p)
-{
-	uint32_t v;
-	__builtin_memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static inline uint64_t load64(const uint8_t *p)
-{
-	uint64_t v;
-	__builtin_memcpy(&v, p, sizeof(v));
-	return v;
-}
-
 static inline uint32_t hash4(const uint8_t *p, uint32_t bits)
 {
-	return (load32(p) * 2654435761u) >> (32 - bits);
+	return (rt_load_le32(p) * 2654435761u) >> (32 - bits);
 }
 
 static inline uint32_t dist_code_of(const struct deflate_compressor *s, uint32_t dist_minus1)
@@ -503,10 +489,11 @@ static uint32_t find_match(const struct deflate_compressor *s, uint32_t pos, uin
 		return best_len;
 	while (cand >= limit && chain-- > 0) {
 		const uint8_t *m = w + cand;
-		if (load32(m + best_len - 3) == load32(cur + best_len - 3) && load32(m) == load32(cur)) {
+		if (rt_load_le32(m + best_len - 3) == rt_load_le32(cur + best_len - 3) &&
+		    rt_load_le32(m) == rt_load_le32(cur)) {
 			uint32_t len = HASH_BYTES;
 			while (len < max_len) {
-				uint64_t x = load64(m + len) ^ load64(cur + len);
+				uint64_t x = rt_load_le64(m + len) ^ rt_load_le64(cur + len);
 				if (x) {
 					len += (uint32_t)__builtin_ctzll(x) >> 3;
 					break;
