@@ -1142,6 +1142,32 @@ static bool sample_slot(int slot, uint64_t now)
 	return waiting && !busy && (seq & 1u) && ask_leave_time(t, w, seq);
 }
 
+/* At a stop, a last visit without signals: a thread still in the wait the
+ * previous visit found (its call, or a system call with its CPU clock
+ * unmoved), or that left a wait it timed, gets the span up to now (up to
+ * its leaving); else, the ticks of a waiting process coming a second
+ * apart, an exit would drop up to a second of the wait that ended it.  A
+ * running thread's span since its last tick (one period) is not placed. */
+static void final_visit(int slot, uint64_t now)
+{
+	struct thread_slot *t = &thread_slots[slot];
+	struct wall_private *w = &priv[slot];
+	int tid = atomic_load(&t->tid);
+	if (tid == 0 || w->tid != tid || !w->visited || !w->stack)
+		return;
+	place_timed_leave(slot, w, now);
+	uint32_t seq = atomic_load(&t->wall_seq);
+	uint64_t cpu = 0;
+	bool still = w->cache == CACHE_PUBLISHED ? (seq & 1u) && seq == w->cache_seq
+						 : w->cache == CACHE_SYSCALL && thread_cpu_ns(tid, &cpu) &&
+							   cpu == w->cache_cpu;
+	if (!still || now <= w->last_visit)
+		return;
+	account_previous_wait(slot, w, now, now - w->last_visit + w->unplaced);
+	w->unplaced = 0;
+	w->last_visit = now;
+}
+
 /* ---- the handler ---- */
 
 /* Whether the interrupted thread, its stack pointer at sp, is inside the
@@ -1707,6 +1733,9 @@ void wall_stop(void)
 		if (!thread_flag_wait_clear(&wall.ticking, STOP_WAIT_MS * 1000000ull))
 			return; /* still sampling: leave its descriptors and timers alone */
 	}
+	uint64_t now = rt_monotonic_ns();
+	for (int s = next_prepared(0); s >= 0; s = next_prepared(s + 1))
+		final_visit(s, now);
 	for (int s = next_prepared(0); s >= 0; s = next_prepared(s + 1)) {
 		struct thread_slot *t = &thread_slots[s];
 		if (priv[s].timer_id >= 0)
