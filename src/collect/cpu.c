@@ -1,10 +1,20 @@
 /* CPU-time sampling.
  *
  * Each registered thread gets a timer on its own CPU clock (SIGEV_THREAD_ID
- * to that thread), first expiry random within the period.  The handler
- * weights a sample by the thread CPU time that really elapsed since its
- * previous sample (timer ticks are coarse and signals can merge), so the
- * profile's total matches the CPU the process used.
+ * to that thread), first expiry random within the period.  Each expiry
+ * stands for one period of the thread's CPU time, those merged into one
+ * signal (si_overrun: the kernel checks CPU timers at its ticks, which may
+ * be coarser than the period) included.  With the first expiry uniform in
+ * the first period, the expected count of a thread that used c of CPU is
+ * c / period exactly, a thread shorter than a period included, so the
+ * profile's total is an unbiased estimate of the CPU the threads used.
+ * (Weighting a sample by the CPU time since the previous one, as this did
+ * before, loses the time after each thread's last sample: half a period
+ * per thread on average, nearly all of a thread that runs less than one.)
+ * Expiries the kernel had not delivered when a thread ends (its CPU time
+ * passed them after its last tick) are counted from the thread's CPU time
+ * and the expiries delivered since the timer was armed, and taken as the
+ * thread ends (cpu_thread_ending).
  *
  * The handler touches only our preallocated ring and the thread's stack, and
  * never libc: errno is untouched because we make raw system calls only. */
@@ -19,11 +29,14 @@
 
 #define RING_RECORDS 512u
 #define SIGNAL_PROBE_TRIES 4
-/* One sample in COST_SAMPLE_EVERY also reads the thread clock on the way
- * out, so the overhead cap knows what a sample costs (one extra system
- * call per COST_SAMPLE_EVERY samples). */
+/* One sample in COST_SAMPLE_EVERY reads the thread clock on the way in and
+ * out, so the overhead cap knows what a sample costs (two system calls per
+ * COST_SAMPLE_EVERY samples; the others read no clock). */
 #define COST_SAMPLE_EVERY 8u
 #define DELIVERY_ROUNDS 32
+/* The longest kernel tick (CONFIG_HZ=100): the CPU time a running thread
+ * can use after its last tick. */
+#define TICK_MAX_NS 10000000ull
 
 /* One sample as the handler leaves it; pcs has cfg->max_frames + 1 slots. */
 struct cpu_record {
@@ -48,6 +61,7 @@ static struct {
 	atomic_ullong period_ns; /* changed by cpu_set_rate */
 	atomic_ullong dropped;
 	atomic_ullong taken;
+	atomic_ullong signals;      /* handled, to measure one in COST_SAMPLE_EVERY */
 	atomic_ullong cost_ns;      /* handler CPU time of the measured samples */
 	atomic_ullong cost_samples; /* samples measured */
 	atomic_ullong drain_ns;     /* CPU time spent moving samples into the recorder */
@@ -69,16 +83,19 @@ static void cpu_signal_handler(int sig, void *siv, void *ucv)
 	int tid = (int)sys_gettid();
 	if (atomic_load_explicit(&t->tid, memory_order_relaxed) != tid)
 		return; /* a late signal for a slot that was reused */
-	uint64_t now = rt_thread_cpu_ns();
-	uint64_t elapsed = now > t->last_cpu_ns ? now - t->last_cpu_ns : 0;
-	t->last_cpu_ns = now;
-	if (elapsed == 0)
-		return;
+	bool measure = atomic_fetch_add_explicit(&cpu.signals, 1, memory_order_relaxed) %
+			       COST_SAMPLE_EVERY == 0;
+	uint64_t now = measure ? rt_thread_cpu_ns() : 0;
+	uint64_t periods = 1u + (si->overrun > 0 ? (uint64_t)si->overrun : 0u);
+	uint64_t weight = periods * atomic_load_explicit(&cpu.period_ns, memory_order_relaxed) +
+			  t->cpu_carried_ns;
+	t->cpu_carried_ns = 0;
+	atomic_fetch_add_explicit(&t->cpu_expiries, periods, memory_order_relaxed);
 
 	struct cpu_record *rec = ring_reserve(&cpu.ring);
 	if (!rec) {
 		/* The time is not lost: the next sample of this thread carries it. */
-		t->last_cpu_ns -= elapsed;
+		t->cpu_carried_ns = weight;
 		atomic_fetch_add(&cpu.dropped, 1);
 		return;
 	}
@@ -89,18 +106,19 @@ static void cpu_signal_handler(int sig, void *siv, void *ucv)
 	rec->has_context = context_read_self(&rec->context);
 	rec->tid = tid;
 	rec->slot = (int)slot;
-	rec->cpu_ns = elapsed;
-	uint64_t nth = atomic_fetch_add(&cpu.taken, 1);
+	rec->cpu_ns = weight;
+	atomic_fetch_add(&cpu.taken, 1);
 	ring_publish(&cpu.ring, rec);
-	if (nth % COST_SAMPLE_EVERY == 0) {
+	if (measure) {
 		uint64_t out = rt_thread_cpu_ns();
 		atomic_fetch_add_explicit(&cpu.cost_ns, out > now ? out - now : 0, memory_order_relaxed);
 		atomic_fetch_add_explicit(&cpu.cost_samples, 1, memory_order_relaxed);
 	}
 }
 
-/* The current period as a timer setting, first expiry random within it. */
-static void timer_spec(struct sys_itimerspec *its)
+/* The current period as a timer setting, first expiry random within it;
+ * returns the first expiry. */
+static uint64_t timer_spec(struct sys_itimerspec *its)
 {
 	uint64_t period = atomic_load(&cpu.period_ns);
 	rt_mutex_lock(&cpu.rng_lock);
@@ -108,6 +126,16 @@ static void timer_spec(struct sys_itimerspec *its)
 	rt_mutex_unlock(&cpu.rng_lock);
 	its->interval = sys_timespec_of_ns(period);
 	its->value = sys_timespec_of_ns(first);
+	return first;
+}
+
+/* Arms the thread's timer (CPU clock clk) as its; `first` is its first
+ * expiry.  The expiries are counted from here (cpu_thread_ending). */
+static long arm(struct thread_slot *t, int timer, int clk, const struct sys_itimerspec *its, uint64_t first)
+{
+	atomic_store(&t->cpu_expiries, 0);
+	atomic_store(&t->cpu_first_expiry_ns, rt_clock_ns(clk) + first);
+	return sys_timer_settime(timer, 0, its, NULL);
 }
 
 void cpu_thread_added(int slot, int tid, bool self)
@@ -118,7 +146,9 @@ void cpu_thread_added(int slot, int tid, bool self)
 	if (t->no_signals)
 		return;
 	int clk = self ? CLOCK_THREAD_CPUTIME_ID : sys_thread_cpu_clock(tid);
-	t->last_cpu_ns = rt_clock_ns(clk);
+	t->cpu_carried_ns = 0;
+	struct sys_itimerspec its;
+	uint64_t first = timer_spec(&its);
 	struct sys_sigevent sev;
 	rt_memset(&sev, 0, sizeof(sev));
 	sev.value = (uint64_t)slot;
@@ -133,12 +163,10 @@ void cpu_thread_added(int slot, int tid, bool self)
 						 "are not CPU-profiled", -r);
 		return;
 	}
-	struct sys_itimerspec its;
-	timer_spec(&its);
 	int old = atomic_exchange(&t->timer_id, timer);
 	if (old >= 0)
 		(void)sys_timer_delete(old);
-	if (sys_timer_settime(timer, 0, &its, NULL) < 0) {
+	if (arm(t, timer, clk, &its, first) < 0) {
 		atomic_store(&t->timer_id, -1);
 		(void)sys_timer_delete(timer);
 	}
@@ -150,6 +178,57 @@ void cpu_thread_removed(int slot, int tid)
 	int timer = atomic_exchange(&thread_slots[slot].timer_id, -1);
 	if (timer >= 0)
 		(void)sys_timer_delete(timer);
+}
+
+__attribute__((noinline)) void cpu_thread_ending(int slot, uint64_t entry_pc, uintptr_t ra)
+{
+	if (!atomic_load_explicit(&cpu.running, memory_order_acquire) || slot < 0 || slot >= THREADS_MAX)
+		return;
+	struct thread_slot *t = &thread_slots[slot];
+	int timer = atomic_load(&t->timer_id);
+	if (timer < 0)
+		return;
+	/* Disarmed first: no expiry comes after the count below.  A signal
+	 * already raised was delivered as the call returned (or, on kernels
+	 * that drop the queued signal of a timer set again, is counted here). */
+	struct sys_itimerspec off;
+	rt_memset(&off, 0, sizeof(off));
+	if (sys_timer_settime(timer, 0, &off, NULL) != 0)
+		return;
+	uint64_t now = rt_thread_cpu_ns();
+	uint64_t first = atomic_load(&t->cpu_first_expiry_ns);
+	uint64_t period = atomic_load_explicit(&cpu.period_ns, memory_order_relaxed);
+	if (now < first || period == 0)
+		return;
+	uint64_t passed = 1 + (now - first) / period;
+	uint64_t delivered = atomic_load(&t->cpu_expiries);
+	/* More missing than the thread's last tick can hide: its signals were
+	 * blocked (or lost), and where that time went is not guessed. */
+	if (passed <= delivered || passed - delivered > 1 + TICK_MAX_NS / period)
+		return;
+	struct cpu_record *rec = ring_reserve(&cpu.ring);
+	if (!rec) {
+		atomic_fetch_add(&cpu.dropped, 1);
+		return;
+	}
+	/* Where in the thread's routine the time went is not known: the
+	 * routine's own frame, under the frames that called it. */
+	uint32_t depth = 0;
+	uint32_t at = sample_capture_caller(ra, t->stack_lo, t->stack_hi, rec->pcs + 1, cpu.max_frames,
+					    &depth);
+	if (depth == 0 || at >= cpu.max_frames || depth > cpu.max_frames - at)
+		depth = 0;
+	else
+		rt_memmove(rec->pcs + 1, rec->pcs + 1 + at, depth * sizeof(rec->pcs[0]));
+	rec->pcs[0] = entry_pc;
+	rec->depth = depth + 1;
+	rec->has_context = context_read_self(&rec->context);
+	rec->tid = (int)sys_gettid();
+	rec->slot = slot;
+	rec->cpu_ns = (passed - delivered) * period + t->cpu_carried_ns;
+	t->cpu_carried_ns = 0;
+	atomic_fetch_add(&cpu.taken, 1);
+	ring_publish(&cpu.ring, rec);
 }
 
 void cpu_drain(void)
@@ -283,12 +362,14 @@ void cpu_set_rate(uint32_t hz)
 	/* Timer ids are allocated cyclically by the kernel, so an id deleted by
 	 * a concurrent cpu_thread_removed is not handed out again meanwhile. */
 	for (int s = threads_next_used(0); s >= 0; s = threads_next_used(s + 1)) {
-		int timer = atomic_load(&thread_slots[s].timer_id);
-		if (timer < 0)
+		struct thread_slot *t = &thread_slots[s];
+		int timer = atomic_load(&t->timer_id);
+		int tid = atomic_load(&t->tid);
+		if (timer < 0 || tid == 0)
 			continue;
 		struct sys_itimerspec its;
-		timer_spec(&its);
-		(void)sys_timer_settime(timer, 0, &its, NULL);
+		uint64_t first = timer_spec(&its);
+		(void)arm(t, timer, sys_thread_cpu_clock(tid), &its, first);
 	}
 }
 

@@ -15,6 +15,13 @@ bool cpu_running(void);
 /* Thread registry hooks: arm / disarm the thread's timer. */
 void cpu_thread_added(int slot, int tid, bool self);
 void cpu_thread_removed(int slot, int tid);
+/* On a thread that ends (its routine returned), before it is removed: an
+ * expiry of its timer that the kernel had not delivered yet (its CPU time
+ * passed it after its last tick) becomes a sample at entry_pc, the
+ * routine's address, under the stack of the caller whose return address
+ * is ra.  Without it a thread shorter than a kernel tick is never
+ * sampled. */
+void cpu_thread_ending(int slot, uint64_t entry_pc, uintptr_t ra);
 /* Sampler thread: moves finished samples into the recorder. */
 void cpu_drain(void);
 /* Sampler thread, about once a second: stops CPU sampling (and says so once)

@@ -4,6 +4,7 @@
 #include "collect/alloc.h"
 #include "collect/collect.h"
 #include "collect/context.h"
+#include "collect/cpu.h"
 #include "collect/lock.h"
 #include "collect/threads.h"
 #include "rt/thread.h"
@@ -30,6 +31,9 @@ static void *thread_start_trampoline(void *p)
 		lo = hi = 0;
 	int slot = threads_register(tid, true, lo, hi);
 	void *result = start.fn(start.arg);
+	uint64_t entry = 0;
+	__builtin_memcpy(&entry, &start.fn, sizeof(entry));
+	cpu_thread_ending(slot, entry, (uintptr_t)__builtin_return_address(0));
 	threads_unregister(slot, tid);
 	context_thread_exiting();
 	return result;

@@ -78,7 +78,7 @@ int threads_register(int tid, bool self, uint64_t stack_lo, uint64_t stack_hi)
 			if (atomic_load(&thread_slots[s].tid) == 0) {
 				struct thread_slot *t = &thread_slots[s];
 				atomic_store(&t->timer_id, -1);
-				t->last_cpu_ns = 0;
+				t->cpu_carried_ns = 0;
 				t->stack_lo = t->stack_hi = 0;
 				atomic_store(&t->context_slot, -1);
 				t->name[0] = 0;

@@ -16,7 +16,13 @@
 struct thread_slot {
 	atomic_int tid;           /* 0: free */
 	atomic_int timer_id;      /* CPU timer, -1: none */
-	uint64_t last_cpu_ns;     /* thread CPU clock at the last CPU sample (handler-owned) */
+	/* CPU time of samples the ring had no room for, carried by the
+	 * thread's next sample (handler-owned). */
+	uint64_t cpu_carried_ns;
+	/* The thread CPU time of its timer's first expiry since it was last
+	 * armed, and the expiries delivered since (cpu.c). */
+	atomic_ullong cpu_first_expiry_ns;
+	atomic_ullong cpu_expiries;
 	/* Bounds of the thread's stack mapping, 0 when unknown (the unwinder
 	 * then finds them in its snapshot).  Written before the thread's timer
 	 * is armed, read by its signal handler. */

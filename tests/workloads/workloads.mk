@@ -41,6 +41,15 @@ $(WL)/introspect-musl: tests/workloads/introspect.c
 	@mkdir -p $(WL)
 	$(MUSL_CC) $(WL_CFLAGS) $< -o $@
 
+TEST_PROGRAMS += $(WL)/short_threads $(WL)/short_threads-musl
+$(WL)/short_threads: tests/workloads/short_threads.c
+	@mkdir -p $(WL)
+	$(CC) $(WL_CFLAGS) $< -o $@ -lpthread
+
+$(WL)/short_threads-musl: tests/workloads/short_threads.c
+	@mkdir -p $(WL)
+	$(MUSL_CC) $(WL_CFLAGS) $< -o $@
+
 # CPU known-answer workload: glibc and musl, with and without frame
 # pointers, and the same source compiled as C++.
 CPU_SPLIT := $(WL)/cpu_split-fp $(WL)/cpu_split-nofp $(WL)/cpu_split-musl-fp \
