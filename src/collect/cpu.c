@@ -34,9 +34,6 @@
  * COST_SAMPLE_EVERY samples; the others read no clock). */
 #define COST_SAMPLE_EVERY 8u
 #define DELIVERY_ROUNDS 32
-/* The longest kernel tick (CONFIG_HZ=100): the CPU time a running thread
- * can use after its last tick. */
-#define TICK_MAX_NS 10000000ull
 
 /* One sample as the handler leaves it; pcs has cfg->max_frames + 1 slots. */
 struct cpu_record {
@@ -202,9 +199,12 @@ __attribute__((noinline)) void cpu_thread_ending(int slot, uint64_t entry_pc, ui
 		return;
 	uint64_t passed = 1 + (now - first) / period;
 	uint64_t delivered = atomic_load(&t->cpu_expiries);
-	/* More missing than the thread's last tick can hide: its signals were
-	 * blocked (or lost), and where that time went is not guessed. */
-	if (passed <= delivered || passed - delivered > 1 + TICK_MAX_NS / period)
+	if (passed <= delivered)
+		return;
+	/* A thread that blocks our signal was not sampled by choice: where its
+	 * time went is not guessed. */
+	uint64_t mask = 0;
+	if (sys_rt_sigprocmask(SIG_BLOCK, NULL, &mask) != 0 || (mask & (1ull << (cpu.signo - 1))))
 		return;
 	struct cpu_record *rec = ring_reserve(&cpu.ring);
 	if (!rec) {

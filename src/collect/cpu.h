@@ -19,8 +19,9 @@ void cpu_thread_removed(int slot, int tid);
  * expiry of its timer that the kernel had not delivered yet (its CPU time
  * passed it after its last tick) becomes a sample at entry_pc, the
  * routine's address, under the stack of the caller whose return address
- * is ra.  Without it a thread shorter than a kernel tick is never
- * sampled. */
+ * is ra (none while the thread blocks our signal).  The kernel checks CPU
+ * timers at its ticks, late under load: without this a thread loses the
+ * expiries it passed after the last one it was sent. */
 void cpu_thread_ending(int slot, uint64_t entry_pc, uintptr_t ra);
 /* Sampler thread: moves finished samples into the recorder. */
 void cpu_drain(void);
