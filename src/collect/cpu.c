@@ -12,9 +12,12 @@
  * before, loses the time after each thread's last sample: half a period
  * per thread on average, nearly all of a thread that runs less than one.)
  * Expiries the kernel had not delivered when a thread ends (its CPU time
- * passed them after its last tick) are counted from the thread's CPU time
- * and the expiries delivered since the timer was armed, and taken as the
- * thread ends (cpu_thread_ending).
+ * passed them after the last signal it was sent; late under load) are
+ * counted from the thread's CPU time and the expiries delivered since the
+ * timer was armed, and taken as one sample at the synthetic frame
+ * "[unsampled]" as the thread's routine returns (under the routine) and
+ * for the thread that stops profiling (alone: at exit, the thread that
+ * ends the process).
  *
  * The handler touches only our preallocated ring and the thread's stack, and
  * never libc: errno is untouched because we make raw system calls only. */
@@ -177,7 +180,14 @@ void cpu_thread_removed(int slot, int tid)
 		(void)sys_timer_delete(timer);
 }
 
-__attribute__((noinline)) void cpu_thread_ending(int slot, uint64_t entry_pc, uintptr_t ra)
+/* The calling thread's expiries that the kernel had not delivered (its CPU
+ * time passed them after the last one it was sent) as one sample, the
+ * timer disarmed first so that none comes after the count: at
+ * "[unsampled]", under entry_pc (a thread's routine) and the frames of the
+ * caller whose return address is ra when entry_pc is not 0.  None while
+ * the thread blocks our signal: it was not sampled by choice, and where
+ * its time went is not guessed. */
+__attribute__((noinline)) static void take_undelivered(int slot, uint64_t entry_pc, uintptr_t ra)
 {
 	if (!atomic_load_explicit(&cpu.running, memory_order_acquire) || slot < 0 || slot >= THREADS_MAX)
 		return;
@@ -185,9 +195,9 @@ __attribute__((noinline)) void cpu_thread_ending(int slot, uint64_t entry_pc, ui
 	int timer = atomic_load(&t->timer_id);
 	if (timer < 0)
 		return;
-	/* Disarmed first: no expiry comes after the count below.  A signal
-	 * already raised was delivered as the call returned (or, on kernels
-	 * that drop the queued signal of a timer set again, is counted here). */
+	/* A signal already raised was delivered as the call returned (or, on
+	 * kernels that drop the queued signal of a timer set again, is
+	 * counted below). */
 	struct sys_itimerspec off;
 	rt_memset(&off, 0, sizeof(off));
 	if (sys_timer_settime(timer, 0, &off, NULL) != 0)
@@ -199,29 +209,27 @@ __attribute__((noinline)) void cpu_thread_ending(int slot, uint64_t entry_pc, ui
 		return;
 	uint64_t passed = 1 + (now - first) / period;
 	uint64_t delivered = atomic_load(&t->cpu_expiries);
-	if (passed <= delivered)
-		return;
-	/* A thread that blocks our signal was not sampled by choice: where its
-	 * time went is not guessed. */
 	uint64_t mask = 0;
-	if (sys_rt_sigprocmask(SIG_BLOCK, NULL, &mask) != 0 || (mask & (1ull << (cpu.signo - 1))))
+	if (passed <= delivered || sys_rt_sigprocmask(SIG_BLOCK, NULL, &mask) != 0 ||
+	    (mask & (1ull << (cpu.signo - 1))))
 		return;
 	struct cpu_record *rec = ring_reserve(&cpu.ring);
 	if (!rec) {
 		atomic_fetch_add(&cpu.dropped, 1);
 		return;
 	}
-	/* Where in the thread's routine the time went is not known: the
-	 * routine's own frame, under the frames that called it. */
-	uint32_t depth = 0;
-	uint32_t at = sample_capture_caller(ra, t->stack_lo, t->stack_hi, rec->pcs + 1, cpu.max_frames,
-					    &depth);
-	if (depth == 0 || at >= cpu.max_frames || depth > cpu.max_frames - at)
-		depth = 0;
-	else
-		rt_memmove(rec->pcs + 1, rec->pcs + 1 + at, depth * sizeof(rec->pcs[0]));
-	rec->pcs[0] = entry_pc;
-	rec->depth = depth + 1;
+	rec->pcs[0] = SW_PC_UNSAMPLED;
+	rec->depth = 1;
+	if (entry_pc) {
+		uint32_t depth = 0, cap = cpu.max_frames;
+		uint32_t at = sample_capture_caller(ra, t->stack_lo, t->stack_hi, rec->pcs + 2, cap, &depth);
+		if (depth == 0 || at >= cap || depth > cap - at)
+			depth = 0;
+		else
+			rt_memmove(rec->pcs + 2, rec->pcs + 2 + at, depth * sizeof(rec->pcs[0]));
+		rec->pcs[1] = entry_pc;
+		rec->depth = depth + 2;
+	}
 	rec->has_context = context_read_self(&rec->context);
 	rec->tid = (int)sys_gettid();
 	rec->slot = slot;
@@ -229,6 +237,11 @@ __attribute__((noinline)) void cpu_thread_ending(int slot, uint64_t entry_pc, ui
 	t->cpu_carried_ns = 0;
 	atomic_fetch_add(&cpu.taken, 1);
 	ring_publish(&cpu.ring, rec);
+}
+
+__attribute__((noinline)) void cpu_thread_ending(int slot, uint64_t entry_pc, uintptr_t ra)
+{
+	take_undelivered(slot, entry_pc, ra);
 }
 
 void cpu_drain(void)
@@ -301,6 +314,11 @@ int cpu_start(const struct sw_config *cfg, struct recorder *rec)
 
 void cpu_stop(void)
 {
+	/* The stopping thread (at exit, the one that ends the process) takes
+	 * its own undelivered expiries; other threads' are not known to be
+	 * readable (their signal masks), and are lost. */
+	if (atomic_load(&cpu.running))
+		take_undelivered(threads_find((int)sys_gettid()), 0, 0);
 	if (!atomic_exchange(&cpu.running, 0))
 		return;
 	for (int s = threads_next_used(0); s >= 0; s = threads_next_used(s + 1))

@@ -15,13 +15,13 @@ bool cpu_running(void);
 /* Thread registry hooks: arm / disarm the thread's timer. */
 void cpu_thread_added(int slot, int tid, bool self);
 void cpu_thread_removed(int slot, int tid);
-/* On a thread that ends (its routine returned), before it is removed: an
- * expiry of its timer that the kernel had not delivered yet (its CPU time
- * passed it after its last tick) becomes a sample at entry_pc, the
- * routine's address, under the stack of the caller whose return address
- * is ra (none while the thread blocks our signal).  The kernel checks CPU
- * timers at its ticks, late under load: without this a thread loses the
- * expiries it passed after the last one it was sent. */
+/* On a thread that ends (its routine returned), before it is removed: the
+ * expiries of its timer that the kernel had not delivered (its CPU time
+ * passed them after the last signal it was sent; late under load) become
+ * one sample at "[unsampled]" under entry_pc, the routine's address, and
+ * the stack of the caller whose return address is ra (none while the
+ * thread blocks our signal).  cpu_stop does the same, alone, for the
+ * thread that calls it. */
 void cpu_thread_ending(int slot, uint64_t entry_pc, uintptr_t ra);
 /* Sampler thread: moves finished samples into the recorder. */
 void cpu_drain(void);

@@ -107,6 +107,8 @@ const char *sw_synthetic_frame_name(uint64_t pc)
 		return "[overflow]";
 	case SW_PC_TRIMMED:
 		return "[trimmed]";
+	case SW_PC_UNSAMPLED:
+		return "[unsampled]";
 	default:
 		return pc < SW_PC_SYNTHETIC_LIMIT ? "[unknown]" : NULL;
 	}

@@ -60,6 +60,9 @@ enum sw_value_slot sw_kind_main_slot(enum sw_kind kind);
 #define SW_PC_TRUNCATED 2 /* "[truncated]": the stack was cut at the frame limit */
 #define SW_PC_OVERFLOW 3  /* "[overflow]": the recorder's memory bound was exceeded */
 #define SW_PC_TRIMMED 4   /* "[trimmed]": small stacks merged to fit a server's limits */
+/* "[unsampled]": CPU time a thread used after the last timer signal it was
+ * sent, counted when it ended (collect/cpu.h) */
+#define SW_PC_UNSAMPLED 5
 #define SW_PC_SYNTHETIC_LIMIT 16
 /* Name of a synthetic frame, or NULL when pc is a real address. */
 const char *sw_synthetic_frame_name(uint64_t pc);

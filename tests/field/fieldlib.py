@@ -401,6 +401,8 @@ def our_leaves(files, tmp):
             if not frames:
                 continue
             mod, names = frames[0]
+            if names == ["[unsampled]"]:
+                continue  # CPU time counted at a thread's end, not located: perf has no such leaf
             key = (module_of(mod), norm_name(names[-1]) if names else None)
             acc[key] = acc.get(key, 0) + value
             n += 1

@@ -2,9 +2,10 @@
 """CPU time of short threads, against the time they measured themselves.
 
 Each expiry of a thread's CPU timer stands for one period of its CPU time,
-the first expiry falling at random in the first period, and an expiry the
-kernel had not delivered when the thread ends (its CPU time passed it after
-its last tick) is taken as the thread ends.  So a thread that runs less
+the first expiry falling at random in the first period, and expiries the
+kernel had not delivered when the thread ends (its CPU time passed them
+after the last signal it was sent: late under load) are taken as the
+thread ends, at "[unsampled]" under its routine.  So a thread that runs less
 than a period is sampled with the probability of its share of one, and no
 thread loses the time after its last sample.  Weighting each sample by the
 CPU time since the previous one, as before, lost half a period per thread
@@ -64,6 +65,12 @@ def run_case(variant, name, n, ms, par, hz, bound):
         check(f"{label}: at least {UNDER_TASK_MIN:.0%} of the profile's CPU time is under "
               "short_task", total > 0 and task >= UNDER_TASK_MIN * total,
               f"{task:.3f} of {total:.3f} s")
+        unsampled = [s for _, s, _ in samples if s and s[0] == "[unsampled]"]
+        misplaced = [s[:3] for s in unsampled if s != ["[unsampled]"] and
+                     (len(s) < 2 or s[1] != "short_task")]
+        check(f"{label}: [unsampled] stands under short_task (or alone, for the thread that "
+              "ends the process)", not misplaced,
+              f"{len(misplaced)} of {len(unsampled)}: {misplaced[:3]}")
 
 
 def main():

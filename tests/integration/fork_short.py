@@ -15,14 +15,11 @@ times, from the files and from each process's debug line at its exit export
   - children that burn CPU write their CPU profile and scan the directory
     once each under a bound below 16, and the retention bound
     (STOWAWAY_MAX_FILES) holds; under a bound of 64 they share with their
-    parent the room the last count left (64/16 = 4 files), so of the
-    processes writing one file each only every fifth counts (3 scans for
-    11).  A child burning 150 ms of CPU usually has CPU samples, but not
-    always under load: the kernel sends CPU-timer signals late then, and a
-    process's expiries after the last one it was sent are lost at its exit
-    (docs/architecture.md, "CPU time"); a child without samples writes no
-    file, so the counts are checked against the processes that wrote,
-    at least half of the 11;
+    parent the room the last count left (64/16 = 4 files), so of 11
+    processes writing one file each only every fifth counts (3 scans).
+    Each busy child has CPU samples even under load, when the kernel may
+    send no CPU-timer signal in its 60 ms: what it passed undelivered is
+    taken as it exits (`[unsampled]`, docs/architecture.md "CPU time");
   - children that each allocate half the sampling mean (256 KiB of 1 KiB
     blocks, mean 512 KiB) are sampled independently of one another: about
     1 - e^-0.5 = 39% of them write an allocation profile (binomial, 40
@@ -59,7 +56,6 @@ def run(prog, out, n, burn_ms, extra=None, alloc_kb=0, keep=0, parent_kb=0):
 
 
 N_IDLE, N_BURN, MAX_FILES, N_ALLOC, N_HEAP = 20, 10, 6, 40, 10
-BURN_MS = 150
 for prog in os.environ.get("STOWAWAY_VARIANTS", "fork_short fork_short-musl").split():
     with tempfile.TemporaryDirectory() as out:
         p, lines, children, files = run(prog, out, N_IDLE, 0, {"STOWAWAY_PROFILES": "cpu,alloc"})
@@ -74,28 +70,22 @@ for prog in os.environ.get("STOWAWAY_VARIANTS", "fork_short fork_short-musl").sp
               len(lines) == N_IDLE + 1 and len(idle) == N_IDLE,
               f"{len(idle)} of {len(lines)} exit lines with 0 files and 0 scans: {lines}")
     with tempfile.TemporaryDirectory() as out:
-        p, lines, children, files = run(prog, out, N_BURN, BURN_MS, {"STOWAWAY_MAX_FILES": str(MAX_FILES),
+        p, lines, children, files = run(prog, out, N_BURN, 60, {"STOWAWAY_MAX_FILES": str(MAX_FILES),
                                                                 "STOWAWAY_PROFILES": "cpu"})
         check_terse(f"{prog}: parent and {N_BURN} busy children exit cleanly",
               p.returncode == 0 and len(children) == N_BURN, f"rc {p.returncode}; {p.stderr[-300:]}")
-        wrote = [ln for ln in lines if ln[0] >= 1]
-        check(f"{prog}: each process with samples writes and scans once, those without "
-              f"neither, and most have samples",
-              len(lines) == N_BURN + 1 and all(ln == (1, 1) for ln in wrote) and
-              all(ln == (0, 0) for ln in lines if ln[0] == 0) and
-              len(wrote) >= (N_BURN + 1) // 2, str(lines))
+        busy = [ln for ln in lines if ln[0] >= 1 and ln[1] == 1]
+        check(f"{prog}: each process with samples writes and scans once",
+              len(lines) == N_BURN + 1 and len(busy) == N_BURN + 1, str(lines))
         check(f"{prog}: at most STOWAWAY_MAX_FILES={MAX_FILES} profiles kept",
               0 < len(files) <= MAX_FILES, f"{len(files)} files: {sorted(files)}")
     with tempfile.TemporaryDirectory() as out:
-        p, lines, children, files = run(prog, out, N_BURN, BURN_MS, {"STOWAWAY_MAX_FILES": "64",
+        p, lines, children, files = run(prog, out, N_BURN, 60, {"STOWAWAY_MAX_FILES": "64",
                                                                 "STOWAWAY_PROFILES": "cpu"})
         scans = sum(ln[1] for ln in lines)
-        writers = sum(1 for ln in lines if ln[0] >= 1)
         check(f"{prog}: under a bound of 64, parent and children share the room between counts",
-              p.returncode == 0 and len(lines) == N_BURN + 1 and len(files) == writers >=
-              (N_BURN + 1) // 2 and scans == (writers + 4) // 5,
-              f"rc {p.returncode}; {scans} scans for {len(files)} files "
-              f"(expected {(writers + 4) // 5}): {lines}")
+              p.returncode == 0 and len(lines) == N_BURN + 1 and len(files) == N_BURN + 1 and
+              scans == 3, f"rc {p.returncode}; {scans} scans for {len(files)} files: {lines}")
     with tempfile.TemporaryDirectory() as out:
         p, lines, children, files = run(prog, out, N_ALLOC, 0, {"STOWAWAY_PROFILES": "alloc"}, 256)
         sampled = {f.split(".")[1] for f in files if ".alloc." in f} & children

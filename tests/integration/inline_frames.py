@@ -52,11 +52,12 @@ def parse_raw(path, tmp):
             samples.append((int(m.group(1)), [int(x) for x in m.group(2).split()]))
     locations, cur = {}, None
     for line in loc_part.splitlines():
-        m = re.match(r"\s+(\d+): 0x([0-9a-f]+) M=(\d+) ?(.*)$", line)
+        # Synthetic frames ("[unsampled]") have no mapping.
+        m = re.match(r"\s+(\d+): 0x([0-9a-f]+)(?: M=(\d+))? ?(.*)$", line)
         frame = None
         if m:
             cur = int(m.group(1))
-            locations[cur] = (int(m.group(2), 16), int(m.group(3)), [])
+            locations[cur] = (int(m.group(2), 16), int(m.group(3) or 0), [])
             frame = m.group(4)
         elif cur is not None and line.strip():
             frame = line.strip()

@@ -13,7 +13,7 @@ def samples(path, plain_names=False):
     locations_part = out.split("Locations", 1)[1].split("Mappings", 1)[0]
     functions = {}
     for line in locations_part.splitlines():
-        m = re.match(r"\s+(\d+): 0x[0-9a-f]+ M=\d+ (\S+)", line)
+        m = re.match(r"\s+(\d+): 0x[0-9a-f]+(?: M=\d+)? (\S+)", line)  # synthetic frames: no M=
         if m:
             functions[m.group(1)] = m.group(2).split(".")[0] if plain_names else m.group(2)
     result = []
