@@ -68,6 +68,9 @@ def ours_top(files, extra=()):
     return rows, out
 
 
+SYNTHETIC_FRAMES = ("[unknown]", "[truncated]", "[overflow]", "[trimmed]", "[unsampled]")
+
+
 def split_unsymbolized(rows, ours):
     """Rows with a function name, and the flat total of each module's frames
     without one: pprof shows those as "[libc.so.6]", we as "libc.so.6+0x1234"
@@ -75,6 +78,8 @@ def split_unsymbolized(rows, ours):
     named, modules = {}, {}
     for fn, (flat, cum) in rows.items():
         m = re.match(r"^(.+)\+0x[0-9a-f]+$", fn) if ours else re.match(r"^\[(.+)\]$", fn)
+        if fn in SYNTHETIC_FRAMES:
+            m = None  # our synthetic frames, named alike by both
         if m:
             modules[m.group(1)] = modules.get(m.group(1), 0) + flat
         else:
