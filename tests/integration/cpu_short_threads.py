@@ -15,11 +15,13 @@ and most of a short thread: 300 threads of 3 ms showed 7% of their time at
 short_threads runs N threads, each spinning in short_task for a known CPU
 time (it measures it with its thread CPU clock); glibc and musl:
  - 1000 threads of 3 ms at 100 Hz (each sampled with probability 0.3: the
-   count's spread is 5%): total within 15% of the measured time;
+   count's spread is 5%): total within 20% of the measured time (4 spreads;
+   the old weighting showed 7%);
  - 150 threads of 5 ms at 1000 Hz (four expiries per 4 ms kernel tick,
    merged into one signal): within 6%;
  - 4 threads of 300 ms at 100 Hz: within 5%;
- - in each, at least 97% of it under short_task (the samples taken as a
+ - in each, at least 97% of the worker threads' CPU time under short_task
+   (the main thread's, creating and joining them, is not; the samples taken as a
    thread ends stand at its routine, under the frames that started it)."""
 import glob
 import os
@@ -34,7 +36,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 WL = os.environ.get("STOWAWAY_WL", os.path.join(ROOT, "build", "workloads"))
 # (name, threads, ms each, at a time, Hz, bound)
-CASES = [("1000 x 3 ms, 100 Hz", 1000, 3, 2, 100, 0.15),
+CASES = [("1000 x 3 ms, 100 Hz", 1000, 3, 2, 100, 0.20),
          ("150 x 5 ms, 1000 Hz", 150, 5, 2, 1000, 0.06),
          ("4 x 300 ms, 100 Hz", 4, 300, 2, 100, 0.05)]
 UNDER_TASK_MIN = 0.97
@@ -59,12 +61,14 @@ def run_case(variant, name, n, ms, par, hz, bound):
         samples = traces(files[0], dict(os.environ, HOME=out, PPROF_TMPDIR=out), "cpu-time")
         total = sum(v for _, _, v in samples) / 1e9
         task = sum(v for _, s, v in samples if "short_task" in s) / 1e9
+        main_tid = os.path.basename(files[0]).split(".")[1]  # short.<pid>.cpu...
+        workers = sum(v for lab, _, v in samples if lab.get("thread id") != main_tid) / 1e9
         check(f"{label}: the profile's CPU time under short_task within {bound:.0%} of the "
               "time the threads measured", abs(task - measured) <= bound * measured,
               f"profile {task:.3f} s, measured {measured:.3f} s ({task / measured:.3f})")
-        check(f"{label}: at least {UNDER_TASK_MIN:.0%} of the profile's CPU time is under "
-              "short_task", total > 0 and task >= UNDER_TASK_MIN * total,
-              f"{task:.3f} of {total:.3f} s")
+        check(f"{label}: at least {UNDER_TASK_MIN:.0%} of the worker threads' CPU time is "
+              "under short_task", workers > 0 and task >= UNDER_TASK_MIN * workers,
+              f"{task:.3f} of {workers:.3f} s (all threads: {total:.3f} s)")
         unsampled = [s for _, s, _ in samples if s and s[0] == "[unsampled]"]
         misplaced = [s[:3] for s in unsampled if s != ["[unsampled]"] and
                      (len(s) < 2 or s[1] != "short_task")]

@@ -5,9 +5,12 @@ connection) leaves in the output directory, in glibc and musl processes.
 tests/workloads/fork_short.c forks children one after another.  Counts, not
 times, from the files and from each process's debug line at its exit export
 ("file exporter: F files written, S retention scans, ..."):
-  - children that exit at once have no sample of any kind: they write no
-    file and never scan the directory (no inode, no sync, no retention scan),
-    while the parent still writes its profiles (kinds cpu and alloc: a
+  - children that exit at once have no sample of any kind, but for a CPU
+    sample now and then (one that used c of CPU is sampled with probability
+    c / 10 ms, its time taken at exit: a few percent): those without write
+    no file and never scan the directory (no inode, no sync, no retention
+    scan), at most 4 of 20 write a CPU file and nothing else, and the
+    parent still writes its profiles (kinds cpu and alloc: a
     child descheduled for 10 ms on a loaded machine could take a wall
     sample, and one allocation glibc makes for our threads in the parent
     could be sampled and inherited as live heap by every child, both rightly
@@ -63,12 +66,15 @@ for prog in os.environ.get("STOWAWAY_VARIANTS", "fork_short fork_short-musl").sp
               p.returncode == 0 and len(children) == N_IDLE, f"rc {p.returncode}, "
               f"{len(children)} children; {p.stderr[-300:]}")
         pids = {f.split(".")[1] for f in files}
+        child_files = [f for f in files if f.split(".")[1] in children]
         check(f"{prog}: children without samples write no file, the parent writes its own",
-              len(pids) == 1 and not pids & children and len(files) >= 1, str(sorted(files)))
-        idle = [ln for ln in lines if ln == (0, 0)]
+              len(pids - children) == 1 and len(pids & children) <= 4 and
+              all(".cpu." in f for f in child_files), str(sorted(files)))
+        idle = [ln for ln in lines if ln[0] == 0]
         check(f"{prog}: children without samples never scan the directory",
-              len(lines) == N_IDLE + 1 and len(idle) == N_IDLE,
-              f"{len(idle)} of {len(lines)} exit lines with 0 files and 0 scans: {lines}")
+              len(lines) == N_IDLE + 1 and len(idle) >= N_IDLE - 4 and
+              all(ln == (0, 0) for ln in idle),
+              f"{len(idle)} of {len(lines)} exit lines with 0 files: {lines}")
     with tempfile.TemporaryDirectory() as out:
         p, lines, children, files = run(prog, out, N_BURN, 60, {"STOWAWAY_MAX_FILES": str(MAX_FILES),
                                                                 "STOWAWAY_PROFILES": "cpu"})
