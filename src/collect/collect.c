@@ -337,13 +337,8 @@ void collect_start_threads(void)
 
 __attribute__((noinline)) uint32_t collect_stack_of_caller(uint64_t *pcs, uint32_t cap)
 {
-	uint32_t depth = 0;
-	uint32_t at = sample_capture_caller((uintptr_t)__builtin_return_address(0), 0, 0, pcs, cap,
-					    &depth);
-	if (depth == 0 || at >= cap || depth > cap - at)
-		return 0;
-	rt_memmove(pcs, pcs + at, depth * sizeof(pcs[0]));
-	return sample_drop_own_leaves(pcs, depth);
+	uint32_t depth = sample_caller_stack((uintptr_t)__builtin_return_address(0), 0, 0, pcs, cap);
+	return depth ? sample_drop_own_leaves(pcs, depth) : 0;
 }
 
 bool collect_take_unknown_code(void) { return unwind_take_unknown_code(); }

@@ -180,14 +180,11 @@ void cpu_thread_removed(int slot, int tid)
 		(void)sys_timer_delete(timer);
 }
 
-/* The calling thread's expiries that the kernel had not delivered (its CPU
- * time passed them after the last one it was sent) as one sample, the
- * timer disarmed first so that none comes after the count: at
- * "[unsampled]", under entry_pc (a thread's routine) and the frames of the
- * caller whose return address is ra when entry_pc is not 0.  None while
- * the thread blocks our signal: it was not sampled by choice, and where
- * its time went is not guessed. */
-__attribute__((noinline)) static void take_undelivered(int slot, uint64_t entry_pc, uintptr_t ra)
+/* The timer is disarmed first, so that no expiry comes after the count.
+ * With entry_pc 0 (cpu_stop), "[unsampled]" stands alone.  A thread that
+ * blocks our signal was not sampled by choice: where its time went is not
+ * guessed. */
+__attribute__((noinline)) void cpu_thread_ending(int slot, uint64_t entry_pc, uintptr_t ra)
 {
 	if (!atomic_load_explicit(&cpu.running, memory_order_acquire) || slot < 0 || slot >= THREADS_MAX)
 		return;
@@ -221,14 +218,8 @@ __attribute__((noinline)) static void take_undelivered(int slot, uint64_t entry_
 	rec->pcs[0] = SW_PC_UNSAMPLED;
 	rec->depth = 1;
 	if (entry_pc) {
-		uint32_t depth = 0, cap = cpu.max_frames;
-		uint32_t at = sample_capture_caller(ra, t->stack_lo, t->stack_hi, rec->pcs + 2, cap, &depth);
-		if (depth == 0 || at >= cap || depth > cap - at)
-			depth = 0;
-		else
-			rt_memmove(rec->pcs + 2, rec->pcs + 2 + at, depth * sizeof(rec->pcs[0]));
 		rec->pcs[1] = entry_pc;
-		rec->depth = depth + 2;
+		rec->depth = 2 + sample_caller_stack(ra, t->stack_lo, t->stack_hi, rec->pcs + 2, cpu.max_frames);
 	}
 	rec->has_context = context_read_self(&rec->context);
 	rec->tid = (int)sys_gettid();
@@ -237,11 +228,6 @@ __attribute__((noinline)) static void take_undelivered(int slot, uint64_t entry_
 	t->cpu_carried_ns = 0;
 	atomic_fetch_add(&cpu.taken, 1);
 	ring_publish(&cpu.ring, rec);
-}
-
-__attribute__((noinline)) void cpu_thread_ending(int slot, uint64_t entry_pc, uintptr_t ra)
-{
-	take_undelivered(slot, entry_pc, ra);
 }
 
 void cpu_drain(void)
@@ -318,7 +304,7 @@ void cpu_stop(void)
 	 * its own undelivered expiries; other threads' are not known to be
 	 * readable (their signal masks), and are lost. */
 	if (atomic_load(&cpu.running))
-		take_undelivered(threads_find((int)sys_gettid()), 0, 0);
+		cpu_thread_ending(threads_find((int)sys_gettid()), 0, 0);
 	if (!atomic_exchange(&cpu.running, 0))
 		return;
 	for (int s = threads_next_used(0); s >= 0; s = threads_next_used(s + 1))

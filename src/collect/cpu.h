@@ -20,8 +20,8 @@ void cpu_thread_removed(int slot, int tid);
  * passed them after the last signal it was sent; late under load) become
  * one sample at "[unsampled]" under entry_pc, the routine's address, and
  * the stack of the caller whose return address is ra (none while the
- * thread blocks our signal).  cpu_stop does the same, alone, for the
- * thread that calls it. */
+ * thread blocks our signal).  cpu_stop does the same for the thread that
+ * calls it, with entry_pc 0: "[unsampled]" alone. */
 void cpu_thread_ending(int slot, uint64_t entry_pc, uintptr_t ra);
 /* Sampler thread: moves finished samples into the recorder. */
 void cpu_drain(void);

@@ -101,6 +101,17 @@ __attribute__((noinline)) uint32_t sample_capture_caller(uintptr_t ra, uint64_t 
 	return 0;
 }
 
+__attribute__((noinline)) uint32_t sample_caller_stack(uintptr_t ra, uint64_t stack_lo, uint64_t stack_hi,
+							uint64_t *pcs, uint32_t cap)
+{
+	uint32_t depth = 0;
+	uint32_t at = sample_capture_caller(ra, stack_lo, stack_hi, pcs, cap, &depth);
+	if (depth == 0 || at >= cap || depth > cap - at)
+		return 0;
+	rt_memmove(pcs, pcs + at, depth * sizeof(pcs[0]));
+	return depth;
+}
+
 double sample_weight(uint64_t amount, uint64_t mean)
 {
 	if (amount == 0 || mean == 0)

@@ -44,6 +44,11 @@ uint32_t sample_unwind_interrupted(const void *ucontext, uint64_t stack_lo, uint
 uint32_t sample_capture_caller(uintptr_t ra, uint64_t stack_lo, uint64_t stack_hi, uint64_t *buf,
 			       uint32_t cap, uint32_t *depth);
 
+/* The stack of the hook's caller (sample_capture_caller) moved to start at
+ * pcs[0]: its depth, 0 when none fits in cap. */
+uint32_t sample_caller_stack(uintptr_t ra, uint64_t stack_lo, uint64_t stack_hi, uint64_t *pcs,
+			     uint32_t cap);
+
 /* 1/(1-exp(-amount/mean)): the inverse of the probability that an event of
  * `amount` (bytes, nanoseconds) is picked by exponential sampling with that
  * mean; 0 when amount is 0. */

@@ -1161,11 +1161,8 @@ static void final_visit(int slot, uint64_t now)
 	bool still = w->cache == CACHE_PUBLISHED ? (seq & 1u) && seq == w->cache_seq
 						 : w->cache == CACHE_SYSCALL && thread_cpu_ns(tid, &cpu) &&
 							   cpu == w->cache_cpu;
-	if (!still || now <= w->last_visit)
-		return;
-	account_previous_wait(slot, w, now, now - w->last_visit + w->unplaced);
-	w->unplaced = 0;
-	w->last_visit = now;
+	if (still)
+		account_previous_wait(slot, w, now, visit_span(w, now));
 }
 
 /* ---- the handler ---- */
