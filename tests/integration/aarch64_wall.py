@@ -19,6 +19,7 @@ import tempfile
 import glob
 
 from checks import check, status
+from pprof_traces import to_ns
 
 SO = os.environ["STOWAWAY_SO"]
 WL = os.environ["STOWAWAY_WL"]
@@ -45,7 +46,7 @@ def traces(path):
             parts = s.split()
             if len(parts) >= 2:
                 v = parts[0]
-                secs = float(v[:-2]) / 1000 if v.endswith("ms") else float(v.rstrip("s"))
+                secs = to_ns(v) / 1e9
                 result.append((name, parts[1], secs))
                 name = None
     return result

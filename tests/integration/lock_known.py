@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 from checks import check_terse, status
+from pprof_traces import to_ns
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
@@ -102,7 +103,7 @@ def lock_known(exe):
         for line in top.splitlines():
             p = line.split()
             if len(p) == 6 and p[5] in wait:
-                cum[p[5]] = float(re.sub(r"[a-z]+$", "", p[3])) * (1e-3 if p[3].endswith("ms") else 1)
+                cum[p[5]] = to_ns(p[3])
         hot = max(cum, key=cum.get) if cum else None
         check(f"{name}: pprof -top with the lock name as root names the hot lock (lock_alpha)",
               hot == "lock_alpha", top[-400:])
