@@ -25,6 +25,8 @@
  * three.  Its CPU samples wait in the ring meanwhile, and its wall time is
  * counted from the fork (wall_since_fork). */
 #define CHILD_THREADS_DELAY_NS (20ull * 1000000ull)
+/* The part of STOWAWAY_MAX_OVERHEAD_PCT inflating debug sections may use. */
+#define INFLATE_SHARE_OF_CAP 4u
 
 static struct {
 	atomic_int running;
@@ -663,7 +665,11 @@ int profiler_start(const struct sw_config *cfg)
 	register_fork_handlers();
 	if (prof.n_exporters == 0)
 		rt_warn("no profile destination is usable; profiles are collected but not exported");
-	symbols_configure(cfg->debug_dirs, (size_t)cfg->debug_memory_mb << 20, cfg->max_overhead_ppm);
+	/* Inflating debug sections is one cost among several under the cap
+	 * (sampling, unwinding, export); a short process already reaches the
+	 * cap from those, so lines get a quarter of it. */
+	symbols_configure(cfg->debug_dirs, (size_t)cfg->debug_memory_mb << 20,
+			  cfg->max_overhead_ppm / INFLATE_SHARE_OF_CAP);
 	if (!symbols_refresh())
 		rt_warn("cannot read /proc/self/maps: stacks will have no symbols");
 	atomic_store(&prof.stop_requested, 0);

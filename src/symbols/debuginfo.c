@@ -155,7 +155,7 @@ bool debuginfo_file_crc(const char *path, uint32_t *crc)
  * `ppm` of its CPU time so far; a lookup that would go past it is deferred
  * (names without lines now; a later export, with more CPU behind it, reads
  * it).  Lookups run under the symbol registry's lock: plain fields. */
-#define DEBUG_BASE_NS 2000000ull     /* 2 ms, whatever the process's CPU */
+#define DEBUG_BASE_NS 1000000ull     /* 1 ms, whatever the process's CPU */
 /* Until 1 MiB has been timed: a cautious prior, over four times the ~1,800
  * ns/KiB deflate_stream takes on a current x86-64 core (a slower or busier
  * machine is not known yet), since a deferred lookup is redone at a later

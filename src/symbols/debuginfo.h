@@ -97,7 +97,7 @@ uint64_t debuginfo_inflated_bytes(const struct debuginfo *di);
 bool debuginfo_file_crc(const char *path, uint32_t *crc);
 
 /* Bounds the CPU this process spends inflating compressed debug sections on
- * demand to 2 ms plus `ppm` parts per million of its CPU time so far (0, the
+ * demand to 1 ms plus `ppm` parts per million of its CPU time so far (0, the
  * default: no bound).  A lookup whose unit would take more is not made:
  * debuginfo_lookup reports DWARF_DEFERRED.  Counts restart in a fork child. */
 void debuginfo_limit_inflating(uint32_t ppm);

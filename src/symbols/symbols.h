@@ -21,7 +21,7 @@
  * (':'-separated roots, copied), how many bytes one module's DWARF index
  * may hold (0: DWARF is not read), and the share of the process's CPU, in
  * parts per million, that inflating compressed debug sections may take
- * beyond 2 ms (0: no bound; debuginfo.h).  Call before the first refresh. */
+ * beyond 1 ms (0: no bound; debuginfo.h).  Call before the first refresh. */
 void symbols_configure(const char *debug_dirs, size_t dwarf_budget, uint32_t inflate_ppm);
 
 /* Rereads /proc/self/maps; loads modules that appeared, retires the ones that

@@ -122,9 +122,9 @@ def main():
     check("debug_lazy: sampled libc addresses agree with llvm-symbolizer", same == 1.0 and with_lines >= len(addrs) // 2,
           f"{same:.1%} of {len(addrs)} agree, {with_lines} with lines; first differences {diffs}")
 
-    # The CPU bound (2 ms plus 2% of the process's CPU): a process that has
+    # The CPU bound (1 ms plus 2% of the process's CPU, as --cpu-ppm sets it): a process that has
     # used almost no CPU does not even open the file (its small sections,
-    # inflated whole at open, cost more than 2 ms); one that has used 400 ms
+    # inflated whole at open, cost more than 1 ms); one that has used 400 ms
     # opens it and reads the first unit, but defers the last (a pass over
     # the whole stream); unbounded, both are read.
     r, st = stats(["--cpu-ppm", "20000", LIBC, hex(first_pc), hex(last_pc)])
