@@ -376,9 +376,10 @@ static bool build_arrays(const char *text, size_t len, struct refresh_arrays *a)
 		sm->module = m;
 		cr->bias = m != NULL ? m->bias : 0;
 		cr->cfi = m != NULL && m->cfi.count > 0 ? &m->cfi : NULL;
-		cr->flags = m != NULL && (m->path[0] == '/' || rt_streq(m->path, "[vdso]"))
-				    ? UNWIND_CODE_READABLE
-				    : 0;
+		cr->flags = (m != NULL && (m->path[0] == '/' || rt_streq(m->path, "[vdso]"))
+				     ? UNWIND_CODE_READABLE
+				     : 0u) |
+			    (m != NULL && m->own ? UNWIND_CODE_OWN : 0u);
 		a->nmaps++;
 	}
 	return true;

@@ -727,6 +727,16 @@ bool unwind_is_code(uint64_t pc)
 	return found;
 }
 
+bool unwind_is_own_code(uint64_t pc)
+{
+	atomic_fetch_add(&active_unwinders, 1);
+	const struct snapshot *s = atomic_load(&current_snapshot);
+	const struct unwind_code_range *r = s != NULL ? find_code(s, pc) : NULL;
+	bool own = r != NULL && (r->flags & UNWIND_CODE_OWN) != 0;
+	atomic_fetch_sub(&active_unwinders, 1);
+	return own;
+}
+
 void unwind_after_fork_child(void)
 {
 	last_stack_count = 0;

@@ -104,6 +104,7 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 
 /* Code bytes of this range may be read (file-backed mapping or the vDSO). */
 #define UNWIND_CODE_READABLE 1u
+#define UNWIND_CODE_OWN 2u /* this library's own code */
 struct unwind_code_range {
 	uint64_t start, end; /* runtime addresses of an executable mapping */
 	uint64_t bias;       /* runtime = link-time + bias */
@@ -140,6 +141,10 @@ bool unwind_stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi);
  * probe (a stack scan tries every word): false does not count as code met
  * outside the snapshot (unwind_take_unknown_code).  [signal-safe] */
 bool unwind_is_code(uint64_t pc);
+
+/* True if pc lies in a mapping the snapshot marks UNWIND_CODE_OWN (this
+ * library's code).  A probe, as unwind_is_code.  [signal-safe] */
+bool unwind_is_own_code(uint64_t pc);
 
 /* In a fork child: the last unwind's rows are free again (their holder may
  * have been another thread, which the child does not have). */
