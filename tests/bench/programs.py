@@ -38,6 +38,12 @@ ROUNDS = int(os.environ.get("BENCH_PROGRAMS_ROUNDS", "3"))
 CONFIGS = ["none"] + [c for c in os.environ.get("BENCH_PROGRAMS_CONFIGS",
                                           "off,cpu,default,alloc,gperf,je,je_prof").split(",")
                       if c and c != "none"]
+# Another build's library: its default kinds run as the column "base", for a
+# before/after ratio in the same rounds.
+BASE_SO = os.environ.get("BENCH_PROGRAMS_BASE_SO", "")
+if BASE_SO:
+    BASE_SO = os.path.abspath(BASE_SO)
+    CONFIGS.append("base")
 TICK = os.sysconf("SC_CLK_TCK")
 CLEAN = {k: v for k, v in os.environ.items()
          if not k.startswith(("DD_", "STOWAWAY_", "LD_PRELOAD", "CPUPROFILE", "MALLOC_CONF"))}
@@ -51,6 +57,7 @@ def config_env(cfg, outdir, service):
         "off": dict(on, DD_PROFILING_ENABLED="false"),
         "cpu": dict(on, STOWAWAY_PROFILES="cpu"),
         "default": on,
+        "base": dict(on, LD_PRELOAD=BASE_SO),
         "alloc": dict(on, STOWAWAY_PROFILES="alloc,heap"),
         "gperf": {"LD_PRELOAD": GPERF, "CPUPROFILE": os.path.join(outdir, "gperf.prof"),
                   "CPUPROFILE_FREQUENCY": "100"},
@@ -582,6 +589,12 @@ def main():
                   f"{verdict})")
         else:
             cpu_row.append("")
+        if (w.name, "base") in res and (w.name, "default") in res:
+            after = ratios(w.name, "default", "cpu", base="base")
+            q1, q3 = quartiles(after)
+            print(f"BENCH programs_{w.name}: default_vs_base = {med(after):.4f} (CPU per {per}: "
+                  f"this build's default kinds over {BASE_SO}'s, same rounds; middle half "
+                  f"x{q1:.3f}..x{q3:.3f})")
         target = TARGETS.get(w.name)
         dflt = med(ratios(w.name, "default", "cpu"))
         if target and dflt == dflt:
