@@ -463,6 +463,43 @@ def perf_share(w, tmp):
     return (ours / total, total) if total else None
 
 
+TOGETHER_ROUNDS = int(os.environ.get("BENCH_TOGETHER_ROUNDS", "5" if QUICK else "11"))
+
+
+def together(w, tmp):
+    """CPU per run of a batch program with its configurations run at the
+    same time: each round starts every configuration at once, so a machine whose speed drifts between runs (other work, a
+    neighbour on the host) slows every configuration of the round alike;
+    each run's CPU is its own (wait4).  Returns {cfg: [ratio to the same
+    round's none, ...]}, or None when a run failed."""
+    cfgs = [c for c in ("none", "off", "cpu", "default", "alloc", "gperf", "je", "je_prof", "base")
+            if c in CONFIGS]
+    out = {c: [] for c in cfgs if c != "none"}
+    for r in range(TOGETHER_ROUNDS):
+        procs = {}
+        order = cfgs[r % len(cfgs):] + cfgs[:r % len(cfgs)]
+        for cfg in order:
+            d = tempfile.mkdtemp(dir=tmp)
+            os.chmod(d, 0o777)
+            err = open(os.path.join(d, "stderr"), "wb")
+            env = dict(CLEAN, **config_env(cfg, d, w.name))
+            procs[cfg] = (subprocess.Popen(w.argv(d), env=env, cwd=d, stdout=subprocess.DEVNULL,
+                                           stderr=err), d, err)
+        cpu = {}
+        failed = False
+        for cfg, (p, d, err) in procs.items():
+            _, status, ru = os.wait4(p.pid, 0)
+            err.close()
+            cpu[cfg] = ru.ru_utime + ru.ru_stime
+            failed = failed or os.waitstatus_to_exitcode(status) != 0
+            shutil.rmtree(d, ignore_errors=True)
+        if failed:
+            return None
+        for cfg in out:
+            out[cfg].append(cpu[cfg] / cpu["none"])
+    return out
+
+
 def mapped_bytes(argv, extra):
     """Bytes of the executable, the libraries ldd lists, and the named extras."""
     files = {os.path.realpath(argv[0])} | {os.path.realpath(e) for e in extra}
@@ -609,6 +646,28 @@ def main():
             print(f"BENCH programs_{w.name}: default_target = {verdict} (default kinds "
                   f"x{dflt:.4f} CPU per {per}, middle half of the rounds x{q1:.3f}..x{q3:.3f}, "
                   f"target <= x{target:.2f}; floors in the same rounds: {', '.join(floors)})")
+            tog = together(w, tmp) if w.units == 1 else None
+            if tog:
+                q1, q3 = quartiles(tog["default"])
+                tmed = med(tog["default"])
+                verdict = ("met" if q3 <= target else "NOT MET" if q1 > target else "within noise")
+                floors = ", ".join(f"{c} x{med(v):.3f}" for c, v in tog.items() if c != "default")
+                if "je" in tog and "je_prof" in tog and "alloc" in tog:
+                    theirs = [a / b for a, b in zip(tog["je_prof"], tog["je"])]
+                    ok = med(tog["alloc"]) <= med(theirs) * 1.02
+                    print(f"BENCH programs_{w.name}: alloc_vs_jemalloc_prof_together = "
+                          f"{med(tog['alloc']) / med(theirs):.4f} (our alloc+heap x{med(tog['alloc']):.4f}"
+                          f" vs none; jemalloc's profiler x{med(theirs):.4f} vs jemalloc, same "
+                          f"rounds run at once: {'ok' if ok else 'MORE'})")
+                print(f"BENCH programs_{w.name}: default_target_together = {verdict} (default "
+                      f"kinds x{tmed:.4f} CPU per {per}, middle half x{q1:.3f}..x{q3:.3f}, with "
+                      f"every configuration of a round run at once, {TOGETHER_ROUNDS} rounds; "
+                      f"target <= x{target:.2f}; the same rounds: {floors})")
+                if "base" in tog:
+                    after = [a / b for a, b in zip(tog["default"], tog["base"])]
+                    q1, q3 = quartiles(after)
+                    print(f"BENCH programs_{w.name}: default_vs_base_together = {med(after):.4f} "
+                          f"(middle half x{q1:.3f}..x{q3:.3f})")
             share = perf_share(w, tmp) if w.units == 1 else None
             if share:
                 print(f"BENCH programs_{w.name}: default_perf_share = {share[0] * 100:.2f}% "
