@@ -3,7 +3,7 @@
 
 An expensive setting (1000 Hz, 900 extra frames per stack) must make the
 profiler lower its CPU sampling rate when the limit is well under what it
-costs uncapped (the kernel's tick bounds the CPU-timer rate, 250 Hz on a
+costs uncapped (a quarter of it) (the kernel's tick bounds the CPU-timer rate, 250 Hz on a
 HZ=250 kernel, so the cost is measured first and the limit, a decimal
 percentage, set from it): the profile's comment says
 so, the log says so, the profile really holds fewer samples per CPU second
@@ -110,7 +110,11 @@ def main():
     uncapped_pct = float(m["pct"]) if m else 0.0
     if m:
         check(f"{name}: rates kept", int(m["lowered"]) == 0 and m["hz"] == "1000", m.group(0))
-    limit = max(0.05, round(uncapped_pct / 2, 2))
+    # A quarter: the measured cost moves by 2x from run to run (0.68%, 0.97%
+    # and 1.48% uncapped in three fresh clones; it is timed on one sample in
+    # eight), so at half of one reading a run can sit under the limit until
+    # its last window.
+    limit = max(0.05, round(uncapped_pct / 4, 2))
     name = f"expensive (limit {limit}%, {uncapped_pct}% uncapped)"
     # Longer: the first decision comes after about 4 s, most of the run must follow it.
     thread_ns, log, comments, samples = run(name, iterations_for(14, per_iter), 900,
