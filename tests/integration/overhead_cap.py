@@ -3,7 +3,7 @@
 
 An expensive setting (1000 Hz, 900 extra frames per stack) must make the
 profiler lower its CPU sampling rate when the limit is well under what it
-costs uncapped (a quarter of it) (the kernel's tick bounds the CPU-timer rate, 250 Hz on a
+costs uncapped, a quarter of it (the kernel's tick bounds the CPU-timer rate, 250 Hz on a
 HZ=250 kernel, so the cost is measured first and the limit, a decimal
 percentage, set from it): the profile's comment says
 so, the log says so, the profile really holds fewer samples per CPU second
