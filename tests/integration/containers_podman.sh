@@ -252,6 +252,12 @@ for flavor in "${FLAVORS[@]}"; do
 		-e DD_SERVICE="demo-$flavor" -e DD_PROFILING_UPLOAD_PERIOD=1 "$img" /app/demo 3
 	check "app_${flavor}_demo_exit_0" bash -c "[ \"\$(cat '$TMP/demo-$flavor.rc')\" = 0 ] &&
 		grep -q '^demo: small ' '$TMP/demo-$flavor.stdout' && [ ! -s '$TMP/demo-$flavor.stderr' ]"
+	if [ "$(cat "$TMP/demo-$flavor.rc")" != 0 ] || [ -s "$TMP/demo-$flavor.stderr" ]; then
+		# What a failing run said, for the log.
+		echo "    demo-$flavor: status $(cat "$TMP/demo-$flavor.rc"); output and files:"
+		head -c 600 "$TMP/demo-$flavor.stdout" "$TMP/demo-$flavor.stderr" | sed 's/^/      /'
+		ls -la "$out" | sed 's/^/      /'
+	fi
 	valid_profiles "app_${flavor}_demo_profiles_valid" "$out" "demo-$flavor"
 	ncpu=$(ls "$out"/demo-"$flavor".*.cpu.*.pb.gz 2>/dev/null | wc -l)
 	check "app_${flavor}_demo_periodic_files" [ "$ncpu" -ge 2 ]
