@@ -25,20 +25,26 @@ static uint32_t scan_words(uint64_t leaf_pc, uint64_t sp, uint64_t leaf_fp, cons
 {
 	const uint64_t second = pcs[1];
 	uint32_t tries = 0;
+	/* A thread stopped in our own code (a stop waiting for our threads)
+	 * has live frames of ours above it: only below a leaf elsewhere are
+	 * words into our code taken for stale ones. */
+	const bool skip_own = !unwind_is_own_code(leaf_pc);
 	/* From the word at sp itself: a leaf without a frame of its own (an
 	 * assembly memcpy, a system call wrapper) has its return address there,
 	 * and the frame pointer is still the caller's. */
 	for (size_t i = 0; i < n && tries < SCAN_TRIES; i++) {
-		/* Return addresses into our own code are passed over: our
-		 * interposers sit between the program and its C library on
-		 * every call, so the words a thread's earlier calls left below
-		 * its live frames (in a C library frame's unwritten locals)
-		 * hold them, and the chain from such a stale word is a real
-		 * one of the past that rejoins the live one above the frames
-		 * in between (a fork below the waitpid before it).  A live
-		 * frame of ours is left out of stacks anyway; the program's
-		 * frame that called it is the next word tried. */
-		if (words[i] < 0x1000 || !unwind_is_code(words[i] - 1) || unwind_is_own_code(words[i] - 1))
+		/* Below a leaf outside our code, return addresses into our
+		 * own code are passed over: our interposers sit between the
+		 * program and its C library on every call, so the words a
+		 * thread's earlier calls left below its live frames (in a C
+		 * library frame's unwritten locals) hold them, and the chain
+		 * from such a stale word is a real one of the past that
+		 * rejoins the live one above the frames in between (a fork
+		 * below the waitpid before it).  A live frame of ours there is
+		 * left out of stacks anyway; the program's frame that called
+		 * it is the next word tried. */
+		if (words[i] < 0x1000 || !unwind_is_code(words[i] - 1) ||
+		    (skip_own && unwind_is_own_code(words[i] - 1)))
 			continue;
 		tries++;
 		/* In frame-pointer code the caller's saved frame pointer sits

@@ -27,9 +27,10 @@ typedef bool (*unwind_stack_bounds_fn)(uint64_t sp, uint64_t *lo, uint64_t *hi);
  * musl's), scans up to 256 words from sp for the lowest return address
  * from which the tables lead to the thread's first frame (or at least two
  * callers up) and unwinds from there: pcs[0] stays pc and the frames in
- * between, inside the C library, are skipped.  Words into this library's
- * own code (UNWIND_CODE_OWN) are not tried: below a thread's live frames
- * they are stale ones of its earlier calls through our interposers.  At most 24 candidates are
+ * between, inside the C library, are skipped.  Unless pc is in this
+ * library's own code, words into that code (UNWIND_CODE_OWN) are not
+ * tried: below a thread's live frames they are stale ones of its earlier
+ * calls through our interposers.  At most 24 candidates are
  * tried.  `bounds` is asked only when the snapshot does not know the stack.
  * Returns the depth; *end as unwind_stack's (a scan that succeeded ends
  * OUTERMOST, or TRUNCATED at max). */
