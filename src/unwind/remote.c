@@ -28,7 +28,8 @@ static uint32_t scan_words(uint64_t leaf_pc, uint64_t sp, uint64_t leaf_fp, cons
 	/* A thread stopped in our own code (a stop waiting for our threads)
 	 * has live frames of ours above it: only below a leaf elsewhere are
 	 * words into our code taken for stale ones. */
-	const bool skip_own = !unwind_is_own_code(leaf_pc);
+	uint32_t code_flags = 0;
+	const bool skip_own = !(unwind_code_flags(leaf_pc, &code_flags) && (code_flags & UNWIND_CODE_OWN));
 	/* From the word at sp itself: a leaf without a frame of its own (an
 	 * assembly memcpy, a system call wrapper) has its return address there,
 	 * and the frame pointer is still the caller's. */
@@ -43,8 +44,8 @@ static uint32_t scan_words(uint64_t leaf_pc, uint64_t sp, uint64_t leaf_fp, cons
 		 * below the waitpid before it).  A live frame of ours there is
 		 * left out of stacks anyway; the program's frame that called
 		 * it is the next word tried. */
-		if (words[i] < 0x1000 || !unwind_is_code(words[i] - 1) ||
-		    (skip_own && unwind_is_own_code(words[i] - 1)))
+		if (words[i] < 0x1000 || !unwind_code_flags(words[i] - 1, &code_flags) ||
+		    (skip_own && (code_flags & UNWIND_CODE_OWN)))
 			continue;
 		tries++;
 		/* In frame-pointer code the caller's saved frame pointer sits

@@ -717,24 +717,15 @@ bool unwind_stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi)
 	return found;
 }
 
-bool unwind_is_code(uint64_t pc)
+bool unwind_code_flags(uint64_t pc, uint32_t *flags)
 {
 	atomic_fetch_add(&active_unwinders, 1);
 	const struct snapshot *s = atomic_load(&current_snapshot);
 	/* A probe, not a pc met by an unwind: a miss asks for no refresh. */
-	bool found = s != NULL && find_code(s, pc) != NULL;
-	atomic_fetch_sub(&active_unwinders, 1);
-	return found;
-}
-
-bool unwind_is_own_code(uint64_t pc)
-{
-	atomic_fetch_add(&active_unwinders, 1);
-	const struct snapshot *s = atomic_load(&current_snapshot);
 	const struct unwind_code_range *r = s != NULL ? find_code(s, pc) : NULL;
-	bool own = r != NULL && (r->flags & UNWIND_CODE_OWN) != 0;
+	*flags = r != NULL ? r->flags : 0;
 	atomic_fetch_sub(&active_unwinders, 1);
-	return own;
+	return r != NULL;
 }
 
 void unwind_after_fork_child(void)

@@ -137,14 +137,11 @@ bool unwind_reclaim(void);
  * stack was mapped since.  [signal-safe] */
 bool unwind_stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi);
 
-/* True if pc lies in an executable mapping of the current snapshot.  A
- * probe (a stack scan tries every word): false does not count as code met
- * outside the snapshot (unwind_take_unknown_code).  [signal-safe] */
-bool unwind_is_code(uint64_t pc);
-
-/* True if pc lies in a mapping the snapshot marks UNWIND_CODE_OWN (this
- * library's code).  A probe, as unwind_is_code.  [signal-safe] */
-bool unwind_is_own_code(uint64_t pc);
+/* True if pc lies in an executable mapping of the current snapshot, whose
+ * UNWIND_CODE_* flags go to *flags (0 when it does not).  A probe (a stack
+ * scan tries every word): false does not count as code met outside the
+ * snapshot (unwind_take_unknown_code).  [signal-safe] */
+bool unwind_code_flags(uint64_t pc, uint32_t *flags);
 
 /* In a fork child: the last unwind's rows are free again (their holder may
  * have been another thread, which the child does not have). */

@@ -422,6 +422,15 @@ def quartiles(xs):
     return q[0], q[2]
 
 
+def target_verdict(q1, q3, median, target):
+    """The middle half of the rounds decides: a median on either side of the
+    target with quartiles straddling it is noise, not a verdict (without
+    quartiles, the median decides)."""
+    if q1 != q1:
+        return "met" if median <= target else "NOT MET"
+    return "met" if q3 <= target else "NOT MET" if q1 > target else "within noise"
+
+
 def perf_share(w, tmp):
     """The share of a batch program's CPU samples that are ours, by perf:
     samples with a libstowaway.so frame anywhere in the call chain (kernel
@@ -468,8 +477,9 @@ TOGETHER_ROUNDS = int(os.environ.get("BENCH_TOGETHER_ROUNDS", "5" if QUICK else 
 
 def together(w, tmp):
     """CPU per run of a batch program with its configurations run at the
-    same time: each round starts every configuration at once, so a machine whose speed drifts between runs (other work, a
-    neighbour on the host) slows every configuration of the round alike;
+    same time: each round starts every configuration at once, so a machine
+    whose speed drifts between runs (other work, a neighbour on the host)
+    slows every configuration of the round alike;
     each run's CPU is its own (wait4).  Returns {cfg: [ratio to the same
     round's none, ...]}, or None when a run failed."""
     cfgs = [c for c in ("none", "off", "cpu", "default", "alloc", "gperf", "je", "je_prof", "base")
@@ -637,11 +647,8 @@ def main():
         if target and dflt == dflt:
             floors = [f"{c} x{med(ratios(w.name, c, 'cpu')):.3f}" for c in ("off", "cpu")
                       if (w.name, c) in res]
-            # The middle half of the rounds decides: a median on either side
-            # of the target with quartiles straddling it is noise, not a verdict.
             q1, q3 = quartiles(ratios(w.name, "default", "cpu"))
-            verdict = ("met" if q3 <= target else "NOT MET" if q1 > target else
-                       "within noise" if q1 == q1 else "met" if dflt <= target else "NOT MET")
+            verdict = target_verdict(q1, q3, dflt, target)
             cpu_row.append(f"<=x{target:.2f} {verdict}")
             print(f"BENCH programs_{w.name}: default_target = {verdict} (default kinds "
                   f"x{dflt:.4f} CPU per {per}, middle half of the rounds x{q1:.3f}..x{q3:.3f}, "
@@ -650,7 +657,7 @@ def main():
             if tog:
                 q1, q3 = quartiles(tog["default"])
                 tmed = med(tog["default"])
-                verdict = ("met" if q3 <= target else "NOT MET" if q1 > target else "within noise")
+                verdict = target_verdict(q1, q3, tmed, target)
                 floors = ", ".join(f"{c} x{med(v):.3f}" for c, v in tog.items() if c != "default")
                 if "je" in tog and "je_prof" in tog and "alloc" in tog:
                     theirs = [a / b for a, b in zip(tog["je_prof"], tog["je"])]

@@ -107,9 +107,9 @@ def run_variant(exe_name):
                   (f"; elsewhere: {[(k, round(v / 1e6)) for k, v in top]} ms" if top else ""))
             if function in CALLED:
                 helper = NOT_THE_WAIT.get(function)
-                off_cpu = [(s, v) for lab, s, v in samples
-                           if lab.get("thread name") == thread and lab.get("state") != "running"
-                           and not (helper and helper in s)]
+                thread_off_cpu = [(s, v) for lab, s, v in samples
+                                  if lab.get("thread name") == thread and lab.get("state") != "running"]
+                off_cpu = [(s, v) for s, v in thread_off_cpu if not (helper and helper in s)]
                 def called(stack):  # the C library's entry, not the workload's wait_ caller
                     return bool(stack) and CALLED[function] in stack[0] and stack[0] != function
                 at_call = sum(v for s, v in off_cpu if called(s))
@@ -123,9 +123,7 @@ def run_variant(exe_name):
                     # The rest of its time off a CPU is in the other call,
                     # and its stacks keep the frame that made it (a scan
                     # from a C library without tables must not skip it).
-                    outside = [(s, v) for lab, s, v in samples
-                               if lab.get("thread name") == thread and lab.get("state") != "running"
-                               and not called(s)]
+                    outside = [(s, v) for s, v in thread_off_cpu if not called(s)]
                     total_out = sum(v for _, v in outside)
                     under = sum(v for s, v in outside if helper in s)
                     check(f"{exe_name}: {function}: its time off a CPU outside "
