@@ -27,6 +27,7 @@
 #include "collect/ring.h"
 #include "collect/sample.h"
 #include "collect/threads.h"
+#include "collect/wall.h"
 #include "rt/sys.h"
 
 
@@ -97,6 +98,7 @@ static void cpu_signal_handler(int sig, void *siv, void *ucv)
 		/* The time is not lost: the next sample of this thread carries it. */
 		t->cpu_carried_ns = weight;
 		atomic_fetch_add(&cpu.dropped, 1);
+		wall_running_sample(slot, ucv, NULL, 0, NULL);
 		return;
 	}
 	rec->depth = sample_unwind_interrupted(ucv, t->stack_lo, t->stack_hi, rec->pcs, cpu.max_frames);
@@ -108,6 +110,9 @@ static void cpu_signal_handler(int sig, void *siv, void *ucv)
 	rec->slot = (int)slot;
 	rec->cpu_ns = weight;
 	atomic_fetch_add(&cpu.taken, 1);
+	/* The wall time owed to the thread's running samples goes with this
+	 * stack: one signal and one unwind for both profiles. */
+	wall_running_sample(slot, ucv, rec->pcs, rec->depth, rec->has_context ? &rec->context : NULL);
 	ring_publish(&cpu.ring, rec);
 	if (measure) {
 		uint64_t out = rt_thread_cpu_ns();
@@ -294,6 +299,7 @@ int cpu_start(const struct sw_config *cfg, struct recorder *rec)
 	if (r < 0)
 		return (int)r;
 	atomic_store_explicit(&cpu.running, 1, memory_order_release);
+	wall_cpu_period(atomic_load(&cpu.period_ns));
 	rt_info("CPU profiling at %u Hz on signal %d", cfg->cpu_hz, cpu.signo);
 	return 0;
 }
@@ -307,6 +313,7 @@ void cpu_stop(void)
 		cpu_thread_ending(threads_find((int)sys_gettid()), 0, 0);
 	if (!atomic_exchange(&cpu.running, 0))
 		return;
+	wall_cpu_period(0);
 	for (int s = threads_next_used(0); s >= 0; s = threads_next_used(s + 1))
 		cpu_thread_removed(s, 0);
 	/* Our handler stays installed but inert: a signal already queued for a
@@ -363,6 +370,7 @@ void cpu_set_rate(uint32_t hz)
 	uint64_t period = RT_NS_PER_SEC / hz;
 	if (atomic_exchange(&cpu.period_ns, period) == period || !atomic_load(&cpu.running))
 		return;
+	wall_cpu_period(period);
 	/* Timer ids are allocated cyclically by the kernel, so an id deleted by
 	 * a concurrent cpu_thread_removed is not handed out again meanwhile. */
 	for (int s = threads_next_used(0); s >= 0; s = threads_next_used(s + 1)) {

@@ -59,6 +59,8 @@ struct thread_slot {
 	/* Wall time the thread spent on a CPU (or waiting for one) that no
 	 * running sample has carried yet: the next one takes it all. */
 	atomic_ullong wall_owed_ns;
+	/* Running samples that took wall_owed_ns (either signal handler). */
+	atomic_uint wall_taken;
 	atomic_ullong wall_left_ns; /* see wall_stamp_seq */
 };
 

@@ -16,6 +16,9 @@
 /* A running request that has not fired after this long (the thread did not
  * run through a scheduler tick) is withdrawn. */
 #define REQUEST_PATIENCE_NS 20000000ull
+/* Owed running time waits this many CPU periods for the thread's next CPU
+ * signal before the visits arm the wall profile's own timer. */
+#define CARRY_PATIENCE 4u
 /* A thread on a CPU for at least 1/BUSY_SHARE of a span is asked whether
  * it still is, and how long it waited for a CPU. */
 #define BUSY_SHARE 16u
@@ -104,6 +107,7 @@ struct recent_frame {
 /* What the sampler thread alone knows about a slot. */
 struct wall_private {
 	uint64_t request_ns; /* when the running request was armed */
+	uint64_t owed_since; /* since when owed time waits for a CPU signal; 0: none owed */
 	uint64_t *stack;     /* cached stack (max_frames + 2), or NULL */
 	uint64_t cache_cpu;
 	uint64_t broken_cpu; /* the wait whose stack broke off (its CPU clock) */
@@ -129,6 +133,7 @@ struct wall_private {
 	uint32_t flag_seq; /* wall_seq just after we raised wall_inflight */
 	uint32_t stamp_seq; /* the call whose end the thread was asked to time */
 	uint32_t last_seq; /* wall_seq at the previous visit */
+	uint32_t taken_seen; /* the thread's wall_taken at owed_since */
 	uint8_t cache;
 	uint8_t broken_tries; /* unwinds of that wait that broke off */
 	uint8_t cache_state; /* enum wall_state */
@@ -164,6 +169,10 @@ static struct {
 	 * to end (woken then). */
 	atomic_int ticking;
 	atomic_int signals_on;   /* our handler is installed and ours */
+	/* The CPU profile's signals take running samples (!calls_block). */
+	atomic_int cpu_carries;
+	/* The CPU profile's sampling period (wall_cpu_period), 0: off. */
+	atomic_ullong cpu_period_ns;
 	/* Interposed calls block our signal while a request runs: false where
 	 * the kernel raises CPU-timer signals only on the return to user mode
 	 * (calls_need_blocking), so a signal cannot interrupt a call. */
@@ -196,7 +205,7 @@ static struct {
 	uint64_t handler_checked_ns;
 	struct sys_sigaction previous;
 	atomic_ullong ticks, published, cached, syscall_samples, running_samples, cancelled,
-		unstable, dropped;
+		unstable, dropped, carried;
 } wall;
 
 static struct wall_private priv[THREADS_MAX];
@@ -818,6 +827,22 @@ static void cancel_request(struct thread_slot *t, struct wall_private *w)
 	w->armed = false;
 }
 
+/* Whether the thread's next CPU signal will take its owed time: it has a
+ * CPU timer and the time has not waited CARRY_PATIENCE CPU periods. */
+static bool carried_by_cpu(int slot, struct wall_private *w, uint64_t now)
+{
+	uint64_t cpu_period = atomic_load_explicit(&wall.cpu_period_ns, memory_order_relaxed);
+	if (!atomic_load_explicit(&wall.cpu_carries, memory_order_relaxed) || cpu_period == 0 ||
+	    atomic_load_explicit(&thread_slots[slot].timer_id, memory_order_relaxed) < 0)
+		return false;
+	uint32_t taken = atomic_load_explicit(&thread_slots[slot].wall_taken, memory_order_relaxed);
+	if (w->owed_since == 0 || taken != w->taken_seen) {
+		w->owed_since = now;
+		w->taken_seen = taken;
+	}
+	return now - w->owed_since < CARRY_PATIENCE * cpu_period;
+}
+
 static bool can_signal(int slot, const struct wall_private *w)
 {
 	return atomic_load(&wall.signals_on) && !thread_slots[slot].no_signals && !w->no_timer;
@@ -841,10 +866,13 @@ static void update_request(int slot, struct wall_private *w, uint64_t now)
 		return;
 	}
 	if (atomic_load(&t->wall_owed_ns) == 0) {
+		w->owed_since = 0;
 		if (w->flagged)
 			cancel_request(t, w); /* nothing to carry: calls need not block our signal */
 		return;
 	}
+	if (!w->flagged && carried_by_cpu(slot, w, now))
+		return;
 	if (!w->flagged) {
 		atomic_store(&t->wall_inflight, 1);
 		w->flag_seq = atomic_load(&t->wall_seq);
@@ -1193,28 +1221,24 @@ static uint32_t unwind_published_here(struct thread_slot *t, uint64_t *pcs)
 	return depth;
 }
 
-static void wall_signal_handler(int sig, void *siv, void *ucv)
+/* The thread's owed running time as one sample at the interrupted
+ * context ucv: on `stack` (depth, span context ctx) when the caller has
+ * unwound it, else unwound here. [signal-safe] */
+static void take_running(int slot, struct thread_slot *t, int tid, const void *ucv, bool by_cpu,
+			 const uint64_t *stack, uint32_t stack_depth, const struct context_value *ctx)
 {
-	RT_UNUSED(sig);
-	const struct sys_timer_siginfo *si = siv;
-	if (si->code != SYS_SI_TIMER || si->value >= THREADS_MAX)
-		return;
-	struct thread_slot *t = &thread_slots[si->value];
-	int tid = (int)sys_gettid();
-	if (atomic_load_explicit(&t->tid, memory_order_relaxed) != tid)
-		return; /* a late signal for a slot that was reused */
-	int one = 1;
-	if (!atomic_compare_exchange_strong(&t->wall_inflight, &one, 0))
-		return; /* the request was withdrawn */
 	if (!wall.ring.mem)
 		return;
 	/* The sample carries the running time the visits measured since the
-	 * thread's previous running sample: the timer fires at a tick that
-	 * finds the thread on a CPU, so where it lands is a CPU-weighted draw
-	 * over its running, in its own code or inside a call. */
+	 * thread's previous running sample: the signals come only while the
+	 * thread is on a CPU, so where it lands is a CPU-weighted draw over its
+	 * running, in its own code or inside a call. */
 	uint64_t weight = atomic_exchange(&t->wall_owed_ns, 0);
 	if (weight == 0)
 		return;
+	atomic_fetch_add_explicit(&t->wall_taken, 1, memory_order_relaxed);
+	if (by_cpu)
+		atomic_fetch_add_explicit(&wall.carried, 1, memory_order_relaxed);
 	struct wall_record *rec = ring_reserve(&wall.ring);
 	if (!rec) {
 		/* The time is not lost: the thread's next sample carries it. */
@@ -1224,6 +1248,7 @@ static void wall_signal_handler(int sig, void *siv, void *ucv)
 	}
 	struct unwind_regs at;
 	unwind_regs_from_ucontext(ucv, &at);
+	bool own_context = true;
 	uint32_t depth;
 	if (in_published_call(t, at.sp)) {
 		/* Inside an interposed call, in its wrapper or in the C library's
@@ -1250,17 +1275,59 @@ static void wall_signal_handler(int sig, void *siv, void *ucv)
 	} else {
 		/* Raised during a system call, a CPU-clock signal is delivered
 		 * as the call returns, right after its instruction. */
-		depth = sample_unwind_interrupted(ucv, 0, 0, rec->pcs, wall.max_frames);
+		if (stack) {
+			depth = RT_MIN(stack_depth, wall.max_frames + 1);
+			rt_memcpy(rec->pcs, stack, depth * sizeof(uint64_t));
+			own_context = false;
+		} else {
+			depth = sample_unwind_interrupted(ucv, t->stack_lo, t->stack_hi, rec->pcs, wall.max_frames);
+			depth = sample_drop_own_leaves(rec->pcs, depth);
+		}
 		rec->in_call = false;
 		rec->state = (int8_t)(unwind_after_syscall(at.pc) ? WALL_STATE_SYSCALL : WALL_STATE_RUNNING);
-		rec->depth = sample_drop_own_leaves(rec->pcs, depth);
+		rec->depth = depth;
 		rec->fd = -1;
 	}
-	rec->has_context = context_read_self(&rec->context);
+	if (own_context) {
+		rec->has_context = context_read_self(&rec->context);
+	} else {
+		rec->has_context = ctx != NULL;
+		if (ctx)
+			rec->context = *ctx;
+	}
 	rec->tid = tid;
-	rec->slot = (int)si->value;
+	rec->slot = slot;
 	rec->weight_ns = weight;
 	ring_publish(&wall.ring, rec);
+}
+
+static void wall_signal_handler(int sig, void *siv, void *ucv)
+{
+	RT_UNUSED(sig);
+	const struct sys_timer_siginfo *si = siv;
+	if (si->code != SYS_SI_TIMER || si->value >= THREADS_MAX)
+		return;
+	struct thread_slot *t = &thread_slots[si->value];
+	int tid = (int)sys_gettid();
+	if (atomic_load_explicit(&t->tid, memory_order_relaxed) != tid)
+		return; /* a late signal for a slot that was reused */
+	int one = 1;
+	if (!atomic_compare_exchange_strong(&t->wall_inflight, &one, 0))
+		return; /* the request was withdrawn */
+	take_running((int)si->value, t, tid, ucv, false, NULL, 0, NULL);
+}
+
+void wall_cpu_period(uint64_t ns) { atomic_store(&wall.cpu_period_ns, ns); }
+
+void wall_running_sample(int slot, const void *ucv, const uint64_t *pcs, uint32_t depth,
+			 const struct context_value *ctx)
+{
+	if (!atomic_load_explicit(&wall.cpu_carries, memory_order_relaxed))
+		return;
+	struct thread_slot *t = &thread_slots[slot];
+	if (atomic_load_explicit(&t->wall_owed_ns, memory_order_relaxed) == 0)
+		return;
+	take_running(slot, t, atomic_load_explicit(&t->tid, memory_order_relaxed), ucv, true, pcs, depth, ctx);
 }
 
 /* Moves the handler's records into the recorder.  In a tick only (thread
@@ -1703,6 +1770,7 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 	}
 	if (!atomic_load(&wall.signals_on))
 		rt_warn("no free real-time signal: wall profiling samples blocked threads only");
+	atomic_store(&wall.cpu_carries, atomic_load(&wall.signals_on) && !wall.calls_block);
 	for (int s = threads_next_used(0); s >= 0; s = threads_next_used(s + 1))
 		if (atomic_load(&thread_slots[s].tid)) {
 			atomic_store(&thread_slots[s].wall_owed_ns, 0);
@@ -1724,6 +1792,7 @@ void wall_stop(void)
 	if (!atomic_exchange(&wall.running, 0))
 		return;
 	atomic_store(&wall_hooks_on, 0);
+	atomic_store(&wall.cpu_carries, 0);
 	/* A tick under way ends first (the sampler thread serves no other). */
 	int one = 1;
 	if (atomic_compare_exchange_strong(&wall.ticking, &one, 2) || one == 2) {
@@ -1747,10 +1816,12 @@ void wall_stop(void)
 	struct wall_stats st;
 	wall_get_stats(&st);
 	rt_debug("wall sampler: %llu ticks; samples: %llu published, %llu cached, %llu syscall, "
-		 "%llu running; %llu requests cancelled, %llu unstable, %llu dropped",
+		 "%llu running (%llu taken by CPU signals); %llu requests cancelled, %llu unstable, "
+		 "%llu dropped",
 		 (unsigned long long)st.ticks, (unsigned long long)st.samples_blocked_published,
 		 (unsigned long long)st.samples_blocked_cached, (unsigned long long)st.samples_blocked_syscall,
-		 (unsigned long long)st.samples_running, (unsigned long long)st.requests_cancelled,
+		 (unsigned long long)st.samples_running, (unsigned long long)st.samples_carried,
+		 (unsigned long long)st.requests_cancelled,
 		 (unsigned long long)st.unstable, (unsigned long long)st.dropped);
 }
 
@@ -1819,6 +1890,7 @@ void wall_get_stats(struct wall_stats *out)
 	out->samples_blocked_cached = atomic_load(&wall.cached);
 	out->samples_blocked_syscall = atomic_load(&wall.syscall_samples);
 	out->samples_running = atomic_load(&wall.running_samples);
+	out->samples_carried = atomic_load(&wall.carried);
 	out->requests_cancelled = atomic_load(&wall.cancelled);
 	out->unstable = atomic_load(&wall.unstable);
 	out->dropped = atomic_load(&wall.dropped);

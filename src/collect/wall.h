@@ -42,10 +42,15 @@
  * 1/wall_hz follow.  A visit after a
  * timed leaving gives the span up to it to the call's stack and places the
  * rest as though a visit had been made then.
- * Running samples: a one-shot POSIX timer on the thread's CPU clock,
- * delivered to that thread, makes it unwind itself in our signal handler,
- * which takes all the time owed.  Such a timer fires only at a tick that
- * finds the thread on a CPU, so where it lands is a CPU-weighted draw.
+ * Running samples: the thread's next CPU-profile signal (its timer on the
+ * thread's CPU clock) takes all the time owed, on the stack the CPU sample
+ * unwound: one signal and one unwind for both profiles.  Time owed that no
+ * CPU signal took within CARRY_PATIENCE CPU periods (a thread that runs
+ * little), or on a thread without a CPU timer, or where calls block our
+ * signal (below): a one-shot POSIX timer of the wall profile's own on the
+ * thread's CPU clock, delivered to that thread, makes it unwind itself in
+ * our signal handler, which takes it.  Either signal comes only while the
+ * thread is on a CPU, so where it lands is a CPU-weighted draw.
  * Delivered inside an interposed call (as the call ends and unblocks it),
  * the sample has that call's published pc, its callers and its state.  On
  * kernels that expire CPU timers in task work (x86-64 >= 5.10) the signal
@@ -176,13 +181,30 @@ void wall_call_leave(struct wall_call *c);
  * keep blocked (0 when none). */
 int wall_signal(void);
 
+/* ---- for the CPU profile's signal handler (cpu.c) ---- */
+
+/* The CPU profile's sampling period per thread (0: CPU sampling off), as
+ * it starts, changes rate and stops. */
+void wall_cpu_period(uint64_t ns);
+struct context_value;
+/* In the CPU profile's handler on the thread of `slot` (ucontext ucv): the
+ * wall time owed to the thread's running samples becomes one here, on the
+ * stack the CPU sample took (pcs/depth and its span context, NULL: none;
+ * pcs NULL: no CPU sample, unwound here), or on the published call's when
+ * the signal came inside an interposed call.  Does nothing where the wall
+ * profile keeps its own signal for all samples (calls_block), or when the
+ * thread owes nothing. [signal-safe] */
+void wall_running_sample(int slot, const void *ucv, const uint64_t *pcs, uint32_t depth,
+			 const struct context_value *ctx);
+
 /* Counters since start (tests, logs). */
 struct wall_stats {
 	uint64_t ticks;
 	uint64_t samples_blocked_published; /* case 1 */
 	uint64_t samples_blocked_cached;    /* cases 1 and 2 reusing a stack */
 	uint64_t samples_blocked_syscall;   /* case 3 */
-	uint64_t samples_running;           /* running samples, from the handler */
+	uint64_t samples_running;           /* running samples, from a handler */
+	uint64_t samples_carried;           /* of those, taken by CPU-profile signals */
 	uint64_t requests_cancelled;        /* running requests that never fired */
 	uint64_t unstable;                  /* stacks rejected because the thread moved */
 	uint64_t dropped;                   /* ring full */
