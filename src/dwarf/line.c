@@ -277,7 +277,9 @@ static bool run_program(struct line_builder *b, struct dw_cursor *c, const struc
 			addr += dw_uleb(c) * h->min_inst_length;
 			break;
 		case DW_LNS_advance_line:
-			line = (uint32_t)((int64_t)line + dw_sleb(c));
+			/* Modulo 2^32 (as the row's line is kept): a corrupt
+			 * advance wraps the line, it does not overflow. */
+			line = (uint32_t)((uint64_t)line + (uint64_t)dw_sleb(c));
 			break;
 		case DW_LNS_set_file:
 			file = (uint32_t)dw_uleb(c);
