@@ -98,7 +98,7 @@ static void cpu_signal_handler(int sig, void *siv, void *ucv)
 		/* The time is not lost: the next sample of this thread carries it. */
 		t->cpu_carried_ns = weight;
 		atomic_fetch_add(&cpu.dropped, 1);
-		wall_running_sample(slot, ucv, NULL, 0, NULL);
+		wall_running_sample(slot, ucv, 0, NULL, 0, NULL);
 		return;
 	}
 	rec->depth = sample_unwind_interrupted(ucv, t->stack_lo, t->stack_hi, rec->pcs, cpu.max_frames);
@@ -112,7 +112,7 @@ static void cpu_signal_handler(int sig, void *siv, void *ucv)
 	atomic_fetch_add(&cpu.taken, 1);
 	/* The wall time owed to the thread's running samples goes with this
 	 * stack: one signal and one unwind for both profiles. */
-	wall_running_sample(slot, ucv, rec->pcs, rec->depth, rec->has_context ? &rec->context : NULL);
+	wall_running_sample(slot, ucv, weight, rec->pcs, rec->depth, rec->has_context ? &rec->context : NULL);
 	ring_publish(&cpu.ring, rec);
 	if (measure) {
 		uint64_t out = rt_thread_cpu_ns();

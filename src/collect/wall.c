@@ -51,6 +51,12 @@
  * configured rate follow it as it runs. */
 #define QUIET_TICK_NS (100 * 1000000ull)
 #define QUIET_TICK_MAX_NS RT_NS_PER_SEC
+/* A thread that runs flat out, its running samples taken by the CPU
+ * profile's signals, needs no visit but for its waits for a CPU: while
+ * every thread is quiet or flat, ticks come up to this far apart (a flat
+ * thread that starts to wait is found that late; the time is placed by the
+ * usual rules). */
+#define FLAT_TICK_MAX_NS (100 * 1000000ull)
 /* Stack scan for code without unwind tables (musl): words read above sp,
  * and candidate return addresses tried at most. */
 
@@ -189,6 +195,7 @@ static struct {
 	/* The length of the last quiet tick, halved by each tick that is not
 	 * quiet (QUIET_TICK_NS). */
 	uint64_t quiet_ns;
+	uint32_t flat_threads; /* the last tick's VISIT_FLAT visits */
 	int served_tid;
 	/* The next tick is a quiet one, late: the first thread to leave a call
 	 * it was asked to time lowers it and wakes the sampler thread. */
@@ -827,13 +834,24 @@ static void cancel_request(struct thread_slot *t, struct wall_private *w)
 	w->armed = false;
 }
 
-/* Whether the thread's next CPU signal will take its owed time: it has a
- * CPU timer and the time has not waited CARRY_PATIENCE CPU periods. */
+/* Whether the CPU profile's signals take the thread's running samples: it
+ * has a CPU timer.  Each of them then carries the CPU time it stands for,
+ * so the visits hand the running samples only the thread's other time
+ * (waits for a CPU, and blocked time no wait was found for). */
+static bool cpu_weighs(int slot)
+{
+	return atomic_load_explicit(&wall.cpu_carries, memory_order_relaxed) &&
+	       atomic_load_explicit(&wall.cpu_period_ns, memory_order_relaxed) != 0 &&
+	       atomic_load_explicit(&thread_slots[slot].timer_id, memory_order_relaxed) >= 0;
+}
+
+/* Whether the thread's next CPU signal will take its owed time: the CPU
+ * profile's signals take its running samples, and the time has not waited
+ * CARRY_PATIENCE CPU periods. */
 static bool carried_by_cpu(int slot, struct wall_private *w, uint64_t now)
 {
 	uint64_t cpu_period = atomic_load_explicit(&wall.cpu_period_ns, memory_order_relaxed);
-	if (!atomic_load_explicit(&wall.cpu_carries, memory_order_relaxed) || cpu_period == 0 ||
-	    atomic_load_explicit(&thread_slots[slot].timer_id, memory_order_relaxed) < 0)
+	if (!cpu_weighs(slot))
 		return false;
 	uint32_t taken = atomic_load_explicit(&thread_slots[slot].wall_taken, memory_order_relaxed);
 	if (w->owed_since == 0 || taken != w->taken_seen) {
@@ -1069,6 +1087,15 @@ static bool ask_leave_time(struct thread_slot *t, struct wall_private *w, uint32
 	return atomic_load(&t->wall_seq) == seq;
 }
 
+/* What a visit found, for the length of the next tick (wall_tick). */
+enum visit_end {
+	VISIT_BUSY,  /* ticks at the configured rate */
+	VISIT_QUIET, /* waiting in a call whose leaving it times */
+	/* Running, its running samples the CPU profile's: the visits only
+	 * hand over its waits for a CPU, which can come later. */
+	VISIT_FLAT,
+};
+
 /* One visit.  The span since the previous visit is split by the thread's
  * CPU clock and its schedstat: its CPU time, and the time it waited for a
  * CPU after being preempted, go to the thread's running samples, which
@@ -1076,7 +1103,7 @@ static bool ask_leave_time(struct thread_slot *t, struct wall_private *w, uint32
  * blocked (and the first wait for a CPU after a wake-up), goes to the wait
  * the visit finds it in, or for a thread found on a CPU to the wait it was
  * blocked in meanwhile (place_running). */
-static bool sample_slot(int slot, uint64_t now)
+static enum visit_end sample_slot(int slot, uint64_t now)
 {
 	struct thread_slot *t = &thread_slots[slot];
 	struct wall_private *w = &priv[slot];
@@ -1087,12 +1114,12 @@ static bool sample_slot(int slot, uint64_t now)
 		w->first_seen_ns = now;
 	}
 	if (tid == 0)
-		return true;
+		return VISIT_QUIET;
 	place_timed_leave(slot, w, now);
 	struct span_split sp = { .span = visit_span(w, now) };
 	uint64_t cpu;
 	if (!thread_cpu_ns(tid, &cpu))
-		return true; /* gone; the registry will notice */
+		return VISIT_QUIET; /* gone; the registry will notice */
 	bool signals = can_signal(slot, w);
 	/* Without signals no running sample can place CPU time: the visit does. */
 	sp.used = signals ? cpu_span(w, cpu, sp.span) : 0;
@@ -1105,12 +1132,14 @@ static bool sample_slot(int slot, uint64_t now)
 	 * (a wait that woke, did little and waits again: most waiting threads)
 	 * is not asked: its waits for a CPU stay with its waits. */
 	bool busy = sp.used > 0 && sp.used >= sp.span / BUSY_SHARE;
-	if (sp.used)
+	bool weighed = signals && cpu_weighs(slot);
+	if (sp.used && !weighed)
 		atomic_fetch_add(&t->wall_owed_ns, sp.used);
 	if (busy)
 		split_delays(slot, w, now, &sp);
 	struct wall_syscall_info si;
 	bool waiting = true; /* the visit found it in a wait, placed there */
+	bool runnable = false; /* found on a CPU or waiting for one */
 	if (seq & 1u) {
 		/* In an interposed call: running in it (its CPU time is the
 		 * running samples'), preempted in a call that copies files (our
@@ -1119,6 +1148,7 @@ static bool sample_slot(int slot, uint64_t now)
 		if (busy && on_cpu_now(tid, &cpu)) {
 			place_running(slot, w, now, &sp, true, signals);
 			waiting = false;
+			runnable = true;
 		} else if (busy && copying_call(w, t) && read_syscall(w, &si) && si.nr < -1) {
 			place_running(slot, w, now, &sp, false, signals);
 			waiting = false;
@@ -1135,6 +1165,7 @@ static bool sample_slot(int slot, uint64_t now)
 	} else if (busy && on_cpu_now(tid, &cpu)) {
 		place_running(slot, w, now, &sp, true, signals);
 		waiting = false;
+		runnable = true;
 	} else if (!read_syscall(w, &si)) {
 		w->unplaced += sp.off;
 		waiting = false;
@@ -1153,6 +1184,7 @@ static bool sample_slot(int slot, uint64_t now)
 		}
 		place_running(slot, w, now, &sp, on_cpu, signals);
 		waiting = false;
+		runnable = true;
 	}
 	if (waiting) {
 		w->after_wait = true;
@@ -1167,7 +1199,16 @@ static bool sample_slot(int slot, uint64_t now)
 	/* Quiet: waiting in an interposed call, having run little since the
 	 * previous visit (its leaving wakes the sampler thread, so the ticks
 	 * that place its next running are at the configured rate). */
-	return waiting && !busy && (seq & 1u) && ask_leave_time(t, w, seq);
+	if (waiting && !busy && (seq & 1u) && ask_leave_time(t, w, seq))
+		return VISIT_QUIET;
+	/* Flat: it ran for a fair part of the span, made no interposed call
+	 * and is on a CPU or waiting for one: its CPU time is weighed by the
+	 * CPU signals, which take its running samples at their own rate
+	 * whatever the visits' rate, and its waits for a CPU add up in the
+	 * kernel until a visit reads them. */
+	if (runnable && busy && weighed && !sp.called)
+		return VISIT_FLAT;
+	return VISIT_BUSY;
 }
 
 /* At a stop, a last visit without signals: a thread still in the wait the
@@ -1224,8 +1265,9 @@ static uint32_t unwind_published_here(struct thread_slot *t, uint64_t *pcs)
 /* The thread's owed running time as one sample at the interrupted
  * context ucv: on `stack` (depth, span context ctx) when the caller has
  * unwound it, else unwound here. [signal-safe] */
-static void take_running(int slot, struct thread_slot *t, int tid, const void *ucv, bool by_cpu,
-			 const uint64_t *stack, uint32_t stack_depth, const struct context_value *ctx)
+static void take_running(int slot, struct thread_slot *t, int tid, const void *ucv, uint64_t cpu_ns,
+			 bool by_cpu, const uint64_t *stack, uint32_t stack_depth,
+			 const struct context_value *ctx)
 {
 	if (!wall.ring.mem)
 		return;
@@ -1233,7 +1275,7 @@ static void take_running(int slot, struct thread_slot *t, int tid, const void *u
 	 * thread's previous running sample: the signals come only while the
 	 * thread is on a CPU, so where it lands is a CPU-weighted draw over its
 	 * running, in its own code or inside a call. */
-	uint64_t weight = atomic_exchange(&t->wall_owed_ns, 0);
+	uint64_t weight = atomic_exchange(&t->wall_owed_ns, 0) + cpu_ns;
 	if (weight == 0)
 		return;
 	atomic_fetch_add_explicit(&t->wall_taken, 1, memory_order_relaxed);
@@ -1314,20 +1356,19 @@ static void wall_signal_handler(int sig, void *siv, void *ucv)
 	int one = 1;
 	if (!atomic_compare_exchange_strong(&t->wall_inflight, &one, 0))
 		return; /* the request was withdrawn */
-	take_running((int)si->value, t, tid, ucv, false, NULL, 0, NULL);
+	take_running((int)si->value, t, tid, ucv, 0, false, NULL, 0, NULL);
 }
 
 void wall_cpu_period(uint64_t ns) { atomic_store(&wall.cpu_period_ns, ns); }
 
-void wall_running_sample(int slot, const void *ucv, const uint64_t *pcs, uint32_t depth,
+void wall_running_sample(int slot, const void *ucv, uint64_t cpu_ns, const uint64_t *pcs, uint32_t depth,
 			 const struct context_value *ctx)
 {
 	if (!atomic_load_explicit(&wall.cpu_carries, memory_order_relaxed))
 		return;
 	struct thread_slot *t = &thread_slots[slot];
-	if (atomic_load_explicit(&t->wall_owed_ns, memory_order_relaxed) == 0)
-		return;
-	take_running(slot, t, atomic_load_explicit(&t->tid, memory_order_relaxed), ucv, true, pcs, depth, ctx);
+	take_running(slot, t, atomic_load_explicit(&t->tid, memory_order_relaxed), ucv, cpu_ns, true, pcs,
+		     depth, ctx);
 }
 
 /* Moves the handler's records into the recorder.  In a tick only (thread
@@ -1373,6 +1414,7 @@ static void check_handler(uint64_t now)
 		rt_warn("the program replaced the handler of signal %d; wall profiling now samples "
 			"blocked threads only", wall.signo);
 		atomic_store(&wall.signals_on, 0);
+		atomic_store(&wall.cpu_carries, 0);
 	}
 }
 
@@ -1402,6 +1444,7 @@ static int next_marked_slot(int from)
 static bool wall_tick(void)
 {
 	uint32_t budget = wall.cfg->wall_max_threads;
+	uint32_t flat = 0;
 	bool quiet = true;
 	/* One instant for the whole tick: every sample of it ends there (the
 	 * visits take microseconds; a clock read per visit cost more than the
@@ -1421,8 +1464,11 @@ static bool wall_tick(void)
 		if (wrapped && next >= wall.cursor)
 			break; /* every marked slot was visited once */
 		int tid = atomic_load_explicit(&thread_slots[next].tid, memory_order_relaxed);
-		if (!sample_slot(next, now))
+		enum visit_end end = sample_slot(next, now);
+		if (end == VISIT_BUSY)
 			quiet = false;
+		else if (end == VISIT_FLAT)
+			flat++;
 		if (tid != 0)
 			budget--;
 		else if (priv[next].tid == 0)
@@ -1438,8 +1484,18 @@ static bool wall_tick(void)
 	if (budget == 0)
 		quiet = false; /* threads may be left for the next tick */
 	wall.cursor = s % THREADS_MAX;
+	wall.flat_threads = flat;
 	atomic_fetch_add(&wall.ticks, 1);
 	return quiet;
+}
+
+/* The longest quiet tick while `flat` threads run flat out: FLAT_TICK_MAX_NS,
+ * or less when their CPU signals' records would fill half the ring before
+ * the tick drains it. */
+static uint64_t flat_tick_max(uint32_t flat)
+{
+	uint64_t cpu_period = atomic_load_explicit(&wall.cpu_period_ns, memory_order_relaxed);
+	return RT_MIN(FLAT_TICK_MAX_NS, (RING_RECORDS / 2) * cpu_period / RT_MAX(flat, 1u));
 }
 
 uint64_t wall_next_tick_ns(void)
@@ -1479,11 +1535,18 @@ uint64_t wall_serve(uint64_t cpu_before)
 	if (!quiet)
 		atomic_store(&wall.stretched, 0);
 	wall.last_due = due;
-	if (quiet)
+	uint64_t len = period;
+	if (quiet && wall.flat_threads) {
+		/* Not a quiet spell: the waits that follow start one afresh. */
+		wall.quiet_ns = QUIET_TICK_NS / 2;
+		len = flat_tick_max(wall.flat_threads);
+	} else if (quiet) {
 		wall.quiet_ns = RT_MIN(RT_MAX(2 * wall.quiet_ns, QUIET_TICK_NS), QUIET_TICK_MAX_NS);
-	else
+		len = wall.quiet_ns;
+	} else {
 		wall.quiet_ns /= 2;
-	wall.tick_ns = quiet ? RT_MAX(wall.quiet_ns, period) : period;
+	}
+	wall.tick_ns = RT_MAX(len, period);
 	wall.next_tick_ns = due + wall.tick_ns;
 	if (wall.next_tick_ns < now) /* we overran: skip the missed ticks */
 		wall.next_tick_ns = now + wall.tick_ns;

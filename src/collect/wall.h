@@ -5,9 +5,12 @@
  * Our sampler thread (collect.c) visits at most wall_max_threads threads
  * per tick (fair rotation).  A visit places the wall time since the thread's
  * previous visit, split by the thread's CPU clock and its schedstat:
- *  - its CPU time, and the time it waited for a CPU, are owed to its next
- *    running sample (below), so they land where it used CPU, in its own
- *    code or inside a call, whenever the visits happen;
+ *  - its CPU time, and the time it waited for a CPU, go to its running
+ *    samples (below), so they land where it used CPU, in its own code or
+ *    inside a call, whenever the visits happen: with the CPU profile on,
+ *    each CPU signal's sample carries the CPU time it stands for, and the
+ *    visits owe the running samples only the waits for a CPU; without it,
+ *    the visits owe them both;
  *  - the rest, time blocked, goes to the wait the visit finds it in; a
  *    thread found on a CPU or waiting for one left the wait the previous
  *    visit found (which also keeps its first wait for a CPU), and that
@@ -41,10 +44,17 @@
  * such a call, or to start, wakes the sampler thread, and ticks at
  * 1/wall_hz follow.  A visit after a
  * timed leaving gives the span up to it to the call's stack and places the
- * rest as though a visit had been made then.
- * Running samples: the thread's next CPU-profile signal (its timer on the
- * thread's CPU clock) takes all the time owed, on the stack the CPU sample
- * unwound: one signal and one unwind for both profiles.  Time owed that no
+ * rest as though a visit had been made then.  A thread found running
+ * (on a CPU or waiting for one) that ran a fair part of the span without an
+ * interposed call, its running samples the CPU signals', is quiet too
+ * ("flat"): while flat threads run the quiet ticks come at most 100 ms
+ * apart, less when their CPU signals would fill half the ring first.  A
+ * flat thread that starts to wait is found up to that late, and the span
+ * is placed by the usual rules.
+ * Running samples: each CPU-profile signal (its timer on the thread's CPU
+ * clock) makes one, of the CPU time it stands for plus all the time owed,
+ * on the stack the CPU sample unwound: one signal and one unwind for both
+ * profiles.  Time owed that no
  * CPU signal took within CARRY_PATIENCE CPU periods (a thread that runs
  * little), or on a thread without a CPU timer, or where calls block our
  * signal (below): a one-shot POSIX timer of the wall profile's own on the
@@ -187,14 +197,15 @@ int wall_signal(void);
  * it starts, changes rate and stops. */
 void wall_cpu_period(uint64_t ns);
 struct context_value;
-/* In the CPU profile's handler on the thread of `slot` (ucontext ucv): the
- * wall time owed to the thread's running samples becomes one here, on the
- * stack the CPU sample took (pcs/depth and its span context, NULL: none;
- * pcs NULL: no CPU sample, unwound here), or on the published call's when
- * the signal came inside an interposed call.  Does nothing where the wall
- * profile keeps its own signal for all samples (calls_block), or when the
- * thread owes nothing. [signal-safe] */
-void wall_running_sample(int slot, const void *ucv, const uint64_t *pcs, uint32_t depth,
+/* In the CPU profile's handler on the thread of `slot` (ucontext ucv): a
+ * running sample of cpu_ns (the CPU time the CPU sample stands for; 0 when
+ * the next one carries it) plus the wall time owed to the thread's running
+ * samples, on the stack the CPU sample took (pcs/depth and its span
+ * context, NULL: none; pcs NULL: no CPU sample, unwound here), or on the
+ * published call's when the signal came inside an interposed call.  Does
+ * nothing where the wall profile keeps its own signal for all samples
+ * (calls_block). [signal-safe] */
+void wall_running_sample(int slot, const void *ucv, uint64_t cpu_ns, const uint64_t *pcs, uint32_t depth,
 			 const struct context_value *ctx);
 
 /* Counters since start (tests, logs). */

@@ -19,7 +19,12 @@ one sleep of ours ending):
    rate: without the wake-up the burst's time went to the next call's end,
    +5 points on sleep), and its total within 5% of its life; our threads
    woke fewer than 70 times a second meanwhile (the ticks were stretched; a
-   100 Hz tick alone is 100)."""
+   100 Hz tick alone is 100);
+ - a python3 thread spinning 0.6 s then sleeping 0.3 s, three times: while
+   it spins, its running samples the CPU profile's signals', our threads
+   woke fewer than 40 times a second (flat ticks, up to 100 ms apart); its
+   sleep and running shares within 3 points of the measured ones and its
+   total within 5% of its life."""
 import glob
 import os
 import subprocess
@@ -56,6 +61,26 @@ th = threading.Thread(target=worker); th.start()
 time.sleep(seconds + 0.3); th.join()
 print("worker", res["tid"], *res["v"])
 """
+
+# A thread that runs flat out, then sleeps: its running samples are the CPU
+# profile's signals', so the wall ticks may stretch while it runs.
+FLAT = """
+import sys, threading, time
+res = {}
+def worker():
+    res["tid"] = threading.get_native_id()
+    spun = slept = 0.0
+    start = time.monotonic()
+    for _ in range(3):
+        a = time.monotonic()
+        while time.monotonic() - a < 0.6: pass
+        b = time.monotonic(); time.sleep(0.3); c = time.monotonic()
+        spun += b - a; slept += c - b
+    res["v"] = (spun, slept, time.monotonic() - start)
+th = threading.Thread(target=worker); th.start(); th.join()
+print("worker", res["tid"], *res["v"])
+"""
+FLAT_WAKES_MAX = 40
 
 
 def wakes_per_second(pid, start_after, seconds):
@@ -121,10 +146,43 @@ def phases(out):
               f"profile {100 * got:.1f}%, measured {100 * want:.1f}%")
 
 
+def flat(out):
+    p = subprocess.Popen([sys.executable, "-S", "-c", FLAT], env=env_for(out, "wallflat"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # Inside the first spin (0.1 s to 0.5 s of it).
+        total, per = wakes_per_second(p.pid, 0.15, 0.4)
+    finally:
+        stdout, stderr = p.communicate(timeout=60)
+    check("flat: runs", p.returncode == 0, stderr[-300:])
+    check(f"flat: our threads woke fewer than {FLAT_WAKES_MAX} times a second while a thread "
+          "ran flat out (ticks stretched; a 100 Hz tick alone is 100)",
+          0 < total < FLAT_WAKES_MAX, f"{total:.1f}/s: " +
+          ", ".join(f"{k} {v:.1f}" for k, v in sorted(per.items())))
+    line = [l.split() for l in stdout.splitlines() if l.startswith("worker ")]
+    walls = glob.glob(os.path.join(out, f"wallflat.{p.pid}.wall.*.pb.gz"))
+    if not check_terse("flat: the worker reported and a wall profile was written",
+                       len(line) == 1 and len(walls) == 1, f"{stdout!r} {os.listdir(out)}"):
+        return
+    tid, spun, slept, life = line[0][1], float(line[0][2]), float(line[0][3]), float(line[0][4])
+    samples = [(lab, s, v) for lab, s, v in traces(walls[0], dict(os.environ, HOME=out, PPROF_TMPDIR=out))
+               if lab.get("thread id") == tid]
+    total_ns = sum(v for _, _, v in samples)
+    check("flat: the worker's wall time within 5% of its life",
+          abs(total_ns / 1e9 - life) <= 0.05 * life, f"profile {total_ns / 1e9:.3f} s, life {life:.3f} s")
+    got = sum(v for _, s, v in samples if any(f in ("clock_nanosleep", "__clock_nanosleep") for f in s))
+    run = sum(v for lab, _, v in samples if lab.get("state") == "running")
+    for name, ns, truth in (("sleep", got, slept), ("running", run, spun)):
+        check(f"flat: {name} share within {100 * SHARE_POINTS:.0f} points of the measured one",
+              abs(ns / max(total_ns, 1) - truth / life) <= SHARE_POINTS,
+              f"profile {100 * ns / max(total_ns, 1):.1f}%, measured {100 * truth / life:.1f}%")
+
+
 def main():
     with tempfile.TemporaryDirectory() as out:
         idle(out)
         phases(out)
+        flat(out)
     return status()
 
 
