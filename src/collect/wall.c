@@ -1109,6 +1109,10 @@ static enum visit_end sample_slot(int slot, uint64_t now)
 	struct wall_private *w = &priv[slot];
 	int tid = atomic_load(&t->tid);
 	if (w->tid != tid) {
+		/* A thread that ended after leaving the call it timed: the span
+		 * up to its leaving is still that call's. */
+		if (tid == 0)
+			place_timed_leave(slot, w, now);
 		private_release(w);
 		w->tid = tid;
 		w->first_seen_ns = now;
@@ -1140,6 +1144,7 @@ static enum visit_end sample_slot(int slot, uint64_t now)
 	struct wall_syscall_info si;
 	bool waiting = true; /* the visit found it in a wait, placed there */
 	bool runnable = false; /* found on a CPU or waiting for one */
+	bool on_cpu = false;   /* found on a CPU, its span's waits for a CPU counted */
 	if (seq & 1u) {
 		/* In an interposed call: running in it (its CPU time is the
 		 * running samples'), preempted in a call that copies files (our
@@ -1148,7 +1153,7 @@ static enum visit_end sample_slot(int slot, uint64_t now)
 		if (busy && on_cpu_now(tid, &cpu)) {
 			place_running(slot, w, now, &sp, true, signals);
 			waiting = false;
-			runnable = true;
+			runnable = on_cpu = true;
 		} else if (busy && copying_call(w, t) && read_syscall(w, &si) && si.nr < -1) {
 			place_running(slot, w, now, &sp, false, signals);
 			waiting = false;
@@ -1165,7 +1170,7 @@ static enum visit_end sample_slot(int slot, uint64_t now)
 	} else if (busy && on_cpu_now(tid, &cpu)) {
 		place_running(slot, w, now, &sp, true, signals);
 		waiting = false;
-		runnable = true;
+		runnable = on_cpu = true;
 	} else if (!read_syscall(w, &si)) {
 		w->unplaced += sp.off;
 		waiting = false;
@@ -1176,7 +1181,6 @@ static enum visit_end sample_slot(int slot, uint64_t now)
 		/* On a CPU, or waiting for one.  One that barely ran, woken from
 		 * a wait no visit saw, is asked too when its count of waits for
 		 * a CPU is still exact (it was asked last time). */
-		bool on_cpu = false;
 		if (!busy && signals && sp.used && sp.called && !w->after_wait && w->delay_known &&
 		    on_cpu_now(tid, &cpu)) {
 			split_delays(slot, w, now, &sp);
@@ -1206,7 +1210,7 @@ static enum visit_end sample_slot(int slot, uint64_t now)
 	 * CPU signals, which take its running samples at their own rate
 	 * whatever the visits' rate, and its waits for a CPU add up in the
 	 * kernel until a visit reads them. */
-	if (runnable && busy && weighed && !sp.called)
+	if (busy && weighed && ((runnable && !sp.called) || (on_cpu && sp.known)))
 		return VISIT_FLAT;
 	return VISIT_BUSY;
 }
@@ -1222,6 +1226,8 @@ static void final_visit(int slot, uint64_t now)
 	struct thread_slot *t = &thread_slots[slot];
 	struct wall_private *w = &priv[slot];
 	int tid = atomic_load(&t->tid);
+	if (tid == 0 && w->tid != 0)
+		place_timed_leave(slot, w, now); /* ended after leaving the call it timed */
 	if (tid == 0 || w->tid != tid || !w->visited || !w->stack)
 		return;
 	place_timed_leave(slot, w, now);

@@ -24,7 +24,10 @@ one sleep of ours ending):
    it spins, its running samples the CPU profile's signals', our threads
    woke fewer than 40 times a second (flat ticks, up to 100 ms apart); its
    sleep and running shares within 3 points of the measured ones and its
-   total within 5% of its life."""
+   total within 5% of its life;
+ - a thread that ends right after a 1.2 s sleep (no visit between its timed
+   leaving and its end) keeps at least 95% of the sleep (0.71 s of 1.2 s
+   before the departed thread's span was placed)."""
 import glob
 import os
 import subprocess
@@ -81,6 +84,19 @@ th = threading.Thread(target=worker); th.start(); th.join()
 print("worker", res["tid"], *res["v"])
 """
 FLAT_WAKES_MAX = 40
+
+# A thread that ends right after leaving a long sleep (its quiet ticks
+# timed the leaving; no visit came between the leaving and the end).
+ENDING = """
+import threading, time
+res = {}
+def worker():
+    res["tid"] = threading.get_native_id()
+    a = time.monotonic(); time.sleep(1.2); res["slept"] = time.monotonic() - a
+th = threading.Thread(target=worker); th.start(); th.join()
+time.sleep(0.3)
+print("worker", res["tid"], res["slept"])
+"""
 
 
 def wakes_per_second(pid, start_after, seconds):
@@ -178,11 +194,28 @@ def flat(out):
               f"profile {100 * ns / max(total_ns, 1):.1f}%, measured {100 * truth / life:.1f}%")
 
 
+def ending(out):
+    p = subprocess.run([sys.executable, "-S", "-c", ENDING], env=env_for(out, "wallending"),
+                       capture_output=True, text=True, timeout=60)
+    line = [l.split() for l in p.stdout.splitlines() if l.startswith("worker ")]
+    walls = glob.glob(os.path.join(out, "wallending.*.wall.*.pb.gz"))
+    if not check_terse("ending: runs, reports, and a wall profile was written",
+                       p.returncode == 0 and len(line) == 1 and len(walls) == 1,
+                       f"rc {p.returncode} {p.stdout!r} {p.stderr[-300:]}"):
+        return
+    tid, slept = line[0][1], float(line[0][2])
+    got = sum(v for lab, s, v in traces(walls[0], dict(os.environ, HOME=out, PPROF_TMPDIR=out))
+              if lab.get("thread id") == tid and any(f in ("clock_nanosleep", "__clock_nanosleep") for f in s))
+    check("ending: a thread that ends right after a 1.2 s sleep keeps at least 95% of it",
+          got >= 0.95e9 * slept, f"profile {got / 1e9:.3f} s, slept {slept:.3f} s")
+
+
 def main():
     with tempfile.TemporaryDirectory() as out:
         idle(out)
         phases(out)
         flat(out)
+        ending(out)
     return status()
 
 
