@@ -1144,7 +1144,6 @@ static enum visit_end sample_slot(int slot, uint64_t now)
 	struct wall_syscall_info si;
 	bool waiting = true; /* the visit found it in a wait, placed there */
 	bool runnable = false; /* found on a CPU or waiting for one */
-	bool on_cpu = false;   /* found on a CPU, its span's waits for a CPU counted */
 	if (seq & 1u) {
 		/* In an interposed call: running in it (its CPU time is the
 		 * running samples'), preempted in a call that copies files (our
@@ -1153,7 +1152,7 @@ static enum visit_end sample_slot(int slot, uint64_t now)
 		if (busy && on_cpu_now(tid, &cpu)) {
 			place_running(slot, w, now, &sp, true, signals);
 			waiting = false;
-			runnable = on_cpu = true;
+			runnable = true;
 		} else if (busy && copying_call(w, t) && read_syscall(w, &si) && si.nr < -1) {
 			place_running(slot, w, now, &sp, false, signals);
 			waiting = false;
@@ -1170,7 +1169,7 @@ static enum visit_end sample_slot(int slot, uint64_t now)
 	} else if (busy && on_cpu_now(tid, &cpu)) {
 		place_running(slot, w, now, &sp, true, signals);
 		waiting = false;
-		runnable = on_cpu = true;
+		runnable = true;
 	} else if (!read_syscall(w, &si)) {
 		w->unplaced += sp.off;
 		waiting = false;
@@ -1181,6 +1180,7 @@ static enum visit_end sample_slot(int slot, uint64_t now)
 		/* On a CPU, or waiting for one.  One that barely ran, woken from
 		 * a wait no visit saw, is asked too when its count of waits for
 		 * a CPU is still exact (it was asked last time). */
+		bool on_cpu = false;
 		if (!busy && signals && sp.used && sp.called && !w->after_wait && w->delay_known &&
 		    on_cpu_now(tid, &cpu)) {
 			split_delays(slot, w, now, &sp);
@@ -1205,12 +1205,14 @@ static enum visit_end sample_slot(int slot, uint64_t now)
 	 * that place its next running are at the configured rate). */
 	if (waiting && !busy && (seq & 1u) && ask_leave_time(t, w, seq))
 		return VISIT_QUIET;
-	/* Flat: it ran for a fair part of the span, made no interposed call
-	 * and is on a CPU or waiting for one: its CPU time is weighed by the
-	 * CPU signals, which take its running samples at their own rate
-	 * whatever the visits' rate, and its waits for a CPU add up in the
-	 * kernel until a visit reads them. */
-	if (busy && weighed && ((runnable && !sp.called) || (on_cpu && sp.known)))
+	/* Flat: it ran for a fair part of the span, entered no interposed
+	 * call and is on a CPU or waiting for one, outside any call: its CPU
+	 * time is weighed by the CPU signals, which take its running samples
+	 * at their own rate whatever the visits' rate, and its waits for a CPU
+	 * add up in the kernel until a visit reads them.  (A thread that calls
+	 * is not: a longer span's blocked time in calls, found preempted in a
+	 * copying call, would go with the running samples.) */
+	if (busy && weighed && runnable && !(seq & 1u) && !sp.called)
 		return VISIT_FLAT;
 	return VISIT_BUSY;
 }

@@ -45,14 +45,14 @@
  * 1/wall_hz follow.  A visit after a
  * timed leaving gives the span up to it to the call's stack and places the
  * rest as though a visit had been made then.  A thread whose running
- * samples are the CPU signals', that ran a fair part of the span and is
- * found on a CPU (its waits for a CPU counted) or runnable without having
- * entered an interposed call, is quiet too ("flat"): while flat threads
- * run the quiet ticks come at most 100 ms apart, less when their CPU
- * signals would fill half the ring first.  Its span's blocked time is
- * placed by the usual rules (held for the next wait a visit finds).  A
- * thread that ended after leaving a call it timed still gets the span up
- * to its leaving.
+ * samples are the CPU signals', that ran a fair part of the span without
+ * entering an interposed call and is found running (on a CPU or waiting
+ * for one) outside any, is quiet too ("flat"): while flat threads run the
+ * quiet ticks come at most 100 ms apart, less when their CPU signals would
+ * fill half the ring first.  A flat thread that starts to wait is found up
+ * to that late, and the span is placed by the usual rules.  A thread that
+ * ended after leaving a call it timed still gets the span up to its
+ * leaving.
  * Running samples: each CPU-profile signal (its timer on the thread's CPU
  * clock) makes one, of the CPU time it stands for plus all the time owed,
  * on the stack the CPU sample unwound: one signal and one unwind for both
