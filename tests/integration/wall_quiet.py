@@ -117,6 +117,63 @@ def env_for(out, service):
     return env
 
 
+def run_measured(out, code, service, start_after, seconds, args=()):
+    """Runs python3 code under the library, counting our threads' wake-ups
+    from start_after for seconds: (returncode, stdout, stderr, wakes/s, per thread)."""
+    p = subprocess.Popen([sys.executable, "-S", "-c", code, *args], env=env_for(out, service),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        total, per = wakes_per_second(p.pid, start_after, seconds)
+    finally:
+        stdout, stderr = p.communicate(timeout=60)
+    return p.pid, p.returncode, stdout, stderr, total, per
+
+
+def wakes_text(total, per):
+    return f"{total:.1f}/s: " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(per.items()))
+
+
+def worker_samples(out, name, service, pid, stdout):
+    """The fields of the worker's report line and its wall samples
+    (labels, stack, ns), or None (reported as a failed check)."""
+    line = [l.split() for l in stdout.splitlines() if l.startswith("worker ")]
+    walls = glob.glob(os.path.join(out, f"{service}.{pid}.wall.*.pb.gz"))
+    if not check_terse(f"{name}: the worker reported and a wall profile was written",
+                       len(line) == 1 and len(walls) == 1, f"{stdout!r} {os.listdir(out)}"):
+        return None
+    tid = line[0][1]
+    samples = [(lab, st, v) for lab, st, v in traces(walls[0], dict(os.environ, HOME=out, PPROF_TMPDIR=out))
+               if lab.get("thread id") == tid]
+    return [float(x) for x in line[0][2:]], samples
+
+
+def run_worker(out, name, code, start_after, seconds, wakes_max=None, wakes_what="", args=()):
+    """Runs a worker script (its profile under service `wall<name>`), checks
+    it ran and, with wakes_max, that our threads woke fewer times a second
+    meanwhile; returns worker_samples' result."""
+    service = "wall" + name
+    pid, rc, stdout, stderr, total, per = run_measured(out, code, service, start_after, seconds, args)
+    check(f"{name}: runs", rc == 0, stderr[-300:])
+    if wakes_max is not None:
+        check(f"{name}: our threads woke fewer than {wakes_max} times a second {wakes_what}",
+              0 < total < wakes_max, wakes_text(total, per))
+    return worker_samples(out, name, service, pid, stdout)
+
+
+def check_total(name, samples, life):
+    """Checks the worker's wall time against its life; returns it (ns)."""
+    total_ns = sum(v for _, _, v in samples)
+    check(f"{name}: the worker's wall time within 5% of its life",
+          abs(total_ns / 1e9 - life) <= 0.05 * life, f"profile {total_ns / 1e9:.3f} s, life {life:.3f} s")
+    return total_ns
+
+
+def check_share(name, what, ns, total_ns, truth, life):
+    got, want = ns / max(total_ns, 1), truth / life
+    check(f"{name}: {what} share within {100 * SHARE_POINTS:.0f} points of the measured one",
+          abs(got - want) <= SHARE_POINTS, f"profile {100 * got:.1f}%, measured {100 * want:.1f}%")
+
+
 def idle(out):
     p = subprocess.Popen([sys.executable, "-S", "-c", "import time; time.sleep(4)"],
                          env=env_for(out, "wallquiet"), stderr=subprocess.PIPE, text=True)
@@ -132,80 +189,37 @@ def idle(out):
 
 def phases(out):
     seconds = 3.0
-    p = subprocess.Popen([sys.executable, "-S", "-c", PHASES, str(seconds)],
-                         env=env_for(out, "wallphases"), stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
-    try:
-        total, per = wakes_per_second(p.pid, 0.5, 2.5)
-    finally:
-        stdout, stderr = p.communicate(timeout=60)
-    check("phases: runs", p.returncode == 0, stderr[-300:])
-    check(f"phases: our threads woke fewer than {RUN_WAKES_MAX} times a second (ticks stretched)",
-          0 < total < RUN_WAKES_MAX, f"{total:.1f}/s: " +
-          ", ".join(f"{k} {v:.1f}" for k, v in sorted(per.items())))
-    line = [l.split() for l in stdout.splitlines() if l.startswith("worker ")]
-    walls = glob.glob(os.path.join(out, f"wallphases.{p.pid}.wall.*.pb.gz"))
-    if not check_terse("phases: the worker reported and a wall profile was written",
-                 len(line) == 1 and len(walls) == 1, f"{stdout!r} {os.listdir(out)}"):
+    got_worker = run_worker(out, "phases", PHASES, 0.5, 2.5, RUN_WAKES_MAX, "(ticks stretched)",
+                            (str(seconds),))
+    if not got_worker:
         return
-    tid, slept, selected, life = line[0][1], float(line[0][2]), float(line[0][3]), float(line[0][4])
-    samples = [(s, v) for lab, s, v in traces(walls[0], dict(os.environ, HOME=out, PPROF_TMPDIR=out))
-               if lab.get("thread id") == tid]
-    total_ns = sum(v for _, v in samples)
-    check("phases: the worker's wall time within 5% of its life",
-          abs(total_ns / 1e9 - life) <= 0.05 * life, f"profile {total_ns / 1e9:.3f} s, life {life:.3f} s")
+    (slept, selected, life), samples = got_worker
+    total_ns = check_total("phases", samples, life)
     for name, frame, truth in (("sleep", "clock_nanosleep", slept), ("select", "select", selected)):
-        got = sum(v for s, v in samples if any(f == frame or f == "__" + frame for f in s)) / max(total_ns, 1)
-        want = truth / life
-        check(f"phases: {name} share within {100 * SHARE_POINTS:.0f} points of the measured one",
-              abs(got - want) <= SHARE_POINTS,
-              f"profile {100 * got:.1f}%, measured {100 * want:.1f}%")
+        ns = sum(v for _, st, v in samples if any(f == frame or f == "__" + frame for f in st))
+        check_share("phases", name, ns, total_ns, truth, life)
 
 
 def flat(out):
-    p = subprocess.Popen([sys.executable, "-S", "-c", FLAT], env=env_for(out, "wallflat"),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        # Inside the first spin (0.1 s to 0.5 s of it).
-        total, per = wakes_per_second(p.pid, 0.15, 0.4)
-    finally:
-        stdout, stderr = p.communicate(timeout=60)
-    check("flat: runs", p.returncode == 0, stderr[-300:])
-    check(f"flat: our threads woke fewer than {FLAT_WAKES_MAX} times a second while a thread "
-          "ran flat out (ticks stretched; a 100 Hz tick alone is 100)",
-          0 < total < FLAT_WAKES_MAX, f"{total:.1f}/s: " +
-          ", ".join(f"{k} {v:.1f}" for k, v in sorted(per.items())))
-    line = [l.split() for l in stdout.splitlines() if l.startswith("worker ")]
-    walls = glob.glob(os.path.join(out, f"wallflat.{p.pid}.wall.*.pb.gz"))
-    if not check_terse("flat: the worker reported and a wall profile was written",
-                       len(line) == 1 and len(walls) == 1, f"{stdout!r} {os.listdir(out)}"):
+    # Inside the first spin (0.1 s to 0.5 s of it).
+    got_worker = run_worker(out, "flat", FLAT, 0.15, 0.4, FLAT_WAKES_MAX,
+                            "while a thread ran flat out (ticks stretched; a 100 Hz tick alone is 100)")
+    if not got_worker:
         return
-    tid, spun, slept, life = line[0][1], float(line[0][2]), float(line[0][3]), float(line[0][4])
-    samples = [(lab, s, v) for lab, s, v in traces(walls[0], dict(os.environ, HOME=out, PPROF_TMPDIR=out))
-               if lab.get("thread id") == tid]
-    total_ns = sum(v for _, _, v in samples)
-    check("flat: the worker's wall time within 5% of its life",
-          abs(total_ns / 1e9 - life) <= 0.05 * life, f"profile {total_ns / 1e9:.3f} s, life {life:.3f} s")
-    got = sum(v for _, s, v in samples if any(f in ("clock_nanosleep", "__clock_nanosleep") for f in s))
+    (spun, slept, life), samples = got_worker
+    total_ns = check_total("flat", samples, life)
+    got = sum(v for _, st, v in samples if any(f in ("clock_nanosleep", "__clock_nanosleep") for f in st))
     run = sum(v for lab, _, v in samples if lab.get("state") == "running")
-    for name, ns, truth in (("sleep", got, slept), ("running", run, spun)):
-        check(f"flat: {name} share within {100 * SHARE_POINTS:.0f} points of the measured one",
-              abs(ns / max(total_ns, 1) - truth / life) <= SHARE_POINTS,
-              f"profile {100 * ns / max(total_ns, 1):.1f}%, measured {100 * truth / life:.1f}%")
+    check_share("flat", "sleep", got, total_ns, slept, life)
+    check_share("flat", "running", run, total_ns, spun, life)
 
 
 def ending(out):
-    p = subprocess.run([sys.executable, "-S", "-c", ENDING], env=env_for(out, "wallending"),
-                       capture_output=True, text=True, timeout=60)
-    line = [l.split() for l in p.stdout.splitlines() if l.startswith("worker ")]
-    walls = glob.glob(os.path.join(out, "wallending.*.wall.*.pb.gz"))
-    if not check_terse("ending: runs, reports, and a wall profile was written",
-                       p.returncode == 0 and len(line) == 1 and len(walls) == 1,
-                       f"rc {p.returncode} {p.stdout!r} {p.stderr[-300:]}"):
+    got_worker = run_worker(out, "ending", ENDING, 0.1, 0.1)
+    if not got_worker:
         return
-    tid, slept = line[0][1], float(line[0][2])
-    got = sum(v for lab, s, v in traces(walls[0], dict(os.environ, HOME=out, PPROF_TMPDIR=out))
-              if lab.get("thread id") == tid and any(f in ("clock_nanosleep", "__clock_nanosleep") for f in s))
+    (slept,), samples = got_worker
+    got = sum(v for _, st, v in samples if any(f in ("clock_nanosleep", "__clock_nanosleep") for f in st))
     check("ending: a thread that ends right after a 1.2 s sleep keeps at least 95% of it",
           got >= 0.95e9 * slept, f"profile {got / 1e9:.3f} s, slept {slept:.3f} s")
 
