@@ -589,7 +589,7 @@ def pgcount_summary(runs):
         exit_ms = total(run, "exit_cpu_ns", "host", "backend") / 1e6 / max(run["backends"], 1)
         print(f"BENCH prefork: pgcount_{mode}_ours_cpu_per_tx_us = {ours_cpu / 1e3:.3f} "
               f"({names_of(mode)}: our threads' CPU in all server processes per transaction, "
-              f"{100 * ours_cpu / off_cpu:.2f}% of the server's CPU per transaction without the "
+              f"{100 * ours_cpu / off_cpu if off_cpu else float('nan'):.2f}% of the server's CPU per transaction without the "
               f"library ({off_cpu / 1e3:.1f} us), {ours_idle / 1e3:.3f} us of it in the processes "
               f"that serve no client; our threads per transaction: "
               f"{total(run, 'sleeps', 'ours') / tx:.4f} wake-ups, "
