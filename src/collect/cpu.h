@@ -37,7 +37,6 @@ uint64_t cpu_ring_half_fill_ns(uint32_t threads);
 uint64_t cpu_samples_dropped(void);
 uint64_t cpu_samples_taken(void);
 int cpu_signal(void);
-
 /* For the overhead cap (collect/overhead.h): CPU time spent inside the
  * handler by the samples measured (one in eight is), and their number. */
 void cpu_handler_cost(uint64_t *measured_ns, uint64_t *measured_samples);

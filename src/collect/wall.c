@@ -195,7 +195,6 @@ static struct {
 	/* The length of the last quiet tick, halved by each tick that is not
 	 * quiet (QUIET_TICK_NS). */
 	uint64_t quiet_ns;
-	uint32_t flat_threads; /* the last tick's VISIT_FLAT visits */
 	int served_tid;
 	/* The next tick is a quiet one, late: the first thread to leave a call
 	 * it was asked to time lowers it and wakes the sampler thread. */
@@ -850,9 +849,9 @@ static bool cpu_weighs(int slot)
  * CARRY_PATIENCE CPU periods. */
 static bool carried_by_cpu(int slot, struct wall_private *w, uint64_t now)
 {
-	uint64_t cpu_period = atomic_load_explicit(&wall.cpu_period_ns, memory_order_relaxed);
 	if (!cpu_weighs(slot))
 		return false;
+	uint64_t cpu_period = atomic_load_explicit(&wall.cpu_period_ns, memory_order_relaxed);
 	uint32_t taken = atomic_load_explicit(&thread_slots[slot].wall_taken, memory_order_relaxed);
 	if (w->owed_since == 0 || taken != w->taken_seen) {
 		w->owed_since = now;
@@ -1447,13 +1446,13 @@ static int next_marked_slot(int from)
 }
 
 /* One tick: true if it visited every thread (fewer than a tick's budget)
- * and each waits in the call it was asked to time the end of (the next
- * tick may come late). */
-static bool wall_tick(void)
+ * and each waits in the call it was asked to time the end of, or runs flat
+ * (the next tick may come late); *flat gets how many run flat. */
+static bool wall_tick(uint32_t *flat)
 {
 	uint32_t budget = wall.cfg->wall_max_threads;
-	uint32_t flat = 0;
 	bool quiet = true;
+	*flat = 0;
 	/* One instant for the whole tick: every sample of it ends there (the
 	 * visits take microseconds; a clock read per visit cost more than the
 	 * cheap visits themselves). */
@@ -1476,7 +1475,7 @@ static bool wall_tick(void)
 		if (end == VISIT_BUSY)
 			quiet = false;
 		else if (end == VISIT_FLAT)
-			flat++;
+			(*flat)++;
 		if (tid != 0)
 			budget--;
 		else if (priv[next].tid == 0)
@@ -1492,7 +1491,6 @@ static bool wall_tick(void)
 	if (budget == 0)
 		quiet = false; /* threads may be left for the next tick */
 	wall.cursor = s % THREADS_MAX;
-	wall.flat_threads = flat;
 	atomic_fetch_add(&wall.ticks, 1);
 	return quiet;
 }
@@ -1535,7 +1533,8 @@ uint64_t wall_serve(uint64_t cpu_before)
 	/* Before the visits ask threads to time their leaving: one that leaves
 	 * from now on finds the flag up and ends the quiet tick. */
 	atomic_store(&wall.stretched, 1);
-	bool quiet = wall_tick();
+	uint32_t flat;
+	bool quiet = wall_tick(&flat);
 	drain_ring();
 	uint64_t now = rt_monotonic_ns();
 	check_handler(now);
@@ -1544,10 +1543,10 @@ uint64_t wall_serve(uint64_t cpu_before)
 		atomic_store(&wall.stretched, 0);
 	wall.last_due = due;
 	uint64_t len = period;
-	if (quiet && wall.flat_threads) {
+	if (quiet && flat) {
 		/* Not a quiet spell: the waits that follow start one afresh. */
 		wall.quiet_ns = QUIET_TICK_NS / 2;
-		len = flat_tick_max(wall.flat_threads);
+		len = flat_tick_max(flat);
 	} else if (quiet) {
 		wall.quiet_ns = RT_MIN(RT_MAX(2 * wall.quiet_ns, QUIET_TICK_NS), QUIET_TICK_MAX_NS);
 		len = wall.quiet_ns;
