@@ -952,6 +952,7 @@ struct span_split {
 	bool called;      /* it entered an interposed call in the span */
 	bool asked;       /* schedstat was read */
 	bool known;       /* the span's waits for a CPU were all counted */
+	bool stretched;   /* longer than two periods: the ticks were stretched */
 };
 
 /* Holds time blocked in waits no visit saw for the next wait a visit finds
@@ -981,13 +982,17 @@ static void hold_unseen(int slot, struct wall_private *w, uint64_t now, uint64_t
  * running samples are one weighted by CPU time).  Else (blocked without a
  * call we see: a page fault, a system call no wrapper sees; or a wait for
  * a CPU still under way, which the kernel has not counted yet) it goes
- * with the running samples. */
+ * with the running samples.  A stretched span in which the thread entered
+ * calls is a draw too, wherever the visit finds it: its blocked time is
+ * mostly in those calls' waits, not in the one the previous visit found
+ * nor in a wait for a CPU under way (at most a time slice of the span). */
 static void place_running(int slot, struct wall_private *w, uint64_t now, const struct span_split *sp,
 			  bool on_cpu, bool signals)
 {
-	if (w->after_wait && w->stack)
+	bool drawn = signals && sp->called && ((on_cpu && sp->known) || sp->stretched);
+	if (w->after_wait && w->stack && !(drawn && sp->stretched))
 		account_previous_wait(slot, w, now, sp->off);
-	else if (signals && on_cpu && sp->known && sp->called)
+	else if (drawn)
 		hold_unseen(slot, w, now, sp->off);
 	else if (signals && sp->off)
 		atomic_fetch_add(&thread_slots[slot].wall_owed_ns, sp->off);
@@ -1090,8 +1095,9 @@ static bool ask_leave_time(struct thread_slot *t, struct wall_private *w, uint32
 enum visit_end {
 	VISIT_BUSY,  /* ticks at the configured rate */
 	VISIT_QUIET, /* waiting in a call whose leaving it times */
-	/* Running, its running samples the CPU profile's: the visits only
-	 * hand over its waits for a CPU, which can come later. */
+	/* Ran a fair part of the span, its running samples the CPU
+	 * profile's: the visits only hand over its waits for a CPU and draw
+	 * where its blocked time goes, which can come later. */
 	VISIT_FLAT,
 };
 
@@ -1120,6 +1126,7 @@ static enum visit_end sample_slot(int slot, uint64_t now)
 		return VISIT_QUIET;
 	place_timed_leave(slot, w, now);
 	struct span_split sp = { .span = visit_span(w, now) };
+	sp.stretched = sp.span > 2 * atomic_load(&wall.period_ns);
 	uint64_t cpu;
 	if (!thread_cpu_ns(tid, &cpu))
 		return VISIT_QUIET; /* gone; the registry will notice */
@@ -1155,6 +1162,7 @@ static enum visit_end sample_slot(int slot, uint64_t now)
 		} else if (busy && copying_call(w, t) && read_syscall(w, &si) && si.nr < -1) {
 			place_running(slot, w, now, &sp, false, signals);
 			waiting = false;
+			runnable = true;
 		} else {
 			waiting = sample_published(slot, w, seq, now, sp.off);
 		}
@@ -1204,14 +1212,14 @@ static enum visit_end sample_slot(int slot, uint64_t now)
 	 * that place its next running are at the configured rate). */
 	if (waiting && !busy && (seq & 1u) && ask_leave_time(t, w, seq))
 		return VISIT_QUIET;
-	/* Flat: it ran for a fair part of the span, entered no interposed
-	 * call and is on a CPU or waiting for one, outside any call: its CPU
-	 * time is weighed by the CPU signals, which take its running samples
-	 * at their own rate whatever the visits' rate, and its waits for a CPU
-	 * add up in the kernel until a visit reads them.  (A thread that calls
-	 * is not: a longer span's blocked time in calls, found preempted in a
-	 * copying call, would go with the running samples.) */
-	if (busy && weighed && runnable && !(seq & 1u) && !sp.called)
+	/* Flat: it ran for a fair part of the span, its CPU time weighed by
+	 * the CPU signals, which take its running samples at their own rate
+	 * whatever the visits' rate; its waits for a CPU add up in the kernel
+	 * until a visit reads them, and its blocked time is placed by a draw
+	 * (the wait found, or held for the next one found: place_running), so
+	 * the visits need not come at the configured rate.  Found nowhere (it
+	 * left a call meanwhile), its span waits for a visit at that rate. */
+	if (busy && weighed && (runnable || waiting))
 		return VISIT_FLAT;
 	return VISIT_BUSY;
 }
