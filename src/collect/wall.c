@@ -199,6 +199,13 @@ static struct {
 	/* The next tick is a quiet one, late: the first thread to leave a call
 	 * it was asked to time lowers it and wakes the sampler thread. */
 	atomic_int stretched;
+	/* How soon after the previous tick a tick cut short by a leaving
+	 * comes: one period, or up to FLAT_TICK_MAX_NS when every thread the
+	 * last tick visited has its running samples taken by CPU signals (the
+	 * visits then only place blocked time); a thread that starts raises
+	 * cut_to_period, for a first visit one period after the previous tick. */
+	uint64_t cut_ns;
+	atomic_int cut_to_period;
 	atomic_ullong cpu_ns;
 	struct sample_ring ring;
 	uint64_t *scratch; /* sampler thread: max_frames + 2 */
@@ -1455,12 +1462,15 @@ static int next_marked_slot(int from)
 
 /* One tick: true if it visited every thread (fewer than a tick's budget)
  * and each waits in the call it was asked to time the end of, or runs flat
- * (the next tick may come late); *flat gets how many run flat. */
-static bool wall_tick(uint32_t *flat)
+ * (the next tick may come late); *flat gets how many run flat, *weighed
+ * whether every thread visited has its running samples taken by CPU
+ * signals. */
+static bool wall_tick(uint32_t *flat, bool *weighed)
 {
 	uint32_t budget = wall.cfg->wall_max_threads;
 	bool quiet = true;
 	*flat = 0;
+	*weighed = true;
 	/* One instant for the whole tick: every sample of it ends there (the
 	 * visits take microseconds; a clock read per visit cost more than the
 	 * cheap visits themselves). */
@@ -1480,6 +1490,8 @@ static bool wall_tick(uint32_t *flat)
 			break; /* every marked slot was visited once */
 		int tid = atomic_load_explicit(&thread_slots[next].tid, memory_order_relaxed);
 		enum visit_end end = sample_slot(next, now);
+		if (tid != 0 && !(can_signal(next, &priv[next]) && cpu_weighs(next)))
+			*weighed = false;
 		if (end == VISIT_BUSY)
 			quiet = false;
 		else if (end == VISIT_FLAT)
@@ -1517,10 +1529,12 @@ uint64_t wall_next_tick_ns(void)
 	if (!atomic_load(&wall.running))
 		return UINT64_MAX;
 	/* A thread left a timed call during a quiet tick: the tick it cut
-	 * short ends one period after the last. */
+	 * short ends one period after the last, or later (cut_ns). */
 	uint64_t period = atomic_load(&wall.period_ns);
-	if (wall.tick_ns > period && !atomic_load(&wall.stretched))
-		return wall.last_due + period;
+	if (wall.tick_ns > period && !atomic_load(&wall.stretched)) {
+		uint64_t cut = atomic_load(&wall.cut_to_period) ? period : wall.cut_ns;
+		return wall.last_due + RT_MIN(RT_MAX(cut, period), wall.tick_ns);
+	}
 	return wall.next_tick_ns;
 }
 
@@ -1541,8 +1555,10 @@ uint64_t wall_serve(uint64_t cpu_before)
 	/* Before the visits ask threads to time their leaving: one that leaves
 	 * from now on finds the flag up and ends the quiet tick. */
 	atomic_store(&wall.stretched, 1);
+	atomic_store(&wall.cut_to_period, 0);
 	uint32_t flat;
-	bool quiet = wall_tick(&flat);
+	bool weighed;
+	bool quiet = wall_tick(&flat, &weighed);
 	drain_ring();
 	uint64_t now = rt_monotonic_ns();
 	check_handler(now);
@@ -1550,6 +1566,7 @@ uint64_t wall_serve(uint64_t cpu_before)
 	if (!quiet)
 		atomic_store(&wall.stretched, 0);
 	wall.last_due = due;
+	wall.cut_ns = weighed ? flat_tick_max(flat) : period;
 	uint64_t len = period;
 	if (quiet && flat) {
 		/* Not a quiet spell: the waits that follow start one afresh. */
@@ -1580,6 +1597,7 @@ void wall_served(bool serving)
 		return;
 	}
 	wall.tick_ns = atomic_load(&wall.period_ns);
+	wall.cut_ns = wall.tick_ns;
 	wall.quiet_ns = 0;
 	wall.next_tick_ns = rt_monotonic_ns() + wall.tick_ns;
 	atomic_store(&wall.stretched, 0);
@@ -1773,6 +1791,7 @@ void wall_thread_added(int slot, int tid, bool self)
 	mark_slot(slot);
 	if (self)
 		tp_bind(slot, rt_thread_pointer());
+	atomic_store(&wall.cut_to_period, 1);
 	end_quiet_tick(); /* its first visit starts its count */
 }
 
@@ -1856,6 +1875,7 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 			mark_slot(s);
 		}
 	wall.tick_ns = atomic_load(&wall.period_ns);
+	wall.cut_ns = wall.tick_ns;
 	wall.quiet_ns = 0;
 	wall.next_tick_ns = rt_monotonic_ns() + wall.tick_ns;
 	atomic_store(&wall_hooks_on, 1);

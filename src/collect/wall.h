@@ -45,12 +45,14 @@
  * 1/wall_hz follow.  A visit after a
  * timed leaving gives the span up to it to the call's stack and places the
  * rest as though a visit had been made then.  A thread whose running
- * samples are the CPU signals', that ran a fair part of the span without
- * entering an interposed call and is found running (on a CPU or waiting
- * for one) outside any, is quiet too ("flat"): while flat threads run the
- * quiet ticks come at most 100 ms apart, less when their CPU signals would
- * fill half the ring first.  A flat thread that starts to wait is found up
- * to that late, and the span is placed by the usual rules.  A thread that
+ * samples are the CPU signals' and that ran a fair part of the span is
+ * quiet too ("flat") wherever the visit finds it (running, waiting, in a
+ * call or not), unless it left a call meanwhile and is found nowhere:
+ * while flat threads run the quiet ticks come at most 100 ms apart, less
+ * when their CPU signals would fill half the ring first.  The visits then
+ * only hand over waits for a CPU and draw where blocked time goes: in a
+ * stretched span in which the thread entered calls, the wait the visit
+ * finds, or the next one found when it finds the thread running.  A thread that
  * ended after leaving a call it timed still gets the span up to its
  * leaving.
  * Running samples: each CPU-profile signal (its timer on the thread's CPU

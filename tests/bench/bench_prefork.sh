@@ -429,6 +429,10 @@ PGCOUNT_CONNECT = os.environ.get("PREFORK_PGCOUNT_CONNECT", "") not in ("", "0")
 # pgbench -T S run read from /proc (no tracer): our threads' CPU in % of the
 # host thread's in each client backend, and their wake-ups per second.
 PGCOUNT_SHARE_SECONDS = float(os.environ.get("PREFORK_PGCOUNT_SHARE_SECONDS", "4"))
+# PREFORK_PGCOUNT_SHARE_RATE=TPS (0: as fast as it goes): that run's pgbench
+# is held to TPS transactions a second in all (-R), for lightly loaded
+# backends, which wait most of the time between short runs.
+PGCOUNT_SHARE_RATE = int(os.environ.get("PREFORK_PGCOUNT_SHARE_RATE", "0"))
 PGCOUNT_MODES = ["off", "floor", "cpu", "all"] + (["all_base"] if BASE_SO else [])
 PGCOUNT_EVENTS = ("raw_syscalls:sys_enter,signal:signal_deliver,sched:sched_switch,"
                   "sched:sched_stat_runtime,exceptions:page_fault_user")
@@ -557,7 +561,8 @@ def pgshare_run(mode, data, port, seconds):
                     snap.append(task_stats(p))
         t = threading.Thread(target=late)
         t.start()
-        pgbench("-S", "-c", str(CLIENTS), "-j", "2", "-T", str(int(seconds)), port=port)
+        rate = ["-R", str(PGCOUNT_SHARE_RATE)] if PGCOUNT_SHARE_RATE > 0 else []
+        pgbench("-S", "-c", str(CLIENTS), "-j", "2", "-T", str(int(seconds)), *rate, port=port)
         t.join()
     finally:
         pg_stop(data)
@@ -647,7 +652,8 @@ def pgcount_all():
                 print(f"BENCH prefork: pgshare_{mode}_ours_cpu_pct = "
                       f"{statistics.median(shares) * 100:.2f} ({names_of(mode)}: CPU of our threads "
                       f"in % of the host thread's, median over {len(shares)} client backends late "
-                      f"in a {PGCOUNT_SHARE_SECONDS:g} s pgbench -S run; range "
+                      f"in a {PGCOUNT_SHARE_SECONDS:g} s pgbench -S run"
+                      f"{f' held to {PGCOUNT_SHARE_RATE} transactions a second' if PGCOUNT_SHARE_RATE > 0 else ''}; range "
                       f"{min(shares) * 100:.2f}..{max(shares) * 100:.2f}; our threads woke "
                       f"{statistics.median(wakes):.0f} times a second)")
     runs = {}
