@@ -42,7 +42,8 @@
  * tick 100 ms later, each further quiet tick twice as late up to 1 s (a
  * tick that is not quiet halves that length); the first thread to leave
  * such a call, or to start, wakes the sampler thread, and ticks at
- * 1/wall_hz follow.  A visit after a
+ * 1/wall_hz follow (the first up to 100 ms after the previous tick when
+ * every thread has its running samples taken by CPU signals).  A visit after a
  * timed leaving gives the span up to it to the call's stack and places the
  * rest as though a visit had been made then.  A thread whose running
  * samples are the CPU signals' and that ran a fair part of the span is
