@@ -31,7 +31,7 @@
 # PREFORK_CLIENTS (4), PREFORK_PARTS ("pg pgconnect nginx pgcpu"; also
 # pgcpuconnect, and pgcount: counts per transaction, needs perf, see
 # below), PREFORK_PGCPU_ROUNDS (12), PREFORK_PGCPU_SECONDS (2),
-# STOWAWAY_SO, PREFORK_BASE_SO (parts pgcpu/pgcpuconnect: a second build of
+# STOWAWAY_SO, PREFORK_BASE_SO (every part: a second build of
 # the library, e.g. main's, run with the default kinds as mode `all_base`
 # in the same rounds, for before/after ratios in one run),
 # PREFORK_PREFILL_FILES (0: every profiling mode's output directory starts
@@ -53,10 +53,10 @@ ROUNDS = int(os.environ.get("PREFORK_ROUNDS", "3"))
 SECONDS = float(os.environ.get("PREFORK_SECONDS", "4"))
 CLIENTS = int(os.environ.get("PREFORK_CLIENTS", "4"))
 PARTS = os.environ.get("PREFORK_PARTS", "pg pgconnect nginx pgcpu").split()
-MODES = ["off", "cpu", "all"]
 BASE_SO = os.environ.get("PREFORK_BASE_SO", "")
+MODES = ["off", "cpu", "all"] + (["all_base"] if BASE_SO else [])
 PREFILL = int(os.environ.get("PREFORK_PREFILL_FILES", "0"))
-PGCPU_MODES = MODES + ["floor"] + (["all_base"] if BASE_SO else [])
+PGCPU_MODES = ["off", "cpu", "all", "floor"] + (["all_base"] if BASE_SO else [])
 TICK = os.sysconf("SC_CLK_TCK")
 
 tmp = tempfile.mkdtemp(prefix="bench_prefork.")
@@ -263,10 +263,17 @@ def ng_run(mode, rnd):
         sampler = threading.Thread(target=sample_pss_midway, args=(
             p.pid, lambda c: "worker" in c, SECONDS / 2, pss))
         sampler.start()
+        snap = []
+        def late():
+            time.sleep(SECONDS * 0.85)
+            snap.extend(task_stats(w) for w in children_of(p.pid) if "worker" in cmdline(w))
+        reader = threading.Thread(target=late)
+        reader.start()
         c0 = server_cpu(p.pid)
         out = subprocess.run(["ab", "-q", "-c", str(CLIENTS), "-t", str(int(SECONDS)), "-n",
                               "10000000", url], capture_output=True, text=True).stdout
         sampler.join()
+        reader.join()
         c1 = server_cpu(p.pid)
     finally:
         p.send_signal(signal.SIGQUIT)
@@ -277,8 +284,11 @@ def ng_run(mode, rnd):
             p.wait()
     n = int(re.search(r"Complete requests:\s+(\d+)", out).group(1))
     rps = float(re.search(r"Requests per second:\s+([\d.]+)", out).group(1))
+    shares, wakes = ours_shares(snap)
     return {"tps": rps, "cpu_per_tx_us": (c1 - c0) / n * 1e6,
-            "pss_anon_kb": statistics.median(pss) if pss else None}
+            "pss_anon_kb": statistics.median(pss) if pss else None,
+            "ours_pct": 100 * statistics.median(shares) if shares else None,
+            "ours_wakes": statistics.median(wakes) if wakes else None}
 
 # ------------------------------------- postgres, CPU per transaction (pgcpu)
 # Four servers (off, floor, cpu, all; all_base too with PREFORK_BASE_SO) started
@@ -566,6 +576,11 @@ def pgshare_run(mode, data, port, seconds):
         t.join()
     finally:
         pg_stop(data)
+    return ours_shares(snap)
+
+def ours_shares(snap):
+    """Per process of a /proc snapshot (task_stats): our threads' CPU over
+    its own threads', and our threads' wake-ups a second over their life."""
     shares, wakes = [], []
     for tasks in snap:
         host = sum(ns for name, ns, _, _ in tasks.values() if not name.startswith("stowaway-"))
@@ -707,13 +722,21 @@ for part, (_, what) in parts.items():
     print(f"BENCH prefork: {part}_off_tps = {statistics.median(r['tps'] for r in base):.0f} "
           f"({what}; no profiler; CPU {statistics.median(r['cpu_per_tx_us'] for r in base):.1f} "
           f"us per transaction, all server processes; median of {ROUNDS} rounds of {SECONDS:g} s)")
-    for mode in ("cpu", "all"):
+    for mode in MODES[1:]:
         runs = results[(part, mode)]
         for metric, label in (("tps", "throughput"), ("cpu_per_tx_us", "server CPU per transaction")):
             rs = [r[metric] / b[metric] for r, b in zip(runs, base)]
             print(f"BENCH prefork: {part}_{mode}_{'tps' if metric == 'tps' else 'cpu_per_tx'}_ratio = "
                   f"{statistics.median(rs):.3f} ({names[mode]}: {label} {pct(statistics.median(rs))} vs "
                   f"no profiler, spread {pct(min(rs))}..{pct(max(rs))})")
+        ours = [r["ours_pct"] for r in runs if r.get("ours_pct") is not None]
+        if ours:
+            print(f"BENCH prefork: {part}_{mode}_ours_cpu_pct = {statistics.median(ours):.2f} "
+                  f"({names[mode]}: CPU of our threads in % of the worker's own, median over "
+                  f"rounds of the median worker late in the run; spread {min(ours):.2f}.."
+                  f"{max(ours):.2f}; our threads woke "
+                  f"{statistics.median(r['ours_wakes'] for r in runs if r.get('ours_wakes') is not None):.0f} "
+                  f"times a second)")
         adds = [r["pss_anon_kb"] - b["pss_anon_kb"] for r, b in zip(runs, base)
                 if r["pss_anon_kb"] is not None and b["pss_anon_kb"] is not None]
         if adds:
