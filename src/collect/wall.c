@@ -872,6 +872,13 @@ static bool can_signal(int slot, const struct wall_private *w)
 	return atomic_load(&wall.signals_on) && !thread_slots[slot].no_signals && !w->no_timer;
 }
 
+/* cpu_weighs, for a thread our signals reach: a visit's test, and a
+ * tick's for all the threads it visited. */
+static bool weighed_by_cpu(int slot, const struct wall_private *w)
+{
+	return can_signal(slot, w) && cpu_weighs(slot);
+}
+
 /* Keeps a running request out while the thread owes running time, so its
  * next tick on a CPU places it.  The handshake covers the interposed calls:
  * the flag goes up first, then wall_seq is read; a call entered after that
@@ -996,10 +1003,10 @@ static void hold_unseen(int slot, struct wall_private *w, uint64_t now, uint64_t
 static void place_running(int slot, struct wall_private *w, uint64_t now, const struct span_split *sp,
 			  bool on_cpu, bool signals)
 {
-	bool drawn = signals && sp->called && ((on_cpu && sp->known) || sp->stretched);
-	if (w->after_wait && w->stack && !(drawn && sp->stretched))
+	bool many_waits = signals && sp->called && sp->stretched;
+	if (w->after_wait && w->stack && !many_waits)
 		account_previous_wait(slot, w, now, sp->off);
-	else if (drawn)
+	else if (many_waits || (signals && on_cpu && sp->known && sp->called))
 		hold_unseen(slot, w, now, sp->off);
 	else if (signals && sp->off)
 		atomic_fetch_add(&thread_slots[slot].wall_owed_ns, sp->off);
@@ -1149,7 +1156,7 @@ static enum visit_end sample_slot(int slot, uint64_t now)
 	 * (a wait that woke, did little and waits again: most waiting threads)
 	 * is not asked: its waits for a CPU stay with its waits. */
 	bool busy = sp.used > 0 && sp.used >= sp.span / BUSY_SHARE;
-	bool weighed = signals && cpu_weighs(slot);
+	bool weighed = weighed_by_cpu(slot, w);
 	if (sp.used && !weighed)
 		atomic_fetch_add(&t->wall_owed_ns, sp.used);
 	if (busy)
@@ -1490,7 +1497,7 @@ static bool wall_tick(uint32_t *flat, bool *weighed)
 			break; /* every marked slot was visited once */
 		int tid = atomic_load_explicit(&thread_slots[next].tid, memory_order_relaxed);
 		enum visit_end end = sample_slot(next, now);
-		if (tid != 0 && !(can_signal(next, &priv[next]) && cpu_weighs(next)))
+		if (tid != 0 && !weighed_by_cpu(next, &priv[next]))
 			*weighed = false;
 		if (end == VISIT_BUSY)
 			quiet = false;
@@ -1590,16 +1597,23 @@ uint64_t wall_serve(uint64_t cpu_before)
 	return cpu;
 }
 
+/* Ticks at the configured rate from now: after a start, or for a new
+ * sampler thread. */
+static void restart_ticks(void)
+{
+	wall.tick_ns = atomic_load(&wall.period_ns);
+	wall.cut_ns = wall.tick_ns;
+	wall.quiet_ns = 0;
+	wall.next_tick_ns = rt_monotonic_ns() + wall.tick_ns;
+}
+
 void wall_served(bool serving)
 {
 	if (!serving) {
 		atomic_store(&wall.alive, 0);
 		return;
 	}
-	wall.tick_ns = atomic_load(&wall.period_ns);
-	wall.cut_ns = wall.tick_ns;
-	wall.quiet_ns = 0;
-	wall.next_tick_ns = rt_monotonic_ns() + wall.tick_ns;
+	restart_ticks();
 	atomic_store(&wall.stretched, 0);
 	wall.served_tid = 0; /* a new thread: its descriptor table is found at its first tick */
 	atomic_store(&wall.alive, 1);
@@ -1874,10 +1888,7 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 			priv_prepare(s);
 			mark_slot(s);
 		}
-	wall.tick_ns = atomic_load(&wall.period_ns);
-	wall.cut_ns = wall.tick_ns;
-	wall.quiet_ns = 0;
-	wall.next_tick_ns = rt_monotonic_ns() + wall.tick_ns;
+	restart_ticks();
 	atomic_store(&wall_hooks_on, 1);
 	atomic_store(&wall.running, 1);
 	rt_info("wall profiling at %u Hz, %u threads per tick, signal %d", cfg->wall_hz,
