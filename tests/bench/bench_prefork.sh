@@ -148,12 +148,14 @@ def cmdline(pid):
     except OSError:
         return ""
 
-def sample_pss_midway(root, select, delay, out):
+def read_later(root, select, delay, read, out):
+    """After `delay` seconds, read(pid) of every process under root whose
+    command line `select` accepts, into out (None readings left out)."""
     time.sleep(delay)
     vals = []
     for p in tree(root):
         if p != root and select(cmdline(p)):
-            v = pss_anon(p)
+            v = read(p)
             if v is not None:
                 vals.append(v)
     out.extend(vals)
@@ -199,8 +201,8 @@ def pg_run(mode, rnd, connect):
         pss = []
         sampler = None
         if not connect:
-            sampler = threading.Thread(target=sample_pss_midway, args=(
-                root, lambda c: "[local]" in c, SECONDS / 2, pss))
+            sampler = threading.Thread(target=read_later, args=(
+                root, lambda c: "[local]" in c, SECONDS / 2, pss_anon, pss))
             sampler.start()
         c0 = server_cpu(root)
         args = ["-S", "-c", str(CLIENTS), "-j", "2", "-T", str(int(SECONDS))]
@@ -260,14 +262,12 @@ def ng_run(mode, rnd):
         subprocess.run(["ab", "-q", "-c", str(CLIENTS), "-t", "1", "-n", "1000000", url],
                        capture_output=True)  # warm
         pss = []
-        sampler = threading.Thread(target=sample_pss_midway, args=(
-            p.pid, lambda c: "worker" in c, SECONDS / 2, pss))
+        sampler = threading.Thread(target=read_later, args=(
+            p.pid, lambda c: "worker" in c, SECONDS / 2, pss_anon, pss))
         sampler.start()
         snap = []
-        def late():
-            time.sleep(SECONDS * 0.85)
-            snap.extend(task_stats(w) for w in children_of(p.pid) if "worker" in cmdline(w))
-        reader = threading.Thread(target=late)
+        reader = threading.Thread(target=read_later, args=(
+            p.pid, lambda c: "worker" in c, SECONDS * 0.85, task_stats, snap))
         reader.start()
         c0 = server_cpu(p.pid)
         out = subprocess.run(["ab", "-q", "-c", str(CLIENTS), "-t", str(int(SECONDS)), "-n",
@@ -564,12 +564,8 @@ def pgshare_run(mode, data, port, seconds):
     snap = []
     try:
         pgbench("-S", "-c", str(CLIENTS), "-j", "2", "-T", "1", port=port)  # warm
-        def late():
-            time.sleep(seconds * 0.85)
-            for p in tree(root):
-                if p != root and "[local]" in cmdline(p):
-                    snap.append(task_stats(p))
-        t = threading.Thread(target=late)
+        t = threading.Thread(target=read_later, args=(
+            root, lambda c: "[local]" in c, seconds * 0.85, task_stats, snap))
         t.start()
         rate = ["-R", str(PGCOUNT_SHARE_RATE)] if PGCOUNT_SHARE_RATE > 0 else []
         pgbench("-S", "-c", str(CLIENTS), "-j", "2", "-T", str(int(seconds)), *rate, port=port)
