@@ -250,13 +250,15 @@ for flavor in "${FLAVORS[@]}"; do
 	out=$(outvol "demo-$flavor")
 	run_app "demo-$flavor" -v "$LIBVOL:/opt/stowaway:ro" -v "$out:/profiles" "${PRELOAD_ENV[@]}" \
 		-e DD_SERVICE="demo-$flavor" -e DD_PROFILING_UPLOAD_PERIOD=1 "$img" /app/demo 3
-	check "app_${flavor}_demo_exit_0" bash -c "[ \"\$(cat '$TMP/demo-$flavor.rc')\" = 0 ] &&
+	demo_ok="[ \"\$(cat '$TMP/demo-$flavor.rc')\" = 0 ] &&
 		grep -q '^demo: small ' '$TMP/demo-$flavor.stdout' && [ ! -s '$TMP/demo-$flavor.stderr' ]"
-	if [ "$(cat "$TMP/demo-$flavor.rc")" != 0 ] || [ -s "$TMP/demo-$flavor.stderr" ]; then
-		# What a failing run said, for the log.
+	check "app_${flavor}_demo_exit_0" bash -c "$demo_ok"
+	if ! bash -c "$demo_ok"; then
+		# What a failing run said, for the log: status, both streams, the files it wrote.
 		echo "    demo-$flavor: status $(cat "$TMP/demo-$flavor.rc"); output and files:"
-		head -c 600 "$TMP/demo-$flavor.stdout" "$TMP/demo-$flavor.stderr" | sed 's/^/      /'
+		head -c 1200 "$TMP/demo-$flavor.stdout" "$TMP/demo-$flavor.stderr" | sed 's/^/      /'
 		ls -la "$out" | sed 's/^/      /'
+		pm ps -a --format '{{.Names}} {{.Status}}' 2>&1 | tail -n 5 | sed 's/^/      podman: /'
 	fi
 	valid_profiles "app_${flavor}_demo_profiles_valid" "$out" "demo-$flavor"
 	ncpu=$(ls "$out"/demo-"$flavor".*.cpu.*.pb.gz 2>/dev/null | wc -l)
