@@ -431,7 +431,8 @@ def pgcpu_report(res, by_cgroup):
 # depend on how loaded the machine is; CPU time does somewhat.
 PGCOUNT_TX = int(os.environ.get("PREFORK_PGCOUNT_TX", "5000"))  # per client
 # PREFORK_PGCOUNT_PROFILE=DIR: also record the server's CPU (perf record -g
-# -e cpu-clock) into DIR/pgcount.MODE.perf.data, for perf report.
+# -e cpu-clock) into DIR/pgcount.MODE.perf.data, for perf report, and print
+# our share of its samples by entry point (perf_share_of).
 PGCOUNT_PROFILE = os.environ.get("PREFORK_PGCOUNT_PROFILE", "")
 # PREFORK_PGCOUNT_CONNECT=1: pgbench -C (a backend per transaction).
 PGCOUNT_CONNECT = os.environ.get("PREFORK_PGCOUNT_CONNECT", "") not in ("", "0")
@@ -495,6 +496,7 @@ def pgcount_run(mode, data, port):
     comm = subprocess.run(["perf", "script", "-i", perf_data, "--show-task-events", "-F",
                            "tid,event"], capture_output=True, text=True).stdout
     os.unlink(perf_data)
+    share = perf_share_of(prof_data) if prof else None
     # Our threads by name (PERF_RECORD_COMM), the processes by role.
     ours = set()
     for m in re.finditer(r"PERF_RECORD_COMM(?: exec)?: (\S+):(\d+)/(\d+)", comm):
@@ -528,8 +530,40 @@ def pgcount_run(mode, data, port):
             add(pid, tid, "exit_cpu_ns" if at_exit else "cpu_ns", ns)
         elif ev == "exceptions:page_fault_user":
             add(pid, tid, "faults")
-    return {"tx": tx, "seconds": seconds, "counts": counts,
+    return {"tx": tx, "seconds": seconds, "counts": counts, "share": share,
             "backends": len({p for p in pids_seen if p not in idle})}
+
+def perf_share_of(data):
+    """(share, samples, {entry point: share}) of a server's CPU samples
+    (perf record -g -e cpu-clock) that are ours: on one of our threads
+    (stowaway-*, entry "our threads"), or with the innermost user-mode frame
+    in libstowaway.so (our code running, or the kernel serving it; the
+    entry is our outermost frame, e.g. malloc_sample_now, profiler_stop).
+    A host call our interposer forwards counts as the host's once the
+    forwarded function's frame (libc's) is innermost; a system call our
+    interposer makes for the host counts as ours, a slight overcount."""
+    text = subprocess.run(["perf", "script", "-i", data, "-F", "comm,ip,sym,dso"],
+                          capture_output=True, text=True, errors="replace").stdout
+    total = ours = 0
+    entries = {}
+    for block in text.split("\n\n"):
+        lines = [l.split() for l in block.splitlines() if l.strip()]
+        if not lines:
+            continue
+        total += 1
+        if lines[0][0].startswith("stowaway"):
+            key = "our threads"
+        else:
+            frames = [(l[1] if len(l) > 1 else "?", l[-1]) for l in lines[1:]]
+            user = [f for f in frames if "kernel" not in f[1]]
+            if not user or "libstowaway" not in user[0][1]:
+                continue
+            key = [f for f in frames if "libstowaway" in f[1]][-1][0]
+        ours += 1
+        entries[key] = entries.get(key, 0) + 1
+    if not total:
+        return None
+    return ours / total, total, {k: n / total for k, n in entries.items()}
 
 def task_stats(pid):
     """{tid: (comm, CPU ns, voluntary switches, age in s)} of a process's threads."""
@@ -616,6 +650,15 @@ def pgcount_summary(runs):
 
 def pgcount_report(runs):
     pgcount_summary(runs)
+    for mode, run in runs.items():
+        if mode == "off" or not run["share"]:
+            continue
+        share, samples, entries = run["share"]
+        top = sorted(entries.items(), key=lambda kv: -kv[1])[:8]
+        print(f"BENCH prefork: pgcount_{mode}_perf_share_pct = {share * 100:.2f} ({names_of(mode)}: "
+              f"our share of every server process's CPU samples by perf, the backends' exit "
+              f"included; {samples} samples; by entry point: "
+              f"{', '.join(f'{k} {v * 100:.2f}' for k, v in top)})")
     names = syscall_names()
     base = runs["off"]
     def per(run, who, key):
