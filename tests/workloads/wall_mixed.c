@@ -12,11 +12,12 @@
  *  - pipewrite: write() of 64 KiB blocks into a pipe whose reader drains
  *    it at half the writer's pace, so write blocks about half the time,
  *    alternating with user work in produce().
- * Output after SECONDS, one line per measured function, and one per thread
- * with the time it spent waiting for a CPU (from its schedstat; -1 if not
- * readable):
+ * Output after SECONDS, one line per measured function, and two per thread
+ * with the time it spent waiting for a CPU and on one (from its schedstat;
+ * -1 if not readable):
  *   phase THREAD FUNCTION WALL_NS LIFETIME_NS
  *   delay THREAD RUN_DELAY_NS LIFETIME_NS
+ *   oncpu THREAD RUN_NS LIFETIME_NS
  * Usage: wall_mixed SECONDS [readpoll|eventloop|pipewriter|all] */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -57,25 +58,32 @@ struct measure {
 static void begin(struct measure *m) { m->w0 = now_ns(); }
 static void end(struct measure *m, struct phase *p) { p->wall += now_ns() - m->w0; }
 
-/* The calling thread's time spent waiting for a CPU (schedstat), or -1. */
-static long long run_delay_ns(void)
+/* The calling thread's time on a CPU and time spent waiting for one
+ * (schedstat), or -1 each. */
+static void schedstat(long long *run_ns, long long *delay_ns)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/self/task/%ld/schedstat", (long)gettid());
+	*run_ns = *delay_ns = -1;
 	FILE *f = fopen(path, "r");
 	if (!f)
-		return -1;
+		return;
 	unsigned long long run, delay;
-	int n = fscanf(f, "%llu %llu", &run, &delay);
+	if (fscanf(f, "%llu %llu", &run, &delay) == 2) {
+		*run_ns = (long long)run;
+		*delay_ns = (long long)delay;
+	}
 	fclose(f);
-	return n == 2 ? (long long)delay : -1;
 }
 
 static void report(const char *thread, const struct phase *ph, int n, long long life)
 {
+	long long run, delay;
+	schedstat(&run, &delay);
 	for (int i = 0; i < n; i++)
 		printf("phase %s %s %lld %lld\n", thread, ph[i].name, ph[i].wall, life);
-	printf("delay %s %lld %lld\n", thread, run_delay_ns(), life);
+	printf("delay %s %lld %lld\n", thread, delay, life);
+	printf("oncpu %s %lld %lld\n", thread, run, life);
 }
 
 /* Spins in user code for about `ns` (the monotonic clock is read through
