@@ -436,6 +436,11 @@ PGCOUNT_TX = int(os.environ.get("PREFORK_PGCOUNT_TX", "5000"))  # per client
 PGCOUNT_PROFILE = os.environ.get("PREFORK_PGCOUNT_PROFILE", "")
 # PREFORK_PGCOUNT_CONNECT=1: pgbench -C (a backend per transaction).
 PGCOUNT_CONNECT = os.environ.get("PREFORK_PGCOUNT_CONNECT", "") not in ("", "0")
+# PREFORK_PGCOUNT_SETTLE=S: the server runs S seconds idle after its warm-up
+# before the counted run (61: the postmaster has made its first periodic
+# export, so the counted backends fork from a parent that has built its
+# symbol tables, as in a server up for more than a period).
+PGCOUNT_SETTLE = float(os.environ.get("PREFORK_PGCOUNT_SETTLE", "1.5"))
 # PREFORK_PGCOUNT_SHARE_SECONDS=S (0: skipped): first, per profiling mode, a
 # pgbench -T S run read from /proc (no tracer): our threads' CPU in % of the
 # host thread's in each client backend, and their wake-ups per second.
@@ -465,7 +470,7 @@ def pgcount_run(mode, data, port):
     perf_data = os.path.join(tmp, f"pgcount.{mode}.data")
     try:
         pgbench("-S", "-c", str(CLIENTS), "-j", "2", "-T", "1", port=port)  # warm
-        time.sleep(1.5)  # the warm-up's backends have exited
+        time.sleep(PGCOUNT_SETTLE)  # the warm-up's backends have exited
         idle = {p: cmdline(p) for p in tree(root)}
         rec = subprocess.Popen(["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-o", perf_data,
                                 "-e", PGCOUNT_EVENTS,
