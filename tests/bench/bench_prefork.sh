@@ -438,8 +438,8 @@ PGCOUNT_PROFILE = os.environ.get("PREFORK_PGCOUNT_PROFILE", "")
 PGCOUNT_CONNECT = os.environ.get("PREFORK_PGCOUNT_CONNECT", "") not in ("", "0")
 # PREFORK_PGCOUNT_SETTLE=S: the server runs S seconds idle after its warm-up
 # before the counted run (61: the postmaster has made its first periodic
-# export, so the counted backends fork from a parent that has built its
-# symbol tables, as in a server up for more than a period).
+# export, so the counted backends fork from a parent that has built what
+# that export needed, as in a server up for more than a period).
 PGCOUNT_SETTLE = float(os.environ.get("PREFORK_PGCOUNT_SETTLE", "1.5"))
 # PREFORK_PGCOUNT_SHARE_SECONDS=S (0: skipped): first, per profiling mode, a
 # pgbench -T S run read from /proc (no tracer): our threads' CPU in % of the
