@@ -21,6 +21,10 @@ static struct context_value values[CONTEXT_SLOTS][2];
 /* Slots ever claimed (a bit stays set when its slot is freed): a fork child
  * visits only these, never reading the pages of slots no thread used. */
 static atomic_ullong slots_claimed[CONTEXT_SLOTS / 64u];
+/* Nonzero once any slot was claimed: until a thread sets a context (most
+ * programs never do), a search finds nothing without probing the table,
+ * whose lines a sampled allocation would otherwise miss in the cache. */
+static atomic_uint any_claimed;
 
 static struct context_value *copies_of(const struct context_slot *s) { return values[s - slots]; }
 
@@ -31,6 +35,8 @@ static inline uint32_t slot_hash(uintptr_t tp)
 
 static struct context_slot *find(uintptr_t tp)
 {
+	if (atomic_load_explicit(&any_claimed, memory_order_acquire) == 0)
+		return NULL;
 	uint32_t h = slot_hash(tp);
 	for (uint32_t i = 0; i < CONTEXT_PROBES; i++) {
 		struct context_slot *s = &slots[(h + i) & (CONTEXT_SLOTS - 1u)];
@@ -57,6 +63,8 @@ static struct context_slot *self_slot(bool claim)
 		if (atomic_compare_exchange_strong(&s->key, &expected, tp)) {
 			uint32_t idx = (uint32_t)(s - slots);
 			atomic_fetch_or(&slots_claimed[idx / 64u], 1ull << (idx % 64u));
+			if (atomic_load_explicit(&any_claimed, memory_order_relaxed) == 0)
+				atomic_store_explicit(&any_claimed, 1, memory_order_release);
 			rt_memset(copies_of(s), 0, sizeof(values[0]));
 			atomic_store(&s->active, 0);
 			atomic_store(&s->tid, tid);
