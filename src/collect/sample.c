@@ -77,7 +77,7 @@ __attribute__((noinline)) uint32_t sample_capture_caller(uintptr_t ra, uint64_t 
 	/* The trick needs frame records that sit right below the caller's sp. */
 	if (ARCH_FRAME_RECORD_AT_CFA && ra != 0 && cap > SAMPLE_OWN_FRAMES &&
 	    hook_caller_regs(ra, sp, fp, stack_hi, &regs)) {
-		uint32_t n = unwind_stack(&regs, buf, cap - SAMPLE_OWN_FRAMES, UNWIND_FLAG_CALLER, &end);
+		uint32_t n = unwind_stack_memo(&regs, buf, cap - SAMPLE_OWN_FRAMES, UNWIND_FLAG_CALLER, &end);
 		*depth = n;
 		if (end == UNWIND_END_TRUNCATED && n > 1)
 			buf[n - 1] = SW_PC_TRUNCATED;
@@ -86,7 +86,7 @@ __attribute__((noinline)) uint32_t sample_capture_caller(uintptr_t ra, uint64_t 
 	regs.pc = pc;
 	regs.sp = sp;
 	regs.fp = fp;
-	uint32_t n = unwind_stack(&regs, buf, cap, 0, &end);
+	uint32_t n = unwind_stack_memo(&regs, buf, cap, 0, &end);
 	uint32_t search = RT_MIN(n, SAMPLE_OWN_FRAMES);
 	for (uint32_t i = 0; i < search; i++) {
 		if (buf[i] == (uint64_t)ra - 1 || buf[i] == (uint64_t)ra) {

@@ -176,14 +176,79 @@ static bool find_data(const struct snapshot *s, uint64_t sp, uint64_t *lo_out, u
 
 #define REMOTE_BLOCK 512
 
+/* ---- the stack memo (unwind_stack_memo; outside signal handlers) ----
+ *
+ * Recent unwinds, each kept with where it started (the pc, the distance
+ * from sp to the top of its stack, lr, the flags, the maximum and the
+ * snapshot generation) and the stack words its result depended on, as
+ * offsets from sp: every return address read, a saved frame pointer once a
+ * rule used it, and the starting frame pointer itself when a rule used
+ * that.  The walk is a function of those and nothing else, so an unwind
+ * from the same place whose words still hold the same values would walk
+ * the same frames: it copies them instead, reading a few stack words where
+ * the walk probed rules and code ranges whose lines a sample taken every
+ * few hundred microseconds finds cold.  A walk that crossed a signal frame,
+ * read through the kernel, met code outside the snapshot or ran while code
+ * reads were paused is not kept.  Threads share the entries (a pool's
+ * threads run the same paths at the same depths of their stacks); one
+ * holder at a time, and a walk that finds the memo held (another thread, a
+ * handler interrupting the holder) walks without it.  A place is kept the
+ * second time it is seen, so stacks that never repeat cost no copies. */
+#define MEMO_ENTRIES 16u /* power of two */
+#define MEMO_SEEN 64u    /* power of two */
+#define MEMO_READS 96u
+#define MEMO_PCS 64u
+struct memo_read {
+	uint64_t off, value;
+};
+struct memo_entry {
+	uint64_t generation; /* 0: empty */
+	uint64_t pc, to_top, lr, fp;
+	uint32_t flags, max;
+	bool fp_used; /* the walk used regs->fp: it is part of the key */
+	bool spoiled; /* while recording: not to be kept */
+	enum unwind_end end;
+	uint32_t nreads, npcs;
+	struct memo_read reads[MEMO_READS];
+	uint64_t pcs[MEMO_PCS];
+};
+static struct memo_entry memo[MEMO_ENTRIES];
+static uint32_t memo_seen[MEMO_SEEN];
+static atomic_int memo_busy;
+static _Atomic uint64_t stacks_from_memo;
+
 struct stack_view {
 	uint64_t lo, hi; /* reads must lie in [lo, hi) */
 	bool remote;     /* read through process_vm_readv */
 	int pid;
+	/* Recording for the memo: the words that decide the walk, kept as
+	 * offsets from base if they lie in [base, top). */
+	struct memo_entry *rec;
+	uint64_t base, top;
 	uint64_t block_addr;
 	bool block_valid;
 	uint8_t block[REMOTE_BLOCK];
 };
+
+static void memo_spoil(struct stack_view *v)
+{
+	if (v->rec != NULL)
+		v->rec->spoiled = true;
+}
+
+/* Notes that the walk's result depends on the word at addr holding value. */
+static void memo_note(struct stack_view *v, uint64_t addr, uint64_t value)
+{
+	struct memo_entry *e = v->rec;
+	if (e == NULL)
+		return;
+	if (v->remote || addr < v->base || addr >= v->top || v->top - addr < 8 ||
+	    e->nreads >= MEMO_READS) {
+		e->spoiled = true;
+		return;
+	}
+	e->reads[e->nreads++] = (struct memo_read){ addr - v->base, value };
+}
 
 static bool read_word(struct stack_view *v, uint64_t addr, uint64_t *out)
 {
@@ -248,13 +313,6 @@ static bool read_code(const struct snapshot *s, uint64_t addr, void *dst, size_t
 	return true;
 }
 
-static bool is_code(const struct snapshot *s, uint64_t pc)
-{
-	if (s != NULL && find_code(s, pc) != NULL)
-		return true;
-	ask_refresh();
-	return false;
-}
 
 bool unwind_take_unknown_code(void)
 {
@@ -264,8 +322,17 @@ bool unwind_take_unknown_code(void)
 
 /* ---- frame steps (register numbers and layouts from rt/arch.h) ---- */
 
+/* Where a frame's fp value came from, for the memo. */
+enum fp_source {
+	FP_FROM_REGS, /* the starting registers */
+	FP_FROM_SLOT, /* a save slot (fp_slot) not noted yet */
+	FP_NOTED,     /* a word already noted */
+};
+
 struct frame {
 	uint64_t pc, sp, fp, lr;
+	enum fp_source fp_source;
+	uint64_t fp_slot;
 	bool fp_known;
 	bool lr_known; /* lr is this frame's link register (first frame, signal frames) */
 	bool sp_exact; /* sp is the frame's stack pointer, not only a lower bound */
@@ -289,10 +356,23 @@ static bool at_sigreturn(const struct snapshot *s, uint64_t pc)
 	       __builtin_memcmp(code, sigreturn_code, sizeof(code)) == 0;
 }
 
+/* The walk is about to use f->fp's value: the memo keys on where it came from. */
+static void fp_consume(struct stack_view *v, struct frame *f)
+{
+	if (v->rec == NULL)
+		return;
+	if (f->fp_source == FP_FROM_REGS)
+		v->rec->fp_used = true;
+	else if (f->fp_source == FP_FROM_SLOT)
+		memo_note(v, f->fp_slot, f->fp);
+	f->fp_source = FP_NOTED;
+}
+
 /* The trampoline's frame: the handler's return left sp at the signal frame,
  * which holds the interrupted registers. */
 static bool step_signal(struct stack_view *v, struct frame *f)
 {
+	memo_spoil(v);
 	uint64_t pc, sp, fp, lr = 0;
 	if (!read_word(v, f->sp + ARCH_SIGFRAME_PC, &pc) || !read_word(v, f->sp + ARCH_SIGFRAME_SP, &sp) ||
 	    !read_word(v, f->sp + ARCH_SIGFRAME_FP, &fp))
@@ -317,15 +397,19 @@ static enum step_result step_fp(struct stack_view *v, struct frame *f)
 	uint64_t saved_fp, ra;
 	if (!f->fp_known)
 		return STEP_BROKEN;
+	fp_consume(v, f);
 	if (f->fp == 0)
 		return STEP_OUTERMOST;
 	if (f->fp < f->sp || !read_word(v, f->fp, &saved_fp) || !read_word(v, f->fp + 8, &ra))
 		return STEP_BROKEN;
+	memo_note(v, f->fp, saved_fp);
+	memo_note(v, f->fp + 8, ra);
 	if (saved_fp != 0 && saved_fp <= f->fp)
 		return STEP_BROKEN;
 	f->sp = f->fp + 16;
 	f->sp_exact = ARCH_FRAME_RECORD_AT_CFA;
 	f->fp = saved_fp;
+	f->fp_source = FP_NOTED;
 	f->pc = arch_strip_pac(ra);
 	f->lr_known = false;
 	f->exact = false;
@@ -342,7 +426,10 @@ static enum step_result step_cfi(struct stack_view *v, struct frame *f, const st
 			return STEP_BROKEN;
 		base = f->sp;
 	} else {
-		if (!f->fp_known || f->fp < f->sp)
+		if (!f->fp_known)
+			return STEP_BROKEN;
+		fp_consume(v, f);
+		if (f->fp < f->sp)
 			return STEP_BROKEN;
 		base = f->fp;
 	}
@@ -358,6 +445,8 @@ static enum step_result step_cfi(struct stack_view *v, struct frame *f, const st
 		ra = f->lr;
 	} else if (!read_word(v, cfa + (uint64_t)(int64_t)row->ra_offset, &ra)) {
 		return STEP_BROKEN;
+	} else {
+		memo_note(v, cfa + (uint64_t)(int64_t)row->ra_offset, ra);
 	}
 	if (row->fp_offset == CFI_FP_UNKNOWN) {
 		f->fp_known = false;
@@ -372,6 +461,8 @@ static enum step_result step_cfi(struct stack_view *v, struct frame *f, const st
 				return STEP_BROKEN;
 			f->fp = fp;
 			f->fp_known = true;
+			f->fp_source = FP_FROM_SLOT;
+			f->fp_slot = slot;
 		}
 	}
 	f->sp = cfa;
@@ -386,9 +477,48 @@ static enum step_result step_cfi(struct stack_view *v, struct frame *f, const st
 /* The rule at pc into *buf: from the row cache, else read from the
  * module's .eh_frame (our own mapping of its file, alive as long as the
  * snapshot) and cached. */
-static const struct cfi_row *cfi_for(const struct snapshot *s, uint64_t pc, struct cfi_row *buf)
+/* ---- one unwind's walk [signal-safe] ---- */
+
+/* What one unwind carries from frame to frame: the snapshot, the last
+ * stack's rows it holds (below), and the code range of the last pc looked
+ * up: consecutive frames are mostly in one module, and a binary search of
+ * the snapshot per frame read lines that went cold between samples. */
+struct last_frame;
+struct row_walk {
+	const struct snapshot *s;
+	uint32_t flags;
+	bool held; /* this unwind holds last_stack */
+	const struct last_frame *last;
+	uint32_t nlast, next;
+	struct last_frame *out;
+	uint32_t nout, hits;
+	const struct unwind_code_range *near; /* NULL: none yet */
+};
+
+static const struct unwind_code_range *walk_code(struct row_walk *w, uint64_t pc)
 {
-	const struct unwind_code_range *r = s != NULL ? find_code(s, pc) : NULL;
+	const struct unwind_code_range *r = w->near;
+	if (r != NULL && pc >= r->start && pc < r->end)
+		return r;
+	r = w->s != NULL ? find_code(w->s, pc) : NULL;
+	if (r != NULL)
+		w->near = r;
+	return r;
+}
+
+/* Whether pc is in the snapshot's code; a miss asks for a refresh. */
+static bool walk_is_code(struct row_walk *w, uint64_t pc)
+{
+	if (walk_code(w, pc) != NULL)
+		return true;
+	ask_refresh();
+	return false;
+}
+
+static const struct cfi_row *cfi_for(struct row_walk *w, uint64_t pc, struct cfi_row *buf)
+{
+	const struct snapshot *s = w->s;
+	const struct unwind_code_range *r = walk_code(w, pc);
 	if (r == NULL || r->cfi == NULL)
 		return NULL;
 	int cached = row_cache_get(pc, s->generation, buf);
@@ -425,15 +555,6 @@ static uint32_t last_stack_current, last_stack_count;
 static uint64_t last_stack_generation;
 static atomic_int last_stack_busy;
 
-struct row_walk {
-	const struct snapshot *s;
-	uint32_t flags;
-	bool held; /* this unwind holds last_stack */
-	const struct last_frame *last;
-	uint32_t nlast, next;
-	struct last_frame *out;
-	uint32_t nout, hits;
-};
 
 static void row_walk_begin(struct row_walk *w, const struct snapshot *s, uint32_t flags)
 {
@@ -468,7 +589,7 @@ static const struct cfi_row *row_for(struct row_walk *w, const struct frame *f, 
 		return NULL;
 	uint64_t pc = f->exact ? f->pc : f->pc - 1;
 	if (!w->held)
-		return cfi_for(w->s, pc, buf);
+		return cfi_for(w, pc, buf);
 	const struct cfi_row *row;
 	while (w->next < w->nlast && w->last[w->next].sp < f->sp)
 		w->next++;
@@ -478,7 +599,7 @@ static const struct cfi_row *row_for(struct row_walk *w, const struct frame *f, 
 		w->hits++;
 		row = buf->kind == CFI_NONE ? NULL : buf;
 	} else {
-		row = cfi_for(w->s, pc, buf);
+		row = cfi_for(w, pc, buf);
 	}
 	if (w->nout < LAST_STACK_FRAMES) {
 		struct last_frame *o = &w->out[w->nout++];
@@ -527,8 +648,10 @@ static enum step_result step(struct stack_view *v, struct frame *f, const struct
 	return step_fp(v, f);
 }
 
-uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t max,
-		      uint32_t flags, enum unwind_end *end)
+/* The walk itself, on snapshot s (held by the caller), max > 0.  With rec,
+ * notes what its result depends on there (the memo). */
+static uint32_t walk(const struct snapshot *s, const struct unwind_regs *regs, uint64_t *pcs,
+		     uint32_t max, uint32_t flags, enum unwind_end *end, struct memo_entry *rec)
 {
 	enum unwind_end why = UNWIND_END_BROKEN;
 	uint32_t n = 0;
@@ -536,30 +659,28 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 	const bool remote = (flags & UNWIND_FLAG_REMOTE) != 0;
 	struct stack_view view;
 	struct frame f;
-	if (max == 0) {
-		if (end != NULL)
-			*end = UNWIND_END_TRUNCATED;
-		return 0;
-	}
-	atomic_fetch_add(&active_unwinders, 1);
-	const struct snapshot *s = atomic_load(&current_snapshot);
 	view.pid = 0;
+	view.rec = rec;
+	view.base = regs->sp;
+	view.top = regs->stack_hi;
 	view_for_sp(&view, s, regs, regs->sp, remote);
 	f.pc = regs->pc;
 	f.sp = regs->sp;
 	f.fp = regs->fp;
 	f.lr = regs->lr;
+	f.fp_source = FP_FROM_REGS;
+	f.fp_slot = 0;
 	f.fp_known = true;
 	f.exact = (flags & UNWIND_FLAG_CALLER) == 0;
 	f.lr_known = f.exact && regs->lr != 0;
 	f.sp_exact = (flags & UNWIND_FLAG_SP_BOUND) == 0;
 	f.from_lr = false;
 	pcs[n++] = f.exact ? f.pc : f.pc - 1;
-	/* Notes code mapped since the snapshot. */
-	bool unknown = !is_code(s, f.exact ? f.pc : f.pc - 1);
 	struct cfi_row row_buf;
 	struct row_walk rows;
 	row_walk_begin(&rows, s, flags);
+	/* Notes code mapped since the snapshot. */
+	bool unknown = !walk_is_code(&rows, f.exact ? f.pc : f.pc - 1);
 	const struct cfi_row *row = row_for(&rows, &f, &row_buf);
 	bool trampoline = at_signal_trampoline(s, &f, row);
 	/* Invariant n == i + 1: each iteration writes one pc or stops. */
@@ -568,6 +689,7 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 			/* Reached through a frame record that need not sit at the
 			 * CFA: the signal frame's place is unknown, but the kernel's
 			 * frame record for the interrupted code is the next link. */
+			memo_spoil(&view);
 			if (++signal_frames > MAX_SIGNAL_FRAMES)
 				break;
 			uint64_t old_sp = f.sp;
@@ -578,7 +700,7 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 			}
 			if (r != STEP_OK || f.sp <= old_sp)
 				break;
-			if (!is_code(s, f.pc)) {
+			if (!walk_is_code(&rows, f.pc)) {
 				unknown = true;
 				break;
 			}
@@ -590,7 +712,7 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 				why = UNWIND_END_OUTERMOST;
 				break;
 			}
-			if (!is_code(s, f.pc)) {
+			if (!walk_is_code(&rows, f.pc)) {
 				unknown = true;
 				break;
 			}
@@ -606,7 +728,7 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 			 * return address came from lr (at most once). */
 			if (r != STEP_OK || f.sp < old_sp || (f.sp == old_sp && !f.from_lr))
 				break;
-			if (!is_code(s, f.pc)) {
+			if (!walk_is_code(&rows, f.pc)) {
 				unknown = true;
 				break;
 			}
@@ -620,9 +742,101 @@ uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t ma
 		pcs[n++] = f.exact || trampoline ? f.pc : f.pc - 1;
 	}
 	row_walk_end(&rows);
-	atomic_fetch_sub(&active_unwinders, 1);
-	if (unknown)
+	if (unknown) {
 		atomic_fetch_add_explicit(&unknown_code_unwinds, 1, memory_order_relaxed);
+		memo_spoil(&view);
+	}
+	*end = why;
+	return n;
+}
+
+uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t max,
+		      uint32_t flags, enum unwind_end *end)
+{
+	enum unwind_end why = UNWIND_END_TRUNCATED;
+	uint32_t n = 0;
+	if (max > 0) {
+		atomic_fetch_add(&active_unwinders, 1);
+		n = walk(atomic_load(&current_snapshot), regs, pcs, max, flags, &why, NULL);
+		atomic_fetch_sub(&active_unwinders, 1);
+	}
+	if (end != NULL)
+		*end = why;
+	return n;
+}
+
+static uint32_t memo_hash(const struct unwind_regs *regs, uint32_t flags, uint32_t max)
+{
+	uint64_t h = (regs->pc ^ ((regs->stack_hi - regs->sp) << 20) ^ ((uint64_t)flags << 56) ^ max) *
+		     RT_HASH_MUL64;
+	h ^= regs->lr * RT_HASH_MUL64;
+	return (uint32_t)(h >> 32);
+}
+
+/* Whether e was kept for an unwind from regs on generation gen, and the
+ * stack words it depended on still hold what it read. */
+static bool memo_matches(const struct memo_entry *e, const struct unwind_regs *regs, uint32_t flags,
+			 uint32_t max, uint64_t gen)
+{
+	if (e->generation != gen || e->pc != regs->pc || e->to_top != regs->stack_hi - regs->sp ||
+	    e->lr != regs->lr || e->flags != flags || e->max != max ||
+	    (e->fp_used && e->fp != regs->fp))
+		return false;
+	for (uint32_t i = 0; i < e->nreads; i++) {
+		uint64_t w;
+		__builtin_memcpy(&w, (const void *)(uintptr_t)(regs->sp + e->reads[i].off), sizeof(w));
+		if (w != e->reads[i].value)
+			return false;
+	}
+	return true;
+}
+
+uint32_t unwind_stack_memo(const struct unwind_regs *regs, uint64_t *pcs, uint32_t max,
+			   uint32_t flags, enum unwind_end *end)
+{
+	if (max == 0 || (flags & (UNWIND_FLAG_REMOTE | UNWIND_FLAG_FP_ONLY)) != 0 ||
+	    regs->stack_hi == 0 || regs->sp < regs->stack_lo || regs->sp >= regs->stack_hi ||
+	    atomic_load_explicit(&code_reads_paused, memory_order_acquire) != 0 ||
+	    atomic_exchange_explicit(&memo_busy, 1, memory_order_acquire) != 0)
+		return unwind_stack(regs, pcs, max, flags, end);
+	atomic_fetch_add(&active_unwinders, 1);
+	const struct snapshot *s = atomic_load(&current_snapshot);
+	enum unwind_end why = UNWIND_END_BROKEN;
+	uint32_t n;
+	uint32_t h = memo_hash(regs, flags, max);
+	struct memo_entry *e = &memo[h & (MEMO_ENTRIES - 1u)];
+	uint32_t *seen = &memo_seen[(h >> 8) & (MEMO_SEEN - 1u)];
+	if (s != NULL && memo_matches(e, regs, flags, max, s->generation)) {
+		n = RT_MIN(e->npcs, max);
+		rt_memcpy(pcs, e->pcs, n * sizeof(pcs[0]));
+		why = e->end;
+		atomic_fetch_add_explicit(&stacks_from_memo, 1, memory_order_relaxed);
+	} else if (s == NULL || *seen != (h | 1u)) {
+		/* First sighting: walk without keeping it. */
+		*seen = h | 1u;
+		n = walk(s, regs, pcs, max, flags, &why, NULL);
+	} else {
+		e->generation = 0;
+		e->nreads = 0;
+		e->fp_used = false;
+		e->spoiled = false;
+		n = walk(s, regs, pcs, max, flags, &why, e);
+		if (!e->spoiled && n <= MEMO_PCS &&
+		    atomic_load_explicit(&code_reads_paused, memory_order_acquire) == 0) {
+			e->pc = regs->pc;
+			e->to_top = regs->stack_hi - regs->sp;
+			e->lr = regs->lr;
+			e->fp = regs->fp;
+			e->flags = flags;
+			e->max = max;
+			e->end = why;
+			e->npcs = n;
+			rt_memcpy(e->pcs, pcs, n * sizeof(pcs[0]));
+			e->generation = s->generation;
+		}
+	}
+	atomic_fetch_sub(&active_unwinders, 1);
+	atomic_store_explicit(&memo_busy, 0, memory_order_release);
 	if (end != NULL)
 		*end = why;
 	return n;
@@ -732,6 +946,7 @@ void unwind_after_fork_child(void)
 {
 	last_stack_count = 0;
 	atomic_store(&last_stack_busy, 0);
+	atomic_store(&memo_busy, 0);
 }
 
 bool unwind_function_start(uint64_t pc, uint64_t *start)
@@ -776,4 +991,5 @@ void unwind_counts_get(struct unwind_counts *out)
 	out->unknown_code = atomic_load_explicit(&unknown_code_unwinds, memory_order_relaxed);
 	out->rule_lookups = atomic_load_explicit(&rule_lookups, memory_order_relaxed);
 	out->rows_from_last_stack = atomic_load_explicit(&rows_from_last_stack, memory_order_relaxed);
+	out->stacks_from_memo = atomic_load_explicit(&stacks_from_memo, memory_order_relaxed);
 }

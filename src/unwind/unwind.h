@@ -100,6 +100,17 @@ bool unwind_after_syscall(uint64_t pc);
 uint32_t unwind_stack(const struct unwind_regs *regs, uint64_t *pcs, uint32_t max,
 		      uint32_t flags, enum unwind_end *end);
 
+/* unwind_stack, answered from a memo of recent unwinds when one started at
+ * the same place (pc, distance from sp to regs->stack_hi, lr, flags, max;
+ * the frame pointer when that walk used it) on the same snapshot and every
+ * stack word it depended on still holds the same value: the same pcs and
+ * end as unwinding again.  Needs the stack's bounds in regs (else, and for
+ * remote or frame-pointer-only unwinds, it is unwind_stack).  One caller
+ * at a time uses the memo; another (a thread, or a handler interrupting
+ * the holder) unwinds without it.  [signal-safe] */
+uint32_t unwind_stack_memo(const struct unwind_regs *regs, uint64_t *pcs, uint32_t max,
+			   uint32_t flags, enum unwind_end *end);
+
 /* ---- the snapshot (built by symbols.c, off the signal path) ---- */
 
 /* Code bytes of this range may be read (file-backed mapping or the vDSO). */
@@ -175,6 +186,7 @@ struct unwind_counts {
 	uint64_t unknown_code;
 	uint64_t rule_lookups;
 	uint64_t rows_from_last_stack;
+	uint64_t stacks_from_memo; /* unwind_stack_memo calls answered from the memo */
 };
 void unwind_counts_get(struct unwind_counts *out);
 

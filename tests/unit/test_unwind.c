@@ -10,6 +10,7 @@
 
 #include "collect/sample.h"
 #include "profile/profile.h"
+#include "rt/arch.h"
 #include "symbols/elf.h"
 #include "symbols/symbols.h"
 #include "unit/check.h"
@@ -449,6 +450,92 @@ static void test_rows_from_last_stack(void)
 	      last.rows_from_last_stack - c[3].rows_from_last_stack == w[2].depth - 1u);
 }
 
+/* ---- the stack memo ---- */
+
+static volatile int memo_sink;
+static uint64_t memo_sp; /* memo_walk's stack pointer, last call */
+
+/* Unwinds from here, with and without the memo, on this thread's stack. */
+__attribute__((noinline)) static void memo_walk(struct walk *memo_w, struct walk *plain_w)
+{
+	struct unwind_regs r;
+	memset(&r, 0, sizeof(r));
+	ARCH_HERE(r.pc, r.sp, r.fp);
+	memo_sp = r.sp;
+	uint64_t lo = 0, hi = 0;
+	if (unwind_stack_bounds(r.sp, &lo, &hi)) {
+		r.stack_lo = lo;
+		r.stack_hi = hi;
+	}
+	memo_w->depth = unwind_stack_memo(&r, memo_w->pcs, 64, 0, &memo_w->end);
+	plain_w->depth = unwind_stack(&r, plain_w->pcs, 64, 0, &plain_w->end);
+}
+
+/* Two callers with frames of one size: memo_walk starts at the same pc and
+ * the same depth below the stack's top from either, with a different return
+ * address on the stack. */
+__attribute__((noinline)) static void memo_via_a(struct walk *m, struct walk *p)
+{
+	memo_walk(m, p);
+	memo_sink = 1;
+}
+
+__attribute__((noinline)) static void memo_via_b(struct walk *m, struct walk *p)
+{
+	memo_walk(m, p);
+	memo_sink = 2;
+}
+
+static bool walks_equal(const struct walk *a, const struct walk *b)
+{
+	if (a->depth != b->depth || a->end != b->end)
+		return false;
+	for (uint32_t i = 0; i < a->depth; i++)
+		if (a->pcs[i] != b->pcs[i])
+			return false;
+	return true;
+}
+
+/* The memo answers a place seen before with the pcs unwinding gives, and
+ * only while the stack words that walk read still hold the same values: a
+ * different return address at the same place is unwound afresh. */
+static void test_stack_memo(void)
+{
+	struct walk m, p;
+	struct unwind_counts before, after;
+	bool same = true;
+	unwind_counts_get(&before);
+	static volatile int rounds = 4;
+	for (int i = 0; i < rounds; i++) {
+		memo_via_a(&m, &p);
+		same = same && walks_equal(&m, &p);
+	}
+	unwind_counts_get(&after);
+	uint64_t hits = after.stacks_from_memo - before.stacks_from_memo;
+	printf("  %llu of %d unwinds from one place answered by the memo\n", (unsigned long long)hits,
+	       rounds);
+	CHECK(same && m.depth >= 4);
+	/* Seen once, kept the second time, answered from then on. */
+	CHECK(hits == (uint64_t)rounds - 2u);
+	uint64_t a_caller = m.pcs[1], a_sp = memo_sp;
+	memo_via_b(&m, &p);
+	unwind_counts_get(&before);
+	/* The same place (else this would not test the words' check). */
+	CHECK(memo_sp == a_sp);
+	CHECK(walks_equal(&m, &p) && m.pcs[1] != a_caller);
+	CHECK(before.stacks_from_memo == after.stacks_from_memo);
+	/* Frame-pointer-only and remote unwinds never use it. */
+	struct unwind_regs r;
+	memset(&r, 0, sizeof(r));
+	ARCH_HERE(r.pc, r.sp, r.fp);
+	for (int i = 0; i < 3; i++) {
+		(void)unwind_stack_memo(&r, m.pcs, 64, UNWIND_FLAG_FP_ONLY, &m.end);
+		(void)unwind_stack_memo(&r, m.pcs, 64, UNWIND_FLAG_REMOTE, &m.end);
+	}
+	unwind_counts_get(&after);
+	CHECK(after.stacks_from_memo == before.stacks_from_memo);
+}
+
 static void test_warm_cost(void)
 {
 	struct walk w;
@@ -534,6 +621,7 @@ int main(void)
 #endif
 	RUN(test_remote_reads_match_local);
 	RUN(test_rows_from_last_stack);
+	RUN(test_stack_memo);
 	RUN(test_warm_cost);
 	RUN(test_capture_starts_at_hook_caller);
 	return CHECK_DONE();
