@@ -171,6 +171,8 @@ uint64_t rt_monotonic_ns(void);
 uint64_t rt_realtime_ns(void);
 uint64_t rt_thread_cpu_ns(void);  /* calling thread */
 uint64_t rt_process_cpu_ns(void);
+/* CPU time of the children this process has waited for (RUSAGE_CHILDREN). */
+uint64_t rt_children_cpu_ns(void);
 /* From now on, monotonic and realtime reads call `fn`, the vDSO's
  * clock_gettime (found by the symbol registry), if a test read agrees with
  * the kernel's clock; false (and system calls stay) otherwise.  Not

@@ -152,9 +152,13 @@ bool debuginfo_file_crc(const char *path, uint32_t *crc)
  * grows with the file rather than with the samples: a unit deep in a large
  * section is reached by inflating all that comes before it.  With a limit
  * set, what this process spends inflating stays within DEBUG_BASE_NS plus
- * `ppm` of its CPU time so far; a lookup that would go past it is deferred
- * (names without lines now; a later export, with more CPU behind it, reads
- * it).  Lookups run under the symbol registry's lock: plain fields. */
+ * `ppm` of its CPU time so far and that of the children it has waited for;
+ * a lookup that would go past it is deferred (names without lines now; a
+ * later export, with more CPU behind it, reads it).  The children count
+ * because what a parent inflates before it forks is inherited by the
+ * children forked afterwards: a prefork server's parent, which does little
+ * itself, spends once what each child would otherwise spend on its own.
+ * Lookups run under the symbol registry's lock: plain fields. */
 #define DEBUG_BASE_NS 1000000ull     /* 1 ms, whatever the process's CPU */
 /* Until 1 MiB has been timed: a cautious prior, over four times the ~1,800
  * ns/KiB deflate_stream takes on a current x86-64 core (a slower or busier
@@ -188,7 +192,8 @@ static bool share_allows(uint64_t bytes)
 	share_this_process();
 	uint64_t ns_per_kib = share.bytes >= (1u << 20) ? share.spent_ns / (share.bytes >> 10) : DEBUG_NS_PER_KIB_GUESS;
 	uint64_t cost = ((bytes + 1023) >> 10) * ns_per_kib;
-	uint64_t allowed = DEBUG_BASE_NS + rt_process_cpu_ns() / 1000000u * share.ppm;
+	uint64_t cpu = rt_process_cpu_ns() + rt_children_cpu_ns();
+	uint64_t allowed = DEBUG_BASE_NS + cpu / 1000000u * share.ppm;
 	return share.spent_ns + cost <= allowed;
 }
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "rt/rt.h"
@@ -278,6 +279,26 @@ static void clocks_advance(void)
 	CHECK(rt_thread_cpu_ns() > c0);
 }
 
+/* A child's CPU counts once it has been waited for. */
+static void children_cpu_counts_waited_children(void)
+{
+	uint64_t before = rt_children_cpu_ns();
+	pid_t pid = fork();
+	if (pid == 0) {
+		uint64_t start = rt_thread_cpu_ns();
+		volatile double x = 0;
+		while (rt_thread_cpu_ns() - start < 30000000u)
+			x += 1;
+		_exit(0);
+	}
+	CHECK(pid > 0);
+	int status = 0;
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status));
+	uint64_t after = rt_children_cpu_ns();
+	printf("  a child's 30 ms of CPU: %llu us counted\n", (unsigned long long)((after - before) / 1000));
+	CHECK(after >= before + 25000000u);
+}
+
 static void env_lookup(void)
 {
 	setenv("STOWAWAY_TEST_VAR", "hello", 1);
@@ -300,6 +321,7 @@ int main(void)
 	RUN(buf_grows);
 	RUN(mutex_excludes);
 	RUN(clocks_advance);
+	RUN(children_cpu_counts_waited_children);
 	RUN(env_lookup);
 	return CHECK_DONE();
 }
