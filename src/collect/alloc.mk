@@ -24,6 +24,13 @@ BENCHES += $(ALLOC_WL)/alloc_bench
 # Also a test program: the overhead-cap test drives the allocation rate with it.
 TEST_PROGRAMS += $(ALLOC_WL)/alloc_bench
 
+# One allocation sample's cost with cold caches (bench_alloc.sh): no frame
+# pointers, as distributions build; -fno-ipa-icf keeps the two paths apart.
+$(ALLOC_WL)/alloc_cold: tests/workloads/alloc_cold.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -Wall -Wextra -Werror -fomit-frame-pointer -fno-ipa-icf $< -o $@
+BENCHES += $(ALLOC_WL)/alloc_cold
+
 $(ALLOC_WL)/alloc_churn: tests/workloads/alloc_churn.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLOC_WL_CFLAGS) $< -o $@ -lpthread

@@ -67,6 +67,43 @@ for mix in mixed small touched; do
 	echo "BENCH alloc: ${mix}_default_settings_slowdown = $(ratio "steady.$mix" "steadybase.$mix") (alloc+heap with every default, the 2% overhead cap included, the $((steady - steady_warmup)) s after a $steady_warmup s warm-up, median of $steady_reps paired ratios)"
 done
 
+# One sample's cost with cold caches (alloc_cold: a sweep larger than a
+# core's private caches between allocations, as a busy server's work between
+# samples): every 64 KiB block sampled (4 KiB mean, probability 1 - e^-16),
+# against the same program with the library loaded and off, so the
+# difference is the sampled path alone; jemalloc's profiler on the same
+# program at the same mean (lg_prof_sample:12) against jemalloc alone, when
+# installed.  Medians of ALLOC_COLD_REPS interleaved runs.
+cold=build/workloads/alloc_cold
+[ -x "$cold" ] || make --no-print-directory -s "$cold" >&2
+cold_rounds=${ALLOC_COLD_ROUNDS:-10000}
+cold_reps=${ALLOC_COLD_REPS:-9}
+jemalloc=${JEMALLOC_SO:-/usr/lib/x86_64-linux-gnu/libjemalloc.so.2}
+[ -f "$jemalloc" ] || jemalloc=
+: >"$tmp/cold.ours"
+: >"$tmp/cold.je"
+for _ in $(seq "$cold_reps"); do
+	off=$(env LD_PRELOAD="$PWD/$so" DD_PROFILING_ENABLED=false "$cold" "$cold_rounds")
+	ours=$(env "${on[@]}" STOWAWAY_ALLOC_SAMPLE_BYTES=4096 STOWAWAY_MAX_OVERHEAD_PCT=100 "$cold" "$cold_rounds")
+	echo "$ours $off" | awk '{print $1 - $2}' >>"$tmp/cold.ours"
+	if [ -n "$jemalloc" ]; then
+		je=$(env LD_PRELOAD="$jemalloc" "$cold" "$cold_rounds")
+		je_prof=$(env LD_PRELOAD="$jemalloc" MALLOC_CONF=prof:true,lg_prof_sample:12 "$cold" "$cold_rounds" 2>/dev/null)
+		echo "$je_prof $je" | awk '{print $1 - $2}' >>"$tmp/cold.je"
+	fi
+done
+# median (first and third quartile) of the numbers in file NAME
+spread() {
+	sort -g "$tmp/$1" | awk '{r[NR] = $1} END {if (NR == 0) {print "n/a"; exit}
+		printf "%.0f (%.0f..%.0f)", r[int((NR + 1) / 2)], r[int((NR + 3) / 4)], r[int((3 * NR + 3) / 4)]}'
+}
+echo "BENCH alloc: cold_sample_ns = $(spread cold.ours) (one allocation sample, alloc+heap, with cold caches: alloc_cold's 22-frame stacks from two paths, no frame pointers; ns of thread CPU over the library loaded and off, median and quartiles of $cold_reps)"
+if [ -n "$jemalloc" ]; then
+	echo "BENCH alloc: cold_sample_jemalloc_prof_ns = $(spread cold.je) (jemalloc's profiler on the same program at the same mean, over jemalloc alone)"
+else
+	echo "BENCH alloc: cold_sample_jemalloc_prof_ns = n/a (jemalloc not installed; see tests/deps/bench.txt)"
+fi
+
 if command -v heaptrack >/dev/null 2>&1; then
 	hpairs=$((pairs / 20))
 	abs_bin="$PWD/$bin"
