@@ -328,7 +328,7 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 	if (final || prof.seq < 2)
 		prepare_names(p);
 	char overhead_line[320], trigger_line[MEMGUARD_PATH_MAX + 200];
-	char oom_line[MEMGUARD_PATH_MAX + 120], trigger_tags[256], symbols_line[400];
+	char oom_line[MEMGUARD_PATH_MAX + 120], trigger_tags[256], symbols_line[512];
 	const char *comments[4] = { overhead_line, symbols_line };
 	uint32_t n_comments = 2;
 	(void)collect_describe(overhead_line, sizeof(overhead_line));

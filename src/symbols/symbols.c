@@ -809,10 +809,12 @@ size_t symbols_describe(char *buf, size_t cap)
 			   "stowaway: symbols: %u modules mapped, names read for %u (%llu functions, "
 			   "%llu KiB), lines for %u (%llu lookups deferred by the CPU cap); unwind rules "
 			   "read in place for %u, search tables built for %u (%llu KiB), %llu rules looked "
-			   "up; %llu stacks stopped at code mapped since the last refresh",
+			   "up; %llu stacks stopped at code mapped since the last refresh; %llu "
+			   "allocation stacks answered by the unwind memo",
 			   st.modules, st.modules_named, (unsigned long long)st.functions,
 			   (unsigned long long)(st.function_bytes >> 10), st.modules_with_lines,
 			   (unsigned long long)debuginfo_deferred_lookups(),
 			   st.unwind_in_place, st.unwind_built, (unsigned long long)(st.unwind_bytes >> 10),
-			   (unsigned long long)uc.rule_lookups, (unsigned long long)uc.unknown_code);
+			   (unsigned long long)uc.rule_lookups, (unsigned long long)uc.unknown_code,
+			   (unsigned long long)uc.stacks_from_memo);
 }
