@@ -28,25 +28,19 @@ static double thread_ns(void)
 	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
 }
 
-__attribute__((noinline)) static long leaf_a(long n)
-{
-	char *p = malloc(block);
-	kept = p;
-	p[0] = (char)n;
-	long r = p[0];
-	free(kept);
-	return r;
-}
-
-__attribute__((noinline)) static long leaf_b(long n)
-{
-	char *p = malloc(block);
-	kept = p;
-	p[1] = (char)n;
-	long r = p[1];
-	free(kept);
-	return r + 1;
-}
+/* Allocates, touches and frees one block (k keeps the two leaves apart). */
+#define LEAF(name, k)                                                           \
+	__attribute__((noinline)) static long name(long n)                     \
+	{                                                                      \
+		char *p = malloc(block);                                       \
+		kept = p;                                                      \
+		p[k] = (char)n;                                                \
+		long r = p[k];                                                 \
+		free(kept);                                                    \
+		return r + (k);                                                \
+	}
+LEAF(leaf_a, 0)
+LEAF(leaf_b, 1)
 
 #define LINK(name, next, k)                                                     \
 	__attribute__((noinline)) static long name(long n)                     \
