@@ -664,6 +664,13 @@ def pgcount_report(runs):
               f"our share of every server process's CPU samples by perf, the backends' exit "
               f"included; {samples} samples; by entry point: "
               f"{', '.join(f'{k} {v * 100:.2f}' for k, v in top)})")
+        # The exit export runs once per backend (per connection), not per
+        # transaction: apart, what each transaction pays while its
+        # connection lasts.
+        at_exit = entries.get("profiler_stop", 0.0)
+        print(f"BENCH prefork: pgcount_{mode}_perf_share_serving_pct = {(share - at_exit) * 100:.2f} "
+              f"({names_of(mode)}: the same without the backends' exit export, "
+              f"profiler_stop {at_exit * 100:.2f}, which a backend pays once per connection)")
     names = syscall_names()
     base = runs["off"]
     def per(run, who, key):
