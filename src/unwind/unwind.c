@@ -176,7 +176,7 @@ static bool find_data(const struct snapshot *s, uint64_t sp, uint64_t *lo_out, u
 
 #define REMOTE_BLOCK 512
 
-/* ---- the stack memo (unwind_stack_memo; outside signal handlers) ----
+/* ---- the stack memo (unwind_stack_memo) [signal-safe] ----
  *
  * Recent unwinds, each kept with where it started (the pc, the distance
  * from sp to the top of its stack, lr, the flags, the maximum and the
@@ -312,7 +312,6 @@ static bool read_code(const struct snapshot *s, uint64_t addr, void *dst, size_t
 	__builtin_memcpy(dst, (const void *)(uintptr_t)addr, n);
 	return true;
 }
-
 
 bool unwind_take_unknown_code(void)
 {
@@ -474,9 +473,6 @@ static enum step_result step_cfi(struct stack_view *v, struct frame *f, const st
 	return STEP_OK;
 }
 
-/* The rule at pc into *buf: from the row cache, else read from the
- * module's .eh_frame (our own mapping of its file, alive as long as the
- * snapshot) and cached. */
 /* ---- one unwind's walk [signal-safe] ---- */
 
 /* What one unwind carries from frame to frame: the snapshot, the last
@@ -515,6 +511,9 @@ static bool walk_is_code(struct row_walk *w, uint64_t pc)
 	return false;
 }
 
+/* The rule at pc into *buf: from the row cache, else read from the
+ * module's .eh_frame (our own mapping of its file, alive as long as the
+ * snapshot) and cached. */
 static const struct cfi_row *cfi_for(struct row_walk *w, uint64_t pc, struct cfi_row *buf)
 {
 	const struct snapshot *s = w->s;
@@ -554,7 +553,6 @@ static struct last_frame last_stack[2][LAST_STACK_FRAMES];
 static uint32_t last_stack_current, last_stack_count;
 static uint64_t last_stack_generation;
 static atomic_int last_stack_busy;
-
 
 static void row_walk_begin(struct row_walk *w, const struct snapshot *s, uint32_t flags)
 {
