@@ -432,6 +432,14 @@ static void keep_retired_mappings(void)
 	rt_sort(all, nretired_mappings, sizeof(*all), mapping_before);
 }
 
+uint64_t symbols_maps_changes(void)
+{
+	rt_mutex_lock(&registry_lock);
+	uint64_t n = generation;
+	rt_mutex_unlock(&registry_lock);
+	return n;
+}
+
 bool symbols_refresh(void)
 {
 	struct rt_buf text = {0};

@@ -32,6 +32,9 @@ void symbols_configure(const char *debug_dirs, size_t dwarf_budget, uint32_t inf
  * calls are serialized internally.  False if /proc/self/maps could not be
  * read or memory ran out (the previous state stays). */
 bool symbols_refresh(void);
+/* How many refreshes so far found /proc/self/maps changed: equal before and
+ * after a refresh, nothing was mapped or unmapped in between. */
+uint64_t symbols_maps_changes(void);
 
 /* Resolves pc (as written by unwind_stack: return addresses already -1).
  * Fills `out` with the executable mapping containing pc (map_path "" and
