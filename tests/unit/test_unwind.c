@@ -524,10 +524,14 @@ static void test_stack_memo(void)
 	CHECK(memo_sp == a_sp);
 	CHECK(walks_equal(&m, &p) && m.pcs[1] != a_caller);
 	CHECK(before.stacks_from_memo == after.stacks_from_memo);
-	/* Frame-pointer-only and remote unwinds never use it. */
+	/* Frame-pointer-only and remote unwinds never use it, bounds known. */
 	struct unwind_regs r;
 	memset(&r, 0, sizeof(r));
 	ARCH_HERE(r.pc, r.sp, r.fp);
+	uint64_t lo = 0, hi = 0;
+	CHECK(unwind_stack_bounds(r.sp, &lo, &hi));
+	r.stack_lo = lo;
+	r.stack_hi = hi;
 	for (int i = 0; i < 3; i++) {
 		(void)unwind_stack_memo(&r, m.pcs, 64, UNWIND_FLAG_FP_ONLY, &m.end);
 		(void)unwind_stack_memo(&r, m.pcs, 64, UNWIND_FLAG_REMOTE, &m.end);
