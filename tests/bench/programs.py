@@ -64,6 +64,12 @@ def config_env(cfg, outdir, service):
         "je": {"LD_PRELOAD": JEMALLOC},
         "je_prof": {"LD_PRELOAD": JEMALLOC, "MALLOC_CONF":
                     f"prof:true,lg_prof_sample:19,prof_final:true,prof_prefix:{outdir}/jeprof"},
+        # The reference tools for the CPU and allocation kinds at once,
+        # judged against "je": what profiling those kinds costs with them.
+        "refs": {"LD_PRELOAD": f"{JEMALLOC} {GPERF}",
+                 "CPUPROFILE": os.path.join(outdir, "gperf.prof"), "CPUPROFILE_FREQUENCY": "100",
+                 "MALLOC_CONF": f"prof:true,lg_prof_sample:19,prof_final:true,"
+                                f"prof_prefix:{outdir}/jeprof"},
     }[cfg]
 
 
@@ -437,11 +443,13 @@ def perf_share(w, tmp):
     work done for our calls included) or on one of our threads (stowaway-*),
     over PERF_RUNS runs with the default kinds.  A lower bound of our cost:
     the kernel's side of delivering our signals runs with the program's own
-    frames below it, and cache effects are not in any frame.  None without
-    perf."""
+    frames below it, and cache effects are not in any frame.  Also the
+    share of those in the export at exit (profiler_stop: naming, encoding,
+    compressing and writing the process's profiles, paid once per process).
+    None without perf."""
     if not shutil.which("perf"):
         return None
-    ours = total = 0
+    ours = total = at_exit = 0
     for i in range(PERF_RUNS):
         d = tempfile.mkdtemp(dir=tmp)
         data = os.path.join(tmp, f"perf.{i}.data")
@@ -466,10 +474,12 @@ def perf_share(w, tmp):
             if not lines:
                 continue
             total += 1
-            if lines[0].split()[0].startswith("stowaway") or \
-                    any("libstowaway" in l for l in lines[1:]):
+            mine = [l for l in lines[1:] if "libstowaway" in l]
+            if lines[0].split()[0].startswith("stowaway") or mine:
                 ours += 1
-    return (ours / total, total) if total else None
+            if any(" profiler_stop" in l for l in mine):
+                at_exit += 1
+    return (ours / total, total, at_exit / total) if total else None
 
 
 TOGETHER_ROUNDS = int(os.environ.get("BENCH_TOGETHER_ROUNDS", "5" if QUICK else "11"))
@@ -484,6 +494,8 @@ def together(w, tmp):
     round's none, ...]}, or None when a run failed."""
     cfgs = [c for c in ("none", "off", "cpu", "default", "alloc", "gperf", "je", "je_prof", "base")
             if c in CONFIGS]
+    if "gperf" in cfgs and "je" in cfgs and "je_prof" in cfgs:
+        cfgs.append("refs")
     out = {c: [] for c in cfgs if c != "none"}
     for r in range(TOGETHER_ROUNDS):
         procs = {}
@@ -658,7 +670,18 @@ def main():
                 q1, q3 = quartiles(tog["default"])
                 tmed = med(tog["default"])
                 verdict = target_verdict(q1, q3, tmed, target)
-                floors = ", ".join(f"{c} x{med(v):.3f}" for c, v in tog.items() if c != "default")
+                floors = ", ".join(f"{c} x{med(v):.3f}" for c, v in tog.items()
+                                   if c not in ("default", "refs"))
+                if "refs" in tog and "je" in tog:
+                    refs = [a / b for a, b in zip(tog["refs"], tog["je"])]
+                    rq1, rq3 = quartiles(refs)
+                    floors += f", refs over je x{med(refs):.3f}"
+                    print(f"BENCH programs_{w.name}: reference_profilers_together = "
+                          f"{med(refs):.4f} (gperftools' CPU profiler at 100 Hz and jemalloc's "
+                          f"profiler at the same 512 KiB mean, loaded at once, CPU per {per} over "
+                          f"jemalloc alone, middle half x{rq1:.3f}..x{rq3:.3f}, same rounds; our "
+                          f"default kinds x{tmed:.4f}, which add the wall kind and name and "
+                          f"compress every profile in the process; theirs write raw addresses)")
                 if "je" in tog and "je_prof" in tog and "alloc" in tog:
                     theirs = [a / b for a, b in zip(tog["je_prof"], tog["je"])]
                     ok = med(tog["alloc"]) <= med(theirs) * 1.02
@@ -681,7 +704,9 @@ def main():
                       f"(x{1 / (1 - share[0]):.4f} if the rest is the program's own work; "
                       f"{share[1]} perf samples over {PERF_RUNS} runs with a libstowaway frame "
                       f"or on our threads; a lower bound: our signals' kernel delivery and "
-                      f"cache effects are in no frame of ours)")
+                      f"cache effects are in no frame of ours; of it, the export at exit "
+                      f"{share[2] * 100:.2f}%, profiling while the program runs "
+                      f"{(share[0] - share[2]) * 100:.2f}%)")
         else:
             cpu_row.append("")
         thr_row += ["", ""]
