@@ -120,16 +120,30 @@ int profiler_set_runtime_id(const char *id)
 }
 
 /* Encodes `mask` of the profile and gzips it into *gz at `level`.  0 or -errno. */
+/* The CPU one export spent in each step, and the bytes it made (its
+ * debug line: what an export costs the process, step by step). */
+struct export_cost {
+	uint64_t names_ns, encode_ns, compress_ns, exporters_ns;
+	uint64_t raw_bytes, gz_bytes;
+};
+
 static int encode_compressed(const struct profile *p, uint32_t mask, const struct pprof_opts *o,
-			     int level, struct rt_buf *raw, struct rt_buf *gz)
+			     int level, struct rt_buf *raw, struct rt_buf *gz, struct export_cost *cost)
 {
 	rt_buf_reset(raw);
+	uint64_t t0 = rt_thread_cpu_ns();
 	int r = pprof_encode(p, mask, o, symbols_resolve, NULL, raw);
+	uint64_t t1 = rt_thread_cpu_ns();
+	cost->encode_ns += t1 - t0;
 	if (r < 0)
 		return r;
 	if (raw->failed)
 		return -ENOMEM;
-	return gz_compress(raw->data, raw->len, level, gz);
+	r = gz_compress(raw->data, raw->len, level, gz);
+	cost->compress_ns += rt_thread_cpu_ns() - t1;
+	cost->raw_bytes += raw->len;
+	cost->gz_bytes += r == 0 ? gz->len : 0;
+	return r;
 }
 
 struct endpoint_counts {
@@ -325,8 +339,11 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 	int gz_level = final ? GZ_LEVEL_FAST : GZ_LEVEL_DEFAULT;
 	/* Names for the first exports and the last: a process exporting again
 	 * and again has built its tables by then (symbols.h). */
+	struct export_cost cost = { 0 };
+	uint64_t names_from = rt_thread_cpu_ns();
 	if (final || prof.seq < 2)
 		prepare_names(p);
+	cost.names_ns = rt_thread_cpu_ns() - names_from;
 	char overhead_line[320], trigger_line[MEMGUARD_PATH_MAX + 200];
 	char oom_line[MEMGUARD_PATH_MAX + 120], trigger_tags[256], symbols_line[512];
 	const char *comments[4] = { overhead_line, symbols_line };
@@ -369,7 +386,7 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 		if ((!(filled & mask) && (k != SW_KIND_HEAP || prof.seq == 0)) ||
 		    (k == SW_KIND_HEAP && heap_inherited))
 			continue; /* see slots_with_values */
-		int r = encode_compressed(p, mask, &o, gz_level, &raw, &gz[n_items]);
+		int r = encode_compressed(p, mask, &o, gz_level, &raw, &gz[n_items], &cost);
 		if (r < 0) {
 			rt_log_once(RT_LOG_WARN, "could not encode the %s profile (error %d)",
 				    sw_kind_name((enum sw_kind)k), -r);
@@ -388,7 +405,7 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 	struct pprof_opts all_opts = { .period_slot = PPROF_NO_SLOT, .default_slot = PPROF_NO_SLOT,
 				       .names = names };
 	if (all_slots && prof.wants_combined &&
-	    encode_compressed(p, all_slots, &all_opts, gz_level, &raw, &combined) < 0)
+	    encode_compressed(p, all_slots, &all_opts, gz_level, &raw, &combined, &cost) < 0)
 		rt_buf_free(&combined);
 	rt_buf_free(&raw);
 	struct rt_buf otlp_req = { 0 };
@@ -434,11 +451,19 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 		.otlp_len = otlp_req.len,
 	};
 	rt_heap_keep_end();
+	uint64_t exporters_from = rt_thread_cpu_ns();
 	for (int i = 0; i < prof.n_exporters; i++) {
 		int r = prof.exporters[i]->export_batch(prof.exporters[i], &batch, deadline_ns);
 		if (r < 0)
 			result = r;
 	}
+	cost.exporters_ns = rt_thread_cpu_ns() - exporters_from;
+	rt_debug("export %u: %llu us of CPU naming pcs, %llu us encoding, %llu us compressing "
+		 "(%llu KiB of pprof to %llu KiB), %llu us in the exporters",
+		 (unsigned)batch.seq, (unsigned long long)(cost.names_ns / 1000),
+		 (unsigned long long)(cost.encode_ns / 1000), (unsigned long long)(cost.compress_ns / 1000),
+		 (unsigned long long)(cost.raw_bytes >> 10), (unsigned long long)(cost.gz_bytes >> 10),
+		 (unsigned long long)(cost.exporters_ns / 1000));
 	for (size_t i = 0; i < n_items; i++)
 		rt_buf_free(&gz[i]);
 	for (size_t i = 0; i < n_pyro; i++)

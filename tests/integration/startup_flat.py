@@ -106,6 +106,9 @@ int main(int argc, char **argv)
 }
 """
 
+# The export's own line at exit: the CPU of each step and the bytes made.
+EXPORT_LINE = re.compile(r"export 0: (\d+) us of CPU naming pcs, (\d+) us encoding, (\d+) us "
+                         r"compressing \((\d+) KiB of pprof to (\d+) KiB\), (\d+) us in the exporters")
 LINE = re.compile(r"symbols: (\d+) modules mapped, names read for (\d+) \((\d+) functions, (\d+) KiB\)"
                   r".*?unwind rules read in place for (\d+), search tables built for (\d+) \((\d+) KiB\)")
 
@@ -170,6 +173,7 @@ def main():
         rss = {(v, p): [] for v in progs for p in (False, True)}
         cpu = {(v, p): [] for v in progs for p in (False, True)}
         lines = {v: [] for v in progs}
+        exports = {v: [] for v in progs}
         for _ in range(REPEATS):
             for v in ("small", "big"):
                 for p in (False, True):
@@ -182,6 +186,9 @@ def main():
                     m = LINE.search(err)
                     if p and m is not None:
                         lines[v].append([int(x) for x in m.groups()])
+                    e = EXPORT_LINE.search(err)
+                    if p and e is not None:
+                        exports[v].append([int(x) for x in e.groups()])
         med = {k: statistics.median(x) for k, x in rss.items()}
         medc = {k: statistics.median(x) for k, x in cpu.items()}
         extra = {v: med[(v, True)] - med[(v, False)] for v in progs}
@@ -189,6 +196,11 @@ def main():
         check("the runs completed, profiled ones with the registry's line at exit",
               all(len(lines[v]) == REPEATS for v in progs) and all(len(x) == REPEATS for x in rss.values()),
               {v: len(lines[v]) for v in progs})
+        exported = [x for v in progs for x in exports[v]]
+        check("each profiled run's exit export says what it cost, step by step",
+              len(exported) == REPEATS * len(progs) and
+              all(x[3] >= x[4] and x[3] > 0 and x[1] > 0 for x in exported),
+              exported[:3])
         if lines["small"] and lines["big"]:
             small, big = lines["small"][-1], lines["big"][-1]
             check("big library's unwind rules read in place, no table built",
