@@ -286,17 +286,23 @@ static uint64_t symbol_bits(const struct deflate_compressor *s, const struct huf
 
 /* ---- bit output ---- */
 
+/* The accumulator holds < 8 bits between calls: each call adds at most 56
+ * and stores the whole word, advancing by the complete bytes (the out
+ * buffer has 8 bytes of slack past the block's size). */
+static inline void flush_bits(struct bit_writer *bw)
+{
+	uint64_t v = bw->acc;
+	__builtin_memcpy(bw->p, &v, sizeof(v));
+	bw->p += bw->nbits >> 3;
+	bw->acc >>= bw->nbits & ~7u;
+	bw->nbits &= 7;
+}
+
 static inline void put_bits(struct bit_writer *bw, uint64_t bits, uint32_t n)
 {
 	bw->acc |= bits << bw->nbits;
 	bw->nbits += n;
-	if (bw->nbits >= 32) {
-		uint32_t v = (uint32_t)bw->acc;
-		__builtin_memcpy(bw->p, &v, sizeof(v));
-		bw->p += 4;
-		bw->acc >>= 32;
-		bw->nbits -= 32;
-	}
+	flush_bits(bw);
 }
 
 /* Pads to a byte boundary and writes out every pending byte. */
@@ -310,24 +316,43 @@ static void align_bytes(struct bit_writer *bw)
 	bw->acc = 0;
 }
 
-static void put_symbols(const struct deflate_compressor *s, struct bit_writer *bw, const struct huff_code *c)
+/* Writes the block's symbols: a literal or a whole match (at most 20 + 28
+ * bits) goes into the accumulator before one store. */
+static void put_symbols(struct deflate_compressor *s, struct bit_writer *bw, const struct huff_code *c)
 {
+	/* Length code and extra bits of every match length, for this code. */
+	for (uint32_t lc = 0; lc < 256; lc++) {
+		uint32_t lcode = s->len_code[lc];
+		uint32_t sym = 257 + lcode;
+		s->len_bits[lc] = c->lit_code[sym] | (uint32_t)(lc - s->len_base[lcode]) << c->lit_len[sym];
+		s->len_nbits[lc] = (uint8_t)(c->lit_len[sym] + s->len_extra[lcode]);
+	}
+	uint64_t acc = bw->acc;
+	uint32_t nbits = bw->nbits;
+	uint8_t *p = bw->p;
 	for (uint32_t i = 0; i < s->sym_count; i++) {
 		uint32_t dist = s->sym_dist[i];
 		uint32_t lc = s->sym_lc[i];
 		if (dist == 0) {
-			put_bits(bw, c->lit_code[lc], c->lit_len[lc]);
-			continue;
+			acc |= (uint64_t)c->lit_code[lc] << nbits;
+			nbits += c->lit_len[lc];
+		} else {
+			acc |= (uint64_t)s->len_bits[lc] << nbits;
+			nbits += s->len_nbits[lc];
+			uint32_t d = dist - 1;
+			uint32_t dcode = dist_code_of(s, d);
+			acc |= ((uint64_t)c->dist_code[dcode] | (uint64_t)(d - s->dist_base[dcode]) << c->dist_len[dcode])
+			       << nbits;
+			nbits += c->dist_len[dcode] + s->dist_extra[dcode];
 		}
-		uint32_t lcode = s->len_code[lc];
-		uint32_t sym = 257 + lcode;
-		put_bits(bw, c->lit_code[sym] | (uint64_t)(lc - s->len_base[lcode]) << c->lit_len[sym],
-			 c->lit_len[sym] + s->len_extra[lcode]);
-		uint32_t d = dist - 1;
-		uint32_t dcode = dist_code_of(s, d);
-		put_bits(bw, c->dist_code[dcode] | (uint64_t)(d - s->dist_base[dcode]) << c->dist_len[dcode],
-			 c->dist_len[dcode] + s->dist_extra[dcode]);
+		__builtin_memcpy(p, &acc, sizeof(acc));
+		p += nbits >> 3;
+		acc >>= nbits & ~7u;
+		nbits &= 7;
 	}
+	bw->acc = acc;
+	bw->nbits = nbits;
+	bw->p = p;
 	put_bits(bw, c->lit_code[END_OF_BLOCK], c->lit_len[END_OF_BLOCK]);
 }
 

@@ -68,7 +68,7 @@ struct header_plan {
 
 struct bit_writer {
 	uint64_t acc;
-	uint32_t nbits; /* < 32 between calls */
+	uint32_t nbits; /* < 8 between calls */
 	uint8_t *p;
 };
 
@@ -86,6 +86,8 @@ struct deflate_compressor {
 	uint8_t len_extra[NUM_LEN_CODES];
 	uint16_t dist_base[NUM_DIST];     /* distance - 1 at the start of each code */
 	uint8_t dist_extra[NUM_DIST];
+	uint32_t len_bits[256];  /* put_symbols: code | extra << code length, per length - 3 */
+	uint8_t len_nbits[256];
 	struct huff_code fixed;
 	struct huff_code dyn;
 	struct header_plan plan;
