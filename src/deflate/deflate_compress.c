@@ -117,11 +117,6 @@ static void init_tables(struct deflate_compressor *s)
 
 /* ---- Huffman code construction ---- */
 
-static bool key_before(const void *a, const void *b)
-{
-	return *(const uint64_t *)a < *(const uint64_t *)b;
-}
-
 /* Takes the lighter of the next leaf and the next internal node (leaves win
  * ties, which keeps the tree shallow). */
 static uint32_t take_lightest(const struct huff_work *w, uint32_t *next_leaf, uint32_t nleaves,
@@ -150,7 +145,7 @@ static void build_lengths(struct huff_work *w, const uint32_t *freq, uint32_t n,
 		lens[sym == 0 ? 1 : 0] = 1;
 		return;
 	}
-	rt_sort(w->keys, used, sizeof(w->keys[0]), key_before);
+	rt_sort_u64(w->keys, used, w->scratch);
 
 	/* Two-queue Huffman: leaves 0..used-1 ascending, internal nodes after. */
 	for (uint32_t i = 0; i < used; i++)

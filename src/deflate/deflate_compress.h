@@ -41,6 +41,7 @@ struct level_config {
 /* Scratch for building one Huffman code. */
 struct huff_work {
 	uint64_t keys[NUM_LITLEN];        /* (frequency << 16) | symbol */
+	uint64_t scratch[NUM_LITLEN];     /* for sorting keys */
 	uint32_t weight[2 * NUM_LITLEN];
 	uint16_t parent[2 * NUM_LITLEN];
 	uint16_t depth[2 * NUM_LITLEN];
