@@ -8,6 +8,7 @@
 #include "rt/sys.h"
 
 #define MAPS_READ_CHUNK 65536
+#define MAPS_READ_MIN 4096 /* room below this is grown first: a line fits */
 #define MAPS_MAX_BYTES (64u << 20)
 #define MAPPED_FILE_MAX (4ull << 30)
 #define ELF64_EHDR_BYTES 64u
@@ -19,11 +20,13 @@ bool maps_read_self(struct rt_buf *b)
 		return false;
 	bool ok = true;
 	while (b->len < MAPS_MAX_BYTES) {
-		if (!rt_buf_reserve(b, MAPS_READ_CHUNK)) {
+		/* Grown only when nearly full: a small process's maps fit the
+		 * first chunk, whose end-of-file read then costs no copy. */
+		if (b->cap - b->len < MAPS_READ_MIN && !rt_buf_reserve(b, MAPS_READ_CHUNK)) {
 			ok = false;
 			break;
 		}
-		long n = sys_read((int)fd, b->data + b->len, MAPS_READ_CHUNK);
+		long n = sys_read((int)fd, b->data + b->len, b->cap - b->len);
 		if (n == -EINTR)
 			continue;
 		if (n < 0) {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <elf.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -178,6 +179,53 @@ static void test_maps_lines(void)
 	while (maps_next(text, strlen(text), &pos, &e))
 		count++;
 	CHECK(count == 2);
+}
+
+/* Lines of /proc/self/maps as read through libc's stdio. */
+static size_t maps_lines_by_stdio(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	size_t n = 0;
+	int c;
+	if (f == NULL)
+		return 0;
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+/* maps_read_self reads the whole file whether it is a few lines (one
+ * chunk, no growing) or far more than a chunk (1500 mappings that cannot
+ * merge: alternate pages of one region made read-only). */
+static void test_maps_read_self(void)
+{
+	for (int big = 0; big < 2; big++) {
+		size_t pages = 3000;
+		uint8_t *region = NULL;
+		if (big) {
+			region = mmap(NULL, pages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			CHECK(region != MAP_FAILED);
+			for (size_t i = 0; region != MAP_FAILED && i < pages; i += 2)
+				CHECK(mprotect(region + i * 4096, 4096, PROT_READ) == 0);
+		}
+		struct rt_buf text = {0};
+		CHECK(maps_read_self(&text));
+		size_t want = maps_lines_by_stdio();
+		size_t pos = 0, parsed = 0, newlines = 0;
+		struct maps_entry e;
+		while (maps_next((const char *)text.data, text.len, &pos, &e))
+			parsed++;
+		for (size_t i = 0; i < text.len; i++)
+			newlines += text.data[i] == '\n';
+		/* stdio's own buffer may add or merge a mapping or two between reads */
+		CHECK(newlines + 4 >= want && newlines <= want + 4);
+		CHECK(parsed == newlines && text.len > 0 && text.data[text.len - 1] == '\n');
+		CHECK(!big || text.len > 65536);
+		rt_buf_free(&text);
+		if (region != NULL && region != MAP_FAILED)
+			munmap(region, pages * 4096);
+	}
 }
 
 int main(void);
@@ -384,6 +432,7 @@ int main(void)
 	RUN(test_vdso_in_memory);
 	RUN(test_corrupted_images);
 	RUN(test_maps_lines);
+	RUN(test_maps_read_self);
 	RUN(test_registry_resolve);
 	RUN(test_no_wrong_name_past_symbol_end);
 	return CHECK_DONE();
