@@ -494,6 +494,22 @@ static inline uint32_t insert_pos(struct deflate_compressor *s, uint32_t pos)
 	return cand;
 }
 
+/* Length of the match between m and cur (their first 4 bytes are known to
+ * agree), at most max_len; reads up to 8 bytes past cur + max_len. */
+static inline uint32_t match_len(const uint8_t *m, const uint8_t *cur, uint32_t max_len)
+{
+	uint32_t len = HASH_BYTES;
+	while (len < max_len) {
+		uint64_t x = rt_load_le64(m + len) ^ rt_load_le64(cur + len);
+		if (x) {
+			len += (uint32_t)__builtin_ctzll(x) >> 3;
+			break;
+		}
+		len += 8;
+	}
+	return len > max_len ? max_len : len;
+}
+
 /* Longest match at `pos` longer than best_len (>= 3), among candidates on
  * the chain starting at `cand`.  Returns its length (or best_len if none is
  * longer) and sets *dist_out when it finds one. */
@@ -513,17 +529,7 @@ static uint32_t find_match(const struct deflate_compressor *s, uint32_t pos, uin
 		const uint8_t *m = w + cand;
 		if (rt_load_le32(m + best_len - 3) == rt_load_le32(cur + best_len - 3) &&
 		    rt_load_le32(m) == rt_load_le32(cur)) {
-			uint32_t len = HASH_BYTES;
-			while (len < max_len) {
-				uint64_t x = rt_load_le64(m + len) ^ rt_load_le64(cur + len);
-				if (x) {
-					len += (uint32_t)__builtin_ctzll(x) >> 3;
-					break;
-				}
-				len += 8;
-			}
-			if (len > max_len)
-				len = max_len;
+			uint32_t len = match_len(m, cur, max_len);
 			if (len > best_len) {
 				best_len = len;
 				*dist_out = pos - cand;
@@ -537,22 +543,6 @@ static uint32_t find_match(const struct deflate_compressor *s, uint32_t pos, uin
 		cand = next;
 	}
 	return best_len;
-}
-
-/* Length of the match between m and cur (their first 4 bytes are known to
- * agree), at most max_len; reads up to 8 bytes past cur + max_len. */
-static inline uint32_t match_len(const uint8_t *m, const uint8_t *cur, uint32_t max_len)
-{
-	uint32_t len = HASH_BYTES;
-	while (len < max_len) {
-		uint64_t x = rt_load_le64(m + len) ^ rt_load_le64(cur + len);
-		if (x) {
-			len += (uint32_t)__builtin_ctzll(x) >> 3;
-			break;
-		}
-		len += 8;
-	}
-	return len > max_len ? max_len : len;
 }
 
 /* Greedy parsing (levels 1-2): find_match and insert_pos written out with
