@@ -562,7 +562,8 @@ static void compress_greedy(struct deflate_compressor *s, bool finishing)
 	/* Below full_end a whole MAX_MATCH (and the compare's overread) fits. */
 	const uint32_t full_end = end >= MIN_LOOKAHEAD ? end - MIN_LOOKAHEAD + 1 : 0;
 	const uint32_t hash_end = end >= HASH_BYTES ? end - HASH_BYTES + 1 : 0;
-	const uint32_t stop = finishing ? hash_end : full_end;
+	/* Finishing, the last HASH_BYTES - 1 bytes go out as literals. */
+	const uint32_t stop = finishing ? end : full_end;
 	uint16_t *sym_dist = s->sym_dist;
 	uint8_t *sym_lc = s->sym_lc;
 	uint32_t *lit_freq = s->lit_freq;
@@ -571,16 +572,18 @@ static void compress_greedy(struct deflate_compressor *s, bool finishing)
 	uint32_t sym = s->sym_count;
 	uint32_t block_len = s->block_len;
 	while (pos < stop) {
-		uint32_t max_len = pos < full_end ? MAX_MATCH : RT_MIN(end - pos, (uint32_t)MAX_MATCH);
-		uint32_t limit = pos > WIN_SIZE ? pos - WIN_SIZE : 1;
-		uint32_t cur4 = rt_load_le32(w + pos);
-		uint32_t h = (cur4 * 2654435761u) >> shift;
-		uint32_t cand = head[h];
-		head[h] = (uint16_t)pos;
-		prev[pos & WIN_MASK] = (uint16_t)cand;
 		/* best_len 3: none yet; a candidate must agree at the 4 bytes
 		 * ending one past best_len before it is measured. */
 		uint32_t best_len = HASH_BYTES - 1, best_dist = 0;
+		uint32_t max_len = pos < full_end ? MAX_MATCH : RT_MIN(end - pos, (uint32_t)MAX_MATCH);
+		uint32_t limit = pos > WIN_SIZE ? pos - WIN_SIZE : 1;
+		uint32_t cur4 = pos < hash_end ? rt_load_le32(w + pos) : 0;
+		uint32_t h = (cur4 * 2654435761u) >> shift;
+		uint32_t cand = pos < hash_end ? head[h] : 0;
+		if (pos < hash_end) {
+			head[h] = (uint16_t)pos;
+			prev[pos & WIN_MASK] = (uint16_t)cand;
+		}
 		for (uint32_t k = 0; k < max_chain && cand >= limit; k++) {
 			const uint8_t *m = w + cand;
 			if (rt_load_le32(m + best_len - 3) == rt_load_le32(w + pos + best_len - 3) &&
@@ -627,21 +630,6 @@ static void compress_greedy(struct deflate_compressor *s, bool finishing)
 			flush_block(s, false);
 			sym = 0;
 			block_len = 0;
-		}
-	}
-	if (finishing) {
-		for (; pos < end; pos++) {
-			sym_dist[sym] = 0;
-			sym_lc[sym] = w[pos];
-			lit_freq[w[pos]]++;
-			block_len++;
-			if (++sym == SYM_MAX) {
-				s->sym_count = sym;
-				s->block_len = block_len;
-				flush_block(s, false);
-				sym = 0;
-				block_len = 0;
-			}
 		}
 	}
 	s->pos = pos;
