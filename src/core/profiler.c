@@ -25,7 +25,6 @@
  * three.  Its CPU samples wait in the ring meanwhile, and its wall time is
  * counted from the fork (wall_since_fork). */
 #define CHILD_THREADS_DELAY_NS (20ull * 1000000ull)
-#define MEMGUARD_START_DELAY_NS (50ull * 1000000ull)
 /* The part of STOWAWAY_MAX_OVERHEAD_PCT inflating debug sections may use. */
 #define INFLATE_SHARE_OF_CAP 4u
 
@@ -532,12 +531,8 @@ static void *scheduler_main(void *arg)
 	thread_own_wake_word(&prof.wake);
 	uint64_t period_ns = (uint64_t)prof.cfg->upload_period_s * RT_NS_PER_SEC;
 	uint64_t next = rt_monotonic_ns() + period_ns;
-	/* The memory guard is polled from this thread between periods.  It
-	 * starts (reading /proc/self/cgroup and mountinfo) after
-	 * MEMGUARD_START_DELAY_NS, less than its slowest poll interval: a
-	 * command that exits sooner never pays for it. */
-	uint64_t next_poll = rt_monotonic_ns() + MEMGUARD_START_DELAY_NS;
-	bool guard_started = false;
+	/* The memory guard is polled from this thread between periods. */
+	uint64_t next_poll = memguard_start(prof.cfg) ? rt_monotonic_ns() : UINT64_MAX;
 	/* A fork child's sampler threads, once it has lived on. */
 	uint64_t threads_at = prof.forked_ns ? prof.forked_ns + CHILD_THREADS_DELAY_NS : UINT64_MAX;
 	while (wait_until(RT_MIN(RT_MIN(next, next_poll), threads_at))) {
@@ -546,11 +541,6 @@ static void *scheduler_main(void *arg)
 		if (now >= threads_at) {
 			collect_start_threads();
 			threads_at = UINT64_MAX;
-		}
-		if (now >= next_poll && !guard_started) {
-			guard_started = true;
-			if (!memguard_start(prof.cfg))
-				next_poll = UINT64_MAX;
 		}
 		if (now >= next_poll) {
 			struct memguard_trigger t;
