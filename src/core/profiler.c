@@ -119,7 +119,6 @@ int profiler_set_runtime_id(const char *id)
 	return 0;
 }
 
-/* Encodes `mask` of the profile and gzips it into *gz at `level`.  0 or -errno. */
 /* The CPU one export spent in each step, and the bytes it made (its
  * debug line: what an export costs the process, step by step). */
 struct export_cost {
@@ -127,6 +126,8 @@ struct export_cost {
 	uint64_t raw_bytes, gz_bytes;
 };
 
+/* Encodes `mask` of the profile and gzips it into *gz at `level`, adding
+ * the time and bytes to *cost.  0 or -errno. */
 static int encode_compressed(const struct profile *p, uint32_t mask, const struct pprof_opts *o,
 			     int level, struct rt_buf *raw, struct rt_buf *gz, struct export_cost *cost)
 {

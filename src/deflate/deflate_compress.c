@@ -324,33 +324,27 @@ static void put_symbols(struct deflate_compressor *s, struct bit_writer *bw, con
 		s->len_bits[lc] = c->lit_code[sym] | (uint32_t)(lc - s->len_base[lcode]) << c->lit_len[sym];
 		s->len_nbits[lc] = (uint8_t)(c->lit_len[sym] + s->len_extra[lcode]);
 	}
-	uint64_t acc = bw->acc;
-	uint32_t nbits = bw->nbits;
-	uint8_t *p = bw->p;
+	/* A local copy: its fields stay in registers through the stores. */
+	struct bit_writer out = *bw;
 	for (uint32_t i = 0; i < s->sym_count; i++) {
 		uint32_t dist = s->sym_dist[i];
 		uint32_t lc = s->sym_lc[i];
 		if (dist == 0) {
-			acc |= (uint64_t)c->lit_code[lc] << nbits;
-			nbits += c->lit_len[lc];
+			out.acc |= (uint64_t)c->lit_code[lc] << out.nbits;
+			out.nbits += c->lit_len[lc];
 		} else {
-			acc |= (uint64_t)s->len_bits[lc] << nbits;
-			nbits += s->len_nbits[lc];
+			out.acc |= (uint64_t)s->len_bits[lc] << out.nbits;
+			out.nbits += s->len_nbits[lc];
 			uint32_t d = dist - 1;
 			uint32_t dcode = dist_code_of(s, d);
-			acc |= ((uint64_t)c->dist_code[dcode] | (uint64_t)(d - s->dist_base[dcode]) << c->dist_len[dcode])
-			       << nbits;
-			nbits += c->dist_len[dcode] + s->dist_extra[dcode];
+			out.acc |= ((uint64_t)c->dist_code[dcode] | (uint64_t)(d - s->dist_base[dcode]) << c->dist_len[dcode])
+				   << out.nbits;
+			out.nbits += c->dist_len[dcode] + s->dist_extra[dcode];
 		}
-		__builtin_memcpy(p, &acc, sizeof(acc));
-		p += nbits >> 3;
-		acc >>= nbits & ~7u;
-		nbits &= 7;
+		flush_bits(&out);
 	}
-	bw->acc = acc;
-	bw->nbits = nbits;
-	bw->p = p;
-	put_bits(bw, c->lit_code[END_OF_BLOCK], c->lit_len[END_OF_BLOCK]);
+	put_bits(&out, c->lit_code[END_OF_BLOCK], c->lit_len[END_OF_BLOCK]);
+	*bw = out;
 }
 
 static void put_dynamic_header(const struct header_plan *h, struct bit_writer *bw)
@@ -554,7 +548,7 @@ static void compress_greedy(struct deflate_compressor *s, bool finishing)
 	const uint8_t *w = s->window;
 	uint16_t *head = s->head;
 	uint16_t *prev = s->prev;
-	const uint32_t shift = 32 - s->hash_bits;
+	const uint32_t bits = s->hash_bits;
 	const uint32_t max_chain = s->cfg.max_chain;
 	const uint32_t nice_len = s->cfg.nice_len;
 	const uint32_t insert_limit = s->cfg.insert_limit;
@@ -577,10 +571,11 @@ static void compress_greedy(struct deflate_compressor *s, bool finishing)
 		uint32_t best_len = HASH_BYTES - 1, best_dist = 0;
 		uint32_t max_len = pos < full_end ? MAX_MATCH : RT_MIN(end - pos, (uint32_t)MAX_MATCH);
 		uint32_t limit = pos > WIN_SIZE ? pos - WIN_SIZE : 1;
-		uint32_t cur4 = pos < hash_end ? rt_load_le32(w + pos) : 0;
-		uint32_t h = (cur4 * 2654435761u) >> shift;
-		uint32_t cand = pos < hash_end ? head[h] : 0;
+		uint32_t cur4 = 0, cand = 0; /* none within the last HASH_BYTES - 1 bytes */
 		if (pos < hash_end) {
+			uint32_t h = hash4(w + pos, bits);
+			cur4 = rt_load_le32(w + pos);
+			cand = head[h];
 			head[h] = (uint16_t)pos;
 			prev[pos & WIN_MASK] = (uint16_t)cand;
 		}
@@ -610,7 +605,7 @@ static void compress_greedy(struct deflate_compressor *s, bool finishing)
 			if (best_len <= insert_limit) {
 				uint32_t in_end = RT_MIN(pos + best_len, hash_end);
 				for (uint32_t p = pos + 1; p < in_end; p++) {
-					uint32_t hp = (rt_load_le32(w + p) * 2654435761u) >> shift;
+					uint32_t hp = hash4(w + p, bits);
 					prev[p & WIN_MASK] = head[hp];
 					head[hp] = (uint16_t)p;
 				}
