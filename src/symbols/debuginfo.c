@@ -197,6 +197,14 @@ static bool share_allows(uint64_t bytes)
 	return share.spent_ns + cost <= allowed;
 }
 
+bool debuginfo_open_allowed(uint64_t bytes)
+{
+	if (share_allows(bytes))
+		return true;
+	share.deferred++;
+	return false;
+}
+
 static void share_spent(uint64_t ns, uint64_t bytes)
 {
 	share_this_process();
@@ -515,9 +523,10 @@ static uint64_t whole_inflate_bytes(const struct elf_image *img, bool lazy)
 
 /* Opens `path`; checks the build id when want_id is given and the CRC when
  * check_crc.  NULL if the file is unusable or has no DWARF, or (*deferred
- * set) if inflating its small sections whole would exceed the CPU share. */
+ * set to the bytes) if inflating its small sections whole would exceed the
+ * CPU share. */
 static struct debuginfo *open_checked(const char *path, const char *want_id, bool check_crc,
-				      uint32_t crc, size_t budget, bool *deferred)
+				      uint32_t crc, size_t budget, uint64_t *deferred)
 {
 	struct debuginfo *di = rt_calloc(1, sizeof(*di));
 	if (di == NULL)
@@ -554,7 +563,7 @@ static struct debuginfo *open_checked(const char *path, const char *want_id, boo
 	uint64_t whole = whole_inflate_bytes(&img, lazy);
 	if (!share_allows(whole)) {
 		share.deferred++;
-		*deferred = true;
+		*deferred = whole;
 		goto fail;
 	}
 	uint64_t t0 = rt_thread_cpu_ns();
@@ -585,7 +594,7 @@ fail:
 
 struct debuginfo *debuginfo_open_file(const char *path, const char *build_id, size_t budget)
 {
-	bool deferred = false;
+	uint64_t deferred = 0;
 	return open_checked(path, build_id, false, 0, budget, &deferred);
 }
 
@@ -613,12 +622,12 @@ static uint32_t debug_roots(const char *dirs, char roots[MAX_ROOTS][PATH_CAP])
 }
 
 struct debuginfo *debuginfo_open(const char *path, const struct debug_ref *ref, const char *dirs,
-				 size_t budget, bool *deferred)
+				 size_t budget, uint64_t *deferred)
 {
-	*deferred = false;
+	*deferred = 0;
 	if (ref->has_dwarf) {
 		struct debuginfo *di = open_checked(path, NULL, false, 0, budget, deferred);
-		if (di != NULL || *deferred)
+		if (di != NULL || *deferred != 0)
 			return di;
 	}
 	if (!ref->build_id[0] && !ref->debuglink[0])
@@ -630,12 +639,12 @@ struct debuginfo *debuginfo_open(const char *path, const struct debug_ref *ref, 
 		goto out;
 	uint32_t nroots = debug_roots(dirs, roots);
 	size_t idlen = rt_strlen(ref->build_id);
-	for (uint32_t i = 0; di == NULL && !*deferred && idlen > 2 && i < nroots; i++) {
+	for (uint32_t i = 0; di == NULL && *deferred == 0 && idlen > 2 && i < nroots; i++) {
 		if (rt_snprintf(cand, PATH_CAP, "%s/.build-id/%.2s/%s.debug", roots[i], ref->build_id,
 				ref->build_id + 2) < PATH_CAP)
 			di = open_checked(cand, ref->build_id, false, 0, budget, deferred);
 	}
-	if (di == NULL && !*deferred && ref->debuglink[0]) {
+	if (di == NULL && *deferred == 0 && ref->debuglink[0]) {
 		/* The binary's directory. */
 		const char *slash = NULL;
 		for (const char *q = path; *q; q++)
@@ -645,10 +654,10 @@ struct debuginfo *debuginfo_open(const char *path, const struct debug_ref *ref, 
 		if (rt_snprintf(cand, PATH_CAP, "%.*s/%s", dlen, path, ref->debuglink) < PATH_CAP &&
 		    !rt_streq(cand, path))
 			di = open_checked(cand, NULL, true, ref->debuglink_crc, budget, deferred);
-		if (di == NULL && !*deferred &&
+		if (di == NULL && *deferred == 0 &&
 		    rt_snprintf(cand, PATH_CAP, "%.*s/.debug/%s", dlen, path, ref->debuglink) < PATH_CAP)
 			di = open_checked(cand, NULL, true, ref->debuglink_crc, budget, deferred);
-		for (uint32_t i = 0; di == NULL && !*deferred && i < nroots; i++) {
+		for (uint32_t i = 0; di == NULL && *deferred == 0 && i < nroots; i++) {
 			if (rt_snprintf(cand, PATH_CAP, "%s%.*s/%s", roots[i], dlen, path, ref->debuglink) <
 			    PATH_CAP)
 				di = open_checked(cand, NULL, true, ref->debuglink_crc, budget, deferred);

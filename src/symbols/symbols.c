@@ -48,6 +48,7 @@ struct sym_module {
 	uint64_t seen_generation;
 	struct debug_ref debug_ref; /* where its DWARF is */
 	struct debuginfo *debug;    /* opened on first resolve, NULL if none */
+	uint64_t debug_deferred;    /* bytes its deferred open needs inflated (0: not deferred) */
 	bool debug_tried;
 	bool own; /* the profiler's own shared object */
 };
@@ -502,13 +503,16 @@ void symbols_configure(const char *dirs, size_t budget, uint32_t inflate_ppm)
  * module's debug information, opened the first time. */
 static void resolve_lines(struct sym_module *m, uint64_t addr, struct sw_frame_info *out)
 {
-	if (!m->debug_tried) {
-		bool deferred = false;
+	/* A deferred open is tried again once the CPU share allows what it
+	 * needs, not at every pc. */
+	if (!m->debug_tried && (m->debug_deferred == 0 || debuginfo_open_allowed(m->debug_deferred))) {
 		m->debug_tried = true;
+		m->debug_deferred = 0;
 		if (dwarf_budget > 0 && (m->debug_ref.has_dwarf || m->debug_ref.build_id[0] ||
 					 m->debug_ref.debuglink[0]))
-			m->debug = debuginfo_open(m->path, &m->debug_ref, debug_dirs, dwarf_budget, &deferred);
-		if (deferred)
+			m->debug = debuginfo_open(m->path, &m->debug_ref, debug_dirs, dwarf_budget,
+						  &m->debug_deferred);
+		if (m->debug_deferred != 0)
 			m->debug_tried = false; /* names only now; a later export opens it */
 	}
 	if (m->debug == NULL)

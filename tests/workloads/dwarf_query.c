@@ -80,9 +80,9 @@ int main(int argc, char **argv)
 	}
 	struct debug_ref ref;
 	debug_ref_read(&img, &ref);
-	bool deferred = false;
+	uint64_t deferred = 0;
 	struct debuginfo *di = debuginfo_open(path, &ref, dirs, budget, &deferred);
-	if (di == NULL && deferred) {
+	if (di == NULL && deferred != 0) {
 		fprintf(stderr, "%s: opening its debug information deferred by the CPU share\n", path);
 		if (stats)
 			fprintf(stderr, "stats: inflated_bytes 0 deferred %llu\n",
