@@ -126,22 +126,30 @@ struct export_cost {
 	uint64_t raw_bytes, gz_bytes;
 };
 
+/* The thread's CPU clock for an export's debug line; 0 when debug lines
+ * are off (a short-lived process exports once: eight clock reads are a
+ * measurable part of a small export). */
+static uint64_t cost_clock(void)
+{
+	return rt_log_get_level() >= RT_LOG_DEBUG ? rt_thread_cpu_ns() : 0;
+}
+
 /* Encodes `mask` of the profile and gzips it into *gz at `level`, adding
  * the time and bytes to *cost.  0 or -errno. */
 static int encode_compressed(const struct profile *p, uint32_t mask, const struct pprof_opts *o,
 			     int level, struct rt_buf *raw, struct rt_buf *gz, struct export_cost *cost)
 {
 	rt_buf_reset(raw);
-	uint64_t t0 = rt_thread_cpu_ns();
+	uint64_t t0 = cost_clock();
 	int r = pprof_encode(p, mask, o, symbols_resolve, NULL, raw);
-	uint64_t t1 = rt_thread_cpu_ns();
+	uint64_t t1 = cost_clock();
 	cost->encode_ns += t1 - t0;
 	if (r < 0)
 		return r;
 	if (raw->failed)
 		return -ENOMEM;
 	r = gz_compress(raw->data, raw->len, level, gz);
-	cost->compress_ns += rt_thread_cpu_ns() - t1;
+	cost->compress_ns += cost_clock() - t1;
 	cost->raw_bytes += raw->len;
 	cost->gz_bytes += r == 0 ? gz->len : 0;
 	return r;
@@ -341,10 +349,10 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 	/* Names for the first exports and the last: a process exporting again
 	 * and again has built its tables by then (symbols.h). */
 	struct export_cost cost = { 0 };
-	uint64_t names_from = rt_thread_cpu_ns();
+	uint64_t names_from = cost_clock();
 	if (final || prof.seq < 2)
 		prepare_names(p);
-	cost.names_ns = rt_thread_cpu_ns() - names_from;
+	cost.names_ns = cost_clock() - names_from;
 	char overhead_line[320], trigger_line[MEMGUARD_PATH_MAX + 200];
 	char oom_line[MEMGUARD_PATH_MAX + 120], trigger_tags[256], symbols_line[512];
 	const char *comments[4] = { overhead_line, symbols_line };
@@ -452,13 +460,13 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 		.otlp_len = otlp_req.len,
 	};
 	rt_heap_keep_end();
-	uint64_t exporters_from = rt_thread_cpu_ns();
+	uint64_t exporters_from = cost_clock();
 	for (int i = 0; i < prof.n_exporters; i++) {
 		int r = prof.exporters[i]->export_batch(prof.exporters[i], &batch, deadline_ns);
 		if (r < 0)
 			result = r;
 	}
-	cost.exporters_ns = rt_thread_cpu_ns() - exporters_from;
+	cost.exporters_ns = cost_clock() - exporters_from;
 	rt_debug("export %u: %llu us of CPU naming pcs, %llu us encoding, %llu us compressing "
 		 "(%llu KiB of pprof to %llu KiB), %llu us in the exporters",
 		 (unsigned)batch.seq, (unsigned long long)(cost.names_ns / 1000),

@@ -1178,6 +1178,17 @@ bool dwarf_unit_offset(struct dwarf_index *ix, uint64_t addr, uint64_t *info_off
 	return true;
 }
 
+uint64_t dwarf_decode_pending(struct dwarf_index *ix, uint64_t addr)
+{
+	const struct unit *u = unit_of_addr(ix, addr);
+	if (u == NULL || u->cache != NULL || u->over_budget || u->broken || ix->thrashing)
+		return 0;
+	/* Units are sorted by offset: one not read yet ends where the next starts. */
+	size_t i = (size_t)(u - ix->units);
+	uint64_t end = !u->unread ? u->end : i + 1 < ix->nunits ? ix->units[i + 1].ctx.offset : ix->s.info_size;
+	return end > u->ctx.offset ? end - u->ctx.offset : 0;
+}
+
 enum dwarf_lookup_status dwarf_lookup(struct dwarf_index *ix, uint64_t addr,
 				      struct dwarf_frame frames[DWARF_MAX_FRAMES], uint32_t *n)
 {

@@ -61,6 +61,11 @@ enum dwarf_lookup_status dwarf_lookup(struct dwarf_index *ix, uint64_t addr,
  * false if no unit does. */
 bool dwarf_unit_offset(struct dwarf_index *ix, uint64_t addr, uint64_t *info_offset);
 
+/* The bytes of .debug_info a lookup of addr would decode first: the size
+ * of the unit covering it if that unit is not decoded yet (nor known to be
+ * over the budget or broken), else 0.  Reads nothing. */
+uint64_t dwarf_decode_pending(struct dwarf_index *ix, uint64_t addr);
+
 /* Bytes the index holds now, and its peak since creation. */
 size_t dwarf_index_bytes(const struct dwarf_index *ix);
 size_t dwarf_index_peak_bytes(const struct dwarf_index *ix);

@@ -146,30 +146,44 @@ bool debuginfo_file_crc(const char *path, uint32_t *crc)
 	return true;
 }
 
-/* ---- the CPU share of inflating on demand ---- */
+/* ---- the CPU share of reading debug information ---- */
 
-/* Inflating compressed debug sections is the one cost of reading DWARF that
- * grows with the file rather than with the samples: a unit deep in a large
- * section is reached by inflating all that comes before it.  With a limit
- * set, what this process spends inflating stays within DEBUG_BASE_NS plus
- * `ppm` of its CPU time so far and that of the children it has waited for;
- * a lookup that would go past it is deferred (names without lines now; a
- * later export, with more CPU behind it, reads it).  The children count
- * because what a parent inflates before it forks is inherited by the
- * children forked afterwards: a prefork server's parent, which does little
- * itself, spends once what each child would otherwise spend on its own.
+/* Reading DWARF costs CPU that grows with the file rather than with the
+ * samples: inflating compressed sections (a unit deep in a large section
+ * is reached by inflating all that comes before it) and decoding a unit's
+ * line table and scope tree the first time one of its pcs is looked up (a
+ * large translation unit takes milliseconds).  With a limit set, what this
+ * process spends on both stays within DEBUG_BASE_NS plus `ppm` of its CPU
+ * time so far and that of the children it has waited for; a lookup that
+ * would go past it is deferred (names without lines now; a later export,
+ * with more CPU behind it, reads it).  The children count because what a
+ * parent reads before it forks is inherited by the children forked
+ * afterwards: a prefork server's parent, which does little itself, spends
+ * once what each child would otherwise spend on its own.  Each kind of work
+ * is priced by its own rate, measured once enough of it was timed.
  * Lookups run under the symbol registry's lock: plain fields. */
 #define DEBUG_BASE_NS 1000000ull     /* 1 ms, whatever the process's CPU */
-/* Until 1 MiB has been timed: a cautious prior, over four times the ~1,800
- * ns/KiB deflate_stream takes on a current x86-64 core (a slower or busier
- * machine is not known yet), since a deferred lookup is redone at a later
- * export but CPU spent is not given back. */
-#define DEBUG_NS_PER_KIB_GUESS 8192u
+#define DEBUG_RATE_TIMED (1u << 20)  /* bytes timed before the measured rate is used */
+/* Cautious priors (a slower or busier machine is not known yet), since a
+ * deferred lookup is redone at a later export but CPU spent is not given
+ * back: over four times the ~1,800 ns per KiB inflated that deflate_stream
+ * takes on a current x86-64 core, and over one and a half times the ~19,000
+ * ns per KiB of .debug_info that decoding a large unit took there (libpython
+ * 3.11 built with -g, unicodeobject.c's 489 KiB unit: 9.5 ms). */
+#define DEBUG_INFLATE_NS_PER_KIB_GUESS 8192u
+#define DEBUG_DECODE_NS_PER_KIB_GUESS 32768u
+struct share_rate {
+	uint64_t ns, bytes;
+	uint32_t guess_ns_per_kib;
+};
 static struct {
 	uint32_t ppm; /* 0: no limit */
 	int pid;      /* the process the counts are of (a fork child starts anew) */
-	uint64_t spent_ns, bytes, deferred;
-} share;
+	uint64_t spent_ns, deferred;
+	struct share_rate inflate, decode;
+	uint64_t cpu_ns, cpu_read_at; /* the last reading of the CPU behind the share, and when */
+} share = {.inflate = {0, 0, DEBUG_INFLATE_NS_PER_KIB_GUESS},
+	   .decode = {0, 0, DEBUG_DECODE_NS_PER_KIB_GUESS}};
 
 void debuginfo_limit_inflating(uint32_t ppm) { share.ppm = ppm; }
 
@@ -180,36 +194,53 @@ static void share_this_process(void)
 	int pid = (int)sys_getpid();
 	if (share.pid != pid) {
 		share.pid = pid;
-		share.spent_ns = share.bytes = share.deferred = 0;
+		share.spent_ns = share.deferred = 0;
+		share.inflate.ns = share.inflate.bytes = share.decode.ns = share.decode.bytes = 0;
+		share.cpu_read_at = 0;
 	}
 }
 
-/* Whether inflating `bytes` more stays within the share. */
-static bool share_allows(uint64_t bytes)
+/* The process's and its waited-for children's CPU time, read again once
+ * a millisecond has passed: an export deferring the lookups of a few
+ * hundred pcs reads it once, not twice per pc (two system calls). */
+#define SHARE_CPU_READ_EVERY_NS 1000000ull
+static uint64_t share_cpu_ns(void)
+{
+	uint64_t now = rt_monotonic_ns();
+	if (share.cpu_read_at == 0 || now - share.cpu_read_at >= SHARE_CPU_READ_EVERY_NS) {
+		share.cpu_ns = rt_process_cpu_ns() + rt_children_cpu_ns();
+		share.cpu_read_at = now;
+	}
+	return share.cpu_ns;
+}
+
+/* Whether `bytes` more of the work `rate` prices stays within the share. */
+static bool share_allows(const struct share_rate *rate, uint64_t bytes)
 {
 	if (share.ppm == 0 || bytes == 0)
 		return true;
 	share_this_process();
-	uint64_t ns_per_kib = share.bytes >= (1u << 20) ? share.spent_ns / (share.bytes >> 10) : DEBUG_NS_PER_KIB_GUESS;
+	uint64_t ns_per_kib = rate->bytes >= DEBUG_RATE_TIMED ? rate->ns / (rate->bytes >> 10)
+							      : rate->guess_ns_per_kib;
 	uint64_t cost = ((bytes + 1023) >> 10) * ns_per_kib;
-	uint64_t cpu = rt_process_cpu_ns() + rt_children_cpu_ns();
-	uint64_t allowed = DEBUG_BASE_NS + cpu / 1000000u * share.ppm;
+	uint64_t allowed = DEBUG_BASE_NS + share_cpu_ns() / 1000000u * share.ppm;
 	return share.spent_ns + cost <= allowed;
 }
 
 bool debuginfo_open_allowed(uint64_t bytes)
 {
-	if (share_allows(bytes))
+	if (share_allows(&share.inflate, bytes))
 		return true;
 	share.deferred++;
 	return false;
 }
 
-static void share_spent(uint64_t ns, uint64_t bytes)
+static void share_spent(struct share_rate *rate, uint64_t ns, uint64_t bytes)
 {
 	share_this_process();
 	share.spent_ns += ns;
-	share.bytes += bytes;
+	rate->ns += ns;
+	rate->bytes += bytes;
 }
 
 /* ---- sections ---- */
@@ -418,7 +449,7 @@ static bool lazy_load(void *ctx, enum dwarf_section_id which, uint64_t off, uint
 	struct inflate_sink sink = {&ld, lazy_put, lazy_block};
 	uint64_t t0 = rt_thread_cpu_ns();
 	int rc = deflate_stream(l->in, l->in_len, &from, hi, di->work, STREAM_WORK_BYTES, &sink);
-	share_spent(rt_thread_cpu_ns() - t0, ld.reached > rp->out ? ld.reached - rp->out : 0);
+	share_spent(&share.inflate, rt_thread_cpu_ns() - t0, ld.reached > rp->out ? ld.reached - rp->out : 0);
 	/* The compressed bytes read are read again only by a later pass. */
 	release_pages(di, (uint64_t)(l->in - (const uint8_t *)di->map), l->in_len);
 	if ((rc != DEFLATE_OK && rc != DEFLATE_STOPPED) || ld.reached < hi)
@@ -561,7 +592,7 @@ static struct debuginfo *open_checked(const char *path, const char *want_id, boo
 	/* The whole sections are the cost of opening: a process that has run
 	 * too little for it names its frames without lines until it has. */
 	uint64_t whole = whole_inflate_bytes(&img, lazy);
-	if (!share_allows(whole)) {
+	if (!share_allows(&share.inflate, whole)) {
 		share.deferred++;
 		*deferred = whole;
 		goto fail;
@@ -571,7 +602,7 @@ static struct debuginfo *open_checked(const char *path, const char *want_id, boo
 	for (uint32_t i = 0; i < SEC_COUNT; i++)
 		(void)section_bytes(di, &img, i, lazy, &left, data[i], size[i]);
 	if (whole > 0)
-		share_spent(rt_thread_cpu_ns() - t0, whole);
+		share_spent(&share.inflate, rt_thread_cpu_ns() - t0, whole);
 	for (uint32_t i = 0; i < SEC_LAZY_COUNT; i++) {
 		if (di->lazy[i].buf != NULL) {
 			s.load = lazy_load;
@@ -685,12 +716,24 @@ enum dwarf_lookup_status debuginfo_lookup(struct debuginfo *di, uint64_t addr,
 		uint32_t p = info->npoints - 1;
 		while (p > 0 && info->points[p].out > off)
 			p--;
-		if (!share_allows(off - info->points[p].out + LAZY_PAGE)) {
+		if (!share_allows(&share.inflate, off - info->points[p].out + LAZY_PAGE)) {
 			share.deferred++;
 			return DWARF_DEFERRED;
 		}
 	}
+	/* So does a unit not decoded yet: its size in .debug_info prices it. */
+	uint64_t decode = share.ppm != 0 && di->index != NULL ? dwarf_decode_pending(di->index, addr) : 0;
+	if (decode > 0 && !share_allows(&share.decode, decode)) {
+		share.deferred++;
+		return DWARF_DEFERRED;
+	}
+	uint64_t t0 = decode > 0 ? rt_thread_cpu_ns() : 0, inflating0 = share.inflate.ns;
 	enum dwarf_lookup_status st = dwarf_lookup(di->index, addr, frames, n);
+	if (decode > 0) {
+		/* Without the inflating the decoding did (priced and counted apart). */
+		uint64_t ns = rt_thread_cpu_ns() - t0, inflating = share.inflate.ns - inflating0;
+		share_spent(&share.decode, ns > inflating ? ns - inflating : 0, decode);
+	}
 	/* A unit whose bytes the memory bound kept out reads as over budget. */
 	if (st == DWARF_NOT_FOUND && di->bound_said)
 		st = DWARF_OVER_BUDGET;

@@ -96,6 +96,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			memcpy(&addr, data + NSEC * 4 + 8 * i, 8);
 			struct dwarf_frame fr[DWARF_MAX_FRAMES];
 			uint32_t n = 0;
+			if (dwarf_decode_pending(ix, addr) > s.info_size)
+				abort(); /* a unit lies within .debug_info */
 			if (dwarf_lookup(ix, addr, fr, &n) == DWARF_FOUND) {
 				for (uint32_t k = 0; k < n; k++) {
 					if (fr[k].name != NULL)
