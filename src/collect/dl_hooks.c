@@ -1,6 +1,7 @@
 /* dlopen/dlclose interposition: the module registry (symbols and unwind
  * tables) and the OpenTelemetry thread-context sites are refreshed right
- * after code appears or disappears, and the
+ * after code appears (the new objects added from the loader's list, see
+ * symbols_add_loaded) or disappears, and the
  * unwinder stops reading code bytes while a library is being unmapped.
  * Exported; only in the .so. */
 #include "collect/collect.h"
@@ -29,7 +30,8 @@ SW_EXPORT void *dlopen(const char *file, int mode)
 		return NULL;
 	void *handle = fn(file, mode);
 	if (handle && collect_threads_active()) {
-		(void)symbols_refresh();
+		if (!symbols_add_loaded())
+			(void)symbols_refresh();
 		otel_context_dlopened(handle);
 	}
 	return handle;

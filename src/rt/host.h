@@ -38,6 +38,19 @@ static inline void *host_dlsym(void *handle, const char *name)
 /* Loaded objects, for unwind tables and symbols (never in a signal handler). */
 extern int dl_iterate_phdr(int (*cb)(struct dl_phdr_info *info, size_t size, void *data),
 			   void *data) __attribute__((weak));
+/* The fields of struct dl_phdr_info that glibc and musl share, in this
+ * order, since their first versions with TLS data (the callback's `size`
+ * says how many the host fills). */
+struct host_dl_phdr_info {
+	uint64_t dlpi_addr;     /* load bias */
+	const char *dlpi_name;
+	const void *dlpi_phdr;  /* Elf64_Phdr[dlpi_phnum], in memory */
+	uint16_t dlpi_phnum;
+	unsigned long long dlpi_adds;
+	unsigned long long dlpi_subs;
+	size_t dlpi_tls_modid;
+	void *dlpi_tls_data;
+};
 /* Our own threads: the next pthread_create is found with dlsym(RTLD_NEXT)
  * (we interpose pthread_create); always with a NULL attribute, whose layout
  * differs between glibc and musl.  pthread_t is pointer-sized in both. */

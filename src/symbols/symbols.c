@@ -70,6 +70,10 @@ static struct sym_mapping *retired_mappings;
 static uint32_t nretired_mappings;
 static uint64_t generation;
 static uint64_t last_maps_hash;
+/* The readable stack ranges the last refresh published, which code loaded
+ * since (symbols_add_loaded) publishes again unchanged. */
+static struct unwind_data_range *data_ranges;
+static uint32_t ndata_ranges;
 static char debug_dirs[1024];
 static size_t dwarf_budget = (size_t)64 << 20;
 static bool over_budget_said;
@@ -333,6 +337,20 @@ static bool is_own_code(const struct maps_entry *e)
 	return entry == 0 || entry < e->start || entry >= e->end;
 }
 
+/* What the unwinder needs of executable mapping sm. */
+static void code_range_of(const struct sym_mapping *sm, struct unwind_code_range *cr)
+{
+	struct sym_module *m = sm->module;
+	cr->start = sm->start;
+	cr->end = sm->end;
+	cr->bias = m != NULL ? m->bias : 0;
+	cr->cfi = m != NULL && m->cfi.count > 0 ? &m->cfi : NULL;
+	cr->flags = (m != NULL && (m->path[0] == '/' || rt_streq(m->path, "[vdso]"))
+			     ? UNWIND_CODE_READABLE
+			     : 0u) |
+		    (m != NULL && m->own ? UNWIND_CODE_OWN : 0u);
+}
+
 static bool build_arrays(const char *text, size_t len, struct refresh_arrays *a)
 {
 	struct maps_entry e;
@@ -370,17 +388,11 @@ static bool build_arrays(const char *text, size_t len, struct refresh_arrays *a)
 				m->own = true;
 		}
 		struct sym_mapping *sm = &a->maps[a->nmaps];
-		struct unwind_code_range *cr = &a->code[a->nmaps];
-		sm->start = cr->start = e.start;
-		sm->end = cr->end = e.end;
+		sm->start = e.start;
+		sm->end = e.end;
 		sm->offset = e.offset;
 		sm->module = m;
-		cr->bias = m != NULL ? m->bias : 0;
-		cr->cfi = m != NULL && m->cfi.count > 0 ? &m->cfi : NULL;
-		cr->flags = (m != NULL && (m->path[0] == '/' || rt_streq(m->path, "[vdso]"))
-				     ? UNWIND_CODE_READABLE
-				     : 0u) |
-			    (m != NULL && m->own ? UNWIND_CODE_OWN : 0u);
+		code_range_of(sm, &a->code[a->nmaps]);
 		a->nmaps++;
 	}
 	return true;
@@ -467,6 +479,10 @@ bool symbols_refresh(void)
 		mappings = a.maps;
 		nmappings = a.nmaps;
 		a.maps = NULL;
+		rt_free(data_ranges);
+		data_ranges = a.data;
+		ndata_ranges = a.ndata;
+		a.data = NULL;
 		last_maps_hash = hash;
 		/* Modules no longer mapped wait for symbols_collect_garbage(). */
 		struct sym_module **link = &modules;
@@ -487,6 +503,168 @@ bool symbols_refresh(void)
 	rt_free(a.code);
 	rt_free(a.data);
 	rt_buf_free(&text);
+	return ok;
+}
+
+/* ---- code loaded since: from the loader's list ---- */
+
+/* Executable segments of loaded objects read in one dl_iterate_phdr walk
+ * (more: the walk gives up and the caller refreshes). */
+#define LOADED_SEGMENTS_MAX 8192u
+#define LOADED_PATH_MAX 4096u
+
+struct loaded_walk {
+	struct sym_mapping *seg; /* start, end, offset; module unset */
+	uint32_t n;
+	uint64_t page;
+	bool overflow;
+};
+
+/* dl_iterate_phdr's callback: each object's executable PT_LOAD segments,
+ * at the pages the loader mapped them to.  Runs under the loader's lock:
+ * takes no lock and allocates nothing. */
+static int collect_loaded(struct dl_phdr_info *opaque, size_t size, void *data)
+{
+	struct loaded_walk *w = data;
+	const struct host_dl_phdr_info *info = (const struct host_dl_phdr_info *)(void *)opaque;
+	if (size < offsetof(struct host_dl_phdr_info, dlpi_adds) || info->dlpi_phdr == NULL)
+		return 0;
+	const Elf64_Phdr *ph = info->dlpi_phdr;
+	for (uint32_t i = 0; i < info->dlpi_phnum; i++) {
+		if (ph[i].p_type != PT_LOAD || !(ph[i].p_flags & PF_X) || ph[i].p_filesz == 0)
+			continue;
+		if (w->n == LOADED_SEGMENTS_MAX) {
+			w->overflow = true;
+			return 1;
+		}
+		uint64_t at = info->dlpi_addr + ph[i].p_vaddr;
+		w->seg[w->n++] = (struct sym_mapping){
+			.start = at & ~(w->page - 1),
+			.end = (at + ph[i].p_filesz + w->page - 1) & ~(w->page - 1),
+			.offset = ph[i].p_offset & ~(w->page - 1),
+		};
+	}
+	return 0;
+}
+
+/* The maps entry of the mapping [sm->start, sm->end) of a file, from the
+ * kernel's link for it (the path /proc/self/maps shows) and the file's
+ * identity; false if the kernel has no mapping with exactly those bounds
+ * or its file cannot be named (deleted, a name maps would escape). */
+static bool loaded_entry(const struct sym_mapping *sm, char *path, size_t cap, struct maps_entry *e)
+{
+	char link[64];
+	rt_snprintf(link, sizeof(link), "/proc/self/map_files/%llx-%llx", (unsigned long long)sm->start,
+		    (unsigned long long)sm->end);
+	long n = sys_readlinkat(AT_FDCWD, link, path, cap - 1);
+	if (n <= 0 || (size_t)n >= cap - 1 || path[0] != '/')
+		return false;
+	path[n] = 0;
+	if (rt_memchr(path, '\n', (size_t)n) != NULL)
+		return false;
+	struct statx st;
+	rt_memset(&st, 0, sizeof(st));
+	if (sys_statx(AT_FDCWD, path, 0, STATX_INO, &st) != 0)
+		return false;
+	*e = (struct maps_entry){.start = sm->start, .end = sm->end, .offset = sm->offset,
+				 .inode = st.stx_ino, .dev_major = st.stx_dev_major,
+				 .dev_minor = st.stx_dev_minor,
+				 .perms = MAPS_PERM_READ | MAPS_PERM_EXEC, .path = path,
+				 .path_len = (size_t)n};
+	return true;
+}
+
+/* The mappings with the new ones merged in by start; NULL without memory. */
+static struct sym_mapping *merged_mappings(const struct sym_mapping *add, uint32_t nadd)
+{
+	struct sym_mapping *all = rt_malloc(((size_t)nmappings + nadd) * sizeof(*all));
+	if (all == NULL)
+		return NULL;
+	uint32_t i = 0, j = 0, k = 0;
+	while (i < nmappings || j < nadd)
+		all[k++] = j == nadd || (i < nmappings && mappings[i].start < add[j].start) ? mappings[i++]
+											   : add[j++];
+	return all;
+}
+
+bool symbols_add_loaded(void)
+{
+	if (!dl_iterate_phdr)
+		return false;
+	struct loaded_walk w = {.seg = rt_malloc(LOADED_SEGMENTS_MAX * sizeof(struct sym_mapping)),
+				.page = getauxval != NULL ? getauxval(6 /* AT_PAGESZ */) : 0};
+	char *path = rt_malloc(LOADED_PATH_MAX);
+	struct sym_mapping *all = NULL;
+	struct unwind_code_range *code = NULL;
+	bool ok = false;
+	if (w.page == 0 || (w.page & (w.page - 1)) != 0)
+		w.page = 4096;
+	if (w.seg == NULL || path == NULL)
+		goto out;
+	(void)dl_iterate_phdr(collect_loaded, &w);
+	if (w.overflow)
+		goto out;
+	rt_mutex_lock(&registry_lock);
+	/* The segments no mapping holds yet, ascending; one overlapping a known
+	 * mapping without being it means the registry is out of date. */
+	uint32_t nnew = 0;
+	bool stale = mappings == NULL;
+	for (uint32_t i = 0; i < w.n && !stale; i++) {
+		uint32_t at = rt_upper_bound(mappings, nmappings, sizeof(mappings[0]),
+					     offsetof(struct sym_mapping, end), w.seg[i].start);
+		if (at < nmappings && mappings[at].start < w.seg[i].end) {
+			stale = mappings[at].start != w.seg[i].start || mappings[at].end != w.seg[i].end;
+			continue;
+		}
+		w.seg[nnew++] = w.seg[i];
+	}
+	rt_sort(w.seg, nnew, sizeof(w.seg[0]), mapping_before);
+	for (uint32_t i = 1; i < nnew && !stale; i++)
+		stale = w.seg[i].start < w.seg[i - 1].end;
+	if (stale || nnew == 0) {
+		ok = !stale;
+		goto unlock;
+	}
+	generation++;
+	for (uint32_t i = 0; i < nnew; i++) {
+		struct maps_entry e;
+		if (!loaded_entry(&w.seg[i], path, LOADED_PATH_MAX, &e))
+			goto unlock;
+		struct sym_module *m = module_find(&e);
+		if (m == NULL) {
+			m = module_create(&e);
+			if (m == NULL)
+				goto unlock;
+			m->next = modules;
+			modules = m;
+		}
+		m->own = m->own || is_own_code(&e);
+		w.seg[i].module = m;
+	}
+	all = merged_mappings(w.seg, nnew);
+	code = all != NULL ? rt_malloc(((size_t)nmappings + nnew) * sizeof(*code)) : NULL;
+	if (code == NULL)
+		goto unlock;
+	for (uint32_t i = 0; i < nmappings + nnew; i++)
+		code_range_of(&all[i], &code[i]);
+	if (!unwind_publish(code, nmappings + nnew, data_ranges, ndata_ranges))
+		goto unlock;
+	rt_free(mappings);
+	mappings = all;
+	nmappings += nnew;
+	all = NULL;
+	/* Every live module is still mapped: the next refresh retires what it
+	 * does not see. */
+	for (struct sym_module *m = modules; m != NULL; m = m->next)
+		m->seen_generation = generation;
+	ok = true;
+unlock:
+	rt_mutex_unlock(&registry_lock);
+out:
+	rt_free(all);
+	rt_free(code);
+	rt_free(path);
+	rt_free(w.seg);
 	return ok;
 }
 

@@ -32,6 +32,17 @@ void symbols_configure(const char *debug_dirs, size_t dwarf_budget, uint32_t inf
  * calls are serialized internally.  False if /proc/self/maps could not be
  * read or memory ran out (the previous state stays). */
 bool symbols_refresh(void);
+
+/* After the host loaded code (dlopen): adds the executable segments of
+ * loaded objects that no mapping holds yet, from the loader's own list
+ * (dl_iterate_phdr) and, per new segment, the kernel's name for its mapping
+ * (/proc/self/map_files) and its file's identity, without reading
+ * /proc/self/maps, whose cost grows with every mapping of the process (a
+ * program loading hundreds of libraries would read it hundreds of times).
+ * The stack ranges stay those of the last refresh.  False if it could not
+ * (no loader list, a segment not mapped where the loader says, a mapping
+ * that overlaps a known one, memory): the caller then refreshes. */
+bool symbols_add_loaded(void);
 /* How many refreshes so far found /proc/self/maps changed: equal before and
  * after a refresh, nothing was mapped or unmapped in between. */
 uint64_t symbols_maps_changes(void);

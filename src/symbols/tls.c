@@ -16,18 +16,6 @@
 #define DYNAMIC_MAX_ENTRIES 1024u
 #define CHAIN_MAX 100000u
 
-/* The fields glibc and musl share, in this order, since their first
- * versions with TLS data. */
-struct host_dl_phdr_info {
-	uint64_t dlpi_addr;
-	const char *dlpi_name;
-	const Elf64_Phdr *dlpi_phdr;
-	uint16_t dlpi_phnum;
-	unsigned long long dlpi_adds;
-	unsigned long long dlpi_subs;
-	size_t dlpi_tls_modid;
-	void *dlpi_tls_data;
-};
 
 /* glibc rewrites the d_ptr entries of a writable dynamic section to run-time
  * addresses; musl leaves them as link-time ones.  A link-time address of a
@@ -158,10 +146,11 @@ static int visit_module(struct dl_phdr_info *info_opaque, size_t size, void *dat
 	const struct host_dl_phdr_info *info = (const struct host_dl_phdr_info *)(void *)info_opaque;
 	if (size < sizeof(*info) || info->dlpi_tls_modid == 0 || !info->dlpi_phdr)
 		return 0;
+	const Elf64_Phdr *phdr = info->dlpi_phdr;
 	const void *dynamic = NULL;
 	for (uint32_t i = 0; i < info->dlpi_phnum; i++)
-		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-			dynamic = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+		if (phdr[i].p_type == PT_DYNAMIC)
+			dynamic = (const void *)(info->dlpi_addr + phdr[i].p_vaddr);
 	uint64_t value = 0, sym_size = 0;
 	uint8_t type = 0;
 	if (!dynamic || !tls_dynsym_lookup(info->dlpi_addr, dynamic, w->name, &value, &sym_size, &type) ||
