@@ -233,15 +233,18 @@ static void encode_otlp_request(struct otlp_encoder *enc, struct rt_buf *out)
 	}
 }
 
-/* The value slots some sample of p fills.  At the exit of a fork child, a
- * kind none of whose slots is filled is not exported (no file, no OTLP
- * profile): a short-lived child (a server's process per connection) usually
- * has samples of a kind or two at most, and each file costs an inode, a
- * sync and a retention scan.  Other processes export every kind.  Nothing is lost for the kinds that
+/* The value slots some sample of p fills.  At a process's exit, a kind
+ * none of whose slots is filled is not exported (no file, no OTLP profile,
+ * nothing uploaded; a process without any sample exports nothing): a
+ * short-lived process (a server's process per connection, each command of
+ * a shell script or a build) usually has samples of a kind or two at most,
+ * and each file costs an inode, a sync and a retention scan, and pushes an
+ * older profile out of the directory's bound.  Periodic exports send every
+ * kind.  Nothing is lost for the kinds that
  * count what happened in the period (an empty period adds nothing); the
  * live heap is a snapshot, so an empty one is skipped only by a process
  * that exported none before (an earlier snapshot would stand as its last).
- * Such a child also skips a live heap that holds only allocations its
+ * A fork child also skips a live heap that holds only allocations its
  * parent made (collect_heap_only_inherited): the parent's own heap
  * profiles show them, and a server forking a process per connection would
  * otherwise write one copy of its parent's heap per connection. */
@@ -369,7 +372,7 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 	struct profile_stats st;
 	profile_get_stats(p, &st);
 
-	uint32_t filled = final && prof.forked ? slots_with_values(p) : UINT32_MAX;
+	uint32_t filled = final ? slots_with_values(p) : UINT32_MAX;
 	bool heap_inherited = final && prof.forked && prof.seq == 0 && collect_heap_only_inherited();
 	struct sw_export_item items[SW_KIND_COUNT];
 	struct rt_buf gz[SW_KIND_COUNT];

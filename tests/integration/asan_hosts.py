@@ -69,5 +69,7 @@ for name, args in RUNS:
           " | ".join(sanitizer_report(err)) or err[-300:])
     check(f"{name}: exit status unchanged ({rc0})", rc is not None and rc == rc0,
           "" if rc == rc0 else f"{rc} with the library: {err[-300:]}")
-    check(f"{name}: profiles written ({len(files)} files)", len(files) >= 4, "" if files else err[-300:])
+    # At exit a kind without samples writes no file; each of these runs long enough for CPU samples.
+    check(f"{name}: profiles written for the kinds sampled, the CPU profile among them ({len(files)} files)",
+          len(files) >= 2 and any(".cpu." in f for f in files), "" if files else err[-300:])
 sys.exit(status())
