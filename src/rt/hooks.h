@@ -34,6 +34,19 @@ static inline void *hook_next_cached(_Atomic(void *) *cache, const char *name)
 	return sym;
 }
 
+/* The host's own definition of `name` (dlsym(RTLD_DEFAULT)), looked up
+ * until found and then kept in *cache. */
+static inline void *hook_host_cached(_Atomic(void *) *cache, const char *name)
+{
+	void *sym = atomic_load_explicit(cache, memory_order_acquire);
+	if (sym)
+		return sym;
+	sym = host_dlsym(HOST_RTLD_DEFAULT, name);
+	if (sym)
+		atomic_store_explicit(cache, sym, memory_order_release);
+	return sym;
+}
+
 /* dlsym returns a data pointer; POSIX specifies its conversion to a function
  * pointer, done here without a cast between the two kinds. */
 #define HOOK_FN(fnptr, sym) __builtin_memcpy(&(fnptr), &(sym), sizeof(fnptr))

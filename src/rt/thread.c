@@ -57,6 +57,45 @@ host_pthread_create_fn thread_host_pthread_create(void)
 	return fn;
 }
 
+/* Room for a pthread_attr_t of glibc or musl (56 or 64 bytes). */
+#define ATTR_BYTES 256
+
+bool thread_stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi)
+{
+	typedef unsigned long (*self_fn)(void);
+	typedef int (*getattr_fn)(unsigned long, void *);
+	typedef int (*getstack_fn)(const void *, void **, size_t *);
+	typedef int (*destroy_fn)(void *);
+	static _Atomic(void *) self_sym, getattr_sym, getstack_sym, destroy_sym;
+	void *s1 = hook_host_cached(&self_sym, "pthread_self");
+	void *s2 = hook_host_cached(&getattr_sym, "pthread_getattr_np");
+	void *s3 = hook_host_cached(&getstack_sym, "pthread_attr_getstack");
+	void *s4 = hook_host_cached(&destroy_sym, "pthread_attr_destroy");
+	if (!s1 || !s2 || !s3 || !s4)
+		return false;
+	self_fn self;
+	getattr_fn getattr;
+	getstack_fn getstack;
+	destroy_fn destroy;
+	HOOK_FN(self, s1);
+	HOOK_FN(getattr, s2);
+	HOOK_FN(getstack, s3);
+	HOOK_FN(destroy, s4);
+	_Alignas(16) unsigned char attr[ATTR_BYTES];
+	if (getattr(self(), attr) != 0)
+		return false;
+	void *addr = NULL;
+	size_t size = 0;
+	int r = getstack(attr, &addr, &size);
+	(void)destroy(attr);
+	uint64_t from = (uint64_t)(uintptr_t)addr;
+	if (r != 0 || size == 0 || from > UINT64_MAX - size || sp < from || sp >= from + size)
+		return false;
+	*lo = from;
+	*hi = from + size;
+	return true;
+}
+
 #define FIRST_LIBC_INTERNAL_SIGNAL 32
 #define MUSL_SIGRTMIN 35
 

@@ -14,6 +14,16 @@ typedef int (*host_pthread_create_fn)(unsigned long *thread, const void *attr,
 				      void *(*start)(void *), void *arg);
 host_pthread_create_fn thread_host_pthread_create(void);
 
+/* The calling thread's stack [*lo, *hi), as its C library keeps it
+ * (pthread_getattr_np and pthread_attr_getstack, found with dlsym: the
+ * attribute object is opaque storage here, its layout glibc's or musl's),
+ * without reading /proc/self/maps, whose cost grows with every thread's
+ * stack mapping.  `sp`, an address on the stack, must lie inside.  For a
+ * thread the program created (the main thread's bounds are the kernel's:
+ * glibc reads the maps for them).  False if the host has no such functions
+ * or they fail. */
+bool thread_stack_bounds(uint64_t sp, uint64_t *lo, uint64_t *hi);
+
 /* Starts fn(arg) on a detached thread that has every signal blocked except
  * libc's internal ones (setuid broadcast, cancellation), so the host's
  * signals are never delivered to us while the program's setuid still

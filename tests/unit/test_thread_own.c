@@ -13,6 +13,9 @@
 
 #include <errno.h>
 #include <linux/futex.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -222,8 +225,84 @@ static void ended_threads_are_not_waited_for(void)
 	CHECK(rt_monotonic_ns() - t0 < 500ull * 1000 * 1000);
 }
 
+/* thread_stack_bounds against the kernel's own view: the mapping of
+ * /proc/self/maps holding the thread's stack (glibc gives exactly it;
+ * musl the part below its TLS area), for default, sized and user-provided
+ * stacks. */
+struct stack_probe {
+	int ok;
+	uint64_t lo, hi, sp, map_lo, map_hi;
+};
+
+static void maps_range_of(uint64_t addr, uint64_t *lo, uint64_t *hi)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	*lo = *hi = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long a, b;
+		if (sscanf(line, "%lx-%lx", &a, &b) == 2 && addr >= a && addr < b) {
+			*lo = a;
+			*hi = b;
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
+static void *probe_stack(void *arg)
+{
+	struct stack_probe *p = arg;
+	volatile char here = 0;
+	p->sp = (uint64_t)(uintptr_t)&here;
+	p->ok = thread_stack_bounds(p->sp, &p->lo, &p->hi);
+	maps_range_of(p->sp, &p->map_lo, &p->map_hi);
+	return NULL;
+}
+
+static void check_probe(const struct stack_probe *p, bool exact)
+{
+	CHECK(p->ok);
+	CHECK(p->lo <= p->sp && p->sp < p->hi);
+	CHECK(p->map_lo <= p->lo && p->hi <= p->map_hi);
+	if (exact)
+		CHECK(p->lo == p->map_lo);
+}
+
+static void stack_bounds_of_created_threads_lie_in_their_mapping(void)
+{
+	struct stack_probe p = {0};
+	pthread_t t;
+	CHECK((pthread_create(&t, NULL, probe_stack, &p)) == 0);
+	pthread_join(t, NULL);
+	check_probe(&p, true);
+
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 64 * 1024);
+	rt_memset(&p, 0, sizeof(p));
+	CHECK((pthread_create(&t, &a, probe_stack, &p)) == 0);
+	pthread_join(t, NULL);
+	check_probe(&p, true);
+	CHECK(p.hi - p.lo >= 64 * 1024 && p.hi - p.lo < 1024 * 1024);
+
+	/* A stack the program provides: inside a larger heap mapping. */
+	size_t size = 256 * 1024;
+	void *mem = NULL;
+	CHECK((posix_memalign(&mem, 4096, size)) == 0);
+	pthread_attr_setstack(&a, mem, size);
+	rt_memset(&p, 0, sizeof(p));
+	CHECK((pthread_create(&t, &a, probe_stack, &p)) == 0);
+	pthread_join(t, NULL);
+	check_probe(&p, false);
+	CHECK(p.lo == (uint64_t)(uintptr_t)mem && p.hi == (uint64_t)(uintptr_t)mem + size);
+	pthread_attr_destroy(&a);
+	free(mem);
+}
+
 int main(void)
 {
+	RUN(stack_bounds_of_created_threads_lie_in_their_mapping);
 	RUN(nothing_to_ask_before_any_thread);
 	RUN(sleeping_threads_run_it_at_once);
 	RUN(unwaited_thread_takes_a_request_posted_at_once);
