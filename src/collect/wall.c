@@ -149,6 +149,7 @@ struct wall_private {
 	 * (kept after a flush; cleared when another stack is cached). */
 	bool pend_ctx_of_stack;
 	bool visited;     /* visit_span() has a previous visit */
+	uint8_t last_end; /* enum visit_end of the latest visit (0, VISIT_BUSY, before any) */
 	bool cpu_known, delay_known;
 	/* The previous visit found the thread waiting, at the cached stack. */
 	bool after_wait;
@@ -1126,6 +1127,14 @@ static enum visit_end sample_slot(int slot, uint64_t now)
 {
 	struct thread_slot *t = &thread_slots[slot];
 	struct wall_private *w = &priv[slot];
+	/* A thread that left its timed call after the tick's instant (woken
+	 * with others, it left after the one that woke us): this visit takes
+	 * its own instant, so that the span up to that leaving is the call's
+	 * (with ticks stretched, the span since its previous visit can be
+	 * seconds, which would otherwise go to the call it is in now, or, gone,
+	 * to nothing). */
+	if (atomic_load_explicit(&t->wall_left_ns, memory_order_relaxed) > now)
+		now = rt_monotonic_ns();
 	int tid = atomic_load(&t->tid);
 	if (w->tid != tid) {
 		/* A thread that ended after leaving the call it timed: the span
@@ -1467,11 +1476,43 @@ static int next_marked_slot(int from)
 	return -1;
 }
 
-/* One tick: true if it visited every thread (fewer than a tick's budget)
- * and each waits in the call it was asked to time the end of, or runs flat
- * (the next tick may come late); *flat gets how many run flat, *weighed
- * whether every thread visited has its running samples taken by CPU
- * signals. */
+/* Whether every thread in the marked slots of [from, to) was found quiet
+ * (and is still in that call) or flat at its latest visit (a thread not
+ * visited yet is not); those flat are added to *flat. */
+static bool range_quiet(int from, int to, uint32_t *flat)
+{
+	for (int next = next_marked_slot(from); next >= 0 && next < to; next = next_marked_slot(next + 1)) {
+		int tid = atomic_load_explicit(&thread_slots[next].tid, memory_order_relaxed);
+		if (tid == 0)
+			continue;
+		if (priv[next].tid != tid || priv[next].last_end == VISIT_BUSY)
+			return false;
+		/* Quiet only while still in the call that visit found: one it left
+		 * since (its leaving woke us) is to be visited at the tick rate. */
+		if (priv[next].last_end == VISIT_QUIET &&
+		    atomic_load_explicit(&thread_slots[next].wall_seq, memory_order_relaxed) != priv[next].last_seq)
+			return false;
+		*flat += priv[next].last_end == VISIT_FLAT;
+		if (next + 1 >= THREADS_MAX)
+			break;
+	}
+	return true;
+}
+
+/* The same for the threads a tick that started at slot `began` and
+ * stopped before slot `stopped` left for the next ticks. */
+static bool others_quiet(int stopped, int began, uint32_t *flat)
+{
+	if (stopped < began)
+		return range_quiet(stopped, began, flat);
+	return range_quiet(stopped, THREADS_MAX, flat) && range_quiet(0, began, flat);
+}
+
+/* One tick: true if each thread it visited waits in the call it was asked
+ * to time the end of, or runs flat, and so did every thread it left for
+ * the next ticks at its latest visit (the next tick may come late); *flat
+ * gets how many run flat, *weighed whether every thread visited has its
+ * running samples taken by CPU signals. */
 static bool wall_tick(uint32_t *flat, bool *weighed)
 {
 	uint32_t budget = wall.cfg->wall_max_threads;
@@ -1497,6 +1538,7 @@ static bool wall_tick(uint32_t *flat, bool *weighed)
 			break; /* every marked slot was visited once */
 		int tid = atomic_load_explicit(&thread_slots[next].tid, memory_order_relaxed);
 		enum visit_end end = sample_slot(next, now);
+		priv[next].last_end = (uint8_t)end;
 		if (tid != 0 && !weighed_by_cpu(next, &priv[next]))
 			*weighed = false;
 		if (end == VISIT_BUSY)
@@ -1515,8 +1557,11 @@ static bool wall_tick(uint32_t *flat, bool *weighed)
 			s = 0;
 		}
 	}
-	if (budget == 0)
-		quiet = false; /* threads may be left for the next tick */
+	/* More threads than a tick visits: quiet still if every thread left
+	 * for the next ticks was found quiet (or flat) at its latest visit,
+	 * its call's leaving timed (that leaving wakes the sampler thread). */
+	if (budget == 0 && quiet)
+		quiet = others_quiet(s % THREADS_MAX, wall.cursor, flat);
 	wall.cursor = s % THREADS_MAX;
 	atomic_fetch_add(&wall.ticks, 1);
 	return quiet;

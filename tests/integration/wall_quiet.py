@@ -27,7 +27,13 @@ one sleep of ours ending):
    total within 5% of its life;
  - a thread that ends right after a 1.2 s sleep (no visit between its timed
    leaving and its end) keeps at least 95% of the sleep (0.71 s of 1.2 s
-   before the departed thread's span was placed)."""
+   before the departed thread's span was placed);
+ - an idle python3 with 100 threads waiting on events, more than a tick
+   visits (STOWAWAY_WALL_MAX_THREADS, 32): our threads wake at most 30 times
+   a second as well (ticks at 100 Hz before, while some thread was left for
+   the next tick; an idle process of 100 threads paid 11 ms of CPU a second,
+   1.4 ms now), and each waiting thread's wall time is within 5% of the wait
+   it measured."""
 import glob
 import os
 import subprocess
@@ -224,8 +230,44 @@ def ending(out):
           got >= 0.95e9 * slept, f"profile {got / 1e9:.3f} s, slept {slept:.3f} s")
 
 
+# 100 threads waiting on events (sem_wait under CPython's lock), then set.
+POOL = """
+import sys, threading, time
+n, seconds = int(sys.argv[1]), float(sys.argv[2])
+ev, tids, waited = threading.Event(), {}, {}
+def worker(i):
+    tids[i] = threading.get_native_id(); a = time.monotonic(); ev.wait(); waited[i] = time.monotonic() - a
+ts = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
+for t in ts: t.start()
+time.sleep(seconds); ev.set()
+for t in ts: t.join()
+for i in range(n): print("worker", tids[i], waited[i])
+"""
+
+
+def pool(out):
+    n, seconds = 100, 4.0
+    pid, rc, stdout, stderr, total, per = run_measured(out, POOL, "wallpool", 1.0, 2.5, (str(n), str(seconds)))
+    check("pool: runs", rc == 0, stderr[-300:])
+    check(f"pool: 100 waiting threads: our threads wake at most {IDLE_WAKES_MAX} times a second",
+          0 < total <= IDLE_WAKES_MAX, wakes_text(total, per))
+    lines = [l.split() for l in stdout.splitlines() if l.startswith("worker ")]
+    walls = glob.glob(os.path.join(out, f"wallpool.{pid}.wall.*.pb.gz"))
+    if not check_terse("pool: the workers reported and a wall profile was written",
+                       len(lines) == n and len(walls) == 1, f"{len(lines)} workers, {os.listdir(out)}"):
+        return
+    by_tid = {}
+    for lab, _, v in traces(walls[0], dict(os.environ, HOME=out, PPROF_TMPDIR=out)):
+        by_tid[lab.get("thread id")] = by_tid.get(lab.get("thread id"), 0) + v
+    off = [(l[1], by_tid.get(l[1], 0) / 1e9, float(l[2])) for l in lines
+           if abs(by_tid.get(l[1], 0) / 1e9 - float(l[2])) > 0.05 * float(l[2])]
+    check("pool: each waiting thread's wall time within 5% of its wait", not off,
+          f"{len(off)} of {n} off, e.g. {off[:3]}")
+
+
 def main():
     with tempfile.TemporaryDirectory() as out:
+        pool(out)
         idle(out)
         phases(out)
         flat(out)
