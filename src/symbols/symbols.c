@@ -293,6 +293,21 @@ static struct sym_module *module_find(const struct maps_entry *e)
 	return NULL;
 }
 
+/* The live module of e's file and load, created and registered if there
+ * is none yet; NULL if memory ran out. */
+static struct sym_module *module_for(const struct maps_entry *e)
+{
+	struct sym_module *m = module_find(e);
+	if (m == NULL) {
+		m = module_create(e);
+		if (m == NULL)
+			return NULL;
+		m->next = modules;
+		modules = m;
+	}
+	return m;
+}
+
 /* ---- refresh ---- */
 
 struct refresh_arrays {
@@ -375,14 +390,9 @@ static bool build_arrays(const char *text, size_t len, struct refresh_arrays *a)
 			continue;
 		struct sym_module *m = NULL;
 		if (e.path_len > 0) {
-			m = module_find(&e);
-			if (m == NULL) {
-				m = module_create(&e);
-				if (m == NULL)
-					return false;
-				m->next = modules;
-				modules = m;
-			}
+			m = module_for(&e);
+			if (m == NULL)
+				return false;
 			m->seen_generation = generation;
 			if (is_own_code(&e))
 				m->own = true;
@@ -630,14 +640,9 @@ bool symbols_add_loaded(void)
 		struct maps_entry e;
 		if (!loaded_entry(&w.seg[i], path, LOADED_PATH_MAX, &e))
 			goto unlock;
-		struct sym_module *m = module_find(&e);
-		if (m == NULL) {
-			m = module_create(&e);
-			if (m == NULL)
-				goto unlock;
-			m->next = modules;
-			modules = m;
-		}
+		struct sym_module *m = module_for(&e);
+		if (m == NULL)
+			goto unlock;
 		m->own = m->own || is_own_code(&e);
 		w.seg[i].module = m;
 	}

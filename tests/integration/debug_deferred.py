@@ -17,18 +17,12 @@ import subprocess
 import sys
 import tempfile
 from checks import check, status
+from dwarf_lines import build_id
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIB = os.path.join(ROOT, "build", "libstowaway.so")
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 
-
-def build_id(path):
-    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        if "Build ID:" in line:
-            return line.split()[-1]
-    return None
 
 
 def libc_locations(profile):

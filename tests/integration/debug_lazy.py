@@ -13,19 +13,12 @@ import subprocess
 import sys
 import zlib
 from checks import check, status
-from dwarf_lines import QUERY, agreement, blocks, functions, llvm
+from dwarf_lines import QUERY, agreement, blocks, build_id, functions, llvm
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 SECTIONS = (".debug_info", ".debug_abbrev", ".debug_line", ".debug_str", ".debug_line_str",
             ".debug_rnglists", ".debug_aranges")
 
-
-def build_id(path):
-    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        if "Build ID:" in line:
-            return line.split()[-1]
-    return None
 
 
 def sections(path):

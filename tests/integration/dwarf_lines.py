@@ -25,6 +25,15 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, check=True, **kw).stdout
 
 
+def build_id(path):
+    """The GNU build id of an ELF file, as readelf prints it, or None."""
+    out = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if "Build ID:" in line:
+            return line.split()[-1]
+    return None
+
+
 def functions(binary):
     """(start, size) of the defined functions of binary's .symtab."""
     out = run(["nm", "--defined-only", "-S", binary])
