@@ -77,16 +77,19 @@ for libc, sfx in hc.LIBCS:
 out = outdir()
 args = SETPRIV + ["id"]
 plain = subprocess.run(args, env=hc.plain_env(), capture_output=True, text=True, timeout=30)
-prof = subprocess.run(args, env=hc.profiled_env(out), capture_output=True, text=True, timeout=30)
+# Every allocation sampled: `id` lives a few milliseconds, and a process
+# writes at its exit only the kinds it has samples of.
+prof = subprocess.run(args, env=hc.profiled_env(out, STOWAWAY_ALLOC_SAMPLE_BYTES="1"), capture_output=True,
+                      text=True, timeout=30)
 hc.check(f"setpriv --reuid --regid --clear-groups --inh-caps under the library: exit 0, "
          f"output unchanged ({prof.stdout.strip()})",
          plain.returncode == 0 and prof.returncode == 0 and prof.stdout == plain.stdout
          and f"uid={NOBODY}" in prof.stdout,
          f"plain {plain.returncode} {plain.stdout!r}, profiled {prof.returncode} "
          f"{prof.stdout!r} {prof.stderr[-300:]!r}")
-files = hc.profiles(out, "cpu")
+files = hc.profiles(out, "alloc")
 bad = hc.pprof_accepts(files, limit=1)
-hc.check(f"setpriv: the exec'd program's cpu profile written and accepted ({len(files)} files)",
+hc.check(f"setpriv: the exec'd program's allocation profile written and accepted ({len(files)} files)",
          not bad, str(bad))
 hc.cleanup(dirs)
 hc.finish()
