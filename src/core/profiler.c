@@ -168,9 +168,9 @@ static void add_endpoint_count(void *ctx, const char *name, uint64_t count)
 }
 
 /* Pyroscope's profiles of every enabled kind, compressed; returns how many. */
-static size_t encode_pyroscope(const struct profile *p, const char *const *comments, uint32_t n_comments,
-			       struct pprof_names *names, int level, struct sw_export_pyro_item *items,
-			       struct rt_buf *gz)
+static size_t encode_pyroscope(const struct profile *p, uint32_t kinds, const char *const *comments,
+			       uint32_t n_comments, struct pprof_names *names, int level,
+			       struct sw_export_pyro_item *items, struct rt_buf *gz)
 {
 	const struct sw_config *cfg = prof.cfg;
 	uint32_t app_labels = export_pyroscope_series_labels(cfg);
@@ -183,7 +183,7 @@ static size_t encode_pyroscope(const struct profile *p, const char *const *comme
 	};
 	size_t n = 0;
 	for (unsigned k = 0; k < SW_KIND_COUNT; k++) {
-		if (!(cfg->kinds & SW_KIND_BIT(k)))
+		if (!(kinds & SW_KIND_BIT(k)))
 			continue;
 		struct pprof_opts o;
 		pprof_opts_for_kind(&o, (enum sw_kind)k, collect_period(cfg, (enum sw_kind)k));
@@ -416,7 +416,12 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 	}
 	struct pprof_opts all_opts = { .period_slot = PPROF_NO_SLOT, .default_slot = PPROF_NO_SLOT,
 				       .names = names };
-	if (all_slots && prof.wants_combined &&
+	/* The kinds exported, for the uploads that go by kind; an exit with
+	 * none (no sample of any kind) uploads nothing either. */
+	uint32_t exported = final ? 0 : cfg->kinds;
+	for (size_t i = 0; i < n_items && final; i++)
+		exported |= SW_KIND_BIT(items[i].kind);
+	if (all_slots && exported && prof.wants_combined &&
 	    encode_compressed(p, all_slots, &all_opts, gz_level, &raw, &combined, &cost) < 0)
 		rt_buf_free(&combined);
 	rt_buf_free(&raw);
@@ -430,7 +435,8 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 	rt_memset(pyro_gz, 0, sizeof(pyro_gz));
 	size_t n_pyro = 0;
 	if (cfg->pyroscope_url[0])
-		n_pyro = encode_pyroscope(p, comments, n_comments, names, gz_level, pyro_items, pyro_gz);
+		n_pyro = encode_pyroscope(p, exported, comments, n_comments, names, gz_level, pyro_items,
+					  pyro_gz);
 	pprof_names_free(names);
 	struct endpoint_counts ec = { .n = 0 };
 	uint64_t uncounted = collect_endpoint_counts_take(add_endpoint_count, &ec);
