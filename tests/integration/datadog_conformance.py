@@ -143,8 +143,10 @@ if shutil.which("unshare") and os.geteuid() == 0:
     srv, port = ec.start_tcp(rec)
     probe = subprocess.run(["unshare", "--cgroup", "sh", "-c", "cat /proc/self/cgroup"],
                            capture_output=True, text=True)
+    # Every allocation sampled: hello lives a few milliseconds, and a process
+    # without any sample uploads nothing at its exit.
     proc = run([os.path.join(WL, "hello"), "x", "0"],
-               {"DD_TRACE_AGENT_URL": "http://127.0.0.1:%d" % port},
+               {"DD_TRACE_AGENT_URL": "http://127.0.0.1:%d" % port, "STOWAWAY_ALLOC_SAMPLE_BYTES": "1"},
                prefix=("unshare", "--cgroup"))
     ec.stop(srv, rec)
     node = None
