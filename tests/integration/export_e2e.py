@@ -92,7 +92,10 @@ def exit_bound(label, mode):
     plain = subprocess.run([os.path.join(WL, "hello"), "x", "4"], capture_output=True)
     proc, elapsed = run([os.path.join(WL, "hello"), "x", "4"],
                         {"DD_TRACE_AGENT_URL": f"http://127.0.0.1:{port}",
-                         "STOWAWAY_EXIT_TIMEOUT_MS": "1000", "STOWAWAY_HTTP_TIMEOUT_MS": "5000"})
+                         "STOWAWAY_EXIT_TIMEOUT_MS": "1000", "STOWAWAY_HTTP_TIMEOUT_MS": "5000",
+                         # every allocation sampled, so that hello (a few ms, often
+                         # without a sample) always has a profile to send at exit
+                         "STOWAWAY_ALLOC_SAMPLE_BYTES": "1"})
     check(f"{label}: exit code unchanged", proc.returncode == plain.returncode == 4)
     check(f"{label}: output unchanged", proc.stdout == plain.stdout)
     check(f"{label}: exits within the 1000 ms exit timeout", elapsed < 1.6, f"{elapsed:.2f}s")
