@@ -26,7 +26,10 @@ def main():
         for prog in os.environ.get("STOWAWAY_VARIANTS", "hello hello-musl").split():
             before = len(rec.requests)
             env = dict(os.environ, DD_PROFILING_ENABLED="true", LD_PRELOAD=SO, DD_SERVICE="arm-upload",
-                       DD_TRACE_AGENT_URL=f"http://127.0.0.1:{port}", DD_PROFILING_UPLOAD_PERIOD="1")
+                       DD_TRACE_AGENT_URL=f"http://127.0.0.1:{port}", DD_PROFILING_UPLOAD_PERIOD="1",
+                       # every allocation sampled: a process without any sample
+                       # uploads nothing at its exit, and hello is short
+                       STOWAWAY_ALLOC_SAMPLE_BYTES="1")
             proc = subprocess.run([os.path.join(WL, prog), "a", "3"], env=env, capture_output=True,
                                   text=True, timeout=120)
             ec.check(f"{prog}: runs", proc.returncode == 3, f"rc {proc.returncode} {proc.stderr[-300:]}")
