@@ -189,12 +189,15 @@ class Field:
         pattern = "%s.*.%s.*.pb.gz" % (self.name, kind or "*")
         return sorted(glob.glob(os.path.join(self.out, pattern)))
 
-    def check_profiles_valid(self, kinds=("cpu", "wall", "alloc", "heap")):
+    def check_profiles_valid(self, kinds=("cpu", "wall", "alloc")):
         """Every file written is read by go tool pprof -raw and protoc
-        --decode_raw; each default kind was written at least once."""
+        --decode_raw; each of `kinds` was written at least once.  The live
+        heap is not required: a run shorter than the upload period exports
+        only at exit, where a process writes the kinds it has samples of, and
+        a server's processes may hold no sampled allocation then."""
         files = self.profiles()
         written = sorted({kind_of(f) for f in files})
-        check("%s: a profile of each default kind was written" % self.name,
+        check("%s: a profile of each kind required was written" % self.name,
               all(k in written for k in kinds), "kinds %s in %d files" % (written, len(files)))
         bad, mangled = [], set()
         for f in files:
@@ -554,7 +557,7 @@ def batch(field, argv, stdin_data=None, timeout=120, error_re=r"(?i)error|fatal|
     field.check_log_clean("stderr", base[2].decode(errors="replace"), lib[2].decode(errors="replace"), error_re)
     # One export, at exit, which writes only the kinds it has samples of: a
     # batch program may end having freed everything (no live heap to show).
-    field.check_profiles_valid(kinds=("cpu", "wall", "alloc"))
+    field.check_profiles_valid()
     field.check_cpu_agrees_with_perf(data, note=perf_note)
     return base, lib
 
