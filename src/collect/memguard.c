@@ -516,12 +516,7 @@ bool memguard_start(const struct sw_config *cfg)
 	}
 	rt_free(cg);
 	rt_free(mi);
-	mg.page_size = 4096;
-	if (getauxval) {
-		unsigned long ps = getauxval(6 /* AT_PAGESZ */);
-		if (ps)
-			mg.page_size = ps;
-	}
+	mg.page_size = host_page_size();
 	if (found) {
 		/* lim.source and lim.dir as memguard_locate found them */
 	} else if (cfg->memory_rss_limit) {

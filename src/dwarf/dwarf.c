@@ -1183,9 +1183,12 @@ uint64_t dwarf_decode_pending(struct dwarf_index *ix, uint64_t addr)
 	const struct unit *u = unit_of_addr(ix, addr);
 	if (u == NULL || u->cache != NULL || u->over_budget || u->broken || ix->thrashing)
 		return 0;
-	/* Units are sorted by offset: one not read yet ends where the next starts. */
-	size_t i = (size_t)(u - ix->units);
-	uint64_t end = !u->unread ? u->end : i + 1 < ix->nunits ? ix->units[i + 1].ctx.offset : ix->s.info_size;
+	uint64_t end = u->end;
+	if (u->unread) {
+		/* Units are sorted by offset: one not read yet ends where the next starts. */
+		size_t i = (size_t)(u - ix->units);
+		end = i + 1 < ix->nunits ? ix->units[i + 1].ctx.offset : ix->s.info_size;
+	}
 	return end > u->ctx.offset ? end - u->ctx.offset : 0;
 }
 

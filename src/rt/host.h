@@ -57,6 +57,13 @@ struct host_dl_phdr_info {
 extern int pthread_detach(unsigned long thread) __attribute__((weak));
 /* AT_SECURE and AT_SYSINFO_EHDR. */
 extern unsigned long getauxval(unsigned long type) __attribute__((weak));
+/* The kernel's page size (AT_PAGESZ: 4 KiB, or 16 or 64 KiB on arm64);
+ * 4 KiB if the host cannot say. */
+static inline uint64_t host_page_size(void)
+{
+	uint64_t page = getauxval ? getauxval(6 /* AT_PAGESZ */) : 0;
+	return page != 0 && (page & (page - 1)) == 0 ? page : 4096;
+}
 /* Fork handlers: glibc exports __register_atfork (pthread_atfork lives in
  * libc_nonshared.a there); musl exports pthread_atfork. */
 extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void),

@@ -227,13 +227,17 @@ static bool share_allows(const struct share_rate *rate, uint64_t bytes)
 	return share.spent_ns + cost <= allowed;
 }
 
-bool debuginfo_open_allowed(uint64_t bytes)
+/* Whether `bytes` more of that work goes past the share: the lookup or
+ * open that asked is deferred, and counted. */
+static bool share_defers(const struct share_rate *rate, uint64_t bytes)
 {
-	if (share_allows(&share.inflate, bytes))
-		return true;
+	if (share_allows(rate, bytes))
+		return false;
 	share.deferred++;
-	return false;
+	return true;
 }
+
+bool debuginfo_open_allowed(uint64_t bytes) { return !share_defers(&share.inflate, bytes); }
 
 static void share_spent(struct share_rate *rate, uint64_t ns, uint64_t bytes)
 {
@@ -592,8 +596,7 @@ static struct debuginfo *open_checked(const char *path, const char *want_id, boo
 	/* The whole sections are the cost of opening: a process that has run
 	 * too little for it names its frames without lines until it has. */
 	uint64_t whole = whole_inflate_bytes(&img, lazy);
-	if (!share_allows(&share.inflate, whole)) {
-		share.deferred++;
+	if (share_defers(&share.inflate, whole)) {
 		*deferred = whole;
 		goto fail;
 	}
@@ -716,17 +719,13 @@ enum dwarf_lookup_status debuginfo_lookup(struct debuginfo *di, uint64_t addr,
 		uint32_t p = info->npoints - 1;
 		while (p > 0 && info->points[p].out > off)
 			p--;
-		if (!share_allows(&share.inflate, off - info->points[p].out + LAZY_PAGE)) {
-			share.deferred++;
+		if (share_defers(&share.inflate, off - info->points[p].out + LAZY_PAGE))
 			return DWARF_DEFERRED;
-		}
 	}
 	/* So does a unit not decoded yet: its size in .debug_info prices it. */
 	uint64_t decode = share.ppm != 0 && di->index != NULL ? dwarf_decode_pending(di->index, addr) : 0;
-	if (decode > 0 && !share_allows(&share.decode, decode)) {
-		share.deferred++;
+	if (decode > 0 && share_defers(&share.decode, decode))
 		return DWARF_DEFERRED;
-	}
 	uint64_t t0 = decode > 0 ? rt_thread_cpu_ns() : 0, inflating0 = share.inflate.ns;
 	enum dwarf_lookup_status st = dwarf_lookup(di->index, addr, frames, n);
 	if (decode > 0) {

@@ -602,13 +602,11 @@ bool symbols_add_loaded(void)
 	if (!dl_iterate_phdr)
 		return false;
 	struct loaded_walk w = {.seg = rt_malloc(LOADED_SEGMENTS_MAX * sizeof(struct sym_mapping)),
-				.page = getauxval != NULL ? getauxval(6 /* AT_PAGESZ */) : 0};
+				.page = host_page_size()};
 	char *path = rt_malloc(LOADED_PATH_MAX);
 	struct sym_mapping *all = NULL;
 	struct unwind_code_range *code = NULL;
 	bool ok = false;
-	if (w.page == 0 || (w.page & (w.page - 1)) != 0)
-		w.page = 4096;
 	if (w.seg == NULL || path == NULL)
 		goto out;
 	(void)dl_iterate_phdr(collect_loaded, &w);
@@ -635,7 +633,6 @@ bool symbols_add_loaded(void)
 		ok = !stale;
 		goto unlock;
 	}
-	generation++;
 	for (uint32_t i = 0; i < nnew; i++) {
 		struct maps_entry e;
 		if (!loaded_entry(&w.seg[i], path, LOADED_PATH_MAX, &e))
@@ -660,6 +657,7 @@ bool symbols_add_loaded(void)
 	all = NULL;
 	/* Every live module is still mapped: the next refresh retires what it
 	 * does not see. */
+	generation++;
 	for (struct sym_module *m = modules; m != NULL; m = m->next)
 		m->seen_generation = generation;
 	ok = true;
