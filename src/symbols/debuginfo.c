@@ -237,7 +237,7 @@ static bool share_defers(const struct share_rate *rate, uint64_t bytes)
 	return true;
 }
 
-bool debuginfo_open_allowed(uint64_t bytes) { return !share_defers(&share.inflate, bytes); }
+bool debuginfo_load_allowed(uint64_t bytes) { return !share_defers(&share.inflate, bytes); }
 
 static void share_spent(struct share_rate *rate, uint64_t ns, uint64_t bytes)
 {
@@ -560,6 +560,53 @@ static uint64_t whole_inflate_bytes(const struct elf_image *img, bool lazy)
  * check_crc.  NULL if the file is unusable or has no DWARF, or (*deferred
  * set to the bytes) if inflating its small sections whole would exceed the
  * CPU share. */
+/* Inflates what the DWARF index needs and builds it; false with *deferred
+ * set (the bytes needed) if the CPU share does not allow that now. */
+static bool load_dwarf(struct debuginfo *di, size_t budget, uint64_t *deferred)
+{
+	*deferred = 0;
+	struct dwarf_sections s;
+	rt_memset(&s, 0, sizeof(s));
+	const uint8_t **data[SEC_COUNT] = {&s.info, &s.abbrev, &s.line, &s.str, &s.line_str,
+					    &s.str_offsets, &s.addr, &s.ranges, &s.rnglists, &s.aranges};
+	size_t *size[SEC_COUNT] = {&s.info_size, &s.abbrev_size, &s.line_size, &s.str_size,
+				   &s.line_str_size, &s.str_offsets_size, &s.addr_size,
+				   &s.ranges_size, &s.rnglists_size, &s.aranges_size};
+	/* With .debug_aranges to find units by, compressed .debug_info,
+	 * .debug_abbrev and .debug_line are inflated page by page as lookups
+	 * need them, within half the budget; the other sections (small) are
+	 * inflated whole.  Inflated sections count against the budget; the
+	 * index gets the rest. */
+	struct elf_section ar;
+	bool lazy = elf_section_by_name(&di->img, section_names[SEC_ARANGES], &ar) && ar.size > 0;
+	/* The whole sections are the cost of loading: a process that has run
+	 * too little for it names its frames without lines until it has. */
+	uint64_t whole = whole_inflate_bytes(&di->img, lazy);
+	if (share_defers(&share.inflate, whole)) {
+		*deferred = whole;
+		return false;
+	}
+	uint64_t t0 = rt_thread_cpu_ns();
+	size_t left = budget;
+	for (uint32_t i = 0; i < SEC_COUNT; i++)
+		(void)section_bytes(di, &di->img, i, lazy, &left, data[i], size[i]);
+	if (whole > 0)
+		share_spent(&share.inflate, rt_thread_cpu_ns() - t0, whole);
+	for (uint32_t i = 0; i < SEC_LAZY_COUNT; i++) {
+		if (di->lazy[i].buf != NULL) {
+			s.load = lazy_load;
+			s.load_ctx = di;
+		}
+	}
+	if (s.load != NULL) {
+		di->lazy_cap = left / 2;
+		left -= di->lazy_cap;
+	}
+	di->index = dwarf_index_new(&s, left);
+	di->read = true;
+	return di->index != NULL;
+}
+
 static struct debuginfo *open_checked(const char *path, const char *want_id, bool check_crc,
 				      uint32_t crc, size_t budget, uint64_t *deferred)
 {
@@ -579,51 +626,17 @@ static struct debuginfo *open_checked(const char *path, const char *want_id, boo
 	}
 	if (check_crc && crc32_update(0, di->map, di->map_size) != crc)
 		goto fail;
-	struct dwarf_sections s;
-	rt_memset(&s, 0, sizeof(s));
-	const uint8_t **data[SEC_COUNT] = {&s.info, &s.abbrev, &s.line, &s.str, &s.line_str,
-					    &s.str_offsets, &s.addr, &s.ranges, &s.rnglists, &s.aranges};
-	size_t *size[SEC_COUNT] = {&s.info_size, &s.abbrev_size, &s.line_size, &s.str_size,
-				   &s.line_str_size, &s.str_offsets_size, &s.addr_size,
-				   &s.ranges_size, &s.rnglists_size, &s.aranges_size};
-	/* With .debug_aranges to find units by, compressed .debug_info,
-	 * .debug_abbrev and .debug_line are inflated page by page as lookups
-	 * need them, within half the budget; the other sections (small) are
-	 * inflated whole.  Inflated sections count against the budget; the
-	 * index gets the rest. */
-	struct elf_section ar;
-	bool lazy = elf_section_by_name(&img, section_names[SEC_ARANGES], &ar) && ar.size > 0;
-	/* The whole sections are the cost of opening: a process that has run
-	 * too little for it names its frames without lines until it has. */
-	uint64_t whole = whole_inflate_bytes(&img, lazy);
-	if (share_defers(&share.inflate, whole)) {
-		*deferred = whole;
-		goto fail;
-	}
-	uint64_t t0 = rt_thread_cpu_ns();
-	size_t left = budget;
-	for (uint32_t i = 0; i < SEC_COUNT; i++)
-		(void)section_bytes(di, &img, i, lazy, &left, data[i], size[i]);
-	if (whole > 0)
-		share_spent(&share.inflate, rt_thread_cpu_ns() - t0, whole);
-	for (uint32_t i = 0; i < SEC_LAZY_COUNT; i++) {
-		if (di->lazy[i].buf != NULL) {
-			s.load = lazy_load;
-			s.load_ctx = di;
-		}
-	}
-	if (s.load != NULL) {
-		di->lazy_cap = left / 2;
-		left -= di->lazy_cap;
-	}
-	di->index = dwarf_index_new(&s, left);
-	if (di->index == NULL)
-		goto fail;
-	di->read = true;
-	return di;
+	/* Deferred, the verified file still names code from its .symtab. */
+	if (load_dwarf(di, budget, deferred) || *deferred != 0)
+		return di;
 fail:
 	debuginfo_release(di);
 	return NULL;
+}
+
+bool debuginfo_load_deferred(struct debuginfo *di, size_t budget, uint64_t *deferred)
+{
+	return di->index != NULL || load_dwarf(di, budget, deferred);
 }
 
 struct debuginfo *debuginfo_open_file(const char *path, const char *build_id, size_t budget)
@@ -710,6 +723,8 @@ enum dwarf_lookup_status debuginfo_lookup(struct debuginfo *di, uint64_t addr,
 {
 	di->read = true;
 	*n = 0;
+	if (di->index == NULL)
+		return DWARF_DEFERRED; /* opened for its names, its DWARF not loaded yet */
 	/* A unit whose pages are not inflated yet costs inflating from the
 	 * last resume point before it. */
 	const struct lazy_section *info = &di->lazy[SEC_INFO];

@@ -48,17 +48,22 @@ struct debuginfo;
  * ref: the binary itself if it has DWARF, else the first separate file that
  * verifies.  dirs: ':'-separated extra roots searched before /usr/lib/debug
  * (NULL or "": none).  budget: bytes the DWARF index may hold.  NULL if
- * nothing usable was found, or, with *deferred set to the bytes it needs
- * inflated at open (else 0), if the file found needs more inflating than
- * the CPU share allows now (see debuginfo_limit_inflating): a later call,
- * with more CPU behind it, may open it. */
+ * nothing usable was found.  If the file found needs more inflating than the
+ * CPU share allows now (see debuginfo_limit_inflating), it is returned with
+ * its DWARF not loaded and *deferred set to the bytes that needs (else 0):
+ * its .symtab names code at once (debuginfo_symbol), its lookups answer
+ * DWARF_DEFERRED until debuginfo_load_deferred succeeds. */
 struct debuginfo *debuginfo_open(const char *path, const struct debug_ref *ref, const char *dirs,
 				 size_t budget, uint64_t *deferred);
-/* Whether the CPU share now allows an open deferred for needing `bytes`
+/* Loads the DWARF of a debuginfo opened with it deferred.  True once loaded;
+ * false with *deferred set if the CPU share still does not allow it, false
+ * with *deferred 0 if it cannot be loaded at all. */
+bool debuginfo_load_deferred(struct debuginfo *di, size_t budget, uint64_t *deferred);
+/* Whether the CPU share now allows a deferred load that needs `bytes`
  * inflated; if not, it counts as a deferred lookup.  Cheap: asked before
- * each retry, it spares mapping, verifying and reading the file only to be
- * deferred again (a process resolving many pcs of that binary at exit). */
-bool debuginfo_open_allowed(uint64_t bytes);
+ * each retry, it spares pricing the sections again only to be deferred (a
+ * process resolving many pcs of that binary at exit). */
+bool debuginfo_load_allowed(uint64_t bytes);
 /* Opens one file as debug information if its build id equals build_id
  * (NULL: not checked). */
 struct debuginfo *debuginfo_open_file(const char *path, const char *build_id, size_t budget);

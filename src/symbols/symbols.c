@@ -48,7 +48,7 @@ struct sym_module {
 	uint64_t seen_generation;
 	struct debug_ref debug_ref; /* where its DWARF is */
 	struct debuginfo *debug;    /* opened on first resolve, NULL if none */
-	uint64_t debug_deferred;    /* bytes its deferred open needs inflated (0: not deferred) */
+	uint64_t debug_deferred;    /* bytes its debug file's deferred DWARF needs inflated (0: none) */
 	bool debug_tried;
 	bool own; /* the profiler's own shared object */
 };
@@ -684,17 +684,22 @@ void symbols_configure(const char *dirs, size_t budget, uint32_t inflate_ppm)
  * module's debug information, opened the first time. */
 static void resolve_lines(struct sym_module *m, uint64_t addr, struct sw_frame_info *out)
 {
-	/* A deferred open is tried again once the CPU share allows what it
-	 * needs, not at every pc. */
-	if (!m->debug_tried && (m->debug_deferred == 0 || debuginfo_open_allowed(m->debug_deferred))) {
+	if (!m->debug_tried) {
 		m->debug_tried = true;
-		m->debug_deferred = 0;
 		if (dwarf_budget > 0 && (m->debug_ref.has_dwarf || m->debug_ref.build_id[0] ||
 					 m->debug_ref.debuglink[0]))
 			m->debug = debuginfo_open(m->path, &m->debug_ref, debug_dirs, dwarf_budget,
 						  &m->debug_deferred);
-		if (m->debug_deferred != 0)
-			m->debug_tried = false; /* names only now; a later export opens it */
+	} else if (m->debug != NULL && m->debug_deferred != 0 &&
+		   debuginfo_load_allowed(m->debug_deferred)) {
+		/* A deferred load is tried again once the CPU share allows what
+		 * it needs, not at every pc; one that cannot load at all leaves
+		 * the module as if no debug file had been found. */
+		if (!debuginfo_load_deferred(m->debug, dwarf_budget, &m->debug_deferred) &&
+		    m->debug_deferred == 0) {
+			debuginfo_free(m->debug);
+			m->debug = NULL;
+		}
 	}
 	if (m->debug == NULL)
 		return;
@@ -982,7 +987,7 @@ void symbols_stats(struct symbols_stats *st)
 		else if (m->cfi.count > 0)
 			st->unwind_built++;
 		st->unwind_bytes += m->cfi.owned_bytes;
-		if (m->debug != NULL)
+		if (m->debug != NULL && m->debug_deferred == 0)
 			st->modules_with_lines++;
 	}
 	st->names_looked_up = names_looked_up;

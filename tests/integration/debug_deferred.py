@@ -26,15 +26,59 @@ LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 
 
 def libc_locations(profile):
-    """(libc locations, those with a function name) of a pprof file, as go tool pprof reads it."""
+    """(libc mapping (start, offset), [(address, function name or None)]) of a pprof file,
+    as go tool pprof reads it."""
     out = subprocess.run(["go", "tool", "pprof", "-raw", "-symbolize=none", profile],
                          capture_output=True, text=True, check=True).stdout
     mappings = out.split("Mappings", 1)[1]
-    ids = [m.group(1) for m in re.finditer(r"^(\d+): \S+ (\S+)", mappings, re.M)
-           if m.group(2).endswith("/libc.so.6")]
+    found = [m for m in re.finditer(r"^(\d+): 0x([0-9a-f]+)/0x[0-9a-f]+/0x([0-9a-f]+) (\S+)", mappings, re.M)
+             if m.group(4).endswith("/libc.so.6")]
+    if not found:
+        return None, []
+    mid, start, offset = found[0].group(1), int(found[0].group(2), 16), int(found[0].group(3), 16)
     locations = out.split("Locations", 1)[1].split("Mappings", 1)[0]
-    rows = [l.split() for l in locations.splitlines() if ids and f" M={ids[0]} " in l + " "]
-    return len(rows), sum(1 for r in rows if len(r) >= 4)
+    rows = []
+    for line in locations.splitlines():
+        f = line.split()
+        if len(f) >= 3 and f[2] == f"M={mid}":
+            rows.append((int(f[1], 16), f[3] if len(f) >= 4 else None))
+    return (start, offset), rows
+
+
+def symbol_table(path):
+    """[(start, size, names)] of the function symbols of an ELF file, by nm."""
+    out = subprocess.run(["nm", "-S", "--defined-only", path], capture_output=True, text=True,
+                         check=True).stdout
+    by_start = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 4 and f[2] in "TtWi":
+            start, size = int(f[0], 16), int(f[1], 16)
+            e = by_start.setdefault(start, [size, set()])
+            e[0] = max(e[0], size)
+            e[1].add(f[3].split("@")[0])
+    return sorted((k, v[0], v[1]) for k, v in by_start.items())
+
+
+def dynamic_names(path):
+    """The names of an ELF file's defined dynamic symbols, by nm."""
+    out = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True, text=True,
+                         check=True).stdout
+    return {f[-1].split("@")[0] for f in (l.split() for l in out.splitlines()) if len(f) >= 3}
+
+
+def containing(table, addr):
+    """The names of the function symbol covering link-time address addr, or None."""
+    lo, hi = 0, len(table)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if table[mid][0] <= addr:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo == 0 or addr >= table[lo - 1][0] + table[lo - 1][1]:
+        return None
+    return table[lo - 1][2]
 
 
 def main():
@@ -58,10 +102,24 @@ def main():
               r.returncode == 0 and len(r.stdout.splitlines()) > 100 and
               len(files) == 1 and ".alloc." in files[0], f"rc {r.returncode}, files {files}, stderr {r.stderr[-300:]}")
         alloc = [os.path.join(out, f) for f in files if ".alloc." in f]
-        libc, named = libc_locations(alloc[0]) if alloc else (0, 0)
+        mapping, rows = libc_locations(alloc[0]) if alloc else (None, [])
+        libc, named = len(rows), sum(1 for _, n in rows if n)
         opens = sum(1 for l in open(trace) if debug in l)
         check("debug_deferred: the export names many libc pcs", libc >= 10 and named >= 10,
               f"{libc} libc locations, {named} of them named")
+        # A return address is one past its call: the call's own byte names it.
+        table = symbol_table(debug)
+        judged = [(a, n, containing(table, a - 1 - mapping[0] + mapping[1])) for a, n in rows] if mapping else []
+        wrong = [(hex(a), n, sorted(t)[:3]) for a, n, t in judged if t is not None and n is not None and n not in t]
+        unnamed = [(hex(a), sorted(t)[:3]) for a, n, t in judged if t is not None and n is None]
+        check("debug_deferred: with its DWARF deferred, every libc pc the debug file's .symtab covers "
+              "is named as nm -S of that file names it (internal functions included)",
+              len(judged) >= 10 and not wrong and not unnamed,
+              f"{len(judged)} libc locations; named otherwise than nm: {wrong[:4]}; unnamed: {unnamed[:4]}")
+        dynamic = dynamic_names(LIBC)
+        internal = sorted({n for _, n, t in judged if n and n not in dynamic})
+        check("debug_deferred: libc functions absent from its dynamic symbols are named",
+              len(internal) >= 3, f"{len(internal)}: {internal[:6]}")
         check("debug_deferred: libc's debug file, deferred by the CPU share, is opened once, "
               "not once per libc pc", opens == 1, f"{opens} openat of {debug} for {libc} libc locations")
 
