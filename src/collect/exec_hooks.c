@@ -127,7 +127,7 @@ static bool entry_is_self(const char *s, size_t len)
 	path[len] = 0;
 	struct statx st;
 	rt_memset(&st, 0, sizeof(st));
-	if (sys_statx(AT_FDCWD_VALUE, path, 0, STATX_INO, &st) < 0)
+	if (rt_statx(AT_FDCWD_VALUE, path, 0, STATX_INO, &st) < 0)
 		return false;
 	return st.stx_ino == self_file.inode && st.stx_dev_major == self_file.dev_major &&
 	       st.stx_dev_minor == self_file.dev_minor;

@@ -229,7 +229,7 @@ static bool inode_of(const char *path, uint64_t *ino)
 {
 	struct statx st;
 	rt_memset(&st, 0, sizeof(st));
-	if (sys_statx(AT_FDCWD, path, 0, STATX_INO, &st) < 0 || !(st.stx_mask & STATX_INO))
+	if (rt_statx(AT_FDCWD, path, 0, STATX_INO, &st) < 0 || !(st.stx_mask & STATX_INO))
 		return false;
 	*ino = st.stx_ino;
 	return true;

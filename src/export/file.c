@@ -198,7 +198,7 @@ static long count_and_trim(struct file_exporter *fe, int dirfd)
 		if (!is_profile_file(name))
 			continue;
 		struct statx st = { 0 };
-		if (sys_statx(dirfd, name, 0, STATX_MTIME, &st) != 0)
+		if (rt_statx(dirfd, name, 0, STATX_MTIME, &st) != 0)
 			continue;
 		uint64_t m = (uint64_t)st.stx_mtime.tv_sec * RT_NS_PER_SEC + st.stx_mtime.tv_nsec;
 		/* Insert into the sorted (oldest first) array, dropping the newest. */

@@ -138,7 +138,7 @@ static int load_bundle(mbedtls_x509_crt *chain, const char *path)
 	if (fd < 0)
 		return (int)fd;
 	struct statx st = {0};
-	long r = sys_statx((int)fd, "", AT_EMPTY_PATH, STATX_SIZE, &st);
+	long r = rt_statx((int)fd, "", AT_EMPTY_PATH, STATX_SIZE, &st);
 	if (r < 0 || st.stx_size == 0 || st.stx_size > CA_FILE_MAX) {
 		sys_close((int)fd);
 		return r < 0 ? (int)r : -EFBIG;

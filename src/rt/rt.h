@@ -244,6 +244,13 @@ void rt_log_set_redirect(rt_log_redirect_fn fn);
 long rt_read_file(const char *path, char *buf, size_t cap);
 /* Writes all n bytes, retrying short writes and EINTR; 0 or -errno. */
 long rt_write_all(int fd, const void *buf, size_t n);
+/* statx(2) where the kernel (4.11 and later) and the seccomp filter allow
+ * it; where they refuse it (ENOSYS, or EPERM from a filter that predates it
+ * or lists only the program's own calls), fstatat(2), its fields moved into
+ * *st (stx_mask: the basic fields), and every later call goes there at
+ * once.  Same arguments and result as statx. [signal-safe] */
+struct statx;
+long rt_statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *st);
 
 /* ---- directory listing ----
  * Entries of a directory, "." and ".." included, in the kernel's order.  At

@@ -124,7 +124,7 @@ static void *map_file(const char *path, size_t *size)
 	if (fd < 0)
 		return NULL;
 	void *p = (void *)-1L;
-	long r = sys_statx((int)fd, "", AT_EMPTY_PATH, STATX_SIZE | STATX_TYPE, &st);
+	long r = rt_statx((int)fd, "", AT_EMPTY_PATH, STATX_SIZE | STATX_TYPE, &st);
 	if (r == 0 && (st.stx_mode & 0170000) == 0100000 /* S_ISREG */ && st.stx_size >= sizeof(Elf64_Ehdr) &&
 	    st.stx_size <= DEBUG_FILE_MAX_BYTES)
 		p = sys_mmap(NULL, (size_t)st.stx_size, PROT_READ, MAP_PRIVATE, (int)fd, 0);

@@ -50,7 +50,7 @@ bool maps_map_file(const struct maps_entry *e, const char *path, struct maps_fil
 		return false;
 	struct statx st;
 	rt_memset(&st, 0, sizeof(st));
-	long r = sys_statx((int)fd, "", AT_EMPTY_PATH, STATX_INO | STATX_SIZE, &st);
+	long r = rt_statx((int)fd, "", AT_EMPTY_PATH, STATX_INO | STATX_SIZE, &st);
 	void *p = (void *)-1L;
 	if (r == 0 && st.stx_ino == e->inode && st.stx_dev_major == e->dev_major &&
 	    st.stx_dev_minor == e->dev_minor && st.stx_size >= ELF64_EHDR_BYTES &&

@@ -574,7 +574,7 @@ static bool loaded_entry(const struct sym_mapping *sm, char *path, size_t cap, s
 		return false;
 	struct statx st;
 	rt_memset(&st, 0, sizeof(st));
-	if (sys_statx(AT_FDCWD, path, 0, STATX_INO, &st) != 0)
+	if (rt_statx(AT_FDCWD, path, 0, STATX_INO, &st) != 0)
 		return false;
 	*e = (struct maps_entry){.start = sm->start, .end = sm->end, .offset = sm->offset,
 				 .inode = st.stx_ino, .dev_major = st.stx_dev_major,

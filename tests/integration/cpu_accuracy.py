@@ -5,9 +5,17 @@ cpu_split measures its own per-function CPU time with the thread CPU clock;
 the profile written by the preloaded library must agree: each function's
 share within 3 percentage points, the total within 10% of getrusage, and
 at least 99% of samples reaching their thread's entry function.  Judged
-with `go tool pprof`, not with our own decoder."""
+with `go tool pprof`, not with our own decoder.
+
+Variants named PROGRAM@statx-ERRNO run under a seccomp filter refusing
+statx (tests/workloads/syscall_refused.c): ENOSYS as a kernel before 4.11
+answers, EPERM as a container's filter that does not list it does.  Every
+module's file is identified and sized through statx; refused, the library
+must fall back to fstatat and still name and unwind every frame."""
+import errno
 import glob
 import os
+import platform
 import subprocess
 import sys
 import tempfile
@@ -22,7 +30,10 @@ WL = os.environ.get("STOWAWAY_WL", os.path.join(ROOT, "build", "workloads"))
 # Other linkers: lld (p_vaddr != p_offset), PIE and not, and gold.
 VARIANTS = os.environ.get("STOWAWAY_VARIANTS", "cpu_split-fp cpu_split-nofp cpu_split-musl-fp "
                           "cpu_split-musl-nofp cpu_split-cxx-nofp cpu_split-lld-nofp "
-                          "cpu_split-lld-nopie-fp cpu_split-gold-nofp").split()
+                          "cpu_split-lld-nopie-fp cpu_split-gold-nofp "
+                          "cpu_split-nofp@statx-ENOSYS cpu_split-musl-nofp@statx-EPERM").split()
+# statx's number on this machine, for the variants that refuse it.
+STATX_NR = {"x86_64": 332, "aarch64": 291}.get(platform.machine())
 LEAVES = ["alpha_leaf", "beta_leaf", "gamma_leaf", "delta_leaf"]
 # Each leaf's thread entry, which every one of its stacks must reach.
 ENTRY = {"alpha_leaf": "worker_ab", "beta_leaf": "worker_ab", "gamma_leaf": "worker_g",
@@ -54,7 +65,18 @@ def traces(path):
 
 
 def run_variant(name, seconds=6.0):
-    exe = os.path.join(WL, name)
+    program, _, refused = name.partition("@")
+    argv = [os.path.join(WL, program), str(seconds)]
+    if refused:
+        call, _, err = refused.partition("-")
+        if call != "statx" or STATX_NR is None or not hasattr(errno, err):
+            check(f"{name}: a refusal this test knows", False, f"{refused} on {platform.machine()}")
+            return
+        # The host's launcher and call number: under qemu-user (aarch64.sh) the
+        # guest's statx reaches the host as the host's (and qemu answers a
+        # host ENOSYS itself, through fstatat: there only EPERM reaches us).
+        launcher = os.path.join(ROOT, "build", "workloads", "syscall_refused")
+        argv = [launcher, str(STATX_NR), str(getattr(errno, err))] + argv
     with tempfile.TemporaryDirectory() as out:
         # 1000 Hz (one signal per kernel tick at most) so the shares rest on
         # enough samples for a 3-point tolerance; the overhead cap stays out
@@ -62,9 +84,13 @@ def run_variant(name, seconds=6.0):
         env = dict(os.environ, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out,
                    LD_PRELOAD=SO, DD_SERVICE="cpusplit", STOWAWAY_CPU_HZ="1000",
                    STOWAWAY_MAX_OVERHEAD_PCT="100")
-        proc = subprocess.run([exe, str(seconds)], env=env, capture_output=True, text=True,
-                              timeout=120)
+        if refused:
+            env["STOWAWAY_LOG_LEVEL"] = "debug"
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
         check(f"{name}: runs", proc.returncode == 0, proc.stderr[-300:])
+        if refused:
+            check(f"{name}: statx was refused and the library said it used fstatat",
+                  "statx refused" in proc.stderr, proc.stderr[-400:])
         truth, rusage = {}, None
         for line in proc.stdout.splitlines():
             parts = line.split()

@@ -16,6 +16,11 @@ $(WL)/throw: tests/workloads/throw.cpp
 	@mkdir -p $(WL)
 	g++ -std=c++17 $(WL_CFLAGS) $< -o $@
 
+TEST_PROGRAMS += $(WL)/syscall_refused
+$(WL)/syscall_refused: tests/workloads/syscall_refused.c
+	@mkdir -p $(WL)
+	$(CC) $(WL_CFLAGS) $< -o $@
+
 $(WL)/forkexec: tests/workloads/forkexec.c
 	@mkdir -p $(WL)
 	$(CC) $(WL_CFLAGS) $< -o $@
