@@ -232,9 +232,11 @@ int collect_start(const struct sw_config *cfg, struct recorder *rec)
 	for (int pass = 0; pass < 2; pass++) {
 		if (pass == 1) {
 			int live = threads_scan();
-			if (live < 0)
-				rt_warn("cannot read /proc/self/task (error %d): only threads started "
-					"from now on are profiled", -live);
+			if (live < 0) {
+				rt_warn("cannot read /proc/self/task (error %d): only this thread and "
+					"threads started from now on are profiled", -live);
+				(void)threads_register((int)sys_gettid(), false, 0, 0);
+			}
 		}
 		for (size_t i = 0; i < N_COLLECTORS; i++) {
 			const struct collector *c = collectors[i];

@@ -171,7 +171,11 @@ void cpu_thread_added(int slot, int tid, bool self)
 	int old = atomic_exchange(&t->timer_id, timer);
 	if (old >= 0)
 		(void)sys_timer_delete(old);
-	if (arm(t, timer, clk, &its, first) < 0) {
+	r = arm(t, timer, clk, &its, first);
+	if (r < 0) {
+		if (r != -EINVAL && r != -ESRCH)
+			rt_log_once(RT_LOG_WARN, "cannot arm CPU timers (error %ld); some threads are "
+						 "not CPU-profiled", -r);
 		atomic_store(&t->timer_id, -1);
 		(void)sys_timer_delete(timer);
 	}

@@ -152,6 +152,8 @@ int threads_scan(void)
 		}
 	}
 	rt_dir_close(&dir);
+	if (dir.error != 0)
+		return (int)dir.error; /* a partial listing must not retire the others */
 	for (int s = threads_next_used(0); s >= 0; s = threads_next_used(s + 1)) {
 		int tid = atomic_load(&thread_slots[s].tid);
 		if (tid && !thread_slots[s].scan_mark)

@@ -82,7 +82,8 @@ int threads_register(int tid, bool self, uint64_t stack_lo, uint64_t stack_hi);
 /* Removes the slot if it still holds tid. */
 void threads_unregister(int slot, int tid);
 /* Reconciles the table with /proc/self/task: adds new threads, removes
- * gone ones, skips our own.  Returns live threads, or -errno. */
+ * gone ones, skips our own.  Returns live threads, or -errno (a listing
+ * ended by a failed read adds what it saw and removes nothing). */
 int threads_scan(void);
 /* Slot of tid, or -1. */
 int threads_find(int tid);

@@ -820,8 +820,13 @@ static bool arm_timer(int slot, struct wall_private *w, uint64_t now)
 		w->timer_id = id;
 	}
 	struct sys_itimerspec its = { .interval = { 0, 0 }, .value = { 0, 1 } };
-	if (sys_timer_settime(w->timer_id, 0, &its, NULL) != 0)
+	long r = sys_timer_settime(w->timer_id, 0, &its, NULL);
+	if (r != 0) {
+		if (r != -EINVAL && r != -ESRCH)
+			rt_log_once(RT_LOG_WARN, "cannot arm wall timers (error %ld); running threads "
+						 "get no wall stacks", -r);
 		return false;
+	}
 	w->request_ns = now;
 	return true;
 }

@@ -84,11 +84,23 @@ static const char *errno_name(long e)
 	}
 }
 
+/* fsync's result, where a refusal to sync is not a failure to write: a
+ * seccomp filter without fsync (EPERM, ENOSYS) or a file system that does
+ * not sync (EINVAL) leaves the profile written, only not yet durable. */
+static long sync_result(long r)
+{
+	if (r != -EPERM && r != -ENOSYS && r != -EINVAL)
+		return r;
+	rt_log_once(RT_LOG_DEBUG, "file exporter: fsync refused (error %ld): profiles are written "
+		    "but not synced", -r);
+	return 0;
+}
+
 /* Writes and syncs data to fd; 0 or -errno. */
 static long write_sync(long fd, const uint8_t *data, size_t len)
 {
 	long r = rt_write_all((int)fd, data, len);
-	return r == 0 ? sys_fsync((int)fd) : r;
+	return r == 0 ? sync_result(sys_fsync((int)fd)) : r;
 }
 
 /* Gives the complete unnamed file fd the name `name` in dirfd, replacing a
@@ -281,7 +293,7 @@ static int file_export(struct sw_exporter *self, const struct sw_export_batch *b
 	 * directory alone: it cannot have pushed it over the bound.  One whose
 	 * writes failed still enforces the bound (it may free the space). */
 	if (written) {
-		long r = sys_fsync((int)dirfd);
+		long r = sync_result(sys_fsync((int)dirfd));
 		if (r < 0)
 			result = (int)r;
 		fe->files_written += written;

@@ -10,6 +10,7 @@ long rt_dir_open(struct rt_dir *d, int dirfd, const char *path, uint32_t max_rea
 	d->pos = d->len = 0;
 	d->reads = 0;
 	d->max_reads = max_reads;
+	d->error = 0;
 	long fd = sys_openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 	d->fd = fd < 0 ? -1 : (int)fd;
 	return fd < 0 ? fd : 0;
@@ -34,6 +35,8 @@ const char *rt_dir_next(struct rt_dir *d)
 			return NULL;
 		d->reads++;
 		long n = sys_getdents64(d->fd, d->buf, sizeof(d->buf));
+		if (n < 0)
+			d->error = n;
 		if (n <= 0 || (size_t)n > sizeof(d->buf))
 			return NULL;
 		d->pos = 0;

@@ -260,11 +260,13 @@ long rt_statx(int dirfd, const char *path, int flags, unsigned mask, struct stat
 struct rt_dir {
 	int fd;
 	uint32_t reads, max_reads;
+	long error; /* -errno of the getdents64 call that ended the listing, else 0 */
 	size_t pos, len;
 	uint8_t buf[8192];
 };
 /* Opens path, relative to dirfd (AT_FDCWD: -100), close-on-exec; 0 or -errno.
- * rt_dir_next then yields nothing on failure. */
+ * rt_dir_next then yields nothing on failure; a listing that ended on a
+ * failed read (a seccomp filter refusing getdents64) says so in `error`. */
 long rt_dir_open(struct rt_dir *d, int dirfd, const char *path, uint32_t max_reads);
 /* The next entry's name (valid until the next call), or NULL at the end. */
 const char *rt_dir_next(struct rt_dir *d);

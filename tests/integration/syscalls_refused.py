@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+# needs: build/libstowaway.so build/workloads/syscall_refused build/workloads/cpu_split-nofp
+"""Each system call the library makes that a container's seccomp filter may
+not list (a profile recorded from the program's own calls, or one written
+before the call existed), refused with EPERM, one at a time
+(tests/workloads/syscall_refused.c), under cpu_split-nofp (threads, no frame
+pointers, known CPU split) with every default kind:
+  - the program runs unchanged: same exit status, its own output, no hang,
+    and every line we add to its stderr starts with `stowaway:`;
+  - the profiles are still written, gzip pprof that `go tool pprof` reads,
+    the CPU profile naming the program's four hot functions and unwinding
+    them to their thread's entry, except where the refused call is the one
+    a kind is made of: without timer_create or timer_settime no CPU or wall
+    timer runs, which one warning line says, and the other kinds are still
+    written.
+fsync refused (EPERM, and EINVAL as a file system that cannot sync answers)
+leaves the profiles written, not synced, and one debug line says so."""
+import concurrent.futures
+import errno
+import glob
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+
+from checks import check, status
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LIB = os.path.join(ROOT, "build", "libstowaway.so")
+WL = os.path.join(ROOT, "build", "workloads")
+LEAVES = {"alpha_leaf": "worker_ab", "beta_leaf": "worker_ab", "gamma_leaf": "worker_g",
+          "delta_leaf": "main"}
+# The calls, by name; their numbers come from the kernel headers.
+# (Not those the loader needs before us: newfstatat, pread64.)
+CALLS = ["statx", "renameat2", "linkat", "mkdirat", "getdents64", "flock", "fsync",
+         "readlinkat", "getrandom", "process_vm_readv", "pidfd_open", "pidfd_getfd", "unshare",
+         "close_range", "prlimit64", "madvise", "tgkill", "rt_sigtimedwait", "getrusage", "uname",
+         "timer_create", "timer_settime", "capget", "epoll_pwait2"]
+UNISTD = {"x86_64": "/usr/include/x86_64-linux-gnu/asm/unistd_64.h",
+          "aarch64": "/usr/include/aarch64-linux-gnu/asm/unistd.h"}.get(platform.machine())
+
+
+def numbers():
+    """{name: number} of this machine's system calls, from its kernel headers."""
+    out = {}
+    for line in open(UNISTD):
+        f = line.split()
+        if len(f) == 3 and f[0] == "#define" and f[1].startswith("__NR_") and f[2].isdigit():
+            out[f[1][5:]] = int(f[2])
+    return out
+
+
+def stacks(path):
+    """[(leaf-first function names, cpu-time)] of a CPU profile, by go tool pprof -traces."""
+    out = subprocess.run(["go", "tool", "pprof", "-traces", "-sample_index=cpu-time", path],
+                         capture_output=True, text=True, check=True).stdout
+    result, stack, value = [], [], None
+    for line in out.splitlines():
+        if line.startswith("-----------"):
+            if stack:
+                result.append((stack, value))
+            stack, value = [], None
+            continue
+        parts = line.split()
+        if not parts or parts[0].endswith(":") or (len(parts) > 1 and parts[1].endswith(":")):
+            continue  # the header, and a sample's labels ("thread name:", "end_timestamp_ns:")
+        if value is None and len(parts) >= 2:
+            value = parts[0]
+            stack.append(parts[1])
+        elif value is not None:
+            stack.append(parts[0])
+    if stack:
+        result.append((stack, value))
+    return result
+
+
+def run(name, nr, err, log_level="info"):
+    """Runs cpu_split-nofp 1 with call nr refused; (returncode, stdout, stderr, profile paths)."""
+    out = tempfile.mkdtemp(prefix="refused.")
+    env = dict(os.environ, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out, DD_SERVICE="refused",
+               LD_PRELOAD=LIB, STOWAWAY_ALLOC_SAMPLE_BYTES="1", STOWAWAY_LOG_LEVEL=log_level)
+    try:
+        p = subprocess.run([os.path.join(WL, "syscall_refused"), str(nr), str(err),
+                            os.path.join(WL, "cpu_split-nofp"), "1"],
+                           env=env, capture_output=True, text=True, timeout=60)
+        return p.returncode, p.stdout, p.stderr, sorted(glob.glob(os.path.join(out, "*.pb.gz")))
+    except subprocess.TimeoutExpired:
+        return None, "", "no exit after 60 s", []
+
+
+def judge(name, result):
+    rc, stdout, stderr, files = result
+    truths = [l for l in stdout.splitlines() if l.startswith("truth ")]
+    foreign = [l for l in stderr.splitlines() if l.strip() and not l.startswith("stowaway:")]
+    check(f"{name} refused: the program runs unchanged (exit 0, its 4 truth lines, "
+          "only stowaway: lines added to stderr)",
+          rc == 0 and len(truths) == 4 and not foreign,
+          f"exit {rc}, {len(truths)} truth lines, foreign stderr {foreign[:2]}")
+    kinds = sorted({os.path.basename(f).split(".")[2] for f in files})
+    cpu = [f for f in files if ".cpu." in f]
+    if name in ("timer_create", "timer_settime"):
+        verb = name.split("_")[1].replace("settime", "arm")
+        check(f"{name} refused: one warning says CPU timers cannot be made or armed; the allocation "
+              "profile is still written",
+              stderr.count(f"cannot {verb} CPU timers") == 1 and "alloc" in kinds,
+              f"kinds {kinds}; {stderr.strip()[:300]}")
+        return
+    check(f"{name} refused: the CPU and allocation profiles are written", "cpu" in kinds and "alloc" in kinds,
+          f"kinds {kinds}; {stderr.strip()[-300:]}")
+    if not cpu:
+        return
+    st = stacks(cpu[0])
+    leaves = {s[0] for s, _ in st if s}
+    leaf_stacks = [s for s, _ in st if s and s[0] in LEAVES]
+    reached = [s for s in leaf_stacks if LEAVES[s[0]] in s]
+    check(f"{name} refused: the CPU profile names the 4 hot functions and unwinds them to their "
+          "thread's entry", set(LEAVES) <= leaves and leaf_stacks and len(reached) == len(leaf_stacks),
+          f"leaves {sorted(leaves & set(LEAVES))}, {len(reached)} of {len(leaf_stacks)} stacks reach the entry")
+
+
+def main():
+    missing = [p for p in (LIB, os.path.join(WL, "syscall_refused"), os.path.join(WL, "cpu_split-nofp"))
+               if not os.path.exists(p)]
+    if missing or UNISTD is None or not os.path.exists(UNISTD):
+        check("syscalls_refused prerequisites", False, f"missing {missing}, headers {UNISTD}")
+        return
+    nrs = numbers()
+    calls = [c for c in CALLS if c in nrs]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        results = dict(zip(calls, pool.map(lambda c: run(c, nrs[c], errno.EPERM), calls)))
+    for c in calls:
+        judge(c, results[c])
+    for err in ("EPERM", "EINVAL"):
+        rc, _, stderr, files = run("fsync", nrs["fsync"], getattr(errno, err), "debug")
+        check(f"fsync refused with {err}: profiles written, and one debug line says they are not synced",
+              rc == 0 and any(".cpu." in f for f in files) and
+              stderr.count("fsync refused") == 1 and "cannot write profiles" not in stderr,
+              f"exit {rc}, {len(files)} files; {[l for l in stderr.splitlines() if 'sync' in l][:2]}")
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(status())
