@@ -507,9 +507,22 @@ static bool same_otel_span(const struct wall_private *w, const struct otel_span 
 	return true;
 }
 
-/* One sample of the cached stack, of `weight` ns.  `otel_read`: the thread's
- * OpenTelemetry span read while the caller knew the stack still stood, or
- * NULL to read it now. */
+/* The span context of a thread inside an interposed call, read while the
+ * call lasted (checked after the reads): a thread that leaves the call and
+ * clears its span meanwhile must not have the call's time labelled with
+ * the context it runs under afterwards. */
+struct call_context {
+	unsigned gen; /* the API context's generation (0: none) */
+	bool api;     /* value holds that generation's API context */
+	struct context_value value; /* value.otel: the OpenTelemetry span */
+};
+
+/* Whether the pending samples must end before a sample under (gen, otel). */
+static bool pending_differs(const struct wall_private *w, unsigned gen, const struct otel_span *otel)
+{
+	return w->pend_count && (gen != w->pend_gen || !same_otel_span(w, otel));
+}
+
 /* Adds `weight` ns to the pending samples of the cached stack, under the
  * context pend_ctx holds. */
 static void pend_add(struct wall_private *w, uint64_t now, uint64_t weight)
@@ -522,22 +535,28 @@ static void pend_add(struct wall_private *w, uint64_t now, uint64_t weight)
 		flush_pending(w, now);
 }
 
+/* One sample of the cached stack, of `weight` ns.  `in_call`: the thread's
+ * context read while the caller knew the stack still stood, or NULL to
+ * read it now. */
 static void account_cached(int slot, struct wall_private *w, uint64_t now, uint64_t weight,
-			   const struct otel_span *otel_read)
+			   const struct call_context *in_call)
 {
 	/* With weight 0 only the context is taken: the cached stack's time
 	 * found later (account_previous_wait) carries it.  Samples taken
 	 * under another span context must not share labels. */
 	int ctx_slot = atomic_load(&thread_slots[slot].context_slot);
-	unsigned gen = context_generation(ctx_slot, w->tid);
+	unsigned gen;
 	/* An OpenTelemetry span has no generation: its record is read (a no-op
 	 * without a writer in the process). */
 	struct otel_span otel;
-	if (otel_read)
-		otel = *otel_read;
-	else
+	if (in_call) {
+		gen = in_call->gen;
+		otel = in_call->value.otel;
+	} else {
+		gen = context_generation(ctx_slot, w->tid);
 		(void)otel_context_read_thread(atomic_load(&thread_slots[slot].wall_tp), &otel);
-	if (w->pend_count && (gen != w->pend_gen || !same_otel_span(w, &otel)))
+	}
+	if (pending_differs(w, gen, &otel))
 		flush_pending(w, now);
 	if (w->pend_count == 0) {
 		w->pend_gen = gen;
@@ -546,7 +565,14 @@ static void account_cached(int slot, struct wall_private *w, uint64_t now, uint6
 			w->pend_ctx = rt_malloc(sizeof(*w->pend_ctx));
 		w->pend_has_ctx = false;
 		if (want && w->pend_ctx) {
-			bool api = gen && context_read_slot(ctx_slot, w->tid, w->pend_ctx);
+			bool api;
+			if (in_call) {
+				api = in_call->api;
+				if (api)
+					*w->pend_ctx = in_call->value;
+			} else {
+				api = gen && context_read_slot(ctx_slot, w->tid, w->pend_ctx);
+			}
 			if (!api)
 				rt_memset(w->pend_ctx, 0, sizeof(*w->pend_ctx));
 			w->pend_ctx->otel = otel;
@@ -572,9 +598,9 @@ static void account_previous_wait(int slot, struct wall_private *w, uint64_t now
 }
 
 static void emit_cached(int slot, struct wall_private *w, uint64_t now, uint64_t weight,
-			const struct otel_span *otel)
+			const struct call_context *in_call)
 {
-	account_cached(slot, w, now, weight, otel);
+	account_cached(slot, w, now, weight, in_call);
 	atomic_fetch_add(&wall.cached, 1);
 }
 
@@ -687,13 +713,25 @@ static void recent_store(struct wall_private *w, const struct frame_key *k, cons
 }
 
 /* Case 1: the thread is inside an interposed blocking call. */
-/* The thread's OpenTelemetry span, read while it is still inside call `seq`
- * (checked after the read), so a thread leaving the call and its span
- * meanwhile is not labelled with nothing, or with its next span. */
-static bool read_otel_in_call(struct thread_slot *t, uint32_t seq, struct otel_span *out)
+/* The thread's span context, read while it is still inside call `seq`
+ * (checked after the reads), so a thread leaving the call and its span
+ * meanwhile is not labelled with nothing, or with its next span.  The API
+ * context's values are copied only where account_cached will want them. */
+static bool read_context_in_call(struct thread_slot *t, const struct wall_private *w, uint32_t seq,
+				 bool new_stack, struct call_context *out)
 {
-	(void)otel_context_read_thread(atomic_load(&t->wall_tp), out);
-	return !otel_context_present() || atomic_load(&t->wall_seq) == seq;
+	int ctx_slot = atomic_load(&t->context_slot);
+	out->gen = context_generation(ctx_slot, w->tid);
+	(void)otel_context_read_thread(atomic_load(&t->wall_tp), &out->value.otel);
+	out->api = false;
+	if (out->gen &&
+	    (new_stack || w->pend_count == 0 || pending_differs(w, out->gen, &out->value.otel))) {
+		struct otel_span otel = out->value.otel;
+		out->api = context_read_slot(ctx_slot, w->tid, &out->value) &&
+			   context_generation(ctx_slot, w->tid) == out->gen;
+		out->value.otel = otel;
+	}
+	return atomic_load(&t->wall_seq) == seq;
 }
 
 /* Places `span` at the stack of call `seq`; false if the thread left the
@@ -701,13 +739,13 @@ static bool read_otel_in_call(struct thread_slot *t, uint32_t seq, struct otel_s
 static bool sample_published(int slot, struct wall_private *w, uint32_t seq, uint64_t now, uint64_t span)
 {
 	struct thread_slot *t = &thread_slots[slot];
-	struct otel_span otel;
+	struct call_context in_call;
 	if (w->cache == CACHE_PUBLISHED && w->cache_seq == seq) {
-		if (!read_otel_in_call(t, seq, &otel)) {
+		if (!read_context_in_call(t, w, seq, false, &in_call)) {
 			w->unplaced += span; /* it left the call meanwhile: the next visit places it */
 			return false;
 		}
-		emit_cached(slot, w, now, span, &otel);
+		emit_cached(slot, w, now, span, &in_call);
 		return true;
 	}
 	struct frame_key k = { 0, 0, 0, 0, 0 };
@@ -743,7 +781,7 @@ static bool sample_published(int slot, struct wall_private *w, uint32_t seq, uin
 	}
 	enum wall_state kind = (enum wall_state)atomic_load_explicit(&t->wall_kind, memory_order_relaxed);
 	int fd = atomic_load_explicit(&t->wall_fd, memory_order_relaxed);
-	if (!read_otel_in_call(t, seq, &otel)) {
+	if (!read_context_in_call(t, w, seq, true, &in_call)) {
 		w->unplaced += span;
 		return false;
 	}
@@ -754,7 +792,7 @@ static bool sample_published(int slot, struct wall_private *w, uint32_t seq, uin
 	w->cache = CACHE_PUBLISHED;
 	w->cache_seq = seq;
 	atomic_fetch_add(&wall.published, 1);
-	account_cached(slot, w, now, span, &otel);
+	account_cached(slot, w, now, span, &in_call);
 	return true;
 }
 

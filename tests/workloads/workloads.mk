@@ -92,3 +92,11 @@ $(WL)/hotspots: tests/workloads/hotspots.c src/stowaway.h
 $(WL)/hotspots-musl: tests/workloads/hotspots.c src/stowaway.h
 	@mkdir -p $(WL)
 	$(MUSL_CC) $(WL_CFLAGS) -Isrc $< -o $@
+
+TEST_PROGRAMS += $(WL)/span_waits $(WL)/span_waits-musl
+$(WL)/span_waits: tests/workloads/span_waits.c src/stowaway.h
+	@mkdir -p $(WL)
+	$(CC) $(WL_CFLAGS) -Isrc $< -o $@ -lpthread
+$(WL)/span_waits-musl: tests/workloads/span_waits.c src/stowaway.h
+	@mkdir -p $(WL)
+	$(MUSL_CC) $(WL_CFLAGS) -Isrc $< -o $@
