@@ -25,6 +25,7 @@ import sys
 import tempfile
 
 from checks import check, status
+from pprof_traces import traces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIB = os.path.join(ROOT, "build", "libstowaway.so")
@@ -49,30 +50,6 @@ def numbers():
         if len(f) == 3 and f[0] == "#define" and f[1].startswith("__NR_") and f[2].isdigit():
             out[f[1][5:]] = int(f[2])
     return out
-
-
-def stacks(path):
-    """[(leaf-first function names, cpu-time)] of a CPU profile, by go tool pprof -traces."""
-    out = subprocess.run(["go", "tool", "pprof", "-traces", "-sample_index=cpu-time", path],
-                         capture_output=True, text=True, check=True).stdout
-    result, stack, value = [], [], None
-    for line in out.splitlines():
-        if line.startswith("-----------"):
-            if stack:
-                result.append((stack, value))
-            stack, value = [], None
-            continue
-        parts = line.split()
-        if not parts or parts[0].endswith(":") or (len(parts) > 1 and parts[1].endswith(":")):
-            continue  # the header, and a sample's labels ("thread name:", "end_timestamp_ns:")
-        if value is None and len(parts) >= 2:
-            value = parts[0]
-            stack.append(parts[1])
-        elif value is not None:
-            stack.append(parts[0])
-    if stack:
-        result.append((stack, value))
-    return result
 
 
 def run(name, nr, err, log_level="info"):
@@ -110,9 +87,9 @@ def judge(name, result):
           f"kinds {kinds}; {stderr.strip()[-300:]}")
     if not cpu:
         return
-    st = stacks(cpu[0])
-    leaves = {s[0] for s, _ in st if s}
-    leaf_stacks = [s for s, _ in st if s and s[0] in LEAVES]
+    st = [stack for _, stack, _ in traces(cpu[0], os.environ, "cpu-time")]
+    leaves = {s[0] for s in st if s}
+    leaf_stacks = [s for s in st if s and s[0] in LEAVES]
     reached = [s for s in leaf_stacks if LEAVES[s[0]] in s]
     check(f"{name} refused: the CPU profile names the 4 hot functions and unwinds them to their "
           "thread's entry", set(LEAVES) <= leaves and leaf_stacks and len(reached) == len(leaf_stacks),
