@@ -562,6 +562,45 @@ static uint64_t measure_clock_pair(void)
 	return best == UINT64_MAX ? 0 : best;
 }
 
+/* Names the program binds to another allocator's definition, set at load
+ * (alloc_note_foreign_binding). */
+static struct {
+	const char *name[2];
+	uintptr_t addr[2];
+	uint32_t n;
+	bool said;
+} foreign;
+
+void alloc_note_foreign_binding(const char *name, const void *addr)
+{
+	if (foreign.n < 2) {
+		foreign.name[foreign.n] = name;
+		foreign.addr[foreign.n] = (uintptr_t)addr;
+		foreign.n++;
+	}
+}
+
+/* Says once that allocations made through a foreign definition are not
+ * seen, and where that definition is. */
+static void say_foreign_bindings(void)
+{
+	if (foreign.n == 0 || foreign.said)
+		return;
+	foreign.said = true;
+	char where[256];
+	if (!symbols_module_path(foreign.addr[0], where, sizeof(where)))
+		rt_strlcpy(where, "another object", sizeof(where));
+	const char *first = foreign.name[0][0] == '_' ? "operator new" : foreign.name[0];
+	if (foreign.n == 1)
+		rt_warn("%s is the program's own, defined in %s, which the loader binds before "
+			"LD_PRELOAD: allocations made through it are not in the allocation and "
+			"live-heap profiles", first, where);
+	else
+		rt_warn("malloc and operator new are the program's own, defined in %s, which the "
+			"loader binds before LD_PRELOAD: allocations made through them are not in the "
+			"allocation and live-heap profiles", where);
+}
+
 int alloc_collector_start(const struct sw_config *cfg, struct recorder *rec)
 {
 	bool want_alloc = (cfg->kinds & SW_KIND_BIT(SW_KIND_ALLOC)) != 0;
@@ -598,6 +637,7 @@ int alloc_collector_start(const struct sw_config *cfg, struct recorder *rec)
 	else
 		atomic_fetch_and(&alloc_hot.free_checks, ~ALLOC_FREE_RETIRE);
 	atomic_store(&alloc_hot.sampling, 1);
+	say_foreign_bindings();
 	rt_info("allocation profiler on: one sample per %llu bytes on average%s%s",
 		(unsigned long long)sample_rate(), want_alloc ? ", allocations" : "",
 		want_live ? ", live heap" : "");

@@ -55,6 +55,12 @@ void alloc_collector_before_export(struct profile *finished);
 /* In a fork child: resets our locks and forgets the parent's threads.  The
  * live table is kept: the child's heap is a copy of the parent's. */
 void alloc_collector_after_fork_child(void);
+/* From the interposers (alloc_hooks.c), at load: the program's lookup of
+ * `name` (malloc, operator new) reaches another definition, at `addr`, not
+ * ours (the executable defines it, and the loader binds the executable's
+ * definitions before LD_PRELOAD's): no allocation made through it reaches
+ * us.  alloc_collector_start says so, naming where it is defined. */
+void alloc_note_foreign_binding(const char *name, const void *addr);
 
 /* ---- per-thread state ---- */
 

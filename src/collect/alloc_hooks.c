@@ -1024,8 +1024,24 @@ SW_EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t al, const voi
 	DEL_BODY(del_z_nt_fn, DEL_A_AL_NT, 0, al, nt, p, al, nt);
 }
 
+/* Our own definitions' addresses, whatever the exported names bind to. */
+void *alloc_hooks_own_malloc(size_t n) __attribute__((alias("malloc"), visibility("hidden")));
+void *alloc_hooks_own_new(size_t n) __attribute__((alias("_Znwm"), visibility("hidden")));
+
+/* Tells the collector when the program's lookup of a name we interpose
+ * finds another definition (the executable's own allocator). */
+static void note_binding(const char *name, void *(*ours)(size_t))
+{
+	void *bound = host_dlsym(HOST_RTLD_DEFAULT, name), *own;
+	__builtin_memcpy(&own, &ours, sizeof(own));
+	if (bound != NULL && bound != own)
+		alloc_note_foreign_binding(name, bound);
+}
+
 /* Resolve before the program's own constructors start threads. */
 __attribute__((constructor(101))) static void alloc_hooks_resolve_early(void)
 {
 	(void)resolve();
+	note_binding("malloc", alloc_hooks_own_malloc);
+	note_binding("_Znwm", alloc_hooks_own_new);
 }

@@ -879,6 +879,17 @@ void symbols_prepare_names(const uint64_t *pcs, uint32_t n)
 	rt_free(addrs);
 }
 
+bool symbols_module_path(uint64_t pc, char *buf, size_t cap)
+{
+	rt_mutex_lock(&registry_lock);
+	const struct sym_mapping *sm = mapping_of(mappings, nmappings, pc);
+	bool found = sm != NULL && sm->module != NULL;
+	if (found)
+		rt_strlcpy(buf, sm->module->path, cap);
+	rt_mutex_unlock(&registry_lock);
+	return found;
+}
+
 bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out)
 {
 	RT_UNUSED(ctx);

@@ -58,6 +58,10 @@ uint64_t symbols_maps_changes(void);
  * The strings stay valid until symbols_collect_garbage().  Returns false
  * only if pc is in no known executable mapping. */
 bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out);
+/* The path of the module whose executable mapping holds pc, as
+ * /proc/self/maps names it, copied into buf (NUL-terminated); false if no
+ * known mapping holds pc.  Reads no symbol. */
+bool symbols_module_path(uint64_t pc, char *buf, size_t cap);
 
 /* Readies the function names of pcs (ascending and distinct: the pcs an
  * export is about to resolve) for the symbols_resolve calls that follow.

@@ -16,6 +16,19 @@ $(WL)/throw: tests/workloads/throw.cpp
 	@mkdir -p $(WL)
 	g++ -std=c++17 $(WL_CFLAGS) $< -o $@
 
+TEST_PROGRAMS += $(WL)/own_malloc $(WL)/own_malloc-musl $(WL)/own_new
+$(WL)/own_malloc: tests/workloads/own_malloc.c
+	@mkdir -p $(WL)
+	$(CC) $(WL_CFLAGS) $< -o $@
+
+$(WL)/own_malloc-musl: tests/workloads/own_malloc.c
+	@mkdir -p $(WL)
+	$(MUSL_CC) $(WL_CFLAGS) $< -o $@
+
+$(WL)/own_new: tests/workloads/own_new.cpp
+	@mkdir -p $(WL)
+	g++ -std=c++17 $(WL_CFLAGS) $< -o $@
+
 TEST_PROGRAMS += $(WL)/syscall_refused
 $(WL)/syscall_refused: tests/workloads/syscall_refused.c
 	@mkdir -p $(WL)

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+# needs: build/libstowaway.so build/workloads/own_malloc build/workloads/own_malloc-musl build/workloads/own_new build/workloads/alloc_known
+"""A program whose executable defines the allocator (jemalloc or tcmalloc
+linked statically, a custom operator new): the loader binds those names to
+the executable's definitions before LD_PRELOAD's, so no allocation made
+through them reaches our interposers.  The profiler says so, once, naming
+the name and the file that defines it, and the program runs unchanged; a
+program whose allocator is the C library's gets no such line.  The binding
+is judged by an outside tool: `nm -D` of the executable."""
+import os
+import subprocess
+import sys
+import tempfile
+
+from checks import check, status
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LIB = os.path.join(ROOT, "build", "libstowaway.so")
+WL = os.path.join(ROOT, "build", "workloads")
+# program, the names its executable defines, the name the line gives
+CASES = [("own_malloc", "malloc", "malloc"), ("own_malloc-musl", "malloc", "malloc"),
+         ("own_new", "_Znwm", "operator new")]
+
+
+def dynamic_defines(path, name):
+    out = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True, text=True).stdout
+    return any(l.split()[-1] == name for l in out.splitlines() if l.split())
+
+
+def run(prog):
+    exe = os.path.join(WL, prog)
+    plain = subprocess.run([exe], capture_output=True, text=True, timeout=60)
+    with tempfile.TemporaryDirectory() as out:
+        env = dict(os.environ, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out, LD_PRELOAD=LIB)
+        r = subprocess.run([exe], env=env, capture_output=True, text=True, timeout=60)
+        return exe, plain, r, sorted(os.listdir(out))
+
+
+for prog, symbol, shown in CASES:
+    exe, plain, r, files = run(prog)
+    lines = [l for l in r.stderr.splitlines() if "the loader binds before LD_PRELOAD" in l]
+    check(f"{prog}: nm -D says the executable defines {symbol}", dynamic_defines(exe, symbol), exe)
+    check(f"{prog}: runs unchanged (exit, output)", r.returncode == 0 and r.stdout == plain.stdout
+          and plain.returncode == 0, f"{r.returncode} {r.stdout!r} vs {plain.stdout!r}")
+    check(f"{prog}: one warning names {shown} and {exe}",
+          len(lines) == 1 and lines[0].startswith(f"stowaway: warning: {shown} is the program's own, "
+                                                  f"defined in {exe},"), r.stderr[-400:])
+    check(f"{prog}: the other profiles are still written", any(".cpu." in f for f in files), files)
+
+exe, plain, r, files = run("alloc_known")
+check("alloc_known (the C library's malloc): no such line, and its allocation profile is written",
+      "the loader binds before LD_PRELOAD" not in r.stderr and any(".alloc." in f for f in files),
+      f"{files}; {r.stderr[-300:]}")
+sys.exit(status())
