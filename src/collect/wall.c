@@ -491,7 +491,7 @@ static void flush_pending(struct wall_private *w, uint64_t now)
 	w->pend_ns = 0;
 }
 
-/* One sample of the cached stack, of `weight` ns. */
+/* Whether otel is the OpenTelemetry span the pending samples were taken under. */
 static bool same_otel_span(const struct wall_private *w, const struct otel_span *otel)
 {
 	const struct otel_span *pend = w->pend_has_ctx ? &w->pend_ctx->otel : NULL;

@@ -556,10 +556,6 @@ static uint64_t whole_inflate_bytes(const struct elf_image *img, bool lazy)
 	return bytes;
 }
 
-/* Opens `path`; checks the build id when want_id is given and the CRC when
- * check_crc.  NULL if the file is unusable or has no DWARF, or (*deferred
- * set to the bytes) if inflating its small sections whole would exceed the
- * CPU share. */
 /* Inflates what the DWARF index needs and builds it; false with *deferred
  * set (the bytes needed) if the CPU share does not allow that now. */
 static bool load_dwarf(struct debuginfo *di, size_t budget, uint64_t *deferred)
@@ -607,6 +603,10 @@ static bool load_dwarf(struct debuginfo *di, size_t budget, uint64_t *deferred)
 	return di->index != NULL;
 }
 
+/* Opens `path`; checks the build id when want_id is given and the CRC when
+ * check_crc.  NULL if the file is unusable or its DWARF cannot be loaded;
+ * with *deferred set (the bytes needed), the file with its DWARF not loaded
+ * if inflating its small sections whole would exceed the CPU share. */
 static struct debuginfo *open_checked(const char *path, const char *want_id, bool check_crc,
 				      uint32_t crc, size_t budget, uint64_t *deferred)
 {
