@@ -63,7 +63,7 @@ long rt_statx(int dirfd, const char *path, int flags, unsigned mask, struct stat
 	}
 	struct stat k;
 	rt_memset(&k, 0, sizeof(k));
-	long r = SYS4(__NR_newfstatat, dirfd, path, &k, flags);
+	long r = sys_newfstatat(dirfd, path, &k, flags);
 	if (r != 0)
 		return r;
 	uint64_t dev = (uint64_t)k.st_dev, rdev = (uint64_t)k.st_rdev;

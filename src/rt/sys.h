@@ -127,6 +127,12 @@ static inline long sys_statx(int dirfd, const char *path, int flags, unsigned ma
 {
 	return SYS5(__NR_statx, dirfd, path, flags, mask, st);
 }
+/* fstatat into the kernel's struct stat of this architecture (<asm/stat.h>,
+ * which clashes with libc's: included only where used, hence void *). */
+static inline long sys_newfstatat(int dirfd, const char *path, void *kernel_stat, int flags)
+{
+	return SYS4(__NR_newfstatat, dirfd, path, kernel_stat, flags);
+}
 
 /* Memory */
 static inline void *sys_mmap(void *addr, size_t len, int prot, int flags, int fd, int64_t off)
