@@ -2,6 +2,8 @@
  * preloaded, installs the library for init containers, and reads profiles
  * offline (report, flame, folded, diff, convert). */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +124,62 @@ static int make_dirs(const char *path)
 	return rc;
 }
 
+/* The file execvp would run for cmd: cmd itself if it names a path, else
+ * the first executable regular file of that name in PATH; NULL if none. */
+static char *command_file(const char *cmd)
+{
+	if (strchr(cmd, '/'))
+		return strdup(cmd);
+	const char *path = getenv("PATH");
+	if (!path || !path[0])
+		path = "/usr/local/bin:/bin:/usr/bin";
+	for (const char *p = path;;) {
+		const char *end = strchr(p, ':');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		struct cli_buf f = {0};
+		buf_printf(&f, "%.*s/%s", (int)len, len ? p : ".", cmd);
+		buf_append(&f, "", 1);
+		struct stat st;
+		if (stat((const char *)f.data, &st) == 0 && S_ISREG(st.st_mode) &&
+		    access((const char *)f.data, X_OK) == 0)
+			return (char *)f.data;
+		buf_free(&f);
+		if (!end)
+			return NULL;
+		p = end + 1;
+	}
+}
+
+/* Whether file is a 64-bit ELF executable without a program interpreter
+ * (PT_INTERP): the kernel starts it directly, no dynamic loader reads
+ * LD_PRELOAD, and the library never loads. */
+static bool statically_linked(const char *file)
+{
+	unsigned char h[64], ph[56];
+	FILE *f = fopen(file, "rb");
+	if (!f)
+		return false;
+	bool is_static = false;
+	if (fread(h, 1, sizeof(h), f) == sizeof(h) && memcmp(h, "\177ELF", 4) == 0 && h[4] == 2 && h[5] == 1) {
+		uint64_t phoff;
+		uint16_t phentsize, phnum;
+		memcpy(&phoff, h + 32, sizeof(phoff));
+		memcpy(&phentsize, h + 54, sizeof(phentsize));
+		memcpy(&phnum, h + 56, sizeof(phnum));
+		bool interp = false, ok = phentsize >= sizeof(ph) && phnum > 0;
+		for (uint16_t i = 0; ok && i < phnum && !interp; i++) {
+			uint32_t type;
+			ok = fseek(f, (long)(phoff + (uint64_t)i * phentsize), SEEK_SET) == 0 &&
+			     fread(ph, 1, sizeof(ph), f) == sizeof(ph);
+			memcpy(&type, ph, sizeof(type));
+			interp = ok && type == 3 /* PT_INTERP */;
+		}
+		is_static = ok && !interp;
+	}
+	fclose(f);
+	return is_static;
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	const char *out = NULL, *service = NULL;
@@ -174,6 +232,11 @@ static int cmd_run(int argc, char **argv)
 	}
 	buf_free(&preload);
 	free(lib);
+	char *file = command_file(argv[i]);
+	if (file && statically_linked(file))
+		fprintf(stderr, "stowaway: %s is statically linked: no dynamic loader reads LD_PRELOAD for "
+			"it, so it runs unprofiled (a dynamically linked build of it can be profiled)\n", file);
+	free(file);
 	execvp(argv[i], argv + i);
 	int e = errno;
 	fprintf(stderr, "stowaway: %s: %s\n", argv[i], strerror(e));

@@ -51,6 +51,18 @@ cp "$CLI" "$TMP/alone/stowaway"
 check run_library_missing clean_error env -u STOWAWAY_LIB "$TMP/alone/stowaway" run -- true
 check run_stowaway_lib_missing clean_error env STOWAWAY_LIB=/nonexistent.so "$CLI" run -- true
 
+# run on a statically linked program (the CLI itself, readelf: no INTERP): it
+# runs unchanged, and one line says no loader will preload the library.
+out=$(STOWAWAY_LIB="$FAKE" "$CLI" run --out "$TMP/static" -- "$CLI" version 2>"$TMP/static.err")
+rc=$?
+check run_static_judged_by_readelf bash -c "! readelf -lW '$CLI' | grep -q INTERP"
+check run_static_runs_unchanged [ "$rc:$out" = "0:stowaway $version" ]
+check run_static_says_unprofiled bash -c "[ \"\$(wc -l <'$TMP/static.err')\" -eq 1 ] && grep -q '^stowaway: $CLI is statically linked: no dynamic loader reads LD_PRELOAD' '$TMP/static.err'"
+STOWAWAY_LIB="$FAKE" "$CLI" run -- "$ROOT/build/workloads/hello" >/dev/null 2>"$TMP/dynamic.err"
+check run_dynamic_no_static_line bash -c "readelf -lW '$ROOT/build/workloads/hello' | grep -q INTERP && ! grep -q 'statically linked' '$TMP/dynamic.err'"
+STOWAWAY_LIB="$FAKE" PATH="$(dirname "$CLI"):$PATH" "$CLI" run -- stowaway version >/dev/null 2>"$TMP/path.err"
+check run_static_found_in_path grep -q "^stowaway: $CLI is statically linked" "$TMP/path.err"
+
 # install: both files copied atomically, executable, identical; errors are clean.
 mkdir -p "$TMP/dest"
 "$TMP/bin/stowaway" install "$TMP/dest" >/dev/null
