@@ -815,12 +815,12 @@ static size_t owned_bytes(const struct debuginfo *di)
 
 size_t debuginfo_bytes(const struct debuginfo *di)
 {
-	return owned_bytes(di) + dwarf_index_bytes(di->index);
+	return owned_bytes(di) + (di->index != NULL ? dwarf_index_bytes(di->index) : 0);
 }
 
 size_t debuginfo_peak_bytes(const struct debuginfo *di)
 {
-	return owned_bytes(di) + dwarf_index_peak_bytes(di->index);
+	return owned_bytes(di) + (di->index != NULL ? dwarf_index_peak_bytes(di->index) : 0);
 }
 
 uint64_t debuginfo_inflated_bytes(const struct debuginfo *di) { return di->inflated; }

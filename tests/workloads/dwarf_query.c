@@ -82,11 +82,14 @@ int main(int argc, char **argv)
 	debug_ref_read(&img, &ref);
 	uint64_t deferred = 0;
 	struct debuginfo *di = debuginfo_open(path, &ref, dirs, budget, &deferred);
-	if (di == NULL && deferred != 0) {
-		fprintf(stderr, "%s: opening its debug information deferred by the CPU share\n", path);
+	if (deferred != 0) {
+		/* Found and verified, its DWARF not loaded (names only). */
+		fprintf(stderr, "%s: loading its debug information deferred by the CPU share\n", path);
 		if (stats)
-			fprintf(stderr, "stats: inflated_bytes 0 deferred %llu\n",
+			fprintf(stderr, "stats: inflated_bytes %llu deferred %llu\n",
+				(unsigned long long)(di ? debuginfo_inflated_bytes(di) : 0),
 				(unsigned long long)debuginfo_deferred_lookups());
+		debuginfo_free(di);
 		return 3;
 	}
 	if (di == NULL) {
