@@ -74,6 +74,9 @@ static const char *errno_text(int err)
 	case ENETUNREACH:
 	case EHOSTUNREACH:
 		return "unreachable";
+	case EPERM:
+	case ENOSYS:
+		return "a network system call was refused (a seccomp filter that lacks it?)";
 	default:
 		return "network error";
 	}

@@ -17,7 +17,9 @@ The calls younger than the kernels still in use (statx 4.11, getrandom
 3.17, renameat2 3.15, pidfd_open 5.3, pidfd_getfd 5.6, close_range 5.9,
 epoll_pwait2 5.11) are also refused with ENOSYS, as such a kernel answers.
 fsync refused (EPERM, and EINVAL as a file system that cannot sync answers)
-leaves the profiles written, not synced, and one debug line says so."""
+leaves the profiles written, not synced, and one debug line says so.
+socket refused while uploading to an agent every second: one warning says
+a network call was refused, not a bare "network error"."""
 import concurrent.futures
 import errno
 import glob
@@ -114,6 +116,15 @@ def main():
         results = list(pool.map(lambda ce: run(ce[0], nrs[ce[0]], ce[1]), cases))
     for (c, err), result in zip(cases, results):
         judge(c if err == errno.EPERM else f"{c} (ENOSYS)", result)
+    env = dict(os.environ, DD_PROFILING_ENABLED="true", DD_PROFILING_UPLOAD_PERIOD="1",
+               DD_TRACE_AGENT_URL="http://127.0.0.1:9", LD_PRELOAD=LIB)
+    p = subprocess.run([os.path.join(WL, "syscall_refused"), str(nrs["socket"]), str(errno.EPERM),
+                        os.path.join(WL, "cpu_split-nofp"), "2"], env=env, capture_output=True,
+                       text=True, timeout=60)
+    said = [l for l in p.stderr.splitlines() if l.startswith("stowaway:")]
+    check("socket refused: one warning says a network call was refused, and the program runs unchanged",
+          p.returncode == 0 and len(said) == 1 and "a network system call was refused" in said[0],
+          f"exit {p.returncode}; {said[:3]}")
     for err in ("EPERM", "EINVAL"):
         rc, _, stderr, files = run("fsync", nrs["fsync"], getattr(errno, err), "debug")
         check(f"fsync refused with {err}: profiles written, and one debug line says they are not synced",
