@@ -590,15 +590,20 @@ static void say_foreign_bindings(void)
 	char where[256];
 	if (!symbols_module_path(foreign.addr[0], where, sizeof(where)))
 		rt_strlcpy(where, "another object", sizeof(where));
+	char exe[256];
+	long n = sys_readlinkat(AT_FDCWD, "/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = 0;
+	/* The executable's definitions come first; so do those of a library
+	 * listed before ours in LD_PRELOAD. */
+	const char *why = rt_streq(exe, where) ? "which the loader binds before LD_PRELOAD's"
+					       : "loaded before libstowaway.so (list libstowaway.so first in LD_PRELOAD)";
 	const char *first = foreign.name[0][0] == '_' ? "operator new" : foreign.name[0];
 	if (foreign.n == 1)
-		rt_warn("%s is the program's own, defined in %s, which the loader binds before "
-			"LD_PRELOAD: allocations made through it are not in the allocation and "
-			"live-heap profiles", first, where);
+		rt_warn("%s resolves to the definition in %s, %s: allocations made through it are "
+			"not in the allocation and live-heap profiles", first, where, why);
 	else
-		rt_warn("malloc and operator new are the program's own, defined in %s, which the "
-			"loader binds before LD_PRELOAD: allocations made through them are not in the "
-			"allocation and live-heap profiles", where);
+		rt_warn("malloc and operator new resolve to the definitions in %s, %s: allocations "
+			"made through them are not in the allocation and live-heap profiles", where, why);
 }
 
 int alloc_collector_start(const struct sw_config *cfg, struct recorder *rec)

@@ -38,17 +38,29 @@ def run(prog):
 
 for prog, symbol, shown in CASES:
     exe, plain, r, files = run(prog)
-    lines = [l for l in r.stderr.splitlines() if "the loader binds before LD_PRELOAD" in l]
+    lines = [l for l in r.stderr.splitlines() if "resolves to the definition" in l]
     check(f"{prog}: nm -D says the executable defines {symbol}", dynamic_defines(exe, symbol), exe)
     check(f"{prog}: runs unchanged (exit, output)", r.returncode == 0 and r.stdout == plain.stdout
           and plain.returncode == 0, f"{r.returncode} {r.stdout!r} vs {plain.stdout!r}")
     check(f"{prog}: one warning names {shown} and {exe}",
-          len(lines) == 1 and lines[0].startswith(f"stowaway: warning: {shown} is the program's own, "
-                                                  f"defined in {exe},"), r.stderr[-400:])
+          len(lines) == 1 and lines[0].startswith(f"stowaway: warning: {shown} resolves to the definition "
+                                                  f"in {exe}, which the loader binds before"), r.stderr[-400:])
     check(f"{prog}: the other profiles are still written", any(".cpu." in f for f in files), files)
 
 exe, plain, r, files = run("alloc_known")
 check("alloc_known (the C library's malloc): no such line, and its allocation profile is written",
-      "the loader binds before LD_PRELOAD" not in r.stderr and any(".alloc." in f for f in files),
-      f"{files}; {r.stderr[-300:]}")
+      "resolve" not in r.stderr and any(".alloc." in f for f in files), f"{files}; {r.stderr[-300:]}")
+
+# A library preloaded before ours (LD_PRELOAD=libjemalloc.so.2:libstowaway.so) wins the same way.
+JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+if os.path.exists(JEMALLOC):
+    with tempfile.TemporaryDirectory() as out:
+        env = dict(os.environ, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out,
+                   LD_PRELOAD=f"{JEMALLOC}:{LIB}")
+        r = subprocess.run([os.path.join(WL, "alloc_known")], env=env, capture_output=True, text=True,
+                           timeout=60)
+        said = [l for l in r.stderr.splitlines() if l.startswith("stowaway: warning:")]
+        check("jemalloc preloaded before us: one warning names it and says to list libstowaway.so first",
+              r.returncode == 0 and len(said) == 1 and JEMALLOC in said[0] and
+              "list libstowaway.so first in LD_PRELOAD" in said[0], said)
 sys.exit(status())
