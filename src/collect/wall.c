@@ -742,8 +742,12 @@ static bool sample_published(int slot, struct wall_private *w, uint32_t seq, uin
 	struct call_context in_call;
 	if (w->cache == CACHE_PUBLISHED && w->cache_seq == seq) {
 		if (!read_context_in_call(t, w, seq, false, &in_call)) {
-			w->unplaced += span; /* it left the call meanwhile: the next visit places it */
-			return false;
+			/* It left the call meanwhile: the span is still that call's,
+			 * under the context an earlier visit read in it (left for the
+			 * next visit, a thread that then exits would lose it). */
+			account_previous_wait(slot, w, now, span);
+			atomic_fetch_add(&wall.cached, 1);
+			return true;
 		}
 		emit_cached(slot, w, now, span, &in_call);
 		return true;
