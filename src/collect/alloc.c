@@ -591,8 +591,7 @@ static void say_foreign_bindings(void)
 	if (!symbols_module_path(foreign.addr[0], where, sizeof(where)))
 		rt_strlcpy(where, "another object", sizeof(where));
 	char exe[256];
-	long n = sys_readlinkat(AT_FDCWD, "/proc/self/exe", exe, sizeof(exe) - 1);
-	exe[n > 0 ? n : 0] = 0;
+	(void)rt_self_exe_path(exe, sizeof(exe));
 	/* The executable's definitions come first; so do those of a library
 	 * listed before ours in LD_PRELOAD. */
 	const char *why = rt_streq(exe, where) ? "which the loader binds before LD_PRELOAD's"

@@ -24,11 +24,9 @@ static bool process_is_secure(void)
 static void program_name(char *out, size_t cap)
 {
 	char path[512];
-	long n = sys_readlinkat(AT_FDCWD, "/proc/self/exe", path, sizeof(path) - 1);
 	out[0] = 0;
-	if (n <= 0)
+	if (rt_self_exe_path(path, sizeof(path)) <= 0)
 		return;
-	path[n] = 0;
 	const char *base = path;
 	for (const char *p = path; *p; p++)
 		if (*p == '/')

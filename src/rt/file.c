@@ -26,6 +26,15 @@ long rt_read_file(const char *path, char *buf, size_t cap)
 	return r < 0 ? r : (long)got;
 }
 
+long rt_self_exe_path(char *buf, size_t cap)
+{
+	if (cap == 0)
+		return -EINVAL;
+	long n = sys_readlinkat(AT_FDCWD, "/proc/self/exe", buf, cap - 1);
+	buf[n > 0 ? n : 0] = 0;
+	return n;
+}
+
 long rt_write_all(int fd, const void *buf, size_t n)
 {
 	const uint8_t *p = buf;

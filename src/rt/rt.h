@@ -242,6 +242,9 @@ void rt_log_set_redirect(rt_log_redirect_fn fn);
 /* Reads up to cap-1 bytes of a whole file (e.g. /proc) and terminates it.
  * Returns bytes read or -errno. [signal-safe] */
 long rt_read_file(const char *path, char *buf, size_t cap);
+/* The running executable's path (/proc/self/exe) into buf, NUL-terminated,
+ * "" if it cannot be read; its length or -errno. [signal-safe] */
+long rt_self_exe_path(char *buf, size_t cap);
 /* Writes all n bytes, retrying short writes and EINTR; 0 or -errno. */
 long rt_write_all(int fd, const void *buf, size_t n);
 /* statx(2) where the kernel (4.11 and later) and the seccomp filter allow
