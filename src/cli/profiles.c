@@ -365,7 +365,7 @@ static void location_frames_build(const struct pp_profile *p, struct name_table 
 			/* Profiles from other writers may carry mangled names. */
 			static struct demangle_scratch scratch;
 			char readable[1024];
-			if (name[0] == '_' && name[1] == 'Z' &&
+			if (demangle_has_prefix(name) &&
 			    demangle(name, readable, sizeof(readable), &scratch) > 0)
 				name = readable;
 			lf->ids[k++] = names_intern(names, name);

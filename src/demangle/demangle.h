@@ -41,6 +41,13 @@ struct demangle_scratch {
 	char text[4096];                        /* decoded literals and identifiers */
 };
 
+/* Whether `name` has the prefix of a scheme demangle() reads (_Z: Itanium
+ * and Rust legacy, _R: Rust v0): a cheap gate before the call. */
+static inline int demangle_has_prefix(const char *name)
+{
+	return name != 0 && name[0] == '_' && (name[1] == 'Z' || name[1] == 'R');
+}
+
 /* Writes the demangled form of `name` (NUL-terminated) into out[cap] and
  * returns its length, or 0 (out[0] = 0 when cap > 0) if `name` is not a
  * mangled name this demangler reads, or the result does not fit. */

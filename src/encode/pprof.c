@@ -348,7 +348,7 @@ static struct demangled_name *demangled_copy(struct pprof_names *nm, const char 
  * mangled, else the name itself. */
 static const char *readable_name(struct enc *e, const char *name)
 {
-	if (name == NULL || name[0] != '_' || name[1] != 'Z')
+	if (!demangle_has_prefix(name))
 		return name;
 	struct pprof_names *nm = e->names;
 	if (nm->demangle == NULL) {

@@ -201,8 +201,9 @@ class Field:
               all(k in written for k in kinds), "kinds %s in %d files" % (written, len(files)))
         bad, mangled = [], set()
         for f in files:
-            p = subprocess.run(["go", "tool", "pprof", "-raw", f], capture_output=True, text=True,
-                               timeout=120, env=go_env(self.tmp))
+            # -symbolize=none: pprof would otherwise demangle the names itself.
+            p = subprocess.run(["go", "tool", "pprof", "-raw", "-symbolize=none", f],
+                               capture_output=True, text=True, timeout=120, env=go_env(self.tmp))
             if p.returncode != 0 or "Samples:" not in p.stdout:
                 bad.append("pprof %s: %s" % (os.path.basename(f), p.stderr[-200:]))
                 continue

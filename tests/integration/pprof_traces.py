@@ -11,7 +11,8 @@ _MANGLED_NAME = re.compile(r"(?<!\S)_[ZR][\w.$]+")
 
 def mangled_names(raw):
     """The mangled symbols (_Z..., _R...) that go tool pprof -raw prints as
-    function names in its Locations section, inlined frames' lines included."""
+    function names in its Locations section, inlined frames' lines included;
+    raw must come from -symbolize=none (else pprof demangles names itself)."""
     locations = raw[raw.find("\nLocations"):raw.find("\nMappings")]
     return set(_MANGLED_NAME.findall(locations))
 

@@ -19,11 +19,23 @@ $(LINKERS_WL)/cpu_split-gold-nofp: tests/workloads/cpu_split.c
 # reports the missing workload as a failure.
 RUSTC ?= $(firstword $(shell command -v rustc 2>/dev/null) $(wildcard $(HOME)/.cargo/bin/rustc))
 ifneq ($(RUSTC),)
-TEST_PROGRAMS += $(LINKERS_WL)/rust_split
+RUST_SPLITS := $(foreach v,-v0 -release -v0-release,$(LINKERS_WL)/rust_split$(v))
+TEST_PROGRAMS += $(LINKERS_WL)/rust_split $(RUST_SPLITS)
 endif
+# Built one after another: each writes intermediate files of the same crate
+# name into the same directory.  -release is what cargo's release profile
+# builds by default (no DWARF, the standard library's stripped too), so
+# names come from the symbol table; -v0 has the program's own symbols in
+# Rust's v0 mangling (_R...), as the standard library's already are.
 $(LINKERS_WL)/rust_split: tests/workloads/rust_split.rs
 	@mkdir -p $(LINKERS_WL)
 	$(RUSTC) -O -g --edition 2021 $< -o $@
+$(LINKERS_WL)/rust_split-v0: tests/workloads/rust_split.rs | $(LINKERS_WL)/rust_split
+	$(RUSTC) -O -g --edition 2021 -C symbol-mangling-version=v0 $< -o $@
+$(LINKERS_WL)/rust_split-release: tests/workloads/rust_split.rs | $(LINKERS_WL)/rust_split-v0
+	$(RUSTC) -C opt-level=3 -C strip=debuginfo --edition 2021 $< -o $@
+$(LINKERS_WL)/rust_split-v0-release: tests/workloads/rust_split.rs | $(LINKERS_WL)/rust_split-release
+	$(RUSTC) -C opt-level=3 -C strip=debuginfo --edition 2021 -C symbol-mangling-version=v0 $< -o $@
 
 # names.py: demangled names, glibc's aliases, our frames out of stacks.
 TEST_PROGRAMS += $(LINKERS_WL)/names_cxx
