@@ -9,6 +9,7 @@
 #include "collect/collector.h"
 #include "collect/context.h"
 #include "collect/sample.h"
+#include "rt/host.h"
 #include "rt/sys.h"
 #include "symbols/symbols.h"
 #include "unwind/unwind.h"
@@ -563,12 +564,14 @@ static uint64_t measure_clock_pair(void)
 }
 
 /* Names the program binds to another allocator's definition, set at load
- * (alloc_note_foreign_binding). */
+ * (alloc_note_foreign_binding), and the seconds counted towards looking
+ * for an allocator the executable calls by its own names. */
 static struct {
 	const char *name[2];
 	uintptr_t addr[2];
 	uint32_t n;
 	bool said;
+	uint32_t own_allocator_seconds;
 } foreign;
 
 void alloc_note_foreign_binding(const char *name, const void *addr)
@@ -603,6 +606,48 @@ static void say_foreign_bindings(void)
 	else
 		rt_warn("malloc and operator new resolve to the definitions in %s, %s: allocations "
 			"made through them are not in the allocation and live-heap profiles", where, why);
+}
+
+/* Allocators a program calls by their own names, never through malloc: a
+ * Rust #[global_allocator] (tikv-jemallocator and jemallocator: jemalloc
+ * prefixed _rjem_; mimalloc; snmalloc), jemalloc built with the je_ prefix
+ * (Redis from source) or called by its extended API (mallocx), rpmalloc;
+ * linked in or imported.  One name of each, with the allocator's name. */
+static const char *const own_allocator_symbols[] = {
+	"_rjem_mallocx", "_rjem_malloc",  "je_mallocx", "je_malloc", "mallocx",
+	"mi_malloc_aligned", "mi_malloc", "sn_rust_alloc", "rpmalloc",
+};
+static const char *const own_allocator_names[] = {
+	"jemalloc", "jemalloc", "jemalloc", "jemalloc", "jemalloc",
+	"mimalloc", "mimalloc", "snmalloc", "rpmalloc",
+};
+_Static_assert(RT_ARRAY_LEN(own_allocator_symbols) == RT_ARRAY_LEN(own_allocator_names),
+	       "one allocator name per symbol");
+
+/* Seconds of profiling before the executable's string table is read for
+ * an allocator of its own: a process gone before then never pays for it. */
+#define OWN_ALLOCATOR_CHECK_SECONDS 2u
+
+/* Says once, a few seconds in, that the executable calls an allocator of
+ * its own, unless the loader's binding of malloc was reported already. */
+static void say_own_allocator(void)
+{
+	if (foreign.own_allocator_seconds >= OWN_ALLOCATOR_CHECK_SECONDS || !atomic_load(&alloc_hot.sampling))
+		return;
+	if (++foreign.own_allocator_seconds < OWN_ALLOCATOR_CHECK_SECONDS || foreign.n > 0)
+		return;
+	uint64_t entry = getauxval != NULL ? getauxval(9 /* AT_ENTRY */) : 0;
+	int i = entry != 0 ? symbols_module_names_any(entry, own_allocator_symbols,
+						      RT_ARRAY_LEN(own_allocator_symbols))
+			   : -1;
+	if (i < 0)
+		return;
+	char exe[256];
+	if (!rt_self_exe_path(exe, sizeof(exe)))
+		rt_strlcpy(exe, "the executable", sizeof(exe));
+	rt_warn("%s calls %s directly (its symbols name %s), not through malloc: the allocations it "
+		"makes with it are not in the allocation and live-heap profiles",
+		exe, own_allocator_names[i], own_allocator_symbols[i]);
 }
 
 int alloc_collector_start(const struct sw_config *cfg, struct recorder *rec)
@@ -787,6 +832,7 @@ const struct collector alloc_collector = {
 	.start = alloc_collector_start,
 	.stop = alloc_collector_stop,
 	.after_fork_child = alloc_collector_after_fork_child,
+	.each_second = say_own_allocator,
 	.flush = alloc_collector_before_export,
 	.period = alloc_period,
 };

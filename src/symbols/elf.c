@@ -100,6 +100,36 @@ const char *elf_string_at(const struct elf_image *img, const struct elf_section 
 	return s;
 }
 
+int elf_strings_find(const struct elf_image *img, const struct elf_section *strtab,
+		     const char *const *names, uint32_t n)
+{
+	if (n == 0 || !in_image(img, strtab->offset, strtab->size))
+		return -1;
+	/* Lengths of 1..63 asked, as bits: most strings are passed over
+	 * after their length alone. */
+	uint64_t lengths = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		size_t len = rt_strlen(names[i]);
+		if (len > 0 && len < 64)
+			lengths |= 1ull << len;
+	}
+	const char *base = (const char *)img->data + strtab->offset;
+	uint64_t size = strtab->size;
+	for (uint64_t at = 0; at < size;) {
+		const char *s = base + at;
+		const char *end = rt_memchr(s, 0, size - at);
+		if (end == NULL)
+			break;
+		uint64_t len = (uint64_t)(end - s);
+		if (len < 64 && (lengths >> len & 1u))
+			for (uint32_t i = 0; i < n; i++)
+				if (rt_strlen(names[i]) == len && rt_memcmp(names[i], s, len) == 0)
+					return (int)i;
+		at += len + 1;
+	}
+	return -1;
+}
+
 static bool section_name_at(const struct elf_image *img, const struct elf_section *shstr,
 			    uint32_t i, const char **name, struct elf_section *sec)
 {

@@ -139,4 +139,11 @@ bool elf_symbol_at(const struct elf_symbol_iter *it, uint64_t index, struct elf_
 const char *elf_string_at(const struct elf_image *img, const struct elf_section *strtab,
 			  uint64_t off);
 
+/* Which of names[0..n) is a whole string of section `strtab`: the index of
+ * the one found first in the table, or -1 (none, or a malformed section).
+ * One pass over the section, each string compared only with the names of
+ * its length; an unterminated tail is not a string. */
+int elf_strings_find(const struct elf_image *img, const struct elf_section *strtab,
+		     const char *const *names, uint32_t n);
+
 #endif

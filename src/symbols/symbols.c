@@ -890,6 +890,27 @@ bool symbols_module_path(uint64_t pc, char *buf, size_t cap)
 	return found;
 }
 
+int symbols_module_names_any(uint64_t pc, const char *const *names, uint32_t n)
+{
+	int found = -1;
+	rt_mutex_lock(&registry_lock);
+	const struct sym_mapping *sm = mapping_of(mappings, nmappings, pc);
+	struct sym_module *m = sm != NULL ? sm->module : NULL;
+	struct elf_image img;
+	if (m != NULL && m->file.data != NULL && elf_open(&img, m->file.data, m->file.size)) {
+		static const uint32_t tables[] = {SHT_SYMTAB, SHT_DYNSYM};
+		for (uint32_t t = 0; t < RT_ARRAY_LEN(tables) && found < 0; t++) {
+			struct elf_symbol_iter it;
+			if (!elf_symbols_begin(&img, tables[t], &it))
+				continue;
+			found = elf_strings_find(&img, &it.strtab, names, n);
+			release_file_range(&m->file, img.data + it.strtab.offset, it.strtab.size);
+		}
+	}
+	rt_mutex_unlock(&registry_lock);
+	return found;
+}
+
 bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out)
 {
 	RT_UNUSED(ctx);

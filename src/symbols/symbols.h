@@ -63,6 +63,13 @@ bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out);
  * known mapping holds pc.  Reads no symbol. */
 bool symbols_module_path(uint64_t pc, char *buf, size_t cap);
 
+/* Which of names[0..n) the module whose executable mapping holds pc names
+ * in its symbol tables (.symtab, else .dynsym; defined or imported, local
+ * or global): the index of the first found, or -1 (none, or no module
+ * there).  Reads the whole string tables once, a cost that grows with the
+ * file, and gives their pages back: for a caller off the start path. */
+int symbols_module_names_any(uint64_t pc, const char *const *names, uint32_t n);
+
 /* Readies the function names of pcs (ascending and distinct: the pcs an
  * export is about to resolve) for the symbols_resolve calls that follow.
  * A module whose function table is not built yet, and of whose symbols

@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
-# needs: build/libstowaway.so build/workloads/own_malloc build/workloads/own_malloc-musl build/workloads/own_new build/workloads/alloc_known
+# needs: build/libstowaway.so build/workloads/own_malloc build/workloads/own_malloc-musl build/workloads/own_new build/workloads/alloc_known build/workloads/mimalloc_direct build/workloads/rust_mimalloc build/workloads/rust_split-release
 """A program whose executable defines the allocator (jemalloc or tcmalloc
 linked statically, a custom operator new): the loader binds those names to
 the executable's definitions before LD_PRELOAD's, so no allocation made
 through them reaches our interposers.  The profiler says so, once, naming
 the name and the file that defines it, and the program runs unchanged; a
 program whose allocator is the C library's gets no such line.  The binding
-is judged by an outside tool: `nm -D` of the executable."""
+is judged by an outside tool: `nm -D` of the executable.
+
+A program that calls an allocator by that allocator's own names (mimalloc's
+mi_malloc from C, a Rust #[global_allocator] over mi_malloc_aligned, as the
+mimalloc crate sets up) bypasses malloc without any binding: a few seconds
+in, one line says which allocator, by the name its symbols give (judged by
+`nm`); a Rust program on the default allocator gets no such line."""
 import os
 import subprocess
 import sys
@@ -27,13 +33,28 @@ def dynamic_defines(path, name):
     return any(l.split()[-1] == name for l in out.splitlines() if l.split())
 
 
-def run(prog):
+def run(prog, *args):
     exe = os.path.join(WL, prog)
-    plain = subprocess.run([exe], capture_output=True, text=True, timeout=60)
+    plain = subprocess.run([exe] + list(args), capture_output=True, text=True, timeout=60)
     with tempfile.TemporaryDirectory() as out:
         env = dict(os.environ, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out, LD_PRELOAD=LIB)
-        r = subprocess.run([exe], env=env, capture_output=True, text=True, timeout=60)
+        r = subprocess.run([exe] + list(args), env=env, capture_output=True, text=True, timeout=60)
         return exe, plain, r, sorted(os.listdir(out))
+
+
+def symbol_names(path, name):
+    """Whether nm (the symbol table, else the dynamic one) names `name`, defined or not."""
+    for flags in ([], ["-D"]):
+        out = subprocess.run(["nm"] + flags + [path], capture_output=True, text=True).stdout
+        if any(l.split()[-1] == name for l in out.splitlines() if l.split()):
+            return True
+    return False
+
+
+# Programs that call an allocator by its own names, run past the seconds
+# after which the library looks (4 s): program, the name nm gives, the allocator.
+DIRECT = [("mimalloc_direct", "mi_malloc", "mimalloc"),
+          ("rust_mimalloc", "mi_malloc_aligned", "mimalloc")]
 
 
 for prog, symbol, shown in CASES:
@@ -50,6 +71,25 @@ for prog, symbol, shown in CASES:
 exe, plain, r, files = run("alloc_known")
 check("alloc_known (the C library's malloc): no such line, and its allocation profile is written",
       "resolve" not in r.stderr and any(".alloc." in f for f in files), f"{files}; {r.stderr[-300:]}")
+
+for prog, symbol, allocator in DIRECT:
+    exe, plain, r, files = run(prog, "4")
+    lines = [l for l in r.stderr.splitlines() if "directly" in l]
+    check(f"{prog}: nm says the executable names {symbol}", symbol_names(exe, symbol), exe)
+    check(f"{prog}: runs unchanged (exit, output)", r.returncode == 0 and r.stdout == plain.stdout
+          and plain.returncode == 0, f"{r.returncode} {r.stdout!r} vs {plain.stdout!r}")
+    check(f"{prog}: one warning says it calls {allocator} directly, naming {symbol}",
+          len(lines) == 1 and lines[0] == f"stowaway: warning: {exe} calls {allocator} directly (its "
+          f"symbols name {symbol}), not through malloc: the allocations it makes with it are not in "
+          f"the allocation and live-heap profiles", r.stderr[-400:])
+    check(f"{prog}: no other warning, and the CPU profile is written",
+          len([l for l in r.stderr.splitlines() if l.startswith("stowaway:")]) == 1 and
+          any(".cpu." in f for f in files), f"{files}; {r.stderr[-300:]}")
+
+exe, plain, r, files = run("rust_split-release", "4")
+check("rust_split-release (Rust's default allocator, malloc): no line about an allocator",
+      r.returncode == 0 and "stowaway:" not in r.stderr and any(".cpu." in f for f in files),
+      f"{files}; {r.stderr[-300:]}")
 
 # A library preloaded before ours (LD_PRELOAD=libjemalloc.so.2:libstowaway.so) wins the same way.
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"

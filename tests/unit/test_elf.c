@@ -80,6 +80,18 @@ static void test_own_executable(void)
 			found_main = sym.size > 0;
 	CHECK(found_main);
 
+	/* Whole strings only: a prefix or a suffix of a name is not found; the
+	 * first name of the list found in the table wins, whatever its index. */
+	static const char *const names[] = {"test_own_exec", "no_such_name_here", "own_executable",
+					    "test_own_executable", "main"};
+	CHECK(elf_strings_find(&img, &it.strtab, names, 5) == 3 ||
+	      elf_strings_find(&img, &it.strtab, names, 5) == 4);
+	CHECK(elf_strings_find(&img, &it.strtab, names, 3) == -1);
+	CHECK(elf_strings_find(&img, &it.strtab, names + 4, 1) == 0);
+	struct elf_section cut = it.strtab;
+	cut.size = img.size; /* past the end of the image */
+	CHECK(elf_strings_find(&img, &cut, names, 5) == -1);
+
 	struct elf_section eh;
 	uint64_t lo, hi;
 	CHECK(elf_eh_frame(&img, &eh) && eh.size > 0);

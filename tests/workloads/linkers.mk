@@ -20,7 +20,7 @@ $(LINKERS_WL)/cpu_split-gold-nofp: tests/workloads/cpu_split.c
 RUSTC ?= $(firstword $(shell command -v rustc 2>/dev/null) $(wildcard $(HOME)/.cargo/bin/rustc))
 ifneq ($(RUSTC),)
 RUST_SPLITS := $(foreach v,-v0 -release -v0-release,$(LINKERS_WL)/rust_split$(v))
-TEST_PROGRAMS += $(LINKERS_WL)/rust_split $(RUST_SPLITS)
+TEST_PROGRAMS += $(LINKERS_WL)/rust_split $(RUST_SPLITS) $(LINKERS_WL)/rust_mimalloc
 endif
 # Built one after another: each writes intermediate files of the same crate
 # name into the same directory.  -release is what cargo's release profile
@@ -36,6 +36,11 @@ $(LINKERS_WL)/rust_split-release: tests/workloads/rust_split.rs | $(LINKERS_WL)/
 	$(RUSTC) -C opt-level=3 -C strip=debuginfo --edition 2021 $< -o $@
 $(LINKERS_WL)/rust_split-v0-release: tests/workloads/rust_split.rs | $(LINKERS_WL)/rust_split-release
 	$(RUSTC) -C opt-level=3 -C strip=debuginfo --edition 2021 -C symbol-mangling-version=v0 $< -o $@
+
+# alloc_foreign.py: a Rust program whose global allocator is mimalloc.
+$(LINKERS_WL)/rust_mimalloc: tests/workloads/rust_mimalloc.rs
+	@mkdir -p $(LINKERS_WL)
+	$(RUSTC) -O --edition 2021 $< -o $@
 
 # names.py: demangled names, glibc's aliases, our frames out of stacks.
 TEST_PROGRAMS += $(LINKERS_WL)/names_cxx

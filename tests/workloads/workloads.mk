@@ -29,6 +29,11 @@ $(WL)/own_new: tests/workloads/own_new.cpp
 	@mkdir -p $(WL)
 	g++ -std=c++17 $(WL_CFLAGS) $< -o $@
 
+TEST_PROGRAMS += $(WL)/mimalloc_direct
+$(WL)/mimalloc_direct: tests/workloads/mimalloc_direct.c
+	@mkdir -p $(WL)
+	$(CC) $(WL_CFLAGS) $< -o $@ -lmimalloc
+
 TEST_PROGRAMS += $(WL)/syscall_refused
 $(WL)/syscall_refused: tests/workloads/syscall_refused.c
 	@mkdir -p $(WL)
