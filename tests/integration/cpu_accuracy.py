@@ -22,6 +22,7 @@ import tempfile
 
 from pprof_traces import to_ns
 from checks import check, status
+from syscall_numbers import numbers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
@@ -33,7 +34,7 @@ VARIANTS = os.environ.get("STOWAWAY_VARIANTS", "cpu_split-fp cpu_split-nofp cpu_
                           "cpu_split-lld-nopie-fp cpu_split-gold-nofp "
                           "cpu_split-nofp@statx-ENOSYS cpu_split-musl-nofp@statx-EPERM").split()
 # statx's number on this machine, for the variants that refuse it.
-STATX_NR = {"x86_64": 332, "aarch64": 291}.get(platform.machine())
+STATX_NR = numbers().get("statx")
 LEAVES = ["alpha_leaf", "beta_leaf", "gamma_leaf", "delta_leaf"]
 # Each leaf's thread entry, which every one of its stacks must reach.
 ENTRY = {"alpha_leaf": "worker_ab", "beta_leaf": "worker_ab", "gamma_leaf": "worker_g",

@@ -24,13 +24,13 @@ import concurrent.futures
 import errno
 import glob
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 
 from checks import check, status
 from pprof_traces import traces
+from syscall_numbers import UNISTD, numbers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIB = os.path.join(ROOT, "build", "libstowaway.so")
@@ -45,20 +45,6 @@ CALLS = ["statx", "renameat2", "linkat", "mkdirat", "getdents64", "flock", "fsyn
          "timer_create", "timer_settime", "capget", "epoll_pwait2"]
 # Calls a kernel still in use may not have: refused with ENOSYS too.
 YOUNG = ["statx", "getrandom", "renameat2", "pidfd_open", "pidfd_getfd", "close_range", "epoll_pwait2"]
-UNISTD = {"x86_64": "/usr/include/x86_64-linux-gnu/asm/unistd_64.h",
-          "aarch64": "/usr/include/aarch64-linux-gnu/asm/unistd.h"}.get(platform.machine())
-
-
-def numbers():
-    """{name: number} of this machine's system calls, from its kernel headers."""
-    out = {}
-    for line in open(UNISTD):
-        f = line.split()
-        if len(f) == 3 and f[0] == "#define" and f[1].startswith("__NR_") and f[2].isdigit():
-            out[f[1][5:]] = int(f[2])
-    return out
-
-
 def run(name, nr, err, log_level="info"):
     """Runs cpu_split-nofp 1 with call nr refused; (returncode, stdout, stderr, profile paths)."""
     out = tempfile.mkdtemp(prefix="refused.")
