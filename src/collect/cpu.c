@@ -189,6 +189,29 @@ void cpu_thread_removed(int slot, int tid)
 		(void)sys_timer_delete(timer);
 }
 
+/* The CPU time of expiries not delivered, as one sample at "[unsampled]"
+ * under entry_pc. */
+static void take_missed(int slot, struct thread_slot *t, uint64_t cpu_ns, uint64_t entry_pc, uintptr_t ra)
+{
+	struct cpu_record *rec = ring_reserve(&cpu.ring);
+	if (!rec) {
+		atomic_fetch_add(&cpu.dropped, 1);
+		return;
+	}
+	rec->pcs[0] = SW_PC_UNSAMPLED;
+	rec->depth = 1;
+	if (entry_pc) {
+		rec->pcs[1] = entry_pc;
+		rec->depth = 2 + sample_caller_stack(ra, t->stack_lo, t->stack_hi, rec->pcs + 2, cpu.max_frames);
+	}
+	rec->has_context = context_read_self(&rec->context);
+	rec->tid = (int)sys_gettid();
+	rec->slot = slot;
+	rec->cpu_ns = cpu_ns;
+	atomic_fetch_add(&cpu.taken, 1);
+	ring_publish(&cpu.ring, rec);
+}
+
 /* The timer is disarmed first, so that no expiry comes after the count.
  * With entry_pc 0 (cpu_stop), "[unsampled]" stands alone.  A thread that
  * blocks our signal was not sampled by choice: where its time went is not
@@ -211,32 +234,20 @@ __attribute__((noinline)) void cpu_thread_ending(int slot, uint64_t entry_pc, ui
 	uint64_t now = rt_thread_cpu_ns();
 	uint64_t first = atomic_load(&t->cpu_first_expiry_ns);
 	uint64_t period = atomic_load_explicit(&cpu.period_ns, memory_order_relaxed);
-	if (now < first || period == 0)
-		return;
-	uint64_t passed = 1 + (now - first) / period;
-	uint64_t delivered = atomic_load(&t->cpu_expiries);
 	uint64_t mask = 0;
-	if (passed <= delivered || sys_rt_sigprocmask(SIG_BLOCK, NULL, &mask) != 0 ||
-	    (mask & (1ull << (cpu.signo - 1))))
+	if (sys_rt_sigprocmask(SIG_BLOCK, NULL, &mask) != 0 || (mask & (1ull << (cpu.signo - 1))))
 		return;
-	struct cpu_record *rec = ring_reserve(&cpu.ring);
-	if (!rec) {
-		atomic_fetch_add(&cpu.dropped, 1);
-		return;
+	uint64_t passed = now >= first && period != 0 ? 1 + (now - first) / period : 0;
+	uint64_t delivered = atomic_load(&t->cpu_expiries);
+	uint64_t missed_ns = 0;
+	if (passed > delivered) {
+		missed_ns = (passed - delivered) * period + t->cpu_carried_ns;
+		t->cpu_carried_ns = 0;
+		take_missed(slot, t, missed_ns, entry_pc, ra);
 	}
-	rec->pcs[0] = SW_PC_UNSAMPLED;
-	rec->depth = 1;
-	if (entry_pc) {
-		rec->pcs[1] = entry_pc;
-		rec->depth = 2 + sample_caller_stack(ra, t->stack_lo, t->stack_hi, rec->pcs + 2, cpu.max_frames);
-	}
-	rec->has_context = context_read_self(&rec->context);
-	rec->tid = (int)sys_gettid();
-	rec->slot = slot;
-	rec->cpu_ns = (passed - delivered) * period + t->cpu_carried_ns;
-	t->cpu_carried_ns = 0;
-	atomic_fetch_add(&cpu.taken, 1);
-	ring_publish(&cpu.ring, rec);
+	/* The wall profile's running samples are the CPU signals: the same
+	 * expiries, and what its visits owe the thread, would be lost too. */
+	wall_thread_ending(slot, missed_ns, entry_pc, ra);
 }
 
 void cpu_drain(void)

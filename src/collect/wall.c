@@ -1170,6 +1170,28 @@ enum visit_end {
  * blocked (and the first wait for a CPU after a wake-up), goes to the wait
  * the visit finds it in, or for a thread found on a CPU to the wait it was
  * blocked in meanwhile (place_running). */
+/* A thread that registered itself at its start: its clocks began there (its
+ * CPU time and its waits for a CPU are all since), so its first visit
+ * places the span since then, as later visits do theirs; else a thread
+ * that ends before its second visit (one of a pool of short tasks) would
+ * leave nothing of its life before its first.  A thread found by a scan
+ * starts its count at its first visit. */
+static void thread_born(struct thread_slot *t, struct wall_private *w, int tid, uint64_t now)
+{
+	if (tid == 0 || atomic_load(&t->wall_born_tid) != tid)
+		return;
+	uint64_t born = atomic_load(&t->wall_born_ns);
+	if (born == 0 || born > now)
+		return;
+	w->visited = true;
+	w->last_visit = born;
+	w->cpu_known = true;
+	w->last_cpu = 0;
+	w->delay_known = true;
+	w->last_delay = 0;
+	w->last_slices = 0;
+}
+
 static enum visit_end sample_slot(int slot, uint64_t now)
 {
 	struct thread_slot *t = &thread_slots[slot];
@@ -1191,6 +1213,7 @@ static enum visit_end sample_slot(int slot, uint64_t now)
 		private_release(w);
 		w->tid = tid;
 		w->first_seen_ns = now;
+		thread_born(t, w, tid, now);
 	}
 	if (tid == 0)
 		return VISIT_QUIET;
@@ -1454,6 +1477,36 @@ void wall_running_sample(int slot, const void *ucv, uint64_t cpu_ns, const uint6
 	struct thread_slot *t = &thread_slots[slot];
 	take_running(slot, t, atomic_load_explicit(&t->tid, memory_order_relaxed), ucv, cpu_ns, true, pcs,
 		     depth, ctx);
+}
+
+void wall_thread_ending(int slot, uint64_t cpu_ns, uint64_t entry_pc, uintptr_t ra)
+{
+	if (!atomic_load_explicit(&wall.cpu_carries, memory_order_relaxed) || !wall.ring.mem || slot < 0 ||
+	    slot >= THREADS_MAX)
+		return;
+	struct thread_slot *t = &thread_slots[slot];
+	uint64_t weight = atomic_exchange(&t->wall_owed_ns, 0) + cpu_ns;
+	if (weight == 0)
+		return;
+	struct wall_record *rec = ring_reserve(&wall.ring);
+	if (!rec) {
+		atomic_fetch_add(&wall.dropped, 1);
+		return;
+	}
+	rec->pcs[0] = SW_PC_UNSAMPLED;
+	rec->depth = 1;
+	if (entry_pc) {
+		rec->pcs[1] = entry_pc;
+		rec->depth = 2 + sample_caller_stack(ra, t->stack_lo, t->stack_hi, rec->pcs + 2, wall.max_frames);
+	}
+	rec->in_call = false;
+	rec->state = WALL_STATE_RUNNING;
+	rec->fd = -1;
+	rec->has_context = context_read_self(&rec->context);
+	rec->tid = (int)sys_gettid();
+	rec->slot = slot;
+	rec->weight_ns = weight;
+	ring_publish(&wall.ring, rec);
 }
 
 /* Moves the handler's records into the recorder.  In a tick only (thread
@@ -1883,7 +1936,6 @@ void wall_call_leave(struct wall_call *c)
 
 void wall_thread_added(int slot, int tid, bool self)
 {
-	RT_UNUSED(tid);
 	struct thread_slot *t = &thread_slots[slot];
 	t->wall_depth = 0;
 	atomic_store(&t->wall_seq, 0);
@@ -1895,8 +1947,11 @@ void wall_thread_added(int slot, int tid, bool self)
 	atomic_store(&t->wall_leave_state, 0);
 	priv_prepare(slot);
 	mark_slot(slot);
-	if (self)
+	if (self) {
 		tp_bind(slot, rt_thread_pointer());
+		atomic_store(&t->wall_born_ns, rt_monotonic_ns());
+		atomic_store(&t->wall_born_tid, tid);
+	}
 	atomic_store(&wall.cut_to_period, 1);
 	end_quiet_tick(); /* its first visit starts its count */
 }

@@ -213,6 +213,14 @@ struct context_value;
 void wall_running_sample(int slot, const void *ucv, uint64_t cpu_ns, const uint64_t *pcs, uint32_t depth,
 			 const struct context_value *ctx);
 
+/* On the thread of `slot` as it ends, its CPU timer disarmed: the running
+ * time no running sample took (what the visits owe it, and cpu_ns: CPU
+ * time past expiries the kernel had not delivered) as one sample at
+ * "[unsampled]" under the thread's routine entry_pc (called from ra; 0:
+ * "[unsampled]" alone), as the CPU profile takes those expiries.  Does
+ * nothing where the wall profile keeps its own signal (calls_block). */
+void wall_thread_ending(int slot, uint64_t cpu_ns, uint64_t entry_pc, uintptr_t ra);
+
 /* Counters since start (tests, logs). */
 struct wall_stats {
 	uint64_t ticks;
