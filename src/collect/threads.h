@@ -61,11 +61,11 @@ struct thread_slot {
 	atomic_ullong wall_owed_ns;
 	/* Running samples that took wall_owed_ns (either signal handler). */
 	atomic_uint wall_taken;
-	atomic_ullong wall_left_ns; /* see wall_stamp_seq */
 	/* When thread wall_born_tid registered itself at its start (stored
 	 * before the tid): its first wall visit places the span since then. */
-	atomic_ullong wall_born_ns;
 	atomic_int wall_born_tid;
+	atomic_ullong wall_born_ns;
+	atomic_ullong wall_left_ns; /* see wall_stamp_seq */
 };
 
 extern struct thread_slot thread_slots[THREADS_MAX];
