@@ -590,6 +590,20 @@ static void say_foreign_bindings(void)
 	if (foreign.n == 0 || foreign.said)
 		return;
 	foreign.said = true;
+	/* A non-PIE executable that takes a function's address has a canonical
+	 * PLT entry for it, which lookups return so that the address is the
+	 * same everywhere; it defines nothing, and calls through it reach the
+	 * loader's binding of the executable's reference: ours. */
+	uint32_t kept = 0;
+	for (uint32_t i = 0; i < foreign.n; i++)
+		if (symbols_module_defines(foreign.addr[i], foreign.name[i]) != 0) {
+			foreign.name[kept] = foreign.name[i];
+			foreign.addr[kept] = foreign.addr[i];
+			kept++;
+		}
+	foreign.n = kept;
+	if (kept == 0)
+		return;
 	char where[256];
 	if (!symbols_module_path(foreign.addr[0], where, sizeof(where)))
 		rt_strlcpy(where, "another object", sizeof(where));

@@ -890,6 +890,31 @@ bool symbols_module_path(uint64_t pc, char *buf, size_t cap)
 	return found;
 }
 
+int symbols_module_defines(uint64_t pc, const char *name)
+{
+	int found = -1;
+	rt_mutex_lock(&registry_lock);
+	const struct sym_mapping *sm = mapping_of(mappings, nmappings, pc);
+	struct sym_module *m = sm != NULL ? sm->module : NULL;
+	struct elf_image img;
+	struct elf_symbol_iter it;
+	if (m != NULL && m->file.data != NULL && elf_open(&img, m->file.data, m->file.size)) {
+		found = 0;
+		if (elf_symbols_begin(&img, SHT_DYNSYM, &it)) {
+			it.without_names = true;
+			struct elf_symbol sym;
+			while (found == 0 && elf_symbols_next(&it, &sym)) {
+				const char *s = elf_string_at(&img, &it.strtab, sym.name_offset);
+				found = s != NULL && rt_streq(s, name);
+			}
+			release_file_range(&m->file, img.data + it.symtab.offset, it.symtab.size);
+			release_file_range(&m->file, img.data + it.strtab.offset, it.strtab.size);
+		}
+	}
+	rt_mutex_unlock(&registry_lock);
+	return found;
+}
+
 int symbols_module_names_any(uint64_t pc, const char *const *names, uint32_t n)
 {
 	int found = -1;

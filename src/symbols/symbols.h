@@ -63,6 +63,13 @@ bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out);
  * known mapping holds pc.  Reads no symbol. */
 bool symbols_module_path(uint64_t pc, char *buf, size_t cap);
 
+/* Whether the module whose executable mapping holds pc defines function
+ * `name` in its .dynsym: 1 yes, 0 no (an executable's canonical PLT entry,
+ * an undefined symbol with an address that a lookup returns, is not a
+ * definition), -1 unknown (no module there, or its file is unreadable).
+ * A pass over the table: not for a hot path. */
+int symbols_module_defines(uint64_t pc, const char *name);
+
 /* Which of names[0..n) the module whose executable mapping holds pc names
  * in its symbol tables (.symtab, else .dynsym; defined or imported, local
  * or global): the index of the first found, or -1 (none, or no module

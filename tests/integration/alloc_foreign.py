@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-# needs: build/libstowaway.so build/workloads/own_malloc build/workloads/own_malloc-musl build/workloads/own_new build/workloads/alloc_known build/workloads/mimalloc_direct build/workloads/rust_mimalloc build/workloads/rust_split-release
+# needs: build/libstowaway.so build/workloads/own_malloc build/workloads/own_malloc-musl build/workloads/own_new build/workloads/alloc_known build/workloads/mimalloc_direct build/workloads/rust_mimalloc build/workloads/rust_split-release build/workloads/malloc_address
 """A program whose executable defines the allocator (jemalloc or tcmalloc
 linked statically, a custom operator new): the loader binds those names to
 the executable's definitions before LD_PRELOAD's, so no allocation made
 through them reaches our interposers.  The profiler says so, once, naming
 the name and the file that defines it, and the program runs unchanged; a
-program whose allocator is the C library's gets no such line.  The binding
-is judged by an outside tool: `nm -D` of the executable.
+program whose allocator is the C library's gets no such line, nor does a
+non-PIE executable that takes malloc's address (as node does): the lookup
+returns its canonical PLT entry, which defines nothing.  The binding is
+judged by outside tools: `nm -D` and `readelf --dyn-syms` of the executable.
 
 A program that calls an allocator by that allocator's own names (mimalloc's
 mi_malloc from C, a Rust #[global_allocator] over mi_malloc_aligned, as the
@@ -90,6 +92,23 @@ exe, plain, r, files = run("rust_split-release", "4")
 check("rust_split-release (Rust's default allocator, malloc): no line about an allocator",
       r.returncode == 0 and "stowaway:" not in r.stderr and any(".cpu." in f for f in files),
       f"{files}; {r.stderr[-300:]}")
+
+def canonical_plt(path, name):
+    """Whether readelf shows `name` in the dynamic symbols undefined (UND) with an address."""
+    out = subprocess.run(["readelf", "-W", "--dyn-syms", path], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 8 and f[7].split("@")[0] == name and f[6] == "UND":
+            return int(f[1], 16) != 0
+    return False
+
+
+exe, plain, r, files = run("malloc_address")
+check("malloc_address: readelf shows malloc undefined with an address (a canonical PLT entry)",
+      canonical_plt(exe, "malloc"), exe)
+check("malloc_address: runs unchanged, no line about malloc, and its allocation profile is written",
+      r.returncode == 0 and r.stdout == plain.stdout and "stowaway:" not in r.stderr and
+      any(".alloc." in f for f in files), f"{files}; {r.stderr[-300:]}")
 
 # A library preloaded before ours (LD_PRELOAD=libjemalloc.so.2:libstowaway.so) wins the same way.
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"

@@ -29,6 +29,11 @@ $(WL)/own_new: tests/workloads/own_new.cpp
 	@mkdir -p $(WL)
 	g++ -std=c++17 $(WL_CFLAGS) $< -o $@
 
+TEST_PROGRAMS += $(WL)/malloc_address
+$(WL)/malloc_address: tests/workloads/malloc_address.c
+	@mkdir -p $(WL)
+	$(CC) $(WL_CFLAGS) -no-pie -fno-pie $< -o $@
+
 TEST_PROGRAMS += $(WL)/mimalloc_direct
 $(WL)/mimalloc_direct: tests/workloads/mimalloc_direct.c
 	@mkdir -p $(WL)
