@@ -198,12 +198,7 @@ static void take_missed(int slot, struct thread_slot *t, uint64_t cpu_ns, uint64
 		atomic_fetch_add(&cpu.dropped, 1);
 		return;
 	}
-	rec->pcs[0] = SW_PC_UNSAMPLED;
-	rec->depth = 1;
-	if (entry_pc) {
-		rec->pcs[1] = entry_pc;
-		rec->depth = 2 + sample_caller_stack(ra, t->stack_lo, t->stack_hi, rec->pcs + 2, cpu.max_frames);
-	}
+	rec->depth = sample_unsampled_stack(entry_pc, ra, t->stack_lo, t->stack_hi, rec->pcs, cpu.max_frames);
 	rec->has_context = context_read_self(&rec->context);
 	rec->tid = (int)sys_gettid();
 	rec->slot = slot;

@@ -112,6 +112,16 @@ __attribute__((noinline)) uint32_t sample_caller_stack(uintptr_t ra, uint64_t st
 	return depth;
 }
 
+uint32_t sample_unsampled_stack(uint64_t entry_pc, uintptr_t ra, uint64_t stack_lo, uint64_t stack_hi,
+				uint64_t *pcs, uint32_t max_frames)
+{
+	pcs[0] = SW_PC_UNSAMPLED;
+	if (!entry_pc)
+		return 1;
+	pcs[1] = entry_pc;
+	return 2 + sample_caller_stack(ra, stack_lo, stack_hi, pcs + 2, max_frames);
+}
+
 double sample_weight(uint64_t amount, uint64_t mean)
 {
 	if (amount == 0 || mean == 0)

@@ -49,6 +49,13 @@ uint32_t sample_capture_caller(uintptr_t ra, uint64_t stack_lo, uint64_t stack_h
 uint32_t sample_caller_stack(uintptr_t ra, uint64_t stack_lo, uint64_t stack_hi, uint64_t *pcs,
 			     uint32_t cap);
 
+/* The stack of time taken as a thread ends without knowing where it went:
+ * "[unsampled]" under the thread's routine entry_pc and the frames that
+ * called it (from ra), or "[unsampled]" alone without entry_pc.  pcs has
+ * room for max_frames + 2; returns the depth written. */
+uint32_t sample_unsampled_stack(uint64_t entry_pc, uintptr_t ra, uint64_t stack_lo, uint64_t stack_hi,
+				uint64_t *pcs, uint32_t max_frames);
+
 /* 1/(1-exp(-amount/mean)): the inverse of the probability that an event of
  * `amount` (bytes, nanoseconds) is picked by exponential sampling with that
  * mean; 0 when amount is 0. */

@@ -1493,12 +1493,7 @@ void wall_thread_ending(int slot, uint64_t cpu_ns, uint64_t entry_pc, uintptr_t 
 		atomic_fetch_add(&wall.dropped, 1);
 		return;
 	}
-	rec->pcs[0] = SW_PC_UNSAMPLED;
-	rec->depth = 1;
-	if (entry_pc) {
-		rec->pcs[1] = entry_pc;
-		rec->depth = 2 + sample_caller_stack(ra, t->stack_lo, t->stack_hi, rec->pcs + 2, wall.max_frames);
-	}
+	rec->depth = sample_unsampled_stack(entry_pc, ra, t->stack_lo, t->stack_hi, rec->pcs, wall.max_frames);
 	rec->in_call = false;
 	rec->state = WALL_STATE_RUNNING;
 	rec->fd = -1;

@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 
-from pprof_traces import traces
+from pprof_traces import traces, unsampled_misplaced
 from checks import check, check_terse, status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -69,12 +69,9 @@ def run_case(variant, name, n, ms, par, hz, bound):
         check(f"{label}: at least {UNDER_TASK_MIN:.0%} of the worker threads' CPU time is "
               "under short_task", workers > 0 and task >= UNDER_TASK_MIN * workers,
               f"{task:.3f} of {workers:.3f} s (all threads: {total:.3f} s)")
-        unsampled = [s for _, s, _ in samples if s and s[0] == "[unsampled]"]
-        misplaced = [s[:3] for s in unsampled if s != ["[unsampled]"] and
-                     (len(s) < 2 or s[1] != "short_task")]
+        misplaced, n = unsampled_misplaced(samples, "short_task")
         check(f"{label}: [unsampled] stands under short_task (or alone, for the thread that "
-              "ends the process)", not misplaced,
-              f"{len(misplaced)} of {len(unsampled)}: {misplaced[:3]}")
+              "ends the process)", not misplaced, f"{len(misplaced)} of {n}: {misplaced[:3]}")
 
 
 def main():

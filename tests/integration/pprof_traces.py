@@ -54,3 +54,14 @@ def traces(path, env, index="wall-time"):
     if stack:
         result.append((labels, stack, value))
     return result
+
+
+def unsampled_misplaced(samples, routine):
+    """Of the stacks in traces() output that start at "[unsampled]" (time a thread's
+    end took without knowing where), those not standing under `routine` (nor alone,
+    as for the thread that ends the process): (misplaced stacks' first frames, how
+    many there are in all)."""
+    unsampled = [s for _, s, _ in samples if s and s[0] == "[unsampled]"]
+    misplaced = [s[:3] for s in unsampled if s != ["[unsampled]"] and
+                 (len(s) < 2 or s[1] != routine)]
+    return misplaced, len(unsampled)

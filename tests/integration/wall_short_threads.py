@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 
-from pprof_traces import traces
+from pprof_traces import traces, unsampled_misplaced
 from checks import check, check_terse, status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -62,12 +62,9 @@ def run_case(variant, name, n, ms, mode, profiles, bound):
         check(f"{label}: the profile's wall time under short_task within {bound:.0%} of the "
               "time the threads measured", abs(task - measured) <= bound * measured,
               f"profile {task:.3f} s, measured {measured:.3f} s ({task / measured:.3f})")
-        unsampled = [s for _, s, _ in samples if s and s[0] == "[unsampled]"]
-        misplaced = [s[:3] for s in unsampled if s != ["[unsampled]"] and
-                     (len(s) < 2 or s[1] != "short_task")]
+        misplaced, n = unsampled_misplaced(samples, "short_task")
         check(f"{label}: [unsampled] stands under short_task (or alone, for the thread that "
-              "ends the process)", not misplaced,
-              f"{len(misplaced)} of {len(unsampled)}: {misplaced[:3]}")
+              "ends the process)", not misplaced, f"{len(misplaced)} of {n}: {misplaced[:3]}")
 
 
 def main():
