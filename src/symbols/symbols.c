@@ -928,6 +928,11 @@ int symbols_module_names_any(uint64_t pc, const char *const *names, uint32_t n)
 			struct elf_symbol_iter it;
 			if (!elf_symbols_begin(&img, tables[t], &it))
 				continue;
+			if (it.strtab.size > SYMBOLS_NAMES_SCAN_MAX) {
+				rt_debug("symbols: %s: a string table of %llu MiB is not searched for names",
+					 m->path, (unsigned long long)(it.strtab.size >> 20));
+				continue;
+			}
 			found = elf_strings_find(&img, &it.strtab, names, n);
 			release_file_range(&m->file, img.data + it.strtab.offset, it.strtab.size);
 		}

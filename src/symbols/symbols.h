@@ -74,7 +74,10 @@ int symbols_module_defines(uint64_t pc, const char *name);
  * in its symbol tables (.symtab, else .dynsym; defined or imported, local
  * or global): the index of the first found, or -1 (none, or no module
  * there).  Reads the whole string tables once, a cost that grows with the
- * file, and gives their pages back: for a caller off the start path. */
+ * file (about 2 ms for cargo's 5 MB), and gives their pages back: for a
+ * caller off the start path; a table over SYMBOLS_NAMES_SCAN_MAX is not
+ * read. */
+#define SYMBOLS_NAMES_SCAN_MAX (64ull << 20)
 int symbols_module_names_any(uint64_t pc, const char *const *names, uint32_t n);
 
 /* Readies the function names of pcs (ascending and distinct: the pcs an
