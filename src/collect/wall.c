@@ -1163,28 +1163,13 @@ enum visit_end {
 	VISIT_FLAT,
 };
 
-/* One visit.  The span since the previous visit is split by the thread's
- * CPU clock and its schedstat: its CPU time, and the time it waited for a
- * CPU after being preempted, go to the thread's running samples, which
- * land where it used CPU (its own code or inside a call); the rest, time
- * blocked (and the first wait for a CPU after a wake-up), goes to the wait
- * the visit finds it in, or for a thread found on a CPU to the wait it was
- * blocked in meanwhile (place_running). */
-/* A thread that registered itself at its start: its clocks began there (its
- * CPU time and its waits for a CPU are all since), so its first visit
- * places the span since then, as later visits do theirs; else a thread
- * that ends before its second visit (one of a pool of short tasks) would
- * leave nothing of its life before its first.  A thread found by a scan
- * starts its count at its first visit. */
-static void thread_born(struct thread_slot *t, struct wall_private *w, int tid, uint64_t now)
+/* The thread's clocks began at `ns` (its start, or the fork that made it):
+ * its CPU time and its waits for a CPU are all since, so its next visit
+ * places the span since then, as later visits do theirs. */
+static void clocks_began(struct wall_private *w, uint64_t ns)
 {
-	if (tid == 0 || atomic_load(&t->wall_born_tid) != tid)
-		return;
-	uint64_t born = atomic_load(&t->wall_born_ns);
-	if (born == 0 || born > now)
-		return;
 	w->visited = true;
-	w->last_visit = born;
+	w->last_visit = ns;
 	w->cpu_known = true;
 	w->last_cpu = 0;
 	w->delay_known = true;
@@ -1192,6 +1177,26 @@ static void thread_born(struct thread_slot *t, struct wall_private *w, int tid, 
 	w->last_slices = 0;
 }
 
+/* A thread that registered itself at its start has its clocks begin there;
+ * else a thread that ends before its second visit (one of a pool of short
+ * tasks) would leave nothing of its life before its first.  A thread found
+ * by a scan starts its count at its first visit. */
+static void thread_born(struct thread_slot *t, struct wall_private *w, int tid, uint64_t now)
+{
+	if (tid == 0 || atomic_load(&t->wall_born_tid) != tid)
+		return;
+	uint64_t born = atomic_load(&t->wall_born_ns);
+	if (born != 0 && born <= now)
+		clocks_began(w, born);
+}
+
+/* One visit.  The span since the previous visit is split by the thread's
+ * CPU clock and its schedstat: its CPU time, and the time it waited for a
+ * CPU after being preempted, go to the thread's running samples, which
+ * land where it used CPU (its own code or inside a call); the rest, time
+ * blocked (and the first wait for a CPU after a wake-up), goes to the wait
+ * the visit finds it in, or for a thread found on a CPU to the wait it was
+ * blocked in meanwhile (place_running). */
 static enum visit_end sample_slot(int slot, uint64_t now)
 {
 	struct thread_slot *t = &thread_slots[slot];
@@ -1948,7 +1953,7 @@ void wall_thread_added(int slot, int tid, bool self)
 		atomic_store(&t->wall_born_tid, tid);
 	}
 	atomic_store(&wall.cut_to_period, 1);
-	end_quiet_tick(); /* its first visit starts its count */
+	end_quiet_tick(); /* its first visit comes at the configured rate */
 }
 
 void wall_thread_removed(int slot, int tid)
@@ -2125,13 +2130,7 @@ void wall_since_fork(int slot, int tid)
 	struct wall_private *w = &priv[slot];
 	w->tid = tid;
 	w->first_seen_ns = rt_monotonic_ns();
-	w->visited = true;
-	w->last_visit = w->first_seen_ns;
-	w->cpu_known = true;
-	w->last_cpu = 0;
-	w->delay_known = true;
-	w->last_delay = 0;
-	w->last_slices = 0;
+	clocks_began(w, w->first_seen_ns);
 }
 
 void wall_get_stats(struct wall_stats *out)

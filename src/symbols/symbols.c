@@ -890,23 +890,31 @@ bool symbols_module_path(uint64_t pc, char *buf, size_t cap)
 	return found;
 }
 
+/* The module whose executable mapping holds pc, with its file opened as
+ * an ELF image in *img; NULL if none or its file is unreadable.  Under
+ * registry_lock. */
+static struct sym_module *module_image_at(uint64_t pc, struct elf_image *img)
+{
+	const struct sym_mapping *sm = mapping_of(mappings, nmappings, pc);
+	struct sym_module *m = sm != NULL ? sm->module : NULL;
+	if (m == NULL || m->file.data == NULL || !elf_open(img, m->file.data, m->file.size))
+		return NULL;
+	return m;
+}
+
 int symbols_module_defines(uint64_t pc, const char *name)
 {
 	int found = -1;
-	rt_mutex_lock(&registry_lock);
-	const struct sym_mapping *sm = mapping_of(mappings, nmappings, pc);
-	struct sym_module *m = sm != NULL ? sm->module : NULL;
 	struct elf_image img;
 	struct elf_symbol_iter it;
-	if (m != NULL && m->file.data != NULL && elf_open(&img, m->file.data, m->file.size)) {
+	rt_mutex_lock(&registry_lock);
+	struct sym_module *m = module_image_at(pc, &img);
+	if (m != NULL) {
 		found = 0;
 		if (elf_symbols_begin(&img, SHT_DYNSYM, &it)) {
-			it.without_names = true;
 			struct elf_symbol sym;
-			while (found == 0 && elf_symbols_next(&it, &sym)) {
-				const char *s = elf_string_at(&img, &it.strtab, sym.name_offset);
-				found = s != NULL && rt_streq(s, name);
-			}
+			while (found == 0 && elf_symbols_next(&it, &sym))
+				found = rt_streq(sym.name, name);
 			release_file_range(&m->file, img.data + it.symtab.offset, it.symtab.size);
 			release_file_range(&m->file, img.data + it.strtab.offset, it.strtab.size);
 		}
@@ -918,24 +926,21 @@ int symbols_module_defines(uint64_t pc, const char *name)
 int symbols_module_names_any(uint64_t pc, const char *const *names, uint32_t n)
 {
 	int found = -1;
-	rt_mutex_lock(&registry_lock);
-	const struct sym_mapping *sm = mapping_of(mappings, nmappings, pc);
-	struct sym_module *m = sm != NULL ? sm->module : NULL;
 	struct elf_image img;
-	if (m != NULL && m->file.data != NULL && elf_open(&img, m->file.data, m->file.size)) {
-		static const uint32_t tables[] = {SHT_SYMTAB, SHT_DYNSYM};
-		for (uint32_t t = 0; t < RT_ARRAY_LEN(tables) && found < 0; t++) {
-			struct elf_symbol_iter it;
-			if (!elf_symbols_begin(&img, tables[t], &it))
-				continue;
-			if (it.strtab.size > SYMBOLS_NAMES_SCAN_MAX) {
-				rt_debug("symbols: %s: a string table of %llu MiB is not searched for names",
-					 m->path, (unsigned long long)(it.strtab.size >> 20));
-				continue;
-			}
-			found = elf_strings_find(&img, &it.strtab, names, n);
-			release_file_range(&m->file, img.data + it.strtab.offset, it.strtab.size);
+	rt_mutex_lock(&registry_lock);
+	struct sym_module *m = module_image_at(pc, &img);
+	static const uint32_t tables[] = {SHT_SYMTAB, SHT_DYNSYM};
+	for (uint32_t t = 0; m != NULL && t < RT_ARRAY_LEN(tables) && found < 0; t++) {
+		struct elf_symbol_iter it;
+		if (!elf_symbols_begin(&img, tables[t], &it))
+			continue;
+		if (it.strtab.size > SYMBOLS_NAMES_SCAN_MAX) {
+			rt_debug("symbols: %s: a string table of %llu MiB is not searched for names", m->path,
+				 (unsigned long long)(it.strtab.size >> 20));
+			continue;
 		}
+		found = elf_strings_find(&img, &it.strtab, names, n);
+		release_file_range(&m->file, img.data + it.strtab.offset, it.strtab.size);
 	}
 	rt_mutex_unlock(&registry_lock);
 	return found;

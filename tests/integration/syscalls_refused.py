@@ -45,6 +45,8 @@ CALLS = ["statx", "renameat2", "linkat", "mkdirat", "getdents64", "flock", "fsyn
          "timer_create", "timer_settime", "capget", "epoll_pwait2"]
 # Calls a kernel still in use may not have: refused with ENOSYS too.
 YOUNG = ["statx", "getrandom", "renameat2", "pidfd_open", "pidfd_getfd", "close_range", "epoll_pwait2"]
+
+
 def run(name, nr, err, log_level="info"):
     """Runs cpu_split-nofp 1 with call nr refused; (returncode, stdout, stderr, profile paths)."""
     out = tempfile.mkdtemp(prefix="refused.")

@@ -48,11 +48,12 @@ __attribute__((noinline)) static void *short_task(void *arg)
 		while (nanosleep(&ts, &ts) != 0)
 			;
 		now = thread_cpu_ns();
-	}
-	volatile unsigned x = 1;
-	while (!sleeping && now - start < task_ns) {
-		x = spin_leaf(x);
-		now = thread_cpu_ns();
+	} else {
+		volatile unsigned x = 1;
+		while (now - start < task_ns) {
+			x = spin_leaf(x);
+			now = thread_cpu_ns();
+		}
 	}
 	out->cpu = now - start;
 	out->wall = monotonic_ns() - born;
