@@ -28,6 +28,25 @@ def samples(path, plain_names=False):
     return result
 
 
+def locations(raw):
+    """{location id: [line text, inlined first, the physical function last]} of
+    `go tool pprof -raw` output; a synthetic frame ("[unsampled]") has no M=."""
+    section = raw[raw.find("\nLocations"):raw.find("\nMappings")]
+    out, current = {}, None
+    for line in section.splitlines()[2:]:
+        m = re.match(r"\s+(\d+): 0x[0-9a-f]+(?: M=\d+)?(?: (.*))?$", line)
+        if m:
+            current = out.setdefault(m.group(1), [])
+            text = (m.group(2) or "").strip()
+        elif current is not None and line.strip():
+            text = line.strip()
+        else:
+            continue
+        if text:
+            current.append(text)
+    return out
+
+
 def sample_types(path):
     """[(type, unit)] of the profile, in order."""
     out = subprocess.run(["go", "tool", "pprof", "-raw", "-symbolize=none", path],

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 
+import pprof_raw
 from checks import check, status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -148,36 +149,24 @@ def judge_spelling(label, functions):
 def located_functions(raw):
     """(name, system_name) of every line of every location in go tool pprof -raw; a
     system_name equal to its name is not printed, and is the name."""
-    section = raw[raw.find("Locations"):raw.find("Mappings")]
     out = []
-    for line in section.splitlines()[1:]:
-        text = re.sub(r"^\s+\d+: 0x[0-9a-f]+ M=\d+ ", "", line).strip()
-        m = re.match(r"(.+?) (?:\S*:\d+ )?s=\d+(?:\((\S+)\))?$", text)
-        if m:
-            out.append((m.group(1), m.group(2) or m.group(1)))
+    for lines in pprof_raw.locations(raw).values():
+        for text in lines:
+            m = re.match(r"(.+?) (?:\S*:\d+ )?s=\d+(?:\((\S+)\))?$", text)
+            if m:
+                out.append((m.group(1), m.group(2) or m.group(1)))
     return out
-
 
 def inlined_lines(raw):
     """(name, system_name) of every line but the last (the physical function) of multi-line
     locations in go tool pprof -raw."""
-    section = raw[raw.find("Locations"):raw.find("Mappings")]
-    locations, current = [], None
-    for line in section.splitlines()[1:]:
-        m = re.match(r"\s+\d+: 0x[0-9a-f]+ M=\d+ (.*)$", line)
-        if m:
-            current = [m.group(1)]
-            locations.append(current)
-        elif current is not None and line.strip():
-            current.append(line.strip())
     out = []
-    for lines in locations:
+    for lines in pprof_raw.locations(raw).values():
         for text in lines[:-1]:
             m = re.match(r"(.+?) (?:\S*:\d+ )?s=\d+(?:\((\S+)\))?$", text)
             if m:
                 out.append((m.group(1), m.group(2) or ""))
     return out
-
 
 if shutil.which("perf") is None:
     check("perf is installed", False)
