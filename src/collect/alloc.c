@@ -650,7 +650,7 @@ static void say_own_allocator(void)
 		return;
 	if (++foreign.own_allocator_seconds < OWN_ALLOCATOR_CHECK_SECONDS || foreign.n > 0)
 		return;
-	uint64_t entry = getauxval != NULL ? getauxval(9 /* AT_ENTRY */) : 0;
+	uint64_t entry = host_entry_pc();
 	int i = entry != 0 ? symbols_module_names_any(entry, own_allocator_symbols,
 						      RT_ARRAY_LEN(own_allocator_symbols))
 			   : -1;

@@ -187,6 +187,7 @@ static size_t encode_pyroscope(const struct profile *p, uint32_t kinds, const ch
 			continue;
 		struct pprof_opts o;
 		pprof_opts_for_kind(&o, (enum sw_kind)k, collect_period(cfg, (enum sw_kind)k));
+		o.main_pc = host_entry_pc();
 		o.comments = comments;
 		o.n_comments = n_comments;
 		o.names = names;
@@ -390,6 +391,7 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 			continue;
 		struct pprof_opts o;
 		pprof_opts_for_kind(&o, (enum sw_kind)k, collect_period(cfg, (enum sw_kind)k));
+		o.main_pc = host_entry_pc();
 		o.comments = comments;
 		o.n_comments = n_comments;
 		o.names = names;

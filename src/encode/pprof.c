@@ -819,9 +819,31 @@ static bool slot_valid(int slot, uint32_t mask, bool must_be_selected)
 
 /* Writes everything but samples, once the samples loop has discovered
  * every location, function, mapping and string. */
+/* Makes the mapping holding main_pc, if any, mapping 1: swaps it with the
+ * first mapping found, in the table and in the locations' references. */
+static void main_mapping_first(struct enc *e, uint64_t main_pc)
+{
+	uint32_t k = 0;
+	while (k < e->n_mappings && !(main_pc >= e->mappings[k].start && main_pc < e->mappings[k].limit))
+		k++;
+	if (main_pc == 0 || k == 0 || k == e->n_mappings)
+		return;
+	struct enc_mapping first = e->mappings[0];
+	e->mappings[0] = e->mappings[k];
+	e->mappings[k] = first;
+	for (uint32_t i = 0; i < e->n_locations; i++) {
+		uint32_t *id = &e->locations[i].mapping_id;
+		if (*id == 1)
+			*id = k + 1;
+		else if (*id == k + 1)
+			*id = 1;
+	}
+}
+
 static void put_tables(struct enc *e, struct rt_buf *out, const struct pprof_opts *o,
 		       char (*notes)[COMMENT_BYTES], uint32_t n_notes)
 {
+	main_mapping_first(e, o->main_pc);
 	for (uint32_t i = 0; i < e->n_mappings; i++)
 		put_mapping(out, i + 1, &e->mappings[i]);
 	for (uint32_t i = 0; i < e->n_locations; i++)

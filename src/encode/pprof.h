@@ -48,6 +48,10 @@ struct pprof_opts {
 	/* Names shared with other encodes (see pprof_names), or NULL: this
 	 * encode demangles into a memo of its own. */
 	struct pprof_names *names;
+	/* An address in the main program's code, or 0: the mapping holding it,
+	 * if a location uses it, is written first (profile.proto: mapping[0]
+	 * is the main binary; go tool pprof names the profile after it). */
+	uint64_t main_pc;
 };
 
 /* Options for one kind's file: period type = the kind's main slot with the

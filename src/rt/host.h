@@ -64,6 +64,12 @@ static inline uint64_t host_page_size(void)
 	uint64_t page = getauxval ? getauxval(6 /* AT_PAGESZ */) : 0;
 	return page != 0 && (page & (page - 1)) == 0 ? page : 4096;
 }
+/* The main program's entry point (AT_ENTRY), an address in its code; 0 if
+ * the host cannot say. */
+static inline uint64_t host_entry_pc(void)
+{
+	return getauxval ? getauxval(9 /* AT_ENTRY */) : 0;
+}
 /* Fork handlers: glibc exports __register_atfork (pthread_atfork lives in
  * libc_nonshared.a there); musl exports pthread_atfork. */
 extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void),

@@ -348,7 +348,7 @@ static bool is_own_code(const struct maps_entry *e)
 	uint64_t here = (uint64_t)(uintptr_t)&symbols_resolve;
 	if (here < e->start || here >= e->end)
 		return false;
-	uint64_t entry = getauxval != NULL ? getauxval(9 /* AT_ENTRY */) : 0;
+	uint64_t entry = host_entry_pc();
 	return entry == 0 || entry < e->start || entry >= e->end;
 }
 

@@ -208,6 +208,9 @@ class Field:
                 bad.append("pprof %s: %s" % (os.path.basename(f), p.stderr[-200:]))
                 continue
             mangled |= mangled_names(p.stdout)
+            if not main_mapping_first(p.stdout):
+                bad.append("%s: mapping 1 is not the program's (profile.proto: mapping[0] is the main "
+                           "binary)" % os.path.basename(f))
             with gzip.open(f, "rb") as g:
                 data = g.read()
             q = subprocess.run(["protoc", "--decode_raw"], input=data, capture_output=True, timeout=120)
@@ -318,6 +321,15 @@ def _file_fields(path):
     """(pid, kind) from <service>.<pid>.<kind>.<seq>.<id>.pb.gz."""
     m = re.search(r"\.(\d+)\.([a-z]+)\.\d+\.[0-9a-f]+\.pb\.gz$", path)
     return (int(m.group(1)), m.group(2)) if m else (-1, "?")
+
+
+def main_mapping_first(raw):
+    """Whether mapping 1 of go tool pprof -raw output is an executable
+    whenever one of its mappings is: a file that is not a shared object."""
+    files = re.findall(r"^\s*\d+: 0x[0-9a-f]+/0x[0-9a-f]+/0x[0-9a-f]+ (\S+)", raw.split("\nMappings", 1)[-1], re.M)
+    def executable(name):
+        return name.startswith("/") and not re.search(r"\.so(\.[\d.]+)?$", name)
+    return not any(executable(f) for f in files) or executable(files[0])
 
 
 def pid_of(path):

@@ -656,6 +656,43 @@ static void test_names_shared_across_encodes(void)
 	profile_release(p);
 }
 
+/* profile.proto: mapping[0] is the main binary.  A first sample in libc
+ * registers libc's mapping first; main_pc puts the program's first, and
+ * every location still names its own mapping. */
+static void test_main_mapping_first(void)
+{
+	struct profile *p = profile_create(NULL);
+	uint64_t s1[2] = {LIBC_START + 0x100, 0x400010}; /* read;main */
+	uint64_t s2[1] = {0x402010};                     /* parse */
+	struct sw_value cpu[2] = {{SW_V_CPU_SAMPLES, 1}, {SW_V_CPU_TIME, 10000000}};
+	add(p, s1, 2, cpu, 2, NULL, 0);
+	add(p, s2, 1, cpu, 2, NULL, 0);
+	for (int with_main = 0; with_main < 2; with_main++) {
+		struct fake_sym fs = {0};
+		struct pprof_opts o;
+		pprof_opts_for_kind(&o, SW_KIND_CPU, 10000000);
+		o.main_pc = with_main ? APP_START + 0x10 : 0;
+		struct rt_buf b = {0};
+		CHECK_EQ_U64(pprof_encode(p, sw_kind_value_mask(SW_KIND_CPU), &o, fake_resolve, &fs, &b), 0);
+		PB_Profile *pr = decode(&b);
+		if (pr) {
+			check_rules(pr);
+			CHECK_EQ_U64(pr->n_mapping, 2);
+			CHECK(pr->n_mapping == 2 && pr->mapping[0]->id == 1 &&
+			      pr->mapping[0]->memory_start == (with_main ? APP_START : LIBC_START));
+			CHECK_EQ_U64(pr->n_location, 3);
+			for (size_t i = 0; i < pr->n_location; i++) {
+				const Perftools__Profiles__Location *l = pr->location[i];
+				const Perftools__Profiles__Mapping *m = find_mapping(pr, l->mapping_id);
+				CHECK(m && l->address >= m->memory_start && l->address < m->memory_limit);
+			}
+			perftools__profiles__profile__free_unpacked(pr, NULL);
+		}
+		rt_buf_free(&b);
+	}
+	profile_release(p);
+}
+
 int main(void)
 {
 	RUN(test_pb_varints);
@@ -666,5 +703,6 @@ int main(void)
 	RUN(test_invalid_arguments);
 	RUN(test_large_profile);
 	RUN(test_names_shared_across_encodes);
+	RUN(test_main_mapping_first);
 	return CHECK_DONE();
 }
