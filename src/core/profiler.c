@@ -188,6 +188,7 @@ static size_t encode_pyroscope(const struct profile *p, uint32_t kinds, const ch
 		struct pprof_opts o;
 		pprof_opts_for_kind(&o, (enum sw_kind)k, collect_period(cfg, (enum sw_kind)k));
 		o.main_pc = host_entry_pc();
+		o.late_comment = symbols_describe;
 		o.comments = comments;
 		o.n_comments = n_comments;
 		o.names = names;
@@ -358,11 +359,12 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 		prepare_names(p);
 	cost.names_ns = cost_clock() - names_from;
 	char overhead_line[320], trigger_line[MEMGUARD_PATH_MAX + 200];
-	char oom_line[MEMGUARD_PATH_MAX + 120], trigger_tags[256], symbols_line[512];
-	const char *comments[4] = { overhead_line, symbols_line };
-	uint32_t n_comments = 2;
+	char oom_line[MEMGUARD_PATH_MAX + 120], trigger_tags[256], symbols_line[PPROF_LATE_COMMENT_CAP];
+	/* The symbols line is each file's late comment: it counts the lookups
+	 * that naming that file's own locations deferred. */
+	const char *comments[3] = { overhead_line };
+	uint32_t n_comments = 1;
 	(void)collect_describe(overhead_line, sizeof(overhead_line));
-	(void)symbols_describe(symbols_line, sizeof(symbols_line));
 	if (trigger) {
 		memguard_describe(trigger, trigger_line, sizeof(trigger_line));
 		memguard_tags(trigger, trigger_tags, sizeof(trigger_tags));
@@ -392,6 +394,7 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 		struct pprof_opts o;
 		pprof_opts_for_kind(&o, (enum sw_kind)k, collect_period(cfg, (enum sw_kind)k));
 		o.main_pc = host_entry_pc();
+		o.late_comment = symbols_describe;
 		o.comments = comments;
 		o.n_comments = n_comments;
 		o.names = names;

@@ -863,8 +863,11 @@ static void put_tables(struct enc *e, struct rt_buf *out, const struct pprof_opt
 		default_type = str_index(e, type_name(o, (uint32_t)o->default_slot));
 	uint32_t comments[MAX_COMMENTS];
 	uint32_t n_comments = 0;
-	for (uint32_t i = 0; i < o->n_comments && n_comments < MAX_COMMENTS - MAX_NOTES; i++)
+	for (uint32_t i = 0; i < o->n_comments && n_comments < MAX_COMMENTS - MAX_NOTES - 1; i++)
 		comments[n_comments++] = str_index(e, o->comments[i]);
+	char late[PPROF_LATE_COMMENT_CAP]; /* alive until the string table is written below */
+	if (o->late_comment != NULL && o->late_comment(late, sizeof(late)) > 0)
+		comments[n_comments++] = str_index(e, late);
 	for (uint32_t i = 0; i < n_notes && n_comments < MAX_COMMENTS; i++)
 		comments[n_comments++] = str_index(e, notes[i]);
 

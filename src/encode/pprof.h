@@ -38,7 +38,7 @@ struct pprof_opts {
 	const char *drop_frames; /* regexes for tools; NULL or "": unset */
 	const char *keep_frames;
 	const char *doc_url;
-	const char *const *comments; /* extra comment lines (the first 62 are kept) */
+	const char *const *comments; /* extra comment lines (the first 60 are kept) */
 	uint32_t n_comments;
 	/* Other names for the value types, indexed by slot (NULL, or a NULL
 	 * entry: sw_value_type_name/sw_value_unit_name), used for sample_type,
@@ -52,7 +52,13 @@ struct pprof_opts {
 	 * if a location uses it, is written first (profile.proto: mapping[0]
 	 * is the main binary; go tool pprof names the profile after it). */
 	uint64_t main_pc;
+	/* NULL, or writes one more comment line (at most PPROF_LATE_COMMENT_CAP
+	 * bytes with its NUL) once every location is resolved, after
+	 * `comments`: counts that resolving this profile changes (the symbol
+	 * registry's lookups deferred by the CPU cap). */
+	size_t (*late_comment)(char *buf, size_t cap);
 };
+#define PPROF_LATE_COMMENT_CAP 512u
 
 /* Options for one kind's file: period type = the kind's main slot with the
  * given period, default sample type = the same slot, nothing else set. */

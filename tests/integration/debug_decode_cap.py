@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# needs: build/tests/dwarf_query
+# needs: build/tests/dwarf_query build/libstowaway.so
 """Decoding a DWARF unit is held to the CPU cap too (docs/configuration.md,
 "Inflating is also held to the CPU cap"): the first lookup in a unit
 decodes its line table and scope tree, milliseconds for a large unit (a
@@ -11,8 +11,13 @@ library's reader, tests/workloads/dwarf_query.c):
   - under a cap of 0.5% of a process that has run for nothing, the small
     unit fits the 1 ms every process may spend and is read; the large one
     is deferred (no frame now, counted as deferred);
-  - under 25% of a process that has run 60 ms both are read again."""
+  - under 25% of a process that has run 60 ms both are read again.
+Then the same units in a profiled process that spins in the large one for
+about 0.2 s: its CPU profile names big_* without lines, and the comment
+that counts deferred lookups (written once the file's locations are
+resolved) counts them."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,6 +26,7 @@ from checks import check, status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 QUERY = os.path.join(ROOT, "build", "tests", "dwarf_query")
+LIB = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 FUNCTIONS = 500
 
 SMALL = """#include <stdint.h>
@@ -52,6 +58,42 @@ def query(prog, addrs, *opts):
     return answers, stats
 
 
+SPIN = """#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+uint64_t big_%d(uint64_t);
+int main(int c, char **v) { uint64_t s = 0; long n = c > 1 ? atol(v[1]) : 1;
+for (long i = 0; i < n; i++) s += big_%d(s + (uint64_t)i);
+printf("%%lu\\n", (unsigned long)s); return 0; }
+""" % (FUNCTIONS // 2, FUNCTIONS // 2)
+
+
+def profiled_deferral(tmp):
+    """The comment of a short process's CPU profile counts the lookups its own naming deferred."""
+    with open(os.path.join(tmp, "spin.c"), "w") as f:
+        f.write(SPIN)
+    prog = os.path.join(tmp, "spin")
+    subprocess.run(["gcc", "-O1", "-g", "-o", prog, os.path.join(tmp, "spin.c"), os.path.join(tmp, "big.c")],
+                   check=True, timeout=120)
+    out = os.path.join(tmp, "out")
+    os.mkdir(out)
+    env = dict(os.environ, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out, DD_SERVICE="spin",
+               STOWAWAY_PROFILES="cpu", STOWAWAY_CPU_HZ="1000", LD_PRELOAD=LIB)
+    run = subprocess.run([prog, "20000000"], env=env, capture_output=True, text=True, timeout=60)
+    files = [os.path.join(out, n) for n in os.listdir(out) if ".cpu." in n]
+    if not check("debug_decode_cap: the spinning program runs under the library and writes a CPU profile",
+                 run.returncode == 0 and len(files) == 1, run.stderr[-300:]):
+        return
+    raw = subprocess.run(["go", "tool", "pprof", "-raw", "-symbolize=none", files[0]], capture_output=True,
+                         text=True, timeout=60).stdout
+    big = re.findall(r" (big_\d+) (\S*:\d+) s=", raw)
+    m = re.search(r"lines for \d+ \((\d+) lookups deferred by the CPU cap\)", raw)
+    check("debug_decode_cap: the profiled process names big_* without lines (its unit deferred)",
+          big and all(where == ":0" for _, where in big), str(big[:4]))
+    check("debug_decode_cap: the profile's comment counts the lookups deferred in naming it",
+          m is not None and int(m.group(1)) >= 1, m.group(0) if m else "no symbols comment")
+
+
 def main():
     if not os.path.exists(QUERY) or shutil.which("gcc") is None or shutil.which("addr2line") is None:
         check("debug_decode_cap prerequisites", False, "needs build/tests/dwarf_query, gcc and addr2line")
@@ -80,6 +122,7 @@ def main():
         ran, ran_stats = query(prog, addrs, "--cpu-ppm", "250000", "--spin-ms", "60")
         check("debug_decode_cap: under 25% of 60 ms of CPU both are read",
               ran == expected and int(ran_stats.get("deferred", 1)) == 0, f"{ran}, stats {ran_stats}")
+        profiled_deferral(tmp)
 
 
 if __name__ == "__main__":
