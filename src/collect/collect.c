@@ -245,14 +245,9 @@ int collect_start(const struct sw_config *cfg, struct recorder *rec)
 				n++;
 		}
 	}
-	int r = spawn_sampler();
-	if (r < 0) {
-		rt_warn("cannot start the sampler thread (error %d); collectors are off", -r);
-		cpu_stop();
-		wall_stop();
-		atomic_store(&col.running, 0);
-		return 0;
-	}
+	int tid = (int)sys_gettid();
+	wall_clocks_begin_here(threads_find(tid), tid);
+	/* No thread yet: collect_start_threads, if the process lives on. */
 	return n;
 }
 
@@ -330,7 +325,7 @@ void collect_after_fork_child(void)
 	if (!atomic_load(&col.running))
 		return;
 	int tid = (int)sys_gettid();
-	wall_since_fork(threads_register(tid, true, lo, hi), tid);
+	wall_clocks_begin_here(threads_register(tid, true, lo, hi), tid);
 	/* No thread yet: collect_start_threads, if the child lives on. */
 }
 
@@ -341,7 +336,8 @@ void collect_start_threads(void)
 		if (!atomic_load(&col.sampler_alive)) {
 			int r = spawn_sampler();
 			if (r < 0)
-				rt_warn("cannot start the sampler thread after fork (error %d)", -r);
+				rt_warn("cannot start the sampler thread (error %d): samples wait in "
+					"their rings, up to their bound, for the exit's export", -r);
 		}
 	}
 	rt_mutex_unlock(&col.start_lock);

@@ -12,9 +12,10 @@
 #include "config/config.h"
 #include "profile/profile.h"
 
-/* Starts the collectors of cfg->kinds feeding `rec`, and the sampler thread.
- * A collector that cannot start logs why and stays off; the others still
- * run.  Returns the number of collectors running. */
+/* Starts the collectors of cfg->kinds feeding `rec`, without the sampler
+ * thread (collect_start_threads).  A collector that cannot start logs why
+ * and stays off; the others still run.  Returns the number of collectors
+ * running. */
 int collect_start(const struct sw_config *cfg, struct recorder *rec);
 /* Stops every collector (no signal or timer of ours stays armed). */
 void collect_stop(void);
@@ -23,11 +24,11 @@ void collect_stop(void);
 bool collect_threads_active(void);
 /* In a fork child (from the atfork handler): forgets the parent's threads
  * and pending samples and registers the forking thread, whose CPU timer
- * runs from now; the sampler threads are not started there (a child that
- * exits at once makes none): collect_start_threads starts them, from a
- * thread of ours, once the child lives on.  Samples taken before wait in
- * the rings, and the exit path drains them itself. */
+ * runs from now; the sampler thread is not started there either. */
 void collect_after_fork_child(void);
+/* Starts the sampler thread, once the process (or fork child) has lived on:
+ * one that exits at once makes none.  Samples taken before wait in the
+ * rings, and the exit path drains them itself.  From a thread of ours. */
 void collect_start_threads(void);
 /* The stack of the caller of the function that calls this (return
  * addresses minus one, as samples hold them), without our own frames, into

@@ -207,41 +207,50 @@ static void take_missed(int slot, struct thread_slot *t, uint64_t cpu_ns, uint64
 	ring_publish(&cpu.ring, rec);
 }
 
-/* The timer is disarmed first, so that no expiry comes after the count.
- * With entry_pc 0 (cpu_stop), "[unsampled]" stands alone.  A thread that
- * blocks our signal was not sampled by choice: where its time went is not
- * guessed. */
-__attribute__((noinline)) void cpu_thread_ending(int slot, uint64_t entry_pc, uintptr_t ra)
+/* The CPU time of the expiries the kernel had not delivered to the ending
+ * thread of `slot`, taken at "[unsampled]" (0 when none, or the thread has
+ * no timer); false if the thread blocks our signal: it was not sampled by
+ * choice, and where its time went is not guessed.  The timer is disarmed
+ * first, so that no expiry comes after the count. */
+static bool take_expiries_missed(int slot, uint64_t entry_pc, uintptr_t ra, uint64_t *missed_ns)
 {
-	if (!atomic_load_explicit(&cpu.running, memory_order_acquire) || slot < 0 || slot >= THREADS_MAX)
-		return;
+	*missed_ns = 0;
 	struct thread_slot *t = &thread_slots[slot];
 	int timer = atomic_load(&t->timer_id);
-	if (timer < 0)
-		return;
+	if (!atomic_load_explicit(&cpu.running, memory_order_acquire) || timer < 0)
+		return true;
 	/* A signal already raised was delivered as the call returned (or, on
 	 * kernels that drop the queued signal of a timer set again, is
 	 * counted below). */
 	struct sys_itimerspec off;
 	rt_memset(&off, 0, sizeof(off));
 	if (sys_timer_settime(timer, 0, &off, NULL) != 0)
-		return;
+		return true;
 	uint64_t now = rt_thread_cpu_ns();
 	uint64_t first = atomic_load(&t->cpu_first_expiry_ns);
 	uint64_t period = atomic_load_explicit(&cpu.period_ns, memory_order_relaxed);
 	uint64_t mask = 0;
 	if (sys_rt_sigprocmask(SIG_BLOCK, NULL, &mask) != 0 || (mask & (1ull << (cpu.signo - 1))))
-		return;
+		return false;
 	uint64_t passed = now >= first && period != 0 ? 1 + (now - first) / period : 0;
 	uint64_t delivered = atomic_load(&t->cpu_expiries);
-	uint64_t missed_ns = 0;
 	if (passed > delivered) {
-		missed_ns = (passed - delivered) * period + t->cpu_carried_ns;
+		*missed_ns = (passed - delivered) * period + t->cpu_carried_ns;
 		t->cpu_carried_ns = 0;
-		take_missed(slot, t, missed_ns, entry_pc, ra);
+		take_missed(slot, t, *missed_ns, entry_pc, ra);
 	}
+	return true;
+}
+
+/* With entry_pc 0 (cpu_stop), "[unsampled]" stands alone. */
+__attribute__((noinline)) void cpu_thread_ending(int slot, uint64_t entry_pc, uintptr_t ra)
+{
+	uint64_t missed_ns;
+	if (slot < 0 || slot >= THREADS_MAX || !take_expiries_missed(slot, entry_pc, ra, &missed_ns))
+		return;
 	/* The wall profile's running samples are the CPU signals: the same
-	 * expiries, and what its visits owe the thread, would be lost too. */
+	 * expiries, and what its visits owe the thread, would be lost too; and
+	 * so would the life of a thread no visit saw. */
 	wall_thread_ending(slot, missed_ns, entry_pc, ra);
 }
 

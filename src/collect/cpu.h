@@ -21,7 +21,8 @@ void cpu_thread_removed(int slot, int tid);
  * one sample at "[unsampled]" under entry_pc, the routine's address, and
  * the stack of the caller whose return address is ra (none while the
  * thread blocks our signal).  cpu_stop does the same for the thread that
- * calls it, with entry_pc 0: "[unsampled]" alone. */
+ * calls it, with entry_pc 0: "[unsampled]" alone.  Then, profiling CPU or
+ * not, the wall profile's part of the ending (wall_thread_ending). */
 void cpu_thread_ending(int slot, uint64_t entry_pc, uintptr_t ra);
 /* Sampler thread: moves finished samples into the recorder. */
 void cpu_drain(void);

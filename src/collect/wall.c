@@ -1180,12 +1180,13 @@ static void clocks_began(struct wall_private *w, uint64_t ns)
 /* A thread that registered itself at its start has its clocks begin there;
  * else a thread that ends before its second visit (one of a pool of short
  * tasks) would leave nothing of its life before its first.  A thread found
- * by a scan starts its count at its first visit. */
+ * by a scan starts its count at its first visit.  The birth is claimed
+ * here or by the thread's end (wall_thread_ending), never by both. */
 static void thread_born(struct thread_slot *t, struct wall_private *w, int tid, uint64_t now)
 {
 	if (tid == 0 || atomic_load(&t->wall_born_tid) != tid)
 		return;
-	uint64_t born = atomic_load(&t->wall_born_ns);
+	uint64_t born = atomic_exchange(&t->wall_born_ns, 0);
 	if (born != 0 && born <= now)
 		clocks_began(w, born);
 }
@@ -1484,13 +1485,11 @@ void wall_running_sample(int slot, const void *ucv, uint64_t cpu_ns, const uint6
 		     depth, ctx);
 }
 
-void wall_thread_ending(int slot, uint64_t cpu_ns, uint64_t entry_pc, uintptr_t ra)
+/* `weight` of the ending thread's time as one sample at "[unsampled]" under
+ * entry_pc. */
+static void take_unsampled(int slot, struct thread_slot *t, int tid, uint64_t weight, enum wall_state state,
+			   uint64_t entry_pc, uintptr_t ra)
 {
-	if (!atomic_load_explicit(&wall.cpu_carries, memory_order_relaxed) || !wall.ring.mem || slot < 0 ||
-	    slot >= THREADS_MAX)
-		return;
-	struct thread_slot *t = &thread_slots[slot];
-	uint64_t weight = atomic_exchange(&t->wall_owed_ns, 0) + cpu_ns;
 	if (weight == 0)
 		return;
 	struct wall_record *rec = ring_reserve(&wall.ring);
@@ -1500,13 +1499,47 @@ void wall_thread_ending(int slot, uint64_t cpu_ns, uint64_t entry_pc, uintptr_t 
 	}
 	rec->depth = sample_unsampled_stack(entry_pc, ra, t->stack_lo, t->stack_hi, rec->pcs, wall.max_frames);
 	rec->in_call = false;
-	rec->state = WALL_STATE_RUNNING;
+	rec->state = (int8_t)state;
 	rec->fd = -1;
 	rec->has_context = context_read_self(&rec->context);
-	rec->tid = (int)sys_gettid();
+	rec->tid = tid;
 	rec->slot = slot;
 	rec->weight_ns = weight;
 	ring_publish(&wall.ring, rec);
+}
+
+/* The life of a thread that ends before any visit claimed its birth: the
+ * time since, but for the CPU time its running samples carry (all of it
+ * when they carry none). */
+static uint64_t unvisited_life(struct thread_slot *t, int tid, bool carries)
+{
+	if (atomic_load(&t->wall_born_tid) != tid)
+		return 0;
+	uint64_t born = atomic_exchange(&t->wall_born_ns, 0);
+	uint64_t now = rt_monotonic_ns();
+	if (born == 0 || born > now)
+		return 0;
+	uint64_t cpu = carries ? rt_thread_cpu_ns() : 0;
+	return now - born > cpu ? now - born - cpu : 0;
+}
+
+void wall_thread_ending(int slot, uint64_t cpu_ns, uint64_t entry_pc, uintptr_t ra)
+{
+	if (!atomic_load_explicit(&wall.running, memory_order_relaxed) || !wall.ring.mem || slot < 0 ||
+	    slot >= THREADS_MAX)
+		return;
+	struct thread_slot *t = &thread_slots[slot];
+	int tid = (int)sys_gettid();
+	bool carries = atomic_load_explicit(&wall.cpu_carries, memory_order_relaxed);
+	/* Its time off a CPU, with the state of the last call it timed (most
+	 * blocking is in those), or a system call's when it timed none. */
+	enum wall_state off_state = atomic_load(&t->wall_seq) != 0
+					    ? (enum wall_state)atomic_load_explicit(&t->wall_kind, memory_order_relaxed)
+					    : WALL_STATE_SYSCALL;
+	take_unsampled(slot, t, tid, unvisited_life(t, tid, carries), off_state, entry_pc, ra);
+	if (carries)
+		take_unsampled(slot, t, tid, atomic_exchange(&t->wall_owed_ns, 0) + cpu_ns, WALL_STATE_RUNNING,
+			       entry_pc, ra);
 }
 
 /* Moves the handler's records into the recorder.  In a tick only (thread
@@ -2121,16 +2154,19 @@ void wall_after_fork_child(void)
 	 * the ticks from then (wall_served). */
 }
 
-void wall_since_fork(int slot, int tid)
+void wall_clocks_begin_here(int slot, int tid)
 {
 	if (!atomic_load(&wall.running) || slot < 0 || slot >= THREADS_MAX)
 		return;
-	/* The forked thread's clocks began at the fork: its CPU time and its
-	 * waits for a CPU are all this process's. */
 	struct wall_private *w = &priv[slot];
 	w->tid = tid;
 	w->first_seen_ns = rt_monotonic_ns();
 	clocks_began(w, w->first_seen_ns);
+	/* A fork child's clock restarts at the fork; the constructor's thread
+	 * has run the loader and our start before now. */
+	w->last_cpu = rt_thread_cpu_ns();
+	/* Its birth is claimed: the visits place its time from now. */
+	atomic_store(&thread_slots[slot].wall_born_ns, 0);
 }
 
 void wall_get_stats(struct wall_stats *out)

@@ -155,14 +155,15 @@ uint64_t wall_cpu_ns(void);
 uint64_t wall_next_tick_ns(void);
 uint64_t wall_serve(uint64_t cpu_before);
 void wall_served(bool serving);
-/* In a fork child: forget the parent's descriptors and timers.  No tick is
- * served there until the sampler thread starts, once the child lives on (a
- * child that exits at once creates no thread); wall_since_fork gives the
- * forked thread (registered in `slot`) a first visit at the fork, so its
- * first sample covers the time before the sampler started, split by its
- * CPU clock as any span is. */
+/* In a fork child: forget the parent's descriptors and timers. */
 void wall_after_fork_child(void);
-void wall_since_fork(int slot, int tid);
+/* No tick is served until the sampler thread starts, once the process (or
+ * fork child) lives on; a process that exits at once creates none.  Called
+ * on the thread of `slot` (the constructor's, or a fork child's forking
+ * thread) before the sampler exists: its first visit is now, so its first
+ * sample covers the time before the sampler started, split by its CPU
+ * clock (from its reading now) as any span is. */
+void wall_clocks_begin_here(int slot, int tid);
 
 /* ---- for the interposed blocking calls (wall_hooks.c) ---- */
 
@@ -213,12 +214,15 @@ struct context_value;
 void wall_running_sample(int slot, const void *ucv, uint64_t cpu_ns, const uint64_t *pcs, uint32_t depth,
 			 const struct context_value *ctx);
 
-/* On the thread of `slot` as it ends, its CPU timer disarmed: the running
- * time no running sample took (what the visits owe it, and cpu_ns: CPU
- * time past expiries the kernel had not delivered) as one sample at
+/* On the thread of `slot` as it ends, its CPU timer disarmed, samples at
  * "[unsampled]" under the thread's routine entry_pc (called from ra; 0:
- * "[unsampled]" alone), as the CPU profile takes those expiries.  Does
- * nothing where the wall profile keeps its own signal (calls_block). */
+ * "[unsampled]" alone), as the CPU profile takes its missed expiries:
+ *  - where running samples are the CPU signals' (not calls_block), the
+ *    running time none took: what the visits owe it, and cpu_ns (CPU time
+ *    past expiries the kernel had not delivered);
+ *  - for a thread that registered itself at its start and ends before any
+ *    visit, its life but for the CPU time its running samples carry, in
+ *    the state of the last call it timed. */
 void wall_thread_ending(int slot, uint64_t cpu_ns, uint64_t entry_pc, uintptr_t ra);
 
 /* Counters since start (tests, logs). */

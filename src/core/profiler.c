@@ -19,12 +19,13 @@
 
 #define MAX_EXPORTERS 4
 #define FLUSH_MIN_TIMEOUT_NS (10ull * RT_NS_PER_SEC)
-/* A fork child starts its sampler threads only once it has lived this
- * long: most children of a process-per-connection server are gone by then,
- * and a child that exits before made one thread (the scheduler) instead of
- * three.  Its CPU samples wait in the ring meanwhile, and its wall time is
- * counted from the fork (wall_since_fork). */
-#define CHILD_THREADS_DELAY_NS (20ull * 1000000ull)
+/* A process, or fork child, starts its sampler thread only once it has
+ * lived this long: most children of a process-per-connection server are
+ * gone by then, and so is a shell's /bin/true; one that exits before made
+ * one thread (the scheduler, which its start does not wait for) instead of
+ * two.  Its CPU samples wait in the rings meanwhile, and its threads' wall
+ * time is counted from their start (wall_clocks_begin_here). */
+#define SAMPLER_DELAY_NS (20ull * 1000000ull)
 /* The part of STOWAWAY_MAX_OVERHEAD_PCT inflating debug sections may use. */
 #define INFLATE_SHARE_OF_CAP 4u
 
@@ -37,6 +38,7 @@ static struct {
 	bool wants_combined; /* an exporter reads the batch's combined profile */
 	bool forked;         /* this process is a fork child */
 	uint64_t forked_ns;  /* when, on the monotonic clock (0: not a child) */
+	uint64_t sampler_at_ns; /* when the scheduler starts the sampler thread */
 	struct sw_otlp_config otlp; /* OpenTelemetry export settings (immutable once loaded) */
 	/* Serialises period exports (scheduler, flush, exit). */
 	struct rt_mutex export_lock;
@@ -554,16 +556,18 @@ static void *scheduler_main(void *arg)
 	thread_own_wake_word(&prof.wake);
 	uint64_t period_ns = (uint64_t)prof.cfg->upload_period_s * RT_NS_PER_SEC;
 	uint64_t next = rt_monotonic_ns() + period_ns;
-	/* The memory guard is polled from this thread between periods. */
-	uint64_t next_poll = memguard_start(prof.cfg) ? rt_monotonic_ns() : UINT64_MAX;
-	/* A fork child's sampler threads, once it has lived on. */
-	uint64_t threads_at = prof.forked_ns ? prof.forked_ns + CHILD_THREADS_DELAY_NS : UINT64_MAX;
+	/* The sampler thread, and the memory guard (polled from this thread
+	 * between periods; its start reads the cgroup files and the mount
+	 * table), once the process has lived on. */
+	uint64_t next_poll = UINT64_MAX;
+	uint64_t threads_at = prof.sampler_at_ns;
 	while (wait_until(RT_MIN(RT_MIN(next, next_poll), threads_at))) {
 		prepare_for_children();
 		uint64_t now = rt_monotonic_ns();
 		if (now >= threads_at) {
 			collect_start_threads();
 			threads_at = UINT64_MAX;
+			next_poll = memguard_start(prof.cfg) ? now : UINT64_MAX;
 		}
 		if (now >= next_poll) {
 			struct memguard_trigger t;
@@ -652,6 +656,7 @@ static void fork_child(void)
 	prof.seq = 0;
 	prof.forked = true;
 	prof.forked_ns = rt_monotonic_ns();
+	prof.sampler_at_ns = prof.forked_ns + SAMPLER_DELAY_NS;
 	atomic_store(&prof.fork_warm, 0); /* its own first fork prepares its own children */
 	recorder_after_fork_child(prof.rec);
 	symbols_after_fork_child();
@@ -723,10 +728,13 @@ int profiler_start(const struct sw_config *cfg)
 	atomic_store(&prof.stop_requested, 0);
 	atomic_store(&prof.running, 1);
 	int collectors = collect_start(cfg, prof.rec);
-	int r = thread_spawn(scheduler_main, NULL);
-	if (r < 0)
+	prof.sampler_at_ns = rt_monotonic_ns() + SAMPLER_DELAY_NS;
+	int r = thread_spawn_unwaited(scheduler_main, NULL);
+	if (r < 0) {
 		rt_warn("could not start the scheduler thread (error %d); profiles are exported "
 			"only at exit", -r);
+		collect_start_threads();
+	}
 	rt_info("profiling %s (pid %ld, %d collectors, upload period %us, runtime id %s, clocks "
 		"read through %s)",
 		cfg->service, sys_getpid(), collectors, cfg->upload_period_s, prof.runtime_id,
