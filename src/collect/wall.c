@@ -1163,15 +1163,16 @@ enum visit_end {
 	VISIT_FLAT,
 };
 
-/* The thread's clocks began at `ns` (its start, or the fork that made it):
- * its CPU time and its waits for a CPU are all since, so its next visit
- * places the span since then, as later visits do theirs. */
-static void clocks_began(struct wall_private *w, uint64_t ns)
+/* The thread's clocks began at `ns` (its start, the fork that made it, or
+ * our start), its CPU clock then reading `cpu`: its CPU time since and its
+ * waits for a CPU are all in its next visit's span, as later visits have
+ * theirs. */
+static void clocks_began(struct wall_private *w, uint64_t ns, uint64_t cpu)
 {
 	w->visited = true;
 	w->last_visit = ns;
 	w->cpu_known = true;
-	w->last_cpu = 0;
+	w->last_cpu = cpu;
 	w->delay_known = true;
 	w->last_delay = 0;
 	w->last_slices = 0;
@@ -1188,7 +1189,7 @@ static void thread_born(struct thread_slot *t, struct wall_private *w, int tid, 
 		return;
 	uint64_t born = atomic_exchange(&t->wall_born_ns, 0);
 	if (born != 0 && born <= now)
-		clocks_began(w, born);
+		clocks_began(w, born, 0);
 }
 
 /* One visit.  The span since the previous visit is split by the thread's
@@ -2161,10 +2162,9 @@ void wall_clocks_begin_here(int slot, int tid)
 	struct wall_private *w = &priv[slot];
 	w->tid = tid;
 	w->first_seen_ns = rt_monotonic_ns();
-	clocks_began(w, w->first_seen_ns);
-	/* A fork child's clock restarts at the fork; the constructor's thread
-	 * has run the loader and our start before now. */
-	w->last_cpu = rt_thread_cpu_ns();
+	/* A fork child's CPU clock restarts at the fork; the constructor's
+	 * thread has run the loader and our start before now. */
+	clocks_began(w, w->first_seen_ns, rt_thread_cpu_ns());
 	/* Its birth is claimed: the visits place its time from now. */
 	atomic_store(&thread_slots[slot].wall_born_ns, 0);
 }

@@ -169,6 +169,18 @@ static void add_endpoint_count(void *ctx, const char *name, uint64_t count)
 		ec->items[ec->n++] = (struct sw_endpoint_count){ name, count };
 }
 
+/* The options of one kind's file in an export, to whichever destination. */
+static void export_opts(struct pprof_opts *o, enum sw_kind kind, const char *const *comments,
+			uint32_t n_comments, struct pprof_names *names)
+{
+	pprof_opts_for_kind(o, kind, collect_period(prof.cfg, kind));
+	o->main_pc = host_entry_pc();
+	o->late_comment = symbols_describe;
+	o->comments = comments;
+	o->n_comments = n_comments;
+	o->names = names;
+}
+
 /* Pyroscope's profiles of every enabled kind, compressed; returns how many. */
 static size_t encode_pyroscope(const struct profile *p, uint32_t kinds, const char *const *comments,
 			       uint32_t n_comments, struct pprof_names *names, int level,
@@ -188,12 +200,7 @@ static size_t encode_pyroscope(const struct profile *p, uint32_t kinds, const ch
 		if (!(kinds & SW_KIND_BIT(k)))
 			continue;
 		struct pprof_opts o;
-		pprof_opts_for_kind(&o, (enum sw_kind)k, collect_period(cfg, (enum sw_kind)k));
-		o.main_pc = host_entry_pc();
-		o.late_comment = symbols_describe;
-		o.comments = comments;
-		o.n_comments = n_comments;
-		o.names = names;
+		export_opts(&o, (enum sw_kind)k, comments, n_comments, names);
 		struct pyro_output out[PYRO_MAX_OUTPUTS];
 		int r = pyro_encode_kind(p, (enum sw_kind)k, &o, &lim, symbols_resolve, NULL, out);
 		if (r < 0)
@@ -394,12 +401,7 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 		if (!(cfg->kinds & SW_KIND_BIT(k)))
 			continue;
 		struct pprof_opts o;
-		pprof_opts_for_kind(&o, (enum sw_kind)k, collect_period(cfg, (enum sw_kind)k));
-		o.main_pc = host_entry_pc();
-		o.late_comment = symbols_describe;
-		o.comments = comments;
-		o.n_comments = n_comments;
-		o.names = names;
+		export_opts(&o, (enum sw_kind)k, comments, n_comments, names);
 		uint32_t mask = sw_kind_value_mask((enum sw_kind)k);
 		all_slots |= mask;
 		if ((!(filled & mask) && (k != SW_KIND_HEAP || prof.seq == 0)) ||

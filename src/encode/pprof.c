@@ -817,16 +817,16 @@ static bool slot_valid(int slot, uint32_t mask, bool must_be_selected)
 	return !must_be_selected || (mask & SW_V_BIT((uint32_t)slot));
 }
 
-/* Writes everything but samples, once the samples loop has discovered
- * every location, function, mapping and string. */
 /* Makes the mapping holding main_pc, if any, mapping 1: swaps it with the
  * first mapping found, in the table and in the locations' references. */
 static void main_mapping_first(struct enc *e, uint64_t main_pc)
 {
+	if (main_pc == 0)
+		return;
 	uint32_t k = 0;
 	while (k < e->n_mappings && !(main_pc >= e->mappings[k].start && main_pc < e->mappings[k].limit))
 		k++;
-	if (main_pc == 0 || k == 0 || k == e->n_mappings)
+	if (k == 0 || k == e->n_mappings)
 		return;
 	struct enc_mapping first = e->mappings[0];
 	e->mappings[0] = e->mappings[k];
@@ -840,6 +840,8 @@ static void main_mapping_first(struct enc *e, uint64_t main_pc)
 	}
 }
 
+/* Writes everything but samples, once the samples loop has discovered
+ * every location, function, mapping and string. */
 static void put_tables(struct enc *e, struct rt_buf *out, const struct pprof_opts *o,
 		       char (*notes)[COMMENT_BYTES], uint32_t n_notes)
 {

@@ -146,27 +146,25 @@ def judge_spelling(label, functions):
           f"({len(want)} names, {len(v0)} of them v0)", want and not wrong, str(wrong[:3]))
 
 
+def line_names(text):
+    """(name, system_name or "") of one location line of go tool pprof -raw, or None."""
+    m = re.match(r"(.+?) (?:\S*:\d+ )?s=\d+(?:\((\S+)\))?$", text)
+    return (m.group(1), m.group(2) or "") if m else None
+
+
 def located_functions(raw):
     """(name, system_name) of every line of every location in go tool pprof -raw; a
     system_name equal to its name is not printed, and is the name."""
-    out = []
-    for lines in pprof_raw.locations(raw).values():
-        for text in lines:
-            m = re.match(r"(.+?) (?:\S*:\d+ )?s=\d+(?:\((\S+)\))?$", text)
-            if m:
-                out.append((m.group(1), m.group(2) or m.group(1)))
-    return out
+    named = [line_names(t) for lines in pprof_raw.locations(raw).values() for t in lines]
+    return [(n, sn or n) for n, sn in filter(None, named)]
+
 
 def inlined_lines(raw):
     """(name, system_name) of every line but the last (the physical function) of multi-line
     locations in go tool pprof -raw."""
-    out = []
-    for lines in pprof_raw.locations(raw).values():
-        for text in lines[:-1]:
-            m = re.match(r"(.+?) (?:\S*:\d+ )?s=\d+(?:\((\S+)\))?$", text)
-            if m:
-                out.append((m.group(1), m.group(2) or ""))
-    return out
+    named = [line_names(t) for lines in pprof_raw.locations(raw).values() for t in lines[:-1]]
+    return [x for x in named if x is not None]
+
 
 if shutil.which("perf") is None:
     check("perf is installed", False)
