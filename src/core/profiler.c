@@ -46,7 +46,8 @@ static struct {
 	atomic_int wake;
 	/* The stack of the first fork, whose modules the scheduler prepares
 	 * for the children (fork_parent): 0 none yet, 1 being captured,
-	 * 2 waiting for the scheduler, 3 done. */
+	 * 2 waiting for the scheduler, 3 done; at a later fork, 4 waiting to
+	 * prepare them again with the children's own allowance, 5 done. */
 	atomic_int fork_warm;
 	uint32_t fork_depth;
 	uint64_t fork_pcs[64];
@@ -515,7 +516,8 @@ static bool wait_until(uint64_t deadline_ns)
 		int seen = atomic_load(&prof.wake);
 		thread_own_service();
 		uint64_t now = rt_monotonic_ns();
-		if (now >= deadline_ns || atomic_load(&prof.fork_warm) == 2)
+		int warm = atomic_load(&prof.fork_warm);
+		if (now >= deadline_ns || warm == 2 || warm == 4)
 			return true;
 		uint64_t left = deadline_ns - now;
 		struct __kernel_timespec ts = sys_timespec_of_ns(left);
@@ -541,14 +543,19 @@ static void export_for_memory(const struct memguard_trigger *t, uint64_t period_
 /* Scheduler thread: resolves the frames fork_parent noted (see there). */
 static void prepare_for_children(void)
 {
-	if (atomic_load(&prof.fork_warm) != 2)
+	int warm = atomic_load(&prof.fork_warm);
+	if (warm != 2 && warm != 4)
 		return;
-	rt_mutex_lock(&prof.export_lock);
+	uint32_t n = RT_MIN(prof.fork_depth, RT_ARRAY_LEN(prof.fork_pcs));
 	struct sw_frame_info info;
-	for (uint32_t i = 0; i < prof.fork_depth && i < RT_ARRAY_LEN(prof.fork_pcs); i++)
-		(void)symbols_resolve(NULL, prof.fork_pcs[i], &info);
+	rt_mutex_lock(&prof.export_lock);
+	if (warm == 4)
+		symbols_resolve_for_children(prof.fork_pcs, n);
+	else
+		for (uint32_t i = 0; i < n; i++)
+			(void)symbols_resolve(NULL, prof.fork_pcs[i], &info);
 	rt_mutex_unlock(&prof.export_lock);
-	atomic_store(&prof.fork_warm, 3);
+	atomic_store(&prof.fork_warm, warm + 1);
 }
 
 static void *scheduler_main(void *arg)
@@ -605,13 +612,26 @@ static void fork_prepare(void) { rt_heap_fork_prepare(); }
  * ~100 ms of inflating and indexing).  So at its first fork the parent
  * notes the forking stack, and its scheduler resolves those frames once:
  * the modules every child runs (the program, libc) are then indexed in the
- * parent and shared by the children forked after it. */
+ * parent and shared by the children forked after it.  Debug information
+ * those frames need is read within the parent's share of its own CPU, which
+ * a parent that has done little yet does not have (a postmaster's backends
+ * each read libc's debug file on their own, ~1.5 ms apiece); a second fork
+ * shows a parent that keeps forking, and its scheduler resolves them again
+ * with the children's own allowance (symbols_resolve_for_children), once,
+ * where a shell forking a single command pays nothing. */
 static void fork_parent(void)
 {
 	rt_heap_fork_parent();
-	int expected = 0;
-	if (!atomic_load(&prof.running) ||
-	    !atomic_compare_exchange_strong(&prof.fork_warm, &expected, 1))
+	if (!atomic_load(&prof.running))
+		return;
+	int expected = 3;
+	if (atomic_compare_exchange_strong(&prof.fork_warm, &expected, 4)) {
+		atomic_fetch_add(&prof.wake, 1);
+		(void)sys_futex((volatile int *)&prof.wake, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL);
+		return;
+	}
+	expected = 0;
+	if (!atomic_compare_exchange_strong(&prof.fork_warm, &expected, 1))
 		return;
 	prof.fork_depth = collect_stack_of_caller(prof.fork_pcs, RT_ARRAY_LEN(prof.fork_pcs));
 	atomic_store(&prof.fork_warm, 2);

@@ -176,8 +176,17 @@ struct share_rate {
 	uint64_t ns, bytes;
 	uint32_t guess_ns_per_kib;
 };
+/* What a forking parent may spend apart from its share while it reads the
+ * debug information of the frames its children start from
+ * (debuginfo_share_for_children): the small sections inflated whole and
+ * the index, which every child forked afterwards inherits instead of
+ * reading each on its own (libc's separate debug file: about 0.5 MiB
+ * inflated, 1.5 ms, per child). */
+#define DEBUG_FOR_CHILDREN_NS 8000000ull /* 8 ms, once per forking process */
 static struct {
 	uint32_t ppm; /* 0: no limit */
+	bool for_children;	  /* debuginfo_share_for_children(true) */
+	uint64_t children_spent_ns; /* of DEBUG_FOR_CHILDREN_NS, in this process */
 	int pid;      /* the process the counts are of (a fork child starts anew) */
 	uint64_t spent_ns, deferred;
 	struct share_rate inflate, decode;
@@ -194,10 +203,18 @@ static void share_this_process(void)
 	int pid = (int)sys_getpid();
 	if (share.pid != pid) {
 		share.pid = pid;
-		share.spent_ns = share.deferred = 0;
+		share.spent_ns = share.deferred = share.children_spent_ns = 0;
 		share.inflate.ns = share.inflate.bytes = share.decode.ns = share.decode.bytes = 0;
 		share.cpu_read_at = 0;
 	}
+}
+
+uint64_t debuginfo_reading_ns(uint64_t *inflate_bytes, uint64_t *decode_bytes)
+{
+	share_this_process();
+	*inflate_bytes = share.inflate.bytes;
+	*decode_bytes = share.decode.bytes;
+	return share.spent_ns + share.children_spent_ns;
 }
 
 /* The process's and its waited-for children's CPU time, read again once
@@ -223,8 +240,16 @@ static bool share_allows(const struct share_rate *rate, uint64_t bytes)
 	uint64_t ns_per_kib = rate->bytes >= DEBUG_RATE_TIMED ? rate->ns / (rate->bytes >> 10)
 							      : rate->guess_ns_per_kib;
 	uint64_t cost = ((bytes + 1023) >> 10) * ns_per_kib;
+	if (share.for_children)
+		return share.children_spent_ns + cost <= DEBUG_FOR_CHILDREN_NS;
 	uint64_t allowed = DEBUG_BASE_NS + share_cpu_ns() / 1000000u * share.ppm;
 	return share.spent_ns + cost <= allowed;
+}
+
+void debuginfo_share_for_children(bool on)
+{
+	share_this_process();
+	share.for_children = on;
 }
 
 /* Whether `bytes` more of that work goes past the share: the lookup or
@@ -242,7 +267,10 @@ bool debuginfo_load_allowed(uint64_t bytes) { return !share_defers(&share.inflat
 static void share_spent(struct share_rate *rate, uint64_t ns, uint64_t bytes)
 {
 	share_this_process();
-	share.spent_ns += ns;
+	if (share.for_children)
+		share.children_spent_ns += ns;
+	else
+		share.spent_ns += ns;
 	rate->ns += ns;
 	rate->bytes += bytes;
 }

@@ -111,7 +111,15 @@ bool debuginfo_file_crc(const char *path, uint32_t *crc);
  * default: no bound).  A lookup whose unit would take more is not made:
  * debuginfo_lookup reports DWARF_DEFERRED.  Counts restart in a fork child. */
 void debuginfo_limit_inflating(uint32_t ppm);
+/* While on, reading debug information spends, instead of that share, a
+ * fixed allowance (8 ms once per process): for a parent reading what the
+ * frames of its fork call need, which the children it forks afterwards
+ * inherit instead of each reading it again. */
+void debuginfo_share_for_children(bool on);
 /* Lookups deferred so far by that bound, in this process. */
 uint64_t debuginfo_deferred_lookups(void);
+/* CPU this process has spent reading DWARF under that bound (inflating and
+ * decoding), and the bytes of each. */
+uint64_t debuginfo_reading_ns(uint64_t *inflate_bytes, uint64_t *decode_bytes);
 
 #endif

@@ -946,6 +946,19 @@ int symbols_module_names_any(uint64_t pc, const char *const *names, uint32_t n)
 	return found;
 }
 
+void symbols_resolve_for_children(const uint64_t *pcs, uint32_t n)
+{
+	struct sw_frame_info info;
+	rt_mutex_lock(&registry_lock);
+	debuginfo_share_for_children(true);
+	rt_mutex_unlock(&registry_lock);
+	for (uint32_t i = 0; i < n; i++)
+		(void)symbols_resolve(NULL, pcs[i], &info);
+	rt_mutex_lock(&registry_lock);
+	debuginfo_share_for_children(false);
+	rt_mutex_unlock(&registry_lock);
+}
+
 bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out)
 {
 	RT_UNUSED(ctx);
@@ -1070,16 +1083,19 @@ size_t symbols_describe(char *buf, size_t cap)
 	struct unwind_counts uc;
 	symbols_stats(&st);
 	unwind_counts_get(&uc);
+	uint64_t inflated, decoded, reading_ns = debuginfo_reading_ns(&inflated, &decoded);
 	return rt_snprintf(buf, cap,
 			   "stowaway: symbols: %u modules mapped, names read for %u (%llu functions, "
-			   "%llu KiB), lines for %u (%llu lookups deferred by the CPU cap); unwind rules "
+			   "%llu KiB), lines for %u (%llu lookups deferred by the CPU cap; %llu us "
+			   "inflating %llu KiB and decoding %llu KiB); unwind rules "
 			   "read in place for %u, search tables built for %u (%llu KiB), %llu rules looked "
 			   "up; %llu stacks stopped at code mapped since the last refresh; %llu "
 			   "allocation stacks answered by the unwind memo",
 			   st.modules, st.modules_named, (unsigned long long)st.functions,
 			   (unsigned long long)(st.function_bytes >> 10), st.modules_with_lines,
 			   (unsigned long long)debuginfo_deferred_lookups(),
-			   st.unwind_in_place, st.unwind_built, (unsigned long long)(st.unwind_bytes >> 10),
+			   (unsigned long long)(reading_ns / 1000), (unsigned long long)(inflated >> 10),
+			   (unsigned long long)(decoded >> 10), st.unwind_in_place, st.unwind_built, (unsigned long long)(st.unwind_bytes >> 10),
 			   (unsigned long long)uc.rule_lookups, (unsigned long long)uc.unknown_code,
 			   (unsigned long long)uc.stacks_from_memo);
 }

@@ -58,6 +58,14 @@ uint64_t symbols_maps_changes(void);
  * The strings stay valid until symbols_collect_garbage().  Returns false
  * only if pc is in no known executable mapping. */
 bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out);
+
+/* Resolves the frames a process forks from, for the children it forks
+ * afterwards: reading their modules' debug information spends the fixed
+ * allowance debuginfo_share_for_children gives, not this process's share of
+ * its own CPU (a prefork parent has used little when it first forks), so
+ * the DWARF index every child's own lookups need is built once, here, and
+ * inherited. */
+void symbols_resolve_for_children(const uint64_t *pcs, uint32_t n);
 /* The path of the module whose executable mapping holds pc, as
  * /proc/self/maps names it, copied into buf (NUL-terminated); false if no
  * known mapping holds pc.  Reads no symbol. */

@@ -87,7 +87,7 @@ def profiled_deferral(tmp):
     raw = subprocess.run(["go", "tool", "pprof", "-raw", "-symbolize=none", files[0]], capture_output=True,
                          text=True, timeout=60).stdout
     big = re.findall(r" (big_\d+) (\S*:\d+) s=", raw)
-    m = re.search(r"lines for \d+ \((\d+) lookups deferred by the CPU cap\)", raw)
+    m = re.search(r"lines for \d+ \((\d+) lookups deferred by the CPU cap;", raw)
     check("debug_decode_cap: the profiled process names big_* without lines (its unit deferred)",
           big and all(where == ":0" for _, where in big), str(big[:4]))
     check("debug_decode_cap: the profile's comment counts the lookups deferred in naming it",

@@ -6,8 +6,9 @@
  * ALLOC_KB, each child first allocates (and frees) that many 1 KiB blocks;
  * with KEEP, it keeps them (live heap at its exit).  With PARENT_KB, the
  * parent first allocates that many 1 KiB blocks and keeps them (a live
- * heap every child inherits).
- * Usage: fork_short N [BURN_MS [ALLOC_KB [KEEP [PARENT_KB]]]] */
+ * heap every child inherits).  With IN_LIBC, a child burns its CPU in libc
+ * instead, sorting with qsort (its samples fall in libc's code).
+ * Usage: fork_short N [BURN_MS [ALLOC_KB [KEEP [PARENT_KB [IN_LIBC]]]]] */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,26 @@ __attribute__((noinline)) static void burn(double seconds)
 	sink = h;
 }
 
+static int by_value(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* Sorts a scrambled array again and again: most of the CPU in qsort. */
+__attribute__((noinline)) static void burn_in_libc(double seconds)
+{
+	static uint32_t v[4096];
+	double end = cpu_s() + seconds;
+	uint32_t x = 1;
+	while (cpu_s() < end) {
+		for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+			v[i] = x = x * 1103515245u + 12345u;
+		qsort(v, sizeof(v) / sizeof(v[0]), sizeof(v[0]), by_value);
+	}
+	sink = v[0];
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 10;
@@ -42,6 +63,7 @@ int main(int argc, char **argv)
 	int alloc_kb = argc > 3 ? atoi(argv[3]) : 0;
 	int keep = argc > 4 ? atoi(argv[4]) : 0;
 	int parent_kb = argc > 5 ? atoi(argv[5]) : 0;
+	int in_libc = argc > 6 ? atoi(argv[6]) : 0;
 	for (int k = 0; k < parent_kb; k++)
 		sink_block = malloc(1024); /* kept: live in the parent and every child */
 	burn(0.05);
@@ -50,7 +72,9 @@ int main(int argc, char **argv)
 		if (pid < 0)
 			return 1;
 		if (pid == 0) {
-			if (burn_s > 0)
+			if (burn_s > 0 && in_libc)
+				burn_in_libc(burn_s);
+			else if (burn_s > 0)
 				burn(burn_s);
 			for (int k = 0; k < alloc_kb; k++) {
 				sink_block = malloc(1024);

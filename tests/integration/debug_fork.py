@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+# needs: build/libstowaway.so build/workloads/fork_short
+"""Children of a forking parent read libc's debug information once between
+them, not once each (docs/configuration.md, the CPU cap of inflating).
+With Debian's libc6-dbg installed, a parent forks five children one after
+another, each sorting with libc's qsort for 0.7 s of CPU.  At its second
+fork the parent resolves the frames it forks from with an allowance of its
+own (its share of its own CPU is too small then): libc's DWARF index and
+the sections inflated whole are built in the parent, and the children
+forked afterwards inherit them; the pages of .debug_info a child inflates
+for a unit are shared with its siblings.  A parent that forks once reads
+nothing for its children.  Judged by each process's debug line
+(the bytes it inflated) and by `go tool pprof -lines` (the last child's
+qsort frames carry libc's source lines).  Before, each child read libc's
+debug file on its own or, deferred by its share, never: no libc lines."""
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from checks import check, status
+from dwarf_lines import build_id
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LIB = os.path.join(ROOT, "build", "libstowaway.so")
+PROG = os.path.join(ROOT, "build", "workloads", "fork_short")
+LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+LINE = re.compile(r"lines for (\d+) \((\d+) lookups deferred by the CPU cap; (\d+) us inflating "
+                  r"(\d+) KiB")
+
+
+def main():
+    bid = build_id(LIBC) if os.path.exists(LIBC) else None
+    debug = f"/usr/lib/debug/.build-id/{bid[:2]}/{bid[2:]}.debug" if bid else ""
+    if shutil.which("go") is None or not os.path.exists(debug) or not os.path.exists(PROG):
+        check("debug_fork prerequisites", False,
+              f"needs {PROG}, go and libc6-dbg (tests/deps/debuginfo.txt)")
+        return
+    with tempfile.TemporaryDirectory() as out:
+        env = dict(os.environ, LD_PRELOAD=LIB, DD_PROFILING_ENABLED="true", STOWAWAY_PROFILES="cpu",
+                   STOWAWAY_OUTPUT_DIR=out, STOWAWAY_LOG_LEVEL="debug")
+        once = subprocess.run([PROG, "1", "100", "0", "0", "0", "1"], env=env, capture_output=True,
+                              text=True, timeout=60)
+        reads = [tuple(int(g) for g in m.groups()) for m in LINE.finditer(once.stderr)]
+        check("debug_fork: a parent that forks once inflates nothing of libc's debug file for "
+              "its child", once.returncode == 0 and len(reads) == 2 and reads[1][3] == 0,
+              f"rc {once.returncode}, KiB inflated (child, parent): {[x[3] for x in reads]}")
+        for f in glob.glob(os.path.join(out, "*")):
+            os.unlink(f)
+        r = subprocess.run([PROG, "5", "700", "0", "0", "0", "1"], env=env, capture_output=True,
+                           text=True, timeout=60)
+        pids = r.stdout.split()
+        reads = [tuple(int(g) for g in m.groups()) for m in LINE.finditer(r.stderr)]
+        check("debug_fork: the parent and its five children run and each reports what it read",
+              r.returncode == 0 and len(pids) == 5 and len(reads) == 6,
+              f"rc {r.returncode}, pids {pids}, {len(reads)} debug lines; {r.stderr[-300:]}")
+        children, parent = (reads[:5], reads[5]) if len(reads) == 6 else ([(0, 0, 0, -1)] * 5, None)
+        check("debug_fork: the children forked after the parent's second fork name lines in the "
+              "program and in libc", all(c[0] >= 2 for c in children[2:]),
+              f"modules with lines, per child: {[c[0] for c in children]}")
+        # A late sample may fall in code of another module with debug
+        # information (ld.so), whose index that child reads itself.
+        check("debug_fork: the last two children together inflate less than one child that read "
+              "libc's debug file on its own (the index is their parent's, the pages of qsort's unit "
+              "a sibling's)", sum(c[3] for c in children[3:]) < children[0][3],
+              f"KiB inflated per child: {[c[3] for c in children]}, parent {parent and parent[3]}")
+        last = glob.glob(os.path.join(out, f"fork_short.{pids[-1]}.cpu.*.pb.gz")) if pids else []
+        top = subprocess.run(["go", "tool", "pprof", "-symbolize=none", "-lines", "-top", last[0]],
+                             capture_output=True, text=True).stdout if last else ""
+        msort = [l for l in top.splitlines() if "msort_with_tmp" in l]
+        check("debug_fork: the last child's qsort frames carry libc's source lines",
+              msort and all("msort.c:" in l for l in msort),
+              "\n".join(msort[:4]) or f"no msort_with_tmp in {last}")
+
+
+if __name__ == "__main__":
+    main()
+    sys.exit(status())
