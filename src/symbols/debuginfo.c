@@ -185,9 +185,9 @@ struct share_rate {
 #define DEBUG_FOR_CHILDREN_NS 8000000ull /* 8 ms, once per forking process */
 static struct {
 	uint32_t ppm; /* 0: no limit */
-	bool for_children;	  /* debuginfo_share_for_children(true) */
-	uint64_t children_spent_ns; /* of DEBUG_FOR_CHILDREN_NS, in this process */
 	int pid;      /* the process the counts are of (a fork child starts anew) */
+	bool for_children;          /* debuginfo_share_for_children(true) */
+	uint64_t children_spent_ns; /* of DEBUG_FOR_CHILDREN_NS, in this process */
 	uint64_t spent_ns, deferred;
 	struct share_rate inflate, decode;
 	uint64_t cpu_ns, cpu_read_at; /* the last reading of the CPU behind the share, and when */

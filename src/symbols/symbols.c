@@ -1095,7 +1095,8 @@ size_t symbols_describe(char *buf, size_t cap)
 			   (unsigned long long)(st.function_bytes >> 10), st.modules_with_lines,
 			   (unsigned long long)debuginfo_deferred_lookups(),
 			   (unsigned long long)(reading_ns / 1000), (unsigned long long)(inflated >> 10),
-			   (unsigned long long)(decoded >> 10), st.unwind_in_place, st.unwind_built, (unsigned long long)(st.unwind_bytes >> 10),
+			   (unsigned long long)(decoded >> 10), st.unwind_in_place, st.unwind_built,
+			   (unsigned long long)(st.unwind_bytes >> 10),
 			   (unsigned long long)uc.rule_lookups, (unsigned long long)uc.unknown_code,
 			   (unsigned long long)uc.stacks_from_memo);
 }
