@@ -41,6 +41,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 from checks import check, status  # noqa: E402
 from pprof_traces import mangled_names  # noqa: E402
+import pprof_raw  # noqa: E402
 
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 # The part of the distance that is not sampling noise: what the two tools
@@ -352,21 +353,10 @@ def raw_samples(path, tmp):
                           timeout=120, env=go_env(tmp)).stdout
     maps = {m.group(1): m.group(2) for m in
             re.finditer(r"^(\d+): 0x[0-9a-f]+/0x[0-9a-f]+/0x[0-9a-f]+ (\S+)", text, re.M)}
-    locs, current = {}, None
-    section = text[text.find("\nLocations"):text.find("\nMappings")]
-    for line in section.splitlines()[2:]:
-        m = re.match(r"\s+(\d+): 0x[0-9a-f]+(?: M=(\d+))?\s?(.*)$", line)
-        if m:
-            current = (maps.get(m.group(2), "[anonymous]"), [])
-            locs[m.group(1)] = current
-            rest = m.group(3).strip()
-        elif current is not None and line.strip():
-            rest = line.strip()
-        else:
-            continue
-        name = re.sub(r" \S*:\d+ s=\d+.*$", "", rest).strip()
-        if name:
-            current[1].append(name)
+    locs = {}
+    for i, (mapping, lines) in pprof_raw.located(text).items():
+        names = [re.sub(r" \S*:\d+ s=\d+.*$", "", t).strip() for t in lines]
+        locs[i] = (maps.get(mapping, "[anonymous]"), [n for n in names if n])
     out = []
     samples = text[text.find("Samples:"):text.find("\nLocations")]
     for m in re.finditer(r"^\s+(\d+)\s+(\d+): ([\d ]+)$", samples, re.M):

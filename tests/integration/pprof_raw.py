@@ -28,23 +28,30 @@ def samples(path, plain_names=False):
     return result
 
 
-def locations(raw):
-    """{location id: [line text, inlined first, the physical function last]} of
-    `go tool pprof -raw` output; a synthetic frame ("[unsampled]") has no M=."""
+def located(raw):
+    """{location id: (mapping id or None, [line text, inlined first, the
+    physical function last])} of `go tool pprof -raw` output; a synthetic
+    frame ("[unsampled]") has no M=, so no mapping."""
     section = raw[raw.find("\nLocations"):raw.find("\nMappings")]
     out, current = {}, None
     for line in section.splitlines()[2:]:
-        m = re.match(r"\s+(\d+): 0x[0-9a-f]+(?: M=\d+)?(?: (.*))?$", line)
+        m = re.match(r"\s+(\d+): 0x[0-9a-f]+(?: M=(\d+))?(?: (.*))?$", line)
         if m:
-            current = out.setdefault(m.group(1), [])
-            text = (m.group(2) or "").strip()
+            current = out.setdefault(m.group(1), (m.group(2), []))
+            text = (m.group(3) or "").strip()
         elif current is not None and line.strip():
             text = line.strip()
         else:
             continue
         if text:
-            current.append(text)
+            current[1].append(text)
     return out
+
+
+def locations(raw):
+    """{location id: [line text, inlined first, the physical function last]}
+    of `go tool pprof -raw` output (located without the mappings)."""
+    return {i: lines for i, (_, lines) in located(raw).items()}
 
 
 def sample_types(path):
