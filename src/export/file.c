@@ -4,7 +4,8 @@
  * where that is not possible a temporary file renamed; then one fsync of the
  * directory per batch), with a bound on the number of profile files kept
  * (oldest removed first, the directory counted only when the files written
- * since the last count could have taken it over the bound). */
+ * since the last count could have taken it over the bound, and by one
+ * process of a family of forked processes at a time). */
 #include "export/export.h"
 #include "rt/rt.h"
 #include "rt/sys.h"
@@ -19,8 +20,15 @@
  * them would read the whole directory. */
 struct retention_room {
 	atomic_long room;
+	/* When the process counting the directory now began (0: none): the
+	 * others of the family that run out of room meanwhile leave the count
+	 * to it, instead of each reading and sorting the same directory and
+	 * removing the same oldest files. */
+	_Atomic uint64_t counting_since_ns;
 	uint64_t dir_hash; /* the directory and bound it counts for */
 };
+/* A count older than this is taken over: its process died counting. */
+#define COUNT_CLAIM_NS (1000ull * 1000 * 1000)
 static struct retention_room *family_room;
 
 struct file_exporter {
@@ -31,7 +39,7 @@ struct file_exporter {
 	struct retention_room *room; /* NULL: count at every write */
 	atomic_int write_failed_logged;
 	/* What this process did, for the debug line at its exit export. */
-	uint32_t files_written, dir_scans, dir_sorts, files_removed;
+	uint32_t files_written, dir_scans, dir_sorts, files_removed, counts_left;
 };
 
 /* Keeps [A-Za-z0-9._-]; everything else becomes '_'. */
@@ -247,14 +255,26 @@ static void enforce_retention(struct file_exporter *fe, int dirfd, uint32_t writ
 {
 	if (fe->max_files == 0)
 		return;
-	if (fe->room && written &&
-	    atomic_fetch_sub(&fe->room->room, (long)written) >= (long)written)
+	struct retention_room *r = fe->room;
+	if (r == NULL) {
+		(void)count_and_trim(fe, dirfd);
 		return;
+	}
+	if (written && atomic_fetch_sub(&r->room, (long)written) >= (long)written)
+		return;
+	uint64_t now = rt_monotonic_ns();
+	uint64_t since = atomic_load(&r->counting_since_ns);
+	if ((since != 0 && now - since < COUNT_CLAIM_NS) ||
+	    !atomic_compare_exchange_strong(&r->counting_since_ns, &since, now)) {
+		fe->counts_left++; /* another process of the family is counting */
+		return;
+	}
 	long total = count_and_trim(fe, dirfd);
-	if (total < 0 || !fe->room)
-		return;
-	long room = RT_MIN((long)fe->max_files - total, (long)(fe->max_files / 16));
-	atomic_store(&fe->room->room, RT_MAX(room, 0L));
+	if (total >= 0) {
+		long room = RT_MIN((long)fe->max_files - total, (long)(fe->max_files / 16));
+		atomic_store(&r->room, RT_MAX(room, 0L));
+	}
+	atomic_store(&r->counting_since_ns, 0);
 }
 
 static int file_export(struct sw_exporter *self, const struct sw_export_batch *b, uint64_t deadline_ns)
@@ -302,8 +322,9 @@ static int file_export(struct sw_exporter *self, const struct sw_export_batch *b
 		enforce_retention(fe, (int)dirfd, written);
 	(void)sys_close((int)dirfd);
 	if (b->final)
-		rt_debug("file exporter: %u files written, %u retention scans, %u sorted, %u files "
-			 "removed", fe->files_written, fe->dir_scans, fe->dir_sorts, fe->files_removed);
+		rt_debug("file exporter: %u files written, %u retention scans (%u left to another "
+			 "process counting), %u sorted, %u files removed", fe->files_written,
+			 fe->dir_scans, fe->counts_left, fe->dir_sorts, fe->files_removed);
 	return result;
 }
 

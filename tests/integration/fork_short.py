@@ -19,8 +19,10 @@ times, from the files and from each process's debug line at its exit export
     once each under a bound below 16, and the retention bound
     (STOWAWAY_MAX_FILES) holds; under a bound of 64 they share with their
     parent the room the last count left (64/16 = 4 files), so of 11
-    processes writing one file each only every fifth counts (3 scans).
-    Each busy child has CPU samples even under load, when the kernel may
+    processes writing one file each only every fifth counts (3 scans);
+    children that all run out of room at once (released together, the
+    directory far over its bound) count one at a time: fewer counts than
+    files written (each used to count).  Each busy child has CPU samples even under load, when the kernel may
     send no CPU-timer signal in its 60 ms: what it passed undelivered is
     taken as it exits (`[unsampled]`, docs/architecture.md "CPU time");
   - children that each allocate half the sampling mean (256 KiB of 1 KiB
@@ -43,14 +45,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SO = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 WL = os.environ.get("STOWAWAY_WL", os.path.join(ROOT, "build", "workloads"))
 LINE = re.compile(r"file exporter: (\d+) files written, (\d+) retention scans")
+LEFT = re.compile(r"file exporter: \d+ files written, \d+ retention scans \((\d+) left to another")
 
 
-def run(prog, out, n, burn_ms, extra=None, alloc_kb=0, keep=0, parent_kb=0):
+def run(prog, out, n, burn_ms, extra=None, alloc_kb=0, keep=0, parent_kb=0, burst=0):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DD_", "STOWAWAY_", "LD_PRELOAD"))}
     env.update(LD_PRELOAD=SO, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out,
                DD_SERVICE="fork_short", STOWAWAY_LOG_LEVEL="debug", **(extra or {}))
     p = subprocess.run([os.path.join(WL, prog), str(n), str(burn_ms), str(alloc_kb), str(keep),
-                        str(parent_kb)], env=env,
+                        str(parent_kb), "0", str(burst)], env=env,
                        capture_output=True, text=True, timeout=120)
     lines = [tuple(int(x) for x in m.groups()) for m in LINE.finditer(p.stderr)]
     children = set(p.stdout.split())
@@ -58,7 +61,7 @@ def run(prog, out, n, burn_ms, extra=None, alloc_kb=0, keep=0, parent_kb=0):
     return p, lines, children, files
 
 
-N_IDLE, N_BURN, MAX_FILES, N_ALLOC, N_HEAP = 20, 10, 6, 40, 10
+N_IDLE, N_BURN, MAX_FILES, N_ALLOC, N_HEAP, N_BURST = 20, 10, 6, 40, 10, 8
 for prog in os.environ.get("STOWAWAY_VARIANTS", "fork_short fork_short-musl").split():
     with tempfile.TemporaryDirectory() as out:
         p, lines, children, files = run(prog, out, N_IDLE, 0, {"STOWAWAY_PROFILES": "cpu,alloc"})
@@ -92,6 +95,28 @@ for prog in os.environ.get("STOWAWAY_VARIANTS", "fork_short fork_short-musl").sp
         check(f"{prog}: under a bound of 64, parent and children share the room between counts",
               p.returncode == 0 and len(lines) == N_BURN + 1 and len(files) == N_BURN + 1 and
               scans == 3, f"rc {p.returncode}; {scans} scans for {len(files)} files: {lines}")
+    with tempfile.TemporaryDirectory() as out:
+        # A directory far over a bound of 16 (6000 old files; a count
+        # removes at most 64, so none leaves room) and children that exit
+        # together, each with a file to write: every one of them needs a
+        # count, and fewer counts than writers means writers left theirs to
+        # one counting already (each reads 6000 names, milliseconds).
+        for i in range(6000):
+            f = os.path.join(out, f"other.{i}.cpu.00000.00000000.pb.gz")
+            open(f, "w").close()
+            os.utime(f, (1e9, 1e9))
+        p, lines, children, files = run(prog, out, N_BURST, 10, {"STOWAWAY_MAX_FILES": "16",
+                                                                  "STOWAWAY_PROFILES": "cpu"},
+                                        burst=1)
+        left = [int(m.group(1)) for m in LEFT.finditer(p.stderr)]
+        written = sum(ln[0] for ln in lines[:-1])
+        scans = sum(ln[1] for ln in lines[:-1])
+        check(f"{prog}: children that run out of room together leave the count to the one "
+              f"counting (one count of the family at a time)",
+              p.returncode == 0 and len(children) == N_BURST and written >= N_BURST - 2 and
+              scans < written,
+              f"rc {p.returncode}; {written} files written by {len(children)} children, "
+              f"{scans} counts, {sum(left)} left to another process")
     with tempfile.TemporaryDirectory() as out:
         p, lines, children, files = run(prog, out, N_ALLOC, 0, {"STOWAWAY_PROFILES": "alloc"}, 256)
         sampled = {f.split(".")[1] for f in files if ".alloc." in f} & children

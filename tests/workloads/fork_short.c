@@ -7,8 +7,10 @@
  * with KEEP, it keeps them (live heap at its exit).  With PARENT_KB, the
  * parent first allocates that many 1 KiB blocks and keeps them (a live
  * heap every child inherits).  With IN_LIBC, a child burns its CPU in libc
- * instead, sorting with qsort (its samples fall in libc's code).
- * Usage: fork_short N [BURN_MS [ALLOC_KB [KEEP [PARENT_KB [IN_LIBC]]]]] */
+ * instead, sorting with qsort (its samples fall in libc's code).  With
+ * BURST, the parent forks all N children first, each waiting on a pipe,
+ * then lets them all run at once (and exit about together), then waits.
+ * Usage: fork_short N [BURN_MS [ALLOC_KB [KEEP [PARENT_KB [IN_LIBC [BURST]]]]]] */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +58,20 @@ __attribute__((noinline)) static void burn_in_libc(double seconds)
 	sink = v[0];
 }
 
+/* Waits for a child that must exit with 0, then writes its pid. */
+static int reap(pid_t pid)
+{
+	int st;
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return 0;
+	/* Not stdio: its buffer would be the parent's only allocation, one the
+	 * allocation profiler could sample and every child inherit as live
+	 * heap. */
+	char line[24];
+	int len = snprintf(line, sizeof(line), "%d\n", (int)pid);
+	return write(1, line, (size_t)len) == len;
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 10;
@@ -64,6 +80,13 @@ int main(int argc, char **argv)
 	int keep = argc > 4 ? atoi(argv[4]) : 0;
 	int parent_kb = argc > 5 ? atoi(argv[5]) : 0;
 	int in_libc = argc > 6 ? atoi(argv[6]) : 0;
+	int burst = argc > 7 ? atoi(argv[7]) : 0;
+	int gate[2] = { -1, -1 };
+	if (burst && pipe(gate) != 0)
+		return 1;
+	pid_t pids[256];
+	if (n > 256)
+		n = 256;
 	for (int k = 0; k < parent_kb; k++)
 		sink_block = malloc(1024); /* kept: live in the parent and every child */
 	burn(0.05);
@@ -72,6 +95,12 @@ int main(int argc, char **argv)
 		if (pid < 0)
 			return 1;
 		if (pid == 0) {
+			if (burst) {
+				char c;
+				close(gate[1]);
+				if (read(gate[0], &c, 1) != 0) /* end of file: all run */
+					_exit(4);
+			}
 			if (burn_s > 0 && in_libc)
 				burn_in_libc(burn_s);
 			else if (burn_s > 0)
@@ -83,16 +112,16 @@ int main(int argc, char **argv)
 			}
 			exit(0); /* exit, not _exit: the library's exit export runs */
 		}
-		int st;
-		if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		pids[i] = pid;
+		if (!burst && !reap(pid))
 			return 2;
-		/* Not stdio: its buffer would be the parent's only allocation,
-		 * one the allocation profiler could sample and every child inherit
-		 * as live heap. */
-		char line[24];
-		int n = snprintf(line, sizeof(line), "%d\n", (int)pid);
-		if (write(1, line, (size_t)n) != n)
-			return 3;
+	}
+	if (burst) {
+		close(gate[0]);
+		close(gate[1]); /* all children read end of file at once */
+		for (int i = 0; i < n; i++)
+			if (!reap(pids[i]))
+				return 2;
 	}
 	return 0;
 }
