@@ -272,6 +272,11 @@ static void notice_api_key_change(const struct sw_config *cfg)
 
 struct sw_exporter *export_datadog_create(const struct sw_config *cfg)
 {
+	notice_api_key_change(cfg);
+	/* No destination (profiles go to a directory or Pyroscope only): nothing
+	 * made, which every fork child would make and free again. */
+	if (!(cfg->agent_enabled && cfg->agent_url[0]) && !cfg->api_key[0])
+		return NULL;
 	struct sw_exporter *ex = export_endpoint_exporter("datadog", EXPORT_ENDPOINT_AGENT,
 							  sizeof(struct datadog_state), datadog_export);
 	if (!ex)
@@ -279,7 +284,6 @@ struct sw_exporter *export_datadog_create(const struct sw_config *cfg)
 	ex->wants_combined = true;
 	struct datadog_state *st = ex->state;
 	st->cfg = cfg;
-	notice_api_key_change(cfg);
 	if (!choose_endpoint(cfg, st)) {
 		export_endpoint_destroy(ex);
 		return NULL;
