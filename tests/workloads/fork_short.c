@@ -84,8 +84,8 @@ int main(int argc, char **argv)
 	int gate[2] = { -1, -1 };
 	if (burst && pipe(gate) != 0)
 		return 1;
-	pid_t pids[256];
-	if (n > 256)
+	pid_t pids[256]; /* the children waited for after a burst */
+	if (burst && n > 256)
 		n = 256;
 	for (int k = 0; k < parent_kb; k++)
 		sink_block = malloc(1024); /* kept: live in the parent and every child */
@@ -112,8 +112,9 @@ int main(int argc, char **argv)
 			}
 			exit(0); /* exit, not _exit: the library's exit export runs */
 		}
-		pids[i] = pid;
-		if (!burst && !reap(pid))
+		if (burst)
+			pids[i] = pid;
+		else if (!reap(pid))
 			return 2;
 	}
 	if (burst) {
