@@ -640,9 +640,22 @@ void memguard_after_fork_child(void)
 {
 	if (!mg.on)
 		return;
+	uint64_t parent_usage = mg.prev_usage, parent_ns = mg.prev_ns;
 	memguard_state_init(&mg.st, mg.thresholds_ppm, mg.n_thresholds, mg.st.limit);
-	mg.prev_usage = 0;
-	mg.prev_ns = 0;
+	/* The child is watched from the fork on, though its first reading
+	 * comes once it has lived a while (the scheduler starts the guard
+	 * then): the levels its parent's last reading had reached are its
+	 * starting point, and what it grows past them meanwhile is a crossing
+	 * of its own (a worker that allocates at once used to start above a
+	 * threshold and never cross it). */
+	if (parent_ns != 0) {
+		memguard_prime(&mg.st, parent_usage);
+		mg.prev_usage = parent_usage;
+		mg.prev_ns = rt_monotonic_ns();
+	} else {
+		mg.prev_usage = 0;
+		mg.prev_ns = 0;
+	}
 	/* The child's scheduler opens its own (memguard_start): /proc/self
 	 * named the parent when they were opened, and from the scheduler's
 	 * private table they did not come along.  Copies inherited in this
