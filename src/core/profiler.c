@@ -546,14 +546,9 @@ static void prepare_for_children(void)
 	int warm = atomic_load(&prof.fork_warm);
 	if (warm != 2 && warm != 4)
 		return;
-	uint32_t n = RT_MIN(prof.fork_depth, RT_ARRAY_LEN(prof.fork_pcs));
-	struct sw_frame_info info;
 	rt_mutex_lock(&prof.export_lock);
-	if (warm == 4)
-		symbols_resolve_for_children(prof.fork_pcs, n);
-	else
-		for (uint32_t i = 0; i < n; i++)
-			(void)symbols_resolve(NULL, prof.fork_pcs[i], &info);
+	symbols_resolve_for_children(prof.fork_pcs, RT_MIN(prof.fork_depth, RT_ARRAY_LEN(prof.fork_pcs)),
+				     warm == 4);
 	rt_mutex_unlock(&prof.export_lock);
 	atomic_store(&prof.fork_warm, warm + 1);
 }

@@ -946,17 +946,21 @@ int symbols_module_names_any(uint64_t pc, const char *const *names, uint32_t n)
 	return found;
 }
 
-void symbols_resolve_for_children(const uint64_t *pcs, uint32_t n)
+void symbols_resolve_for_children(const uint64_t *pcs, uint32_t n, bool with_allowance)
 {
 	struct sw_frame_info info;
-	rt_mutex_lock(&registry_lock);
-	debuginfo_share_for_children(true);
-	rt_mutex_unlock(&registry_lock);
+	if (with_allowance) {
+		rt_mutex_lock(&registry_lock);
+		debuginfo_share_for_children(true);
+		rt_mutex_unlock(&registry_lock);
+	}
 	for (uint32_t i = 0; i < n; i++)
 		(void)symbols_resolve(NULL, pcs[i], &info);
-	rt_mutex_lock(&registry_lock);
-	debuginfo_share_for_children(false);
-	rt_mutex_unlock(&registry_lock);
+	if (with_allowance) {
+		rt_mutex_lock(&registry_lock);
+		debuginfo_share_for_children(false);
+		rt_mutex_unlock(&registry_lock);
+	}
 }
 
 bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out)

@@ -60,12 +60,12 @@ uint64_t symbols_maps_changes(void);
 bool symbols_resolve(void *ctx, uint64_t pc, struct sw_frame_info *out);
 
 /* Resolves the frames a process forks from, for the children it forks
- * afterwards: reading their modules' debug information spends the fixed
- * allowance debuginfo_share_for_children gives, not this process's share of
- * its own CPU (a prefork parent has used little when it first forks), so
- * the DWARF index every child's own lookups need is built once, here, and
- * inherited. */
-void symbols_resolve_for_children(const uint64_t *pcs, uint32_t n);
+ * afterwards, which inherit the tables and DWARF index built for them.
+ * With with_allowance, reading their modules' debug information spends the
+ * fixed allowance debuginfo_share_for_children gives, not this process's
+ * share of its own CPU (a prefork parent has used little when it first
+ * forks), so the index every child's own lookups need is built once, here. */
+void symbols_resolve_for_children(const uint64_t *pcs, uint32_t n, bool with_allowance);
 /* The path of the module whose executable mapping holds pc, as
  * /proc/self/maps names it, copied into buf (NUL-terminated); false if no
  * known mapping holds pc.  Reads no symbol. */
