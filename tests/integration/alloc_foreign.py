@@ -23,7 +23,7 @@ import tempfile
 from checks import check, status
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LIB = os.path.join(ROOT, "build", "libstowaway.so")
+LIB = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 WL = os.path.join(ROOT, "build", "workloads")
 # program, the names its executable defines, the name the line gives
 CASES = [("own_malloc", "malloc", "malloc"), ("own_malloc-musl", "malloc", "malloc"),

@@ -20,7 +20,7 @@ from checks import check, status
 from dwarf_lines import build_id
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LIB = os.path.join(ROOT, "build", "libstowaway.so")
+LIB = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 
 

@@ -24,7 +24,7 @@ from checks import check, status
 from dwarf_lines import build_id
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LIB = os.path.join(ROOT, "build", "libstowaway.so")
+LIB = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 PROG = os.path.join(ROOT, "build", "workloads", "fork_short")
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 LINE = re.compile(r"lines for (\d+) \((\d+) lookups deferred by the CPU cap; (\d+) us inflating "

@@ -21,7 +21,7 @@ from checks import check, status
 from pprof_raw import samples
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LIB = os.path.join(ROOT, "build", "libstowaway.so")
+LIB = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 LIBS = 120
 
 LIBRARY = """__attribute__((noinline)) static double inner_{i}(long n)

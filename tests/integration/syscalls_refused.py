@@ -33,7 +33,7 @@ from pprof_traces import traces
 from syscall_numbers import UNISTD, numbers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-LIB = os.path.join(ROOT, "build", "libstowaway.so")
+LIB = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 WL = os.path.join(ROOT, "build", "workloads")
 LEAVES = {"alpha_leaf": "worker_ab", "beta_leaf": "worker_ab", "gamma_leaf": "worker_g",
           "delta_leaf": "main"}
