@@ -364,6 +364,8 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 	/* Names for the first exports and the last: a process exporting again
 	 * and again has built its tables by then (symbols.h). */
 	struct export_cost cost = { 0 };
+	/* Lines are read with what the CPU cap leaves after sampling. */
+	symbols_note_profiler_cost(collect_spent_ns(), cfg->max_overhead_ppm);
 	uint64_t names_from = cost_clock();
 	if (final || prof.seq < 2)
 		prepare_names(p);
@@ -736,8 +738,8 @@ int profiler_start(const struct sw_config *cfg)
 	if (prof.n_exporters == 0)
 		rt_warn("no profile destination is usable; profiles are collected but not exported");
 	/* Inflating debug sections is one cost among several under the cap
-	 * (sampling, unwinding, export); a short process already reaches the
-	 * cap from those, so lines get a quarter of it. */
+	 * (sampling, unwinding, export): lines get a quarter of it at most, and
+	 * no more than sampling leaves (export_period notes what it cost). */
 	symbols_configure(cfg->debug_dirs, (size_t)cfg->debug_memory_mb << 20,
 			  cfg->max_overhead_ppm / INFLATE_SHARE_OF_CAP);
 	if (!symbols_refresh())

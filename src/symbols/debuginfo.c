@@ -154,7 +154,9 @@ bool debuginfo_file_crc(const char *path, uint32_t *crc)
  * line table and scope tree the first time one of its pcs is looked up (a
  * large translation unit takes milliseconds).  With a limit set, what this
  * process spends on both stays within DEBUG_BASE_NS plus `ppm` of its CPU
- * time so far and that of the children it has waited for; a lookup that
+ * time so far and that of the children it has waited for, and plus no more
+ * than what the cap on all our CPU leaves after sampling's measured cost
+ * (debuginfo_note_profiler_cost); a lookup that
  * would go past it is deferred (names without lines now; a later export,
  * with more CPU behind it, reads it).  The children count because what a
  * parent reads before it forks is inherited by the children forked
@@ -189,6 +191,8 @@ static struct {
 	bool for_children;          /* debuginfo_share_for_children(true) */
 	uint64_t children_spent_ns; /* of DEBUG_FOR_CHILDREN_NS, in this process */
 	uint64_t spent_ns, deferred;
+	uint64_t profiler_ns; /* debuginfo_note_profiler_cost, in this process */
+	uint32_t cap_ppm;
 	struct share_rate inflate, decode;
 	uint64_t cpu_ns, cpu_read_at; /* the last reading of the CPU behind the share, and when */
 } share = {.inflate = {0, 0, DEBUG_INFLATE_NS_PER_KIB_GUESS},
@@ -203,7 +207,7 @@ static void share_this_process(void)
 	int pid = (int)sys_getpid();
 	if (share.pid != pid) {
 		share.pid = pid;
-		share.spent_ns = share.deferred = share.children_spent_ns = 0;
+		share.spent_ns = share.deferred = share.children_spent_ns = share.profiler_ns = 0;
 		share.inflate.ns = share.inflate.bytes = share.decode.ns = share.decode.bytes = 0;
 		share.cpu_read_at = 0;
 	}
@@ -242,8 +246,29 @@ static bool share_allows(const struct share_rate *rate, uint64_t bytes)
 	uint64_t cost = ((bytes + 1023) >> 10) * ns_per_kib;
 	if (share.for_children)
 		return share.children_spent_ns + cost <= DEBUG_FOR_CHILDREN_NS;
-	uint64_t allowed = DEBUG_BASE_NS + share_cpu_ns() / 1000000u * share.ppm;
-	return share.spent_ns + cost <= allowed;
+	uint64_t cpu_ms = share_cpu_ns() / 1000000u, beyond_base = cpu_ms * share.ppm;
+	/* Within the cap on all our CPU: what sampling has used of it is not
+	 * this work's (a short process with deep stacks and many allocation
+	 * samples reaches the cap from those alone). */
+	if (share.cap_ppm != 0) {
+		uint64_t cap = cpu_ms * share.cap_ppm;
+		beyond_base = RT_MIN(beyond_base, cap > share.profiler_ns ? cap - share.profiler_ns : 0);
+	}
+	return share.spent_ns + cost <= DEBUG_BASE_NS + beyond_base;
+}
+
+uint64_t debuginfo_profiler_ns(uint64_t *cap_ns)
+{
+	share_this_process();
+	*cap_ns = share.cap_ppm ? share_cpu_ns() / 1000000u * share.cap_ppm : 0;
+	return share.profiler_ns;
+}
+
+void debuginfo_note_profiler_cost(uint64_t spent_ns, uint32_t cap_ppm)
+{
+	share_this_process();
+	share.profiler_ns = spent_ns;
+	share.cap_ppm = cap_ppm;
 }
 
 void debuginfo_share_for_children(bool on)

@@ -108,9 +108,20 @@ bool debuginfo_file_crc(const char *path, uint32_t *crc);
 
 /* Bounds the CPU this process spends inflating compressed debug sections on
  * demand to 1 ms plus `ppm` parts per million of its CPU time so far (0, the
- * default: no bound).  A lookup whose unit would take more is not made:
+ * default: no bound), and by what the cap leaves after sampling
+ * (debuginfo_note_profiler_cost).  A lookup whose unit would take more is not made:
  * debuginfo_lookup reports DWARF_DEFERRED.  Counts restart in a fork child. */
 void debuginfo_limit_inflating(uint32_t ppm);
+/* What the profiler has spent in this process apart from reading debug
+ * information (collect_spent_ns, noted by the caller before an export),
+ * and the cap on all of the profiler's CPU, in parts per million of the CPU
+ * behind the share (0: none).  Reading then takes, beyond the 1 ms, no
+ * more than what that cap leaves after it, and never more than `ppm`.
+ * Restarts at 0 in a fork child until noted there. */
+void debuginfo_note_profiler_cost(uint64_t spent_ns, uint32_t cap_ppm);
+/* The spent_ns last noted in this process, and what the cap allows all of
+ * the profiler at the CPU behind the share now (0: no cap). */
+uint64_t debuginfo_profiler_ns(uint64_t *cap_ns);
 /* While on, reading debug information spends, instead of that share, a
  * fixed allowance (8 ms once per process): for a parent reading what the
  * frames of its fork call need, which the children it forks afterwards

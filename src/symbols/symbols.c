@@ -680,6 +680,13 @@ void symbols_configure(const char *dirs, size_t budget, uint32_t inflate_ppm)
 	rt_mutex_unlock(&registry_lock);
 }
 
+void symbols_note_profiler_cost(uint64_t spent_ns, uint32_t cap_ppm)
+{
+	rt_mutex_lock(&registry_lock);
+	debuginfo_note_profiler_cost(spent_ns, cap_ppm);
+	rt_mutex_unlock(&registry_lock);
+}
+
 /* Source lines and inlined frames of link-time address addr from the
  * module's debug information, opened the first time. */
 static void resolve_lines(struct sym_module *m, uint64_t addr, struct sw_frame_info *out)
@@ -1088,10 +1095,12 @@ size_t symbols_describe(char *buf, size_t cap)
 	symbols_stats(&st);
 	unwind_counts_get(&uc);
 	uint64_t inflated, decoded, reading_ns = debuginfo_reading_ns(&inflated, &decoded);
+	uint64_t cap_ns, sampling_ns = debuginfo_profiler_ns(&cap_ns);
 	return rt_snprintf(buf, cap,
 			   "stowaway: symbols: %u modules mapped, names read for %u (%llu functions, "
 			   "%llu KiB), lines for %u (%llu lookups deferred by the CPU cap; %llu us "
-			   "inflating %llu KiB and decoding %llu KiB); unwind rules "
+			   "inflating %llu KiB and decoding %llu KiB; sampling had used %llu us of the "
+			   "cap's %llu us); unwind rules "
 			   "read in place for %u, search tables built for %u (%llu KiB), %llu rules looked "
 			   "up; %llu stacks stopped at code mapped since the last refresh; %llu "
 			   "allocation stacks answered by the unwind memo",
@@ -1099,7 +1108,8 @@ size_t symbols_describe(char *buf, size_t cap)
 			   (unsigned long long)(st.function_bytes >> 10), st.modules_with_lines,
 			   (unsigned long long)debuginfo_deferred_lookups(),
 			   (unsigned long long)(reading_ns / 1000), (unsigned long long)(inflated >> 10),
-			   (unsigned long long)(decoded >> 10), st.unwind_in_place, st.unwind_built,
+			   (unsigned long long)(decoded >> 10), (unsigned long long)(sampling_ns / 1000),
+			   (unsigned long long)(cap_ns / 1000), st.unwind_in_place, st.unwind_built,
 			   (unsigned long long)(st.unwind_bytes >> 10),
 			   (unsigned long long)uc.rule_lookups, (unsigned long long)uc.unknown_code,
 			   (unsigned long long)uc.stacks_from_memo);

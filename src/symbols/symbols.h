@@ -24,6 +24,12 @@
  * beyond 1 ms (0: no bound; debuginfo.h).  Call before the first refresh. */
 void symbols_configure(const char *debug_dirs, size_t dwarf_budget, uint32_t inflate_ppm);
 
+/* What the profiler has spent in this process apart from reading debug
+ * information, and the cap on all its CPU in parts per million (0: none):
+ * reading debug information takes no more than what the cap leaves after
+ * it (debuginfo_note_profiler_cost).  Before an export. */
+void symbols_note_profiler_cost(uint64_t spent_ns, uint32_t cap_ppm);
+
 /* Rereads /proc/self/maps; loads modules that appeared, retires the ones that
  * disappeared, and publishes a new unwind snapshot.  Cheap when the maps did
  * not change.  Call at start, after dlopen/dlclose (see
