@@ -13,20 +13,15 @@ lines.  Before, the first child read libc's debug file too: its share was
 1 ms plus a quarter of the cap, whatever sampling had cost."""
 import glob
 import os
-import re
-import shutil
 import subprocess
 import sys
 import tempfile
 from checks import check, status
-from dwarf_lines import build_id
+from dwarf_lines import READING as LINE, libc_debug_ready
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIB = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 PROG = os.path.join(ROOT, "build", "workloads", "fork_short")
-LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
-LINE = re.compile(r"lines for (\d+) \((\d+) lookups deferred by the CPU cap; (\d+) us inflating "
-                  r"(\d+) KiB and decoding \d+ KiB; sampling had used (\d+) us of the cap's (\d+) us\)")
 
 
 def child_run(out, sample_bytes, alloc_kb):
@@ -47,11 +42,7 @@ def child_run(out, sample_bytes, alloc_kb):
 
 
 def main():
-    bid = build_id(LIBC) if os.path.exists(LIBC) else None
-    debug = f"/usr/lib/debug/.build-id/{bid[:2]}/{bid[2:]}.debug" if bid else ""
-    if shutil.which("go") is None or not os.path.exists(debug) or not os.path.exists(PROG):
-        check("debug_cap_left prerequisites", False,
-              f"needs {PROG}, go and libc6-dbg (tests/deps/debuginfo.txt)")
+    if not libc_debug_ready("debug_cap_left", PROG):
         return
     with tempfile.TemporaryDirectory() as capped, tempfile.TemporaryDirectory() as roomy:
         rc, line, msort, tail = child_run(capped, 1024, 262144)

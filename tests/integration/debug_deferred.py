@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 from checks import check, status
-from dwarf_lines import build_id
+from dwarf_lines import debug_file_of
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIB = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
@@ -82,8 +82,7 @@ def containing(table, addr):
 
 
 def main():
-    bid = build_id(LIBC) if os.path.exists(LIBC) else None
-    debug = f"/usr/lib/debug/.build-id/{bid[:2]}/{bid[2:]}.debug" if bid else ""
+    debug = debug_file_of(LIBC)
     missing = [t for t in ("strace", "go", "ls") if shutil.which(t) is None]
     if missing or not os.path.exists(debug) or not os.path.exists(LIB):
         check("debug_deferred prerequisites", False,

@@ -15,28 +15,19 @@ qsort frames carry libc's source lines).  Before, each child read libc's
 debug file on its own or, deferred by its share, never: no libc lines."""
 import glob
 import os
-import re
-import shutil
 import subprocess
 import sys
 import tempfile
 from checks import check, status
-from dwarf_lines import build_id
+from dwarf_lines import READING as LINE, libc_debug_ready
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIB = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
 PROG = os.path.join(ROOT, "build", "workloads", "fork_short")
-LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
-LINE = re.compile(r"lines for (\d+) \((\d+) lookups deferred by the CPU cap; (\d+) us inflating "
-                  r"(\d+) KiB")
 
 
 def main():
-    bid = build_id(LIBC) if os.path.exists(LIBC) else None
-    debug = f"/usr/lib/debug/.build-id/{bid[:2]}/{bid[2:]}.debug" if bid else ""
-    if shutil.which("go") is None or not os.path.exists(debug) or not os.path.exists(PROG):
-        check("debug_fork prerequisites", False,
-              f"needs {PROG}, go and libc6-dbg (tests/deps/debuginfo.txt)")
+    if not libc_debug_ready("debug_fork", PROG):
         return
     with tempfile.TemporaryDirectory() as out:
         env = dict(os.environ, LD_PRELOAD=LIB, DD_PROFILING_ENABLED="true", STOWAWAY_PROFILES="cpu",

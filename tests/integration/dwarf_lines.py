@@ -9,6 +9,7 @@ through a separate debug file found under a .build-id tree and through
 .gnu_debuglink, and never through a debug file whose build id or CRC does
 not match."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -32,6 +33,36 @@ def build_id(path):
         if "Build ID:" in line:
             return line.split()[-1]
     return None
+
+
+# The DWARF part of the symbols comment and debug line: lines for modules,
+# lookups deferred by the CPU cap, us spent inflating, KiB inflated, and
+# what sampling had used of the cap (us) against the cap (us).
+READING = re.compile(r"lines for (\d+) \((\d+) lookups deferred by the CPU cap; (\d+) us inflating "
+                     r"(\d+) KiB and decoding \d+ KiB; sampling had used (\d+) us of the cap's "
+                     r"(\d+) us\)")
+
+
+def debug_file_of(path):
+    """The separate debug file of an ELF file by its build id
+    (/usr/lib/debug/.build-id/xx/rest.debug), or "" when it has no build id
+    or the file is absent or not installed."""
+    bid = build_id(path) if os.path.exists(path) else None
+    debug = f"/usr/lib/debug/.build-id/{bid[:2]}/{bid[2:]}.debug" if bid else ""
+    return debug if debug and os.path.exists(debug) else ""
+
+
+LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+
+
+def libc_debug_ready(name, prog):
+    """Whether libc6-dbg's debug file for LIBC, the workload prog and go are
+    all there; if not, test `name` fails one check saying what it needs."""
+    ready = shutil.which("go") is not None and debug_file_of(LIBC) != "" and os.path.exists(prog)
+    if not ready:
+        check(f"{name} prerequisites", False,
+              f"needs {prog}, go and libc6-dbg (tests/deps/debuginfo.txt)")
+    return ready
 
 
 def functions(binary):
