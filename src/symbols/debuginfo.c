@@ -61,7 +61,26 @@ struct lazy_section {
 	uint32_t nmarks, cap_marks;
 	uint64_t frontier; /* furthest output offset inflated */
 	uint64_t rework;   /* bytes inflated again, before the frontier */
+	/* One shared resume point per RESUME_SPACING of output, in the same
+	 * shared mapping: the first process of a fork family to pass a slot's
+	 * stretch leaves the point there, and the others resume from it. */
+	struct shared_point *shared;
+	uint32_t nshared;
 };
+
+/* A resume point shared by a fork family: written once, by whoever passes
+ * first (state WRITING, then READY once its fields and window are there).
+ * A slot left WRITING (its writer died meanwhile) is never used. */
+enum { SHARED_EMPTY, SHARED_WRITING, SHARED_READY };
+#define SHARED_WINDOW (32u << 10)
+struct shared_point {
+	_Atomic uint32_t state;
+	uint32_t window_len;
+	uint64_t in_bit, out;
+	uint8_t pad[LAZY_PAGE - 24];
+	uint8_t window[SHARED_WINDOW];
+};
+_Static_assert(sizeof(struct shared_point) % LAZY_PAGE == 0, "shared points are whole pages");
 
 struct debuginfo {
 	void *map;
@@ -318,19 +337,24 @@ static bool lazy_init(struct lazy_section *l, const struct elf_image *img,
 			~(size_t)(LAZY_PAGE - 1);
 	/* Shared: processes forked after the section is set up see the pages
 	 * any of them loads (the bytes are the same for all), so prefork
-	 * workers inflate a unit once between them, not once each. */
-	void *buf = sys_mmap(NULL, bytes + bitmap, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-			     -1, 0);
+	 * workers inflate a unit once between them, not once each; and the
+	 * resume points any of them leaves, so a unit far into the section
+	 * costs a sibling one stretch, not the whole stream before it. */
+	uint32_t nshared = (uint32_t)(ch->ch_size / RESUME_SPACING);
+	size_t shared_bytes = (size_t)nshared * sizeof(struct shared_point);
+	size_t map_size = bytes + bitmap + shared_bytes;
+	void *buf = sys_mmap(NULL, map_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	l->points = rt_calloc(16, sizeof(*l->points));
 	if (l->points == NULL || SYS_IS_ERR(buf)) {
 		rt_free(l->points);
 		if (!SYS_IS_ERR(buf))
-			(void)sys_munmap(buf, bytes + bitmap);
+			(void)sys_munmap(buf, map_size);
 		rt_memset(l, 0, sizeof(*l));
 		return false;
 	}
 	l->have = (_Atomic uint64_t *)((uint8_t *)buf + bytes);
-	size_t map_size = bytes + bitmap;
+	l->shared = nshared ? (struct shared_point *)((uint8_t *)buf + bytes + bitmap) : NULL;
+	l->nshared = nshared;
 	l->in = z + 2;
 	l->in_len = zlen - 2;
 	l->buf = buf;
@@ -390,6 +414,54 @@ static bool lazy_put(void *ctx, uint64_t offset, const uint8_t *p, size_t n)
 	return offset + n < ld->hi;
 }
 
+/* The shared slot of the stretch output offset `out` is in (NULL: none). */
+static struct shared_point *shared_slot(const struct lazy_section *l, uint64_t out)
+{
+	uint64_t i = out / RESUME_SPACING;
+	return i >= 1 && i <= l->nshared ? &l->shared[i - 1] : NULL;
+}
+
+/* Leaves `at` in its stretch's shared slot if that is empty (the first
+ * block start past the stretch's beginning); true when the stretch has a
+ * shared point now, which then serves this process too. */
+static bool share_point(struct debuginfo *di, struct lazy_section *l, const struct inflate_resume *at)
+{
+	struct shared_point *sp = shared_slot(l, at->out_offset);
+	if (sp == NULL)
+		return false;
+	uint32_t state = atomic_load_explicit(&sp->state, memory_order_acquire);
+	if (state != SHARED_EMPTY)
+		return state == SHARED_READY;
+	if (at->window_len > SHARED_WINDOW || di->lazy_bytes + sizeof(*sp) > di->lazy_cap ||
+	    !atomic_compare_exchange_strong(&sp->state, &state, SHARED_WRITING))
+		return false;
+	sp->in_bit = at->in_bit;
+	sp->out = at->out_offset;
+	sp->window_len = (uint32_t)at->window_len;
+	rt_memcpy(sp->window, at->window, at->window_len);
+	atomic_store_explicit(&sp->state, SHARED_READY, memory_order_release);
+	di->lazy_bytes += sizeof(*sp);
+	return true;
+}
+
+/* The latest shared resume point at or before output offset `lo` that is
+ * past `after` (false: none). */
+static bool shared_before(const struct lazy_section *l, uint64_t lo, uint64_t after,
+			  struct resume_point *out)
+{
+	for (uint64_t i = RT_MIN(lo / RESUME_SPACING, (uint64_t)l->nshared); i >= 1; i--) {
+		const struct shared_point *sp = &l->shared[i - 1];
+		if (atomic_load_explicit(&sp->state, memory_order_acquire) != SHARED_READY ||
+		    sp->out > lo)
+			continue;
+		if (sp->out <= after)
+			return false;
+		*out = (struct resume_point){sp->in_bit, sp->out, (uint8_t *)sp->window, sp->window_len};
+		return true;
+	}
+	return false;
+}
+
 /* Keeps a resume point every RESUME_SPACING bytes past the last one. */
 static void lazy_block(void *ctx, const struct inflate_resume *at)
 {
@@ -407,6 +479,8 @@ static void lazy_block(void *ctx, const struct inflate_resume *at)
 		if (l->nmarks < l->cap_marks)
 			l->marks[l->nmarks++] = (struct block_mark){at->in_bit, at->out_offset};
 	}
+	if (share_point(ld->di, l, at))
+		return;
 	const struct resume_point *last = &l->points[l->npoints - 1];
 	if (at->out_offset < last->out + RESUME_SPACING ||
 	    ld->di->lazy_bytes + at->window_len > ld->di->lazy_cap)
@@ -464,6 +538,11 @@ static bool lazy_load(void *ctx, enum dwarf_section_id which, uint64_t off, uint
 		p--;
 	const struct resume_point *rp = &l->points[p];
 	struct resume_point here = *rp;
+	struct resume_point shared;
+	if (shared_before(l, lo, rp->out, &shared)) {
+		here = shared;
+		rp = &here;
+	}
 	/* A later block start whose window is loaded saves inflating from rp. */
 	uint32_t m = l->nmarks;
 	while (m > 0 && l->marks[m - 1].out > lo)

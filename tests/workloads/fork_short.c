@@ -7,10 +7,14 @@
  * with KEEP, it keeps them (live heap at its exit).  With PARENT_KB, the
  * parent first allocates that many 1 KiB blocks and keeps them (a live
  * heap every child inherits).  With IN_LIBC, a child burns its CPU in libc
- * instead, sorting with qsort (its samples fall in libc's code).  With
+ * instead, sorting with qsort (its samples fall in libc's code); with
+ * IN_LIBC 2, child i uses libc function i % 4 of qsort, snprintf("%g"),
+ * strftime and regexec, which are in translation units further and further
+ * into libc's debug information.  With
  * BURST, the parent forks all N children first, each waiting on a pipe,
  * then lets them all run at once (and exit about together), then waits.
  * Usage: fork_short N [BURN_MS [ALLOC_KB [KEEP [PARENT_KB [IN_LIBC [BURST]]]]]] */
+#include <regex.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +39,32 @@ __attribute__((noinline)) static void burn(double seconds)
 	while (cpu_s() < end)
 		for (int i = 0; i < 10000; i++)
 			h = (h ^ (uint64_t)i) * 0x100000001b3ull + 7;
+	sink = h;
+}
+
+/* Formats, then matches, again and again: most of the CPU in libc's
+ * snprintf, strftime or regexec (which = 1, 2, 3). */
+__attribute__((noinline)) static void burn_in_libc_unit(double seconds, int which)
+{
+	char buf[256];
+	regex_t re;
+	if (which == 3 && regcomp(&re, "([a-z]+)[0-9]*(x|y)+$", REG_EXTENDED) != 0)
+		return;
+	double end = cpu_s() + seconds;
+	uint64_t h = 0;
+	struct tm tm = { .tm_year = 120, .tm_mon = 5, .tm_mday = 7 };
+	while (cpu_s() < end) {
+		for (int i = 0; i < 200; i++) {
+			if (which == 1)
+				h += (uint64_t)snprintf(buf, sizeof(buf), "%.17g %g", 1.0 / (i + 3), 1e-7 * i);
+			else if (which == 2)
+				h += strftime(buf, sizeof(buf), "%A %d %B %Y %H:%M:%S %j %U %Z", &tm);
+			else
+				h += (uint64_t)regexec(&re, "abcdefghij0123456789xyxyxyz", 0, NULL, 0);
+		}
+	}
+	if (which == 3)
+		regfree(&re);
 	sink = h;
 }
 
@@ -101,7 +131,9 @@ int main(int argc, char **argv)
 				if (read(gate[0], &c, 1) != 0) /* end of file: all run */
 					_exit(4);
 			}
-			if (burn_s > 0 && in_libc)
+			if (burn_s > 0 && in_libc == 2 && i % 4 != 0)
+				burn_in_libc_unit(burn_s, i % 4);
+			else if (burn_s > 0 && in_libc)
 				burn_in_libc(burn_s);
 			else if (burn_s > 0)
 				burn(burn_s);
