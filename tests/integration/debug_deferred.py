@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 from checks import check, status
-from dwarf_lines import debug_file_of
+from dwarf_lines import libc_debug_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIB = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
@@ -82,7 +82,7 @@ def containing(table, addr):
 
 
 def main():
-    debug = debug_file_of(LIBC)
+    debug = libc_debug_file() or ""
     missing = [t for t in ("strace", "go", "ls") if shutil.which(t) is None]
     if missing or not os.path.exists(debug) or not os.path.exists(LIB):
         check("debug_deferred prerequisites", False,

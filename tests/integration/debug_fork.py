@@ -35,10 +35,8 @@ import subprocess
 import sys
 import tempfile
 from checks import check, status
-from dwarf_lines import READING as LINE, libc_debug_ready
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
-from zsections import compressed_sections, libc_debug_file  # noqa: E402
+from dwarf_lines import READING as LINE, libc_debug_file, libc_debug_ready
+from zsections import compressed_sections  # tests/bench, on the path dwarf_lines sets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIB = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import zlib
 from checks import check, status
-from dwarf_lines import QUERY, agreement, blocks, debug_file_of, functions, llvm
+from dwarf_lines import QUERY, agreement, blocks, libc_debug_file, functions, llvm
 
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 SECTIONS = (".debug_info", ".debug_abbrev", ".debug_line", ".debug_str", ".debug_line_str",
@@ -65,7 +65,7 @@ def stats(args):
 
 
 def main():
-    dbg = debug_file_of(LIBC)
+    dbg = libc_debug_file() or ""
     if not os.path.exists(QUERY) or shutil.which("llvm-symbolizer") is None or not os.path.exists(dbg):
         check("debug_lazy prerequisites", False,
               "needs build/tests/dwarf_query, llvm-symbolizer and libc6-dbg (tests/deps/debuginfo.txt)")

@@ -16,6 +16,9 @@ import sys
 import tempfile
 from checks import check, status
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
+from zsections import libc_debug_file  # noqa: E402,F401  (libc6-dbg's file, for the debug_* tests)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 QUERY = os.path.join(ROOT, "build", "tests", "dwarf_query")
 WL = os.path.join(ROOT, "tests", "workloads")
@@ -43,22 +46,11 @@ READING = re.compile(r"lines for (\d+) \((\d+) lookups deferred by the CPU cap; 
                      r"(\d+) us\)")
 
 
-def debug_file_of(path):
-    """The separate debug file of an ELF file by its build id
-    (/usr/lib/debug/.build-id/xx/rest.debug), or "" when it has no build id
-    or the file is absent or not installed."""
-    bid = build_id(path) if os.path.exists(path) else None
-    debug = f"/usr/lib/debug/.build-id/{bid[:2]}/{bid[2:]}.debug" if bid else ""
-    return debug if debug and os.path.exists(debug) else ""
-
-
-LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
-
-
 def libc_debug_ready(name, prog):
-    """Whether libc6-dbg's debug file for LIBC, the workload prog and go are
-    all there; if not, test `name` fails one check saying what it needs."""
-    ready = shutil.which("go") is not None and debug_file_of(LIBC) != "" and os.path.exists(prog)
+    """Whether libc6-dbg's debug file for this system's libc, the workload
+    prog and go are all there; if not, test `name` fails one check saying
+    what it needs."""
+    ready = shutil.which("go") is not None and libc_debug_file() is not None and os.path.exists(prog)
     if not ready:
         check(f"{name} prerequisites", False,
               f"needs {prog}, go and libc6-dbg (tests/deps/debuginfo.txt)")
