@@ -8,8 +8,10 @@ CPU, CPU and allocation profiles on.  First with allocation samples every
 more than the cap of 2% of its CPU, and the child's export reads nothing of
 libc's debug file (its qsort frames keep their names, without lines; its
 debug line says what sampling had used of the cap).  Then with the default
-sampling mean: sampling leaves room, and the same frames carry msort.c
-lines.  Before, the first child read libc's debug file too: its share was
+sampling mean, sorting for 1.6 s: sampling leaves room, and the same
+frames carry msort.c lines (msort.c's unit lies about 0.8 MiB into what
+is inflated, priced at 8 us a KiB until a MiB has been timed: over 6 ms,
+where a quarter of the cap of a 0.8 s child allows 1 ms plus 4 ms).  Before, the first child read libc's debug file too: its share was
 1 ms plus a quarter of the cap, whatever sampling had cost."""
 import glob
 import os
@@ -24,12 +26,12 @@ LIB = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"
 PROG = os.path.join(ROOT, "build", "workloads", "fork_short")
 
 
-def child_run(out, sample_bytes, alloc_kb):
+def child_run(out, sample_bytes, alloc_kb, cpu_ms):
     """The child's debug line fields and its qsort frames in `go tool pprof -lines -top`."""
     env = dict(os.environ, LD_PRELOAD=LIB, DD_PROFILING_ENABLED="true",
                STOWAWAY_PROFILES="cpu,alloc", STOWAWAY_OUTPUT_DIR=out, STOWAWAY_LOG_LEVEL="debug",
                STOWAWAY_ALLOC_SAMPLE_BYTES=str(sample_bytes))
-    r = subprocess.run([PROG, "1", "800", str(alloc_kb), "0", "0", "1"], env=env,
+    r = subprocess.run([PROG, "1", str(cpu_ms), str(alloc_kb), "0", "0", "1"], env=env,
                        capture_output=True, text=True, timeout=120)
     pids = r.stdout.split()
     reads = [tuple(int(g) for g in m.groups()) for m in LINE.finditer(r.stderr)]
@@ -45,7 +47,7 @@ def main():
     if not libc_debug_ready("debug_cap_left", PROG):
         return
     with tempfile.TemporaryDirectory() as capped, tempfile.TemporaryDirectory() as roomy:
-        rc, line, msort, tail = child_run(capped, 1024, 262144)
+        rc, line, msort, tail = child_run(capped, 1024, 262144, 800)
         check("debug_cap_left: a child whose allocation samples cost more than the cap runs and "
               "reports what sampling used", rc == 0 and line is not None and line[4] > line[5] > 0,
               f"rc {rc}, debug line {line}; {tail}")
@@ -54,7 +56,7 @@ def main():
               f"KiB inflated {line and line[3]}, lookups deferred {line and line[1]}")
         check("debug_cap_left: its qsort frames keep their names, without lines",
               msort and not any("msort.c:" in l for l in msort), "\n".join(msort[:4]) or "no msort_with_tmp")
-        rc, line, msort, tail = child_run(roomy, 524288, 0)
+        rc, line, msort, tail = child_run(roomy, 524288, 0, 1600)
         check("debug_cap_left: with the default sampling mean, sampling leaves room under the cap",
               rc == 0 and line is not None and line[4] < line[5],
               f"rc {rc}, debug line {line}; {tail}")
