@@ -220,48 +220,12 @@ static int spawn_sampler(void)
 	return r;
 }
 
-/* The counters collect_spent_ns starts from: zero at a process's start,
- * the parent's at a fork (the counters are inherited). */
-static struct {
-	uint64_t cpu_samples, alloc_samples, drain_ns, wall_ns;
-} spent_base;
-
-static void spent_from_here(void)
-{
-	spent_base.cpu_samples = cpu_samples_taken();
-	spent_base.alloc_samples = alloc_samples_taken();
-	spent_base.drain_ns = cpu_drain_cost_ns();
-	spent_base.wall_ns = wall_cpu_ns();
-}
-
-/* Mean of a measured subset, in ns (0 when nothing was measured). */
-static uint64_t mean_ns(uint64_t ns, uint64_t samples) { return samples ? ns / samples : 0; }
-
-uint64_t collect_spent_ns(void)
-{
-	uint64_t handler_ns = 0, handler_samples = 0, alloc_ns = 0, alloc_samples = 0;
-	cpu_handler_cost(&handler_ns, &handler_samples);
-	alloc_sample_cost(&alloc_ns, &alloc_samples);
-	uint64_t cpu = cpu_samples_taken(), alloc = alloc_samples_taken();
-	uint64_t drain = cpu_drain_cost_ns(), wall = wall_cpu_ns();
-	uint64_t spent = 0;
-	if (cpu > spent_base.cpu_samples)
-		spent += (cpu - spent_base.cpu_samples) * mean_ns(handler_ns, handler_samples);
-	if (alloc > spent_base.alloc_samples)
-		spent += (alloc - spent_base.alloc_samples) * mean_ns(alloc_ns, alloc_samples);
-	if (drain > spent_base.drain_ns)
-		spent += drain - spent_base.drain_ns;
-	if (wall > spent_base.wall_ns)
-		spent += wall - spent_base.wall_ns;
-	return spent;
-}
-
 int collect_start(const struct sw_config *cfg, struct recorder *rec)
 {
 	if (atomic_exchange(&col.running, 1))
 		return 0;
 	col.cfg = cfg;
-	spent_from_here();
+	overhead_sampling_from_here();
 	int n = 0;
 	threads_set_hooks(&registry_hooks);
 	/* Before any sampler runs: where tracers publish each thread's span. */
@@ -359,7 +323,7 @@ void collect_after_fork_child(void)
 		if (collectors[i]->after_fork_child)
 			collectors[i]->after_fork_child();
 	context_after_fork_child();
-	spent_from_here();
+	overhead_sampling_from_here();
 	if (!atomic_load(&col.running))
 		return;
 	int tid = (int)sys_gettid();

@@ -50,13 +50,6 @@ uint64_t collect_next_tick_ns(uint64_t tick_ns, uint64_t samples, bool lock_epoc
 /* Called on the finished profile of a period before it is encoded: each
  * collector's flush (e.g. the live-heap snapshot). */
 void collect_before_export(struct profile *finished);
-/* What sampling has cost this process so far (since its start, or its
- * fork), as measured: CPU samples times the handler's measured cost,
- * allocation samples times theirs, and the sampler thread's recording of
- * CPU samples and its wall ticks.  Not counted: the kernel's delivery of
- * our signals, our threads' other work, the unsampled interposed calls.
- * Any thread. */
-uint64_t collect_spent_ns(void);
 /* In a fork child: true when its live-heap table holds only allocations its
  * parent made (none was sampled since the fork), so its live heap is part
  * of what the parent's own heap profile shows.  False where the live heap

@@ -121,6 +121,9 @@ static uint64_t own_threads_ns(void)
 	return sum;
 }
 
+/* Mean of a measured subset, in ns (0 when nothing was measured). */
+static uint64_t mean_ns(uint64_t ns, uint64_t samples) { return samples ? ns / samples : 0; }
+
 /* CPU time the timer handler cost the host's threads since the previous call. */
 static uint64_t handler_ns(void)
 {
@@ -129,7 +132,7 @@ static uint64_t handler_ns(void)
 	cpu_handler_cost(&cost_ns, &cost_samples);
 	uint64_t d_samples = samples - probe.last_samples;
 	uint64_t d_ns = cost_ns - probe.last_cost_ns, d_measured = cost_samples - probe.last_cost_samples;
-	uint64_t per_sample = d_measured ? d_ns / d_measured : cost_samples ? cost_ns / cost_samples : 0;
+	uint64_t per_sample = d_measured ? d_ns / d_measured : mean_ns(cost_ns, cost_samples);
 	probe.last_samples = samples;
 	probe.last_cost_ns = cost_ns;
 	probe.last_cost_samples = cost_samples;
@@ -145,13 +148,46 @@ static uint64_t alloc_ns(void)
 	uint64_t d_samples = samples - probe.last_alloc_samples;
 	uint64_t d_ns = cost_ns - probe.last_alloc_cost_ns;
 	uint64_t d_measured = cost_samples - probe.last_alloc_cost_samples;
-	uint64_t per_sample = d_measured ? d_ns / d_measured : cost_samples ? cost_ns / cost_samples : 0;
+	uint64_t per_sample = d_measured ? d_ns / d_measured : mean_ns(cost_ns, cost_samples);
 	probe.last_alloc_samples = samples;
 	probe.last_alloc_cost_ns = cost_ns;
 	probe.last_alloc_cost_samples = cost_samples;
 	probe.win_alloc_samples += d_samples;
 	probe.alloc_sample_ns = per_sample;
 	return d_samples * per_sample;
+}
+
+/* The counters overhead_sampling_spent_ns starts from: zero at a
+ * process's start, the parent's at a fork. */
+static struct {
+	uint64_t cpu_samples, alloc_samples, drain_ns, wall_ns;
+} spent_base;
+
+void overhead_sampling_from_here(void)
+{
+	spent_base.cpu_samples = cpu_samples_taken();
+	spent_base.alloc_samples = alloc_samples_taken();
+	spent_base.drain_ns = cpu_drain_cost_ns();
+	spent_base.wall_ns = wall_cpu_ns();
+}
+
+uint64_t overhead_sampling_spent_ns(void)
+{
+	uint64_t handler_ns = 0, handler_samples = 0, sampled_ns = 0, sampled = 0;
+	cpu_handler_cost(&handler_ns, &handler_samples);
+	alloc_sample_cost(&sampled_ns, &sampled);
+	uint64_t cpu = cpu_samples_taken(), alloc = alloc_samples_taken();
+	uint64_t drain = cpu_drain_cost_ns(), wall = wall_cpu_ns();
+	uint64_t spent = 0;
+	if (cpu > spent_base.cpu_samples)
+		spent += (cpu - spent_base.cpu_samples) * mean_ns(handler_ns, handler_samples);
+	if (alloc > spent_base.alloc_samples)
+		spent += (alloc - spent_base.alloc_samples) * mean_ns(sampled_ns, sampled);
+	if (drain > spent_base.drain_ns)
+		spent += drain - spent_base.drain_ns;
+	if (wall > spent_base.wall_ns)
+		spent += wall - spent_base.wall_ns;
+	return spent;
 }
 
 static void publish(void)

@@ -4,6 +4,7 @@
  * the exiting thread within the exit timeout. */
 #include "core/profiler.h"
 #include "collect/collect.h"
+#include "collect/overhead.h"
 #include "deflate/deflate.h"
 #include "rt/thread.h"
 #include "encode/otlp.h"
@@ -365,7 +366,7 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 	 * and again has built its tables by then (symbols.h). */
 	struct export_cost cost = { 0 };
 	/* Lines are read with what the CPU cap leaves after sampling. */
-	symbols_note_profiler_cost(collect_spent_ns(), cfg->max_overhead_ppm);
+	symbols_note_profiler_cost(overhead_sampling_spent_ns());
 	uint64_t names_from = cost_clock();
 	if (final || prof.seq < 2)
 		prepare_names(p);
@@ -741,7 +742,7 @@ int profiler_start(const struct sw_config *cfg)
 	 * (sampling, unwinding, export): lines get a quarter of it at most, and
 	 * no more than sampling leaves (export_period notes what it cost). */
 	symbols_configure(cfg->debug_dirs, (size_t)cfg->debug_memory_mb << 20,
-			  cfg->max_overhead_ppm / INFLATE_SHARE_OF_CAP);
+			  cfg->max_overhead_ppm / INFLATE_SHARE_OF_CAP, cfg->max_overhead_ppm);
 	if (!symbols_refresh())
 		rt_warn("cannot read /proc/self/maps: stacks will have no symbols");
 	atomic_store(&prof.stop_requested, 0);

@@ -211,13 +211,17 @@ static struct {
 	uint64_t children_spent_ns; /* of DEBUG_FOR_CHILDREN_NS, in this process */
 	uint64_t spent_ns, deferred;
 	uint64_t profiler_ns; /* debuginfo_note_profiler_cost, in this process */
-	uint32_t cap_ppm;
+	uint32_t cap_ppm;     /* debuginfo_limit_inflating */
 	struct share_rate inflate, decode;
 	uint64_t cpu_ns, cpu_read_at; /* the last reading of the CPU behind the share, and when */
 } share = {.inflate = {0, 0, DEBUG_INFLATE_NS_PER_KIB_GUESS},
 	   .decode = {0, 0, DEBUG_DECODE_NS_PER_KIB_GUESS}};
 
-void debuginfo_limit_inflating(uint32_t ppm) { share.ppm = ppm; }
+void debuginfo_limit_inflating(uint32_t ppm, uint32_t cap_ppm)
+{
+	share.ppm = ppm;
+	share.cap_ppm = cap_ppm;
+}
 
 uint64_t debuginfo_deferred_lookups(void) { return share.deferred; }
 
@@ -283,11 +287,10 @@ uint64_t debuginfo_profiler_ns(uint64_t *cap_ns)
 	return share.profiler_ns;
 }
 
-void debuginfo_note_profiler_cost(uint64_t spent_ns, uint32_t cap_ppm)
+void debuginfo_note_profiler_cost(uint64_t spent_ns)
 {
 	share_this_process();
 	share.profiler_ns = spent_ns;
-	share.cap_ppm = cap_ppm;
 }
 
 void debuginfo_share_for_children(bool on)

@@ -108,17 +108,16 @@ bool debuginfo_file_crc(const char *path, uint32_t *crc);
 
 /* Bounds the CPU this process spends inflating compressed debug sections on
  * demand to 1 ms plus `ppm` parts per million of its CPU time so far (0, the
- * default: no bound), and by what the cap leaves after sampling
- * (debuginfo_note_profiler_cost).  A lookup whose unit would take more is not made:
- * debuginfo_lookup reports DWARF_DEFERRED.  Counts restart in a fork child. */
-void debuginfo_limit_inflating(uint32_t ppm);
+ * default: no bound), and by what `cap_ppm`, the cap on all of the
+ * profiler's CPU in the same unit (0: none), leaves after what the profiler
+ * spent apart from reading (debuginfo_note_profiler_cost).  A lookup whose
+ * unit would take more is not made: debuginfo_lookup reports
+ * DWARF_DEFERRED.  Counts restart in a fork child. */
+void debuginfo_limit_inflating(uint32_t ppm, uint32_t cap_ppm);
 /* What the profiler has spent in this process apart from reading debug
- * information (collect_spent_ns, noted by the caller before an export),
- * and the cap on all of the profiler's CPU, in parts per million of the CPU
- * behind the share (0: none).  Reading then takes, beyond the 1 ms, no
- * more than what that cap leaves after it, and never more than `ppm`.
+ * information (overhead_sampling_spent_ns, noted by the caller before an export).
  * Restarts at 0 in a fork child until noted there. */
-void debuginfo_note_profiler_cost(uint64_t spent_ns, uint32_t cap_ppm);
+void debuginfo_note_profiler_cost(uint64_t spent_ns);
 /* The spent_ns last noted in this process, and what the cap allows all of
  * the profiler at the CPU behind the share now (0: no cap). */
 uint64_t debuginfo_profiler_ns(uint64_t *cap_ns);

@@ -671,19 +671,19 @@ out:
 	return ok;
 }
 
-void symbols_configure(const char *dirs, size_t budget, uint32_t inflate_ppm)
+void symbols_configure(const char *dirs, size_t budget, uint32_t inflate_ppm, uint32_t cap_ppm)
 {
 	rt_mutex_lock(&registry_lock);
 	rt_strlcpy(debug_dirs, dirs != NULL ? dirs : "", sizeof(debug_dirs));
 	dwarf_budget = budget;
-	debuginfo_limit_inflating(inflate_ppm);
+	debuginfo_limit_inflating(inflate_ppm, cap_ppm);
 	rt_mutex_unlock(&registry_lock);
 }
 
-void symbols_note_profiler_cost(uint64_t spent_ns, uint32_t cap_ppm)
+void symbols_note_profiler_cost(uint64_t spent_ns)
 {
 	rt_mutex_lock(&registry_lock);
-	debuginfo_note_profiler_cost(spent_ns, cap_ppm);
+	debuginfo_note_profiler_cost(spent_ns);
 	rt_mutex_unlock(&registry_lock);
 }
 

@@ -19,16 +19,17 @@
 
 /* Where separate debug files are searched besides /usr/lib/debug
  * (':'-separated roots, copied), how many bytes one module's DWARF index
- * may hold (0: DWARF is not read), and the share of the process's CPU, in
+ * may hold (0: DWARF is not read), the share of the process's CPU, in
  * parts per million, that inflating compressed debug sections may take
- * beyond 1 ms (0: no bound; debuginfo.h).  Call before the first refresh. */
-void symbols_configure(const char *debug_dirs, size_t dwarf_budget, uint32_t inflate_ppm);
+ * beyond 1 ms (0: no bound), and the cap on all of the profiler's CPU in
+ * the same unit (0: none), of which reading takes no more than what the
+ * rest of the profiler leaves (debuginfo.h).  Call before the first refresh. */
+void symbols_configure(const char *debug_dirs, size_t dwarf_budget, uint32_t inflate_ppm,
+		       uint32_t cap_ppm);
 
 /* What the profiler has spent in this process apart from reading debug
- * information, and the cap on all its CPU in parts per million (0: none):
- * reading debug information takes no more than what the cap leaves after
- * it (debuginfo_note_profiler_cost).  Before an export. */
-void symbols_note_profiler_cost(uint64_t spent_ns, uint32_t cap_ppm);
+ * information (debuginfo_note_profiler_cost).  Before an export. */
+void symbols_note_profiler_cost(uint64_t spent_ns);
 
 /* Rereads /proc/self/maps; loads modules that appeared, retires the ones that
  * disappeared, and publishes a new unwind snapshot.  Cheap when the maps did

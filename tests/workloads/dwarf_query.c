@@ -54,7 +54,7 @@ int main(int argc, char **argv)
 		else if (strcmp(argv[i], "--stats") == 0)
 			stats = 1;
 		else if (strcmp(argv[i], "--cpu-ppm") == 0 && i + 1 < argc)
-			debuginfo_limit_inflating((uint32_t)strtoul(argv[++i], NULL, 0));
+			debuginfo_limit_inflating((uint32_t)strtoul(argv[++i], NULL, 0), 0);
 		else if (strcmp(argv[i], "--spin-ms") == 0 && i + 1 < argc)
 			spin_ms = atof(argv[++i]);
 	}
