@@ -434,6 +434,12 @@ PGCOUNT_TX = int(os.environ.get("PREFORK_PGCOUNT_TX", "5000"))  # per client
 # -e cpu-clock) into DIR/pgcount.MODE.perf.data, for perf report, and print
 # our share of its samples by entry point (perf_share_of).
 PGCOUNT_PROFILE = os.environ.get("PREFORK_PGCOUNT_PROFILE", "")
+# PREFORK_PGCOUNT_TRACE=0 (with PREFORK_PGCOUNT_PROFILE): the tracepoints
+# are not recorded, only that CPU profile.  Recording every system call
+# slows each down and adds to the processes' CPU time, which the library's
+# debug-information allowance grows with (configuration.md): with it, a
+# backend's exit export may read DWARF it would not read untraced.
+PGCOUNT_TRACE = os.environ.get("PREFORK_PGCOUNT_TRACE", "1") not in ("", "0") or not PGCOUNT_PROFILE
 # PREFORK_PGCOUNT_CONNECT=1: pgbench -C (a backend per transaction).
 PGCOUNT_CONNECT = os.environ.get("PREFORK_PGCOUNT_CONNECT", "") not in ("", "0")
 # PREFORK_PGCOUNT_SETTLE=S: the server runs S seconds idle after its warm-up
@@ -475,7 +481,8 @@ def pgcount_run(mode, data, port):
         rec = subprocess.Popen(["perf", "record", "-q", "-k", "CLOCK_MONOTONIC", "-o", perf_data,
                                 "-e", PGCOUNT_EVENTS,
                                 "-p", ",".join(map(str, idle))],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) \
+            if PGCOUNT_TRACE else None
         prof = None
         if PGCOUNT_PROFILE:
             prof_data = os.path.join(PGCOUNT_PROFILE, f"pgcount.{mode}.perf.data")
@@ -496,12 +503,14 @@ def pgcount_run(mode, data, port):
     finally:
         pg_stop(data)
     tx = int(re.search(r"number of transactions actually processed: (\d+)", out).group(1))
+    share = perf_share_of(prof_data) if prof else None
+    if not rec:
+        return {"tx": tx, "seconds": seconds, "counts": {}, "share": share, "backends": 0}
     script = subprocess.run(["perf", "script", "-i", perf_data, "-F", "pid,tid,time,event,trace"],
                             capture_output=True, text=True).stdout
     comm = subprocess.run(["perf", "script", "-i", perf_data, "--show-task-events", "-F",
                            "tid,event"], capture_output=True, text=True).stdout
     os.unlink(perf_data)
-    share = perf_share_of(prof_data) if prof else None
     # Our threads by name (PERF_RECORD_COMM), the processes by role.
     ours = set()
     for m in re.finditer(r"PERF_RECORD_COMM(?: exec)?: (\S+):(\d+)/(\d+)", comm):
@@ -672,7 +681,8 @@ def pgcount_summary(runs):
               f"{exit_ms:.2f} ms of CPU each after the client left)")
 
 def pgcount_report(runs):
-    pgcount_summary(runs)
+    if PGCOUNT_TRACE:
+        pgcount_summary(runs)
     for mode, run in runs.items():
         if mode == "off" or not run["share"]:
             continue
