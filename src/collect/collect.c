@@ -225,7 +225,7 @@ int collect_start(const struct sw_config *cfg, struct recorder *rec)
 	if (atomic_exchange(&col.running, 1))
 		return 0;
 	col.cfg = cfg;
-	overhead_sampling_from_here();
+	overhead_spent_from_here();
 	int n = 0;
 	threads_set_hooks(&registry_hooks);
 	/* Before any sampler runs: where tracers publish each thread's span. */
@@ -323,7 +323,7 @@ void collect_after_fork_child(void)
 		if (collectors[i]->after_fork_child)
 			collectors[i]->after_fork_child();
 	context_after_fork_child();
-	overhead_sampling_from_here();
+	overhead_spent_from_here();
 	if (!atomic_load(&col.running))
 		return;
 	int tid = (int)sys_gettid();

@@ -68,16 +68,17 @@ uint32_t overhead_next_hz(uint32_t configured_hz, uint32_t current_hz, uint32_t 
 /* Once a second: measure, decide, apply.  Resets itself on the first call,
  * after a fork (new pid) and after a restart of the collectors. */
 void overhead_tick(const struct sw_config *cfg);
-/* What sampling has cost this process so far (since its start, or its
- * fork), priced as the probe prices it: CPU samples times the handler's
- * measured cost, allocation samples times theirs, and the sampler thread's
- * recording of CPU samples and its wall ticks.  Not counted: the kernel's
- * delivery of our signals, our threads' other work, the unsampled
- * interposed calls.  Any thread. */
-uint64_t overhead_sampling_spent_ns(void);
-/* Where overhead_sampling_spent_ns counts from: at the collectors' start,
+/* What the profiler has cost this process so far (since its start, or its
+ * fork), as the probe counts it: the CPU clocks of our own threads (each
+ * started in this process), and on the host's threads CPU samples times
+ * the handler's measured cost plus the kernel's delivery of the signal,
+ * and allocation samples times their measured cost.  Not counted: the
+ * unsampled interposed calls, the wall profile's signal handler, an export
+ * running on a host thread (at exit).  Any thread. */
+uint64_t overhead_spent_ns(void);
+/* Where overhead_spent_ns counts samples from: at the collectors' start,
  * and in a fork child (the counters are inherited). */
-void overhead_sampling_from_here(void);
+void overhead_spent_from_here(void);
 
 /* One line for the profile's comments: measured overhead, budget and the
  * effective rates.  Any thread; returns the line's length. */

@@ -60,6 +60,7 @@ static struct {
 static struct {
 	atomic_uint budget_ppm;
 	atomic_uint overhead_ppm;
+	atomic_ullong delivery_ns; /* the kernel's part of a CPU sample, measured at a reset */
 	atomic_uint judged;
 	atomic_uint cpu_hz, configured_cpu_hz;
 	atomic_uint delivered_cpu_hz; /* CPU samples per second of application CPU, last window */
@@ -157,36 +158,30 @@ static uint64_t alloc_ns(void)
 	return d_samples * per_sample;
 }
 
-/* The counters overhead_sampling_spent_ns starts from: zero at a
- * process's start, the parent's at a fork. */
+/* The sample counters overhead_spent_ns starts from: zero at a process's
+ * start, the parent's at a fork. */
 static struct {
-	uint64_t cpu_samples, alloc_samples, drain_ns, wall_ns;
+	uint64_t cpu_samples, alloc_samples;
 } spent_base;
 
-void overhead_sampling_from_here(void)
+void overhead_spent_from_here(void)
 {
 	spent_base.cpu_samples = cpu_samples_taken();
 	spent_base.alloc_samples = alloc_samples_taken();
-	spent_base.drain_ns = cpu_drain_cost_ns();
-	spent_base.wall_ns = wall_cpu_ns();
 }
 
-uint64_t overhead_sampling_spent_ns(void)
+uint64_t overhead_spent_ns(void)
 {
 	uint64_t handler_ns = 0, handler_samples = 0, sampled_ns = 0, sampled = 0;
 	cpu_handler_cost(&handler_ns, &handler_samples);
 	alloc_sample_cost(&sampled_ns, &sampled);
 	uint64_t cpu = cpu_samples_taken(), alloc = alloc_samples_taken();
-	uint64_t drain = cpu_drain_cost_ns(), wall = wall_cpu_ns();
-	uint64_t spent = 0;
+	uint64_t spent = thread_own_cpu_ns();
 	if (cpu > spent_base.cpu_samples)
-		spent += (cpu - spent_base.cpu_samples) * mean_ns(handler_ns, handler_samples);
+		spent += (cpu - spent_base.cpu_samples) *
+			 (mean_ns(handler_ns, handler_samples) + atomic_load(&pub.delivery_ns));
 	if (alloc > spent_base.alloc_samples)
 		spent += (alloc - spent_base.alloc_samples) * mean_ns(sampled_ns, sampled);
-	if (drain > spent_base.drain_ns)
-		spent += drain - spent_base.drain_ns;
-	if (wall > spent_base.wall_ns)
-		spent += wall - spent_base.wall_ns;
 	return spent;
 }
 
@@ -221,6 +216,7 @@ static void reset(const struct sw_config *cfg, int tid)
 	probe.configured_alloc_bytes = alloc_on ? cfg->alloc_sample_bytes : 0;
 	/* Before the baselines: the calibration's signals are not the host's samples. */
 	probe.delivery_ns = cpu_delivery_cost_ns();
+	atomic_store(&pub.delivery_ns, probe.delivery_ns);
 	overhead_ctl_init(&probe.ctl, cfg->max_overhead_ppm);
 	/* A fork child inherits the parent's rates, but starts a new controller. */
 	if (cpu_running())

@@ -365,8 +365,8 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 	/* Names for the first exports and the last: a process exporting again
 	 * and again has built its tables by then (symbols.h). */
 	struct export_cost cost = { 0 };
-	/* Lines are read with what the CPU cap leaves after sampling. */
-	symbols_note_profiler_cost(overhead_sampling_spent_ns());
+	/* Lines are read with what the CPU cap leaves after the rest of us. */
+	symbols_note_profiler_cost(overhead_spent_ns());
 	uint64_t names_from = cost_clock();
 	if (final || prof.seq < 2)
 		prepare_names(p);

@@ -219,9 +219,13 @@ static bool log_for_own_thread(const char *line, size_t n)
 	return true;
 }
 
-/* A thread of ours that ends is asked nothing more. */
+/* CPU time of the threads of ours that ended in this process. */
+static atomic_ullong own_ended_cpu_ns;
+
+/* A thread of ours that ends is asked nothing more; its CPU time is kept. */
 static void forget_self(int tid)
 {
+	atomic_fetch_add(&own_ended_cpu_ns, rt_thread_cpu_ns());
 	for (int i = 0; i < OWN_THREADS_MAX; i++) {
 		if (atomic_load(&own_tids[i]) != tid)
 			continue;
@@ -333,8 +337,20 @@ void thread_mark_own(int tid)
 
 bool thread_is_own(int tid) { return own_slot_of(tid) >= 0; }
 
+uint64_t thread_own_cpu_ns(void)
+{
+	uint64_t sum = atomic_load(&own_ended_cpu_ns);
+	for (int i = 0; i < OWN_THREADS_MAX; i++) {
+		int tid = atomic_load(&own_tids[i]);
+		if (tid > 0)
+			sum += rt_clock_ns(sys_thread_cpu_clock(tid));
+	}
+	return sum;
+}
+
 void thread_forget_own(void)
 {
+	atomic_store(&own_ended_cpu_ns, 0);
 	for (int i = 0; i < OWN_THREADS_MAX; i++) {
 		atomic_store(&own_private_files[i], 0);
 		atomic_store(&own_tids[i], 0);

@@ -46,6 +46,9 @@ int thread_spawn_unwaited(void *(*fn)(void *), void *arg);
 /* Our own threads register their kernel tid so collectors skip them. */
 void thread_mark_own(int tid);
 bool thread_is_own(int tid);
+/* CPU time our threads have used in this process: the live ones' clocks
+ * and what the ended ones used (a fork child starts from 0).  Any thread. */
+uint64_t thread_own_cpu_ns(void);
 /* Whether thread tid, one of ours, runs on a descriptor table of its own. */
 bool thread_has_private_files(int tid);
 /* A descriptor, in the calling thread's table, opened for writing on the

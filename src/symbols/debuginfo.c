@@ -174,8 +174,8 @@ bool debuginfo_file_crc(const char *path, uint32_t *crc)
  * large translation unit takes milliseconds).  With a limit set, what this
  * process spends on both stays within DEBUG_BASE_NS plus `ppm` of its CPU
  * time so far and that of the children it has waited for, and plus no more
- * than what the cap on all our CPU leaves after sampling's measured cost
- * (debuginfo_note_profiler_cost); a lookup that
+ * than what the cap on all our CPU leaves after the rest of the profiler's
+ * measured cost (debuginfo_note_profiler_cost); a lookup that
  * would go past it is deferred (names without lines now; a later export,
  * with more CPU behind it, reads it).  The children count because what a
  * parent reads before it forks is inherited by the children forked
@@ -290,7 +290,10 @@ uint64_t debuginfo_profiler_ns(uint64_t *cap_ns)
 void debuginfo_note_profiler_cost(uint64_t spent_ns)
 {
 	share_this_process();
-	share.profiler_ns = spent_ns;
+	/* Reading so far ran on our threads (periodic exports, the reading for
+	 * children), whose CPU spent_ns counts: that part is the share's own. */
+	uint64_t reading = share.spent_ns + share.children_spent_ns;
+	share.profiler_ns = spent_ns > reading ? spent_ns - reading : 0;
 }
 
 void debuginfo_share_for_children(bool on)

@@ -114,12 +114,15 @@ bool debuginfo_file_crc(const char *path, uint32_t *crc);
  * unit would take more is not made: debuginfo_lookup reports
  * DWARF_DEFERRED.  Counts restart in a fork child. */
 void debuginfo_limit_inflating(uint32_t ppm, uint32_t cap_ppm);
-/* What the profiler has spent in this process apart from reading debug
- * information (overhead_sampling_spent_ns, noted by the caller before an export).
- * Restarts at 0 in a fork child until noted there. */
+/* What the profiler has spent in this process (overhead_spent_ns, noted by
+ * the caller before an export), which counts the reading done so far on
+ * its own threads: the rest, that reading taken out, is what the cap's
+ * allowance for reading leaves room after.  Restarts at 0 in a fork child
+ * until noted there. */
 void debuginfo_note_profiler_cost(uint64_t spent_ns);
-/* The spent_ns last noted in this process, and what the cap allows all of
- * the profiler at the CPU behind the share now (0: no cap). */
+/* The spent_ns last noted in this process, reading taken out, and what
+ * the cap allows all of the profiler at the CPU behind the share now (0:
+ * no cap). */
 uint64_t debuginfo_profiler_ns(uint64_t *cap_ns);
 /* While on, reading debug information spends, instead of that share, a
  * fixed allowance (8 ms once per process): for a parent reading what the

@@ -1095,11 +1095,11 @@ size_t symbols_describe(char *buf, size_t cap)
 	symbols_stats(&st);
 	unwind_counts_get(&uc);
 	uint64_t inflated, decoded, reading_ns = debuginfo_reading_ns(&inflated, &decoded);
-	uint64_t cap_ns, sampling_ns = debuginfo_profiler_ns(&cap_ns);
+	uint64_t cap_ns, others_ns = debuginfo_profiler_ns(&cap_ns);
 	return rt_snprintf(buf, cap,
 			   "stowaway: symbols: %u modules mapped, names read for %u (%llu functions, "
 			   "%llu KiB), lines for %u (%llu lookups deferred by the CPU cap; %llu us "
-			   "inflating %llu KiB and decoding %llu KiB; sampling had used %llu us of the "
+			   "inflating %llu KiB and decoding %llu KiB; the rest of us had used %llu us of the "
 			   "cap's %llu us); unwind rules "
 			   "read in place for %u, search tables built for %u (%llu KiB), %llu rules looked "
 			   "up; %llu stacks stopped at code mapped since the last refresh; %llu "
@@ -1108,7 +1108,7 @@ size_t symbols_describe(char *buf, size_t cap)
 			   (unsigned long long)(st.function_bytes >> 10), st.modules_with_lines,
 			   (unsigned long long)debuginfo_deferred_lookups(),
 			   (unsigned long long)(reading_ns / 1000), (unsigned long long)(inflated >> 10),
-			   (unsigned long long)(decoded >> 10), (unsigned long long)(sampling_ns / 1000),
+			   (unsigned long long)(decoded >> 10), (unsigned long long)(others_ns / 1000),
 			   (unsigned long long)(cap_ns / 1000), st.unwind_in_place, st.unwind_built,
 			   (unsigned long long)(st.unwind_bytes >> 10),
 			   (unsigned long long)uc.rule_lookups, (unsigned long long)uc.unknown_code,

@@ -27,8 +27,9 @@
 void symbols_configure(const char *debug_dirs, size_t dwarf_budget, uint32_t inflate_ppm,
 		       uint32_t cap_ppm);
 
-/* What the profiler has spent in this process apart from reading debug
- * information (debuginfo_note_profiler_cost).  Before an export. */
+/* What the profiler has spent in this process, reading debug information
+ * on its own threads included (debuginfo_note_profiler_cost).  Before an
+ * export. */
 void symbols_note_profiler_cost(uint64_t spent_ns);
 
 /* Rereads /proc/self/maps; loads modules that appeared, retires the ones that

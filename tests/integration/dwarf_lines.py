@@ -40,9 +40,9 @@ def build_id(path):
 
 # The DWARF part of the symbols comment and debug line: lines for modules,
 # lookups deferred by the CPU cap, us spent inflating, KiB inflated, and
-# what sampling had used of the cap (us) against the cap (us).
+# what the rest of the profiler had used of the cap (us) against the cap (us).
 READING = re.compile(r"lines for (\d+) \((\d+) lookups deferred by the CPU cap; (\d+) us inflating "
-                     r"(\d+) KiB and decoding \d+ KiB; sampling had used (\d+) us of the cap's "
+                     r"(\d+) KiB and decoding \d+ KiB; the rest of us had used (\d+) us of the cap's "
                      r"(\d+) us\)")
 
 
