@@ -740,7 +740,8 @@ int profiler_start(const struct sw_config *cfg)
 		rt_warn("no profile destination is usable; profiles are collected but not exported");
 	/* Inflating debug sections is one cost among several under the cap
 	 * (sampling, unwinding, export): lines get a quarter of it at most, and
-	 * no more than sampling leaves (export_period notes what it cost). */
+	 * no more than the rest of us leaves (export_period notes what that
+	 * cost). */
 	symbols_configure(cfg->debug_dirs, (size_t)cfg->debug_memory_mb << 20,
 			  cfg->max_overhead_ppm / INFLATE_SHARE_OF_CAP, cfg->max_overhead_ppm);
 	if (!symbols_refresh())
