@@ -26,14 +26,6 @@
 #include "rt/thread.h"
 #include "rt/sys.h"
 
-#define OWN_THREADS_MAX 8
-#define RESCAN_EVERY_TICKS 10u
-
-struct own_thread {
-	int tid;
-	uint64_t last_ns;
-};
-
 static struct {
 	int sampler_tid; /* the probe restarts when the sampler thread changes */
 	uint32_t configured_cpu_hz;
@@ -47,10 +39,7 @@ static struct {
 	uint64_t last_cost_ns, last_cost_samples;
 	uint64_t last_drain_ns;
 	uint64_t delivery_ns;
-	struct own_thread own[OWN_THREADS_MAX];
-	int n_own;
-	uint32_t ticks;
-	bool rescan;
+	uint64_t last_threads_ns; /* thread_own_cpu_ns() at the previous tick */
 	/* this window's parts, for the debug log */
 	uint64_t win_threads_ns, win_drain_ns, win_handler_ns, win_wall_ns, win_samples, win_process_ns;
 	uint64_t win_alloc_samples, alloc_sample_ns;
@@ -72,54 +61,14 @@ static struct {
 } pub;
 
 
-static bool own_known(int tid)
-{
-	for (int i = 0; i < probe.n_own; i++)
-		if (probe.own[i].tid == tid)
-			return true;
-	return false;
-}
-
-/* Adds our threads not yet known.  At a reset their CPU so far is history
- * (baseline now); found later, a thread is new and all its CPU counts. */
-static void scan_own_threads(bool baseline_now)
-{
-	struct rt_dir dir;
-	if (rt_dir_open(&dir, AT_FDCWD, "/proc/self/task", TASK_DIR_READS_MAX) != 0)
-		return;
-	for (const char *name; (name = rt_dir_next(&dir)) != NULL;) {
-		uint64_t tid;
-		if (!rt_parse_u64(name, rt_strnlen(name, 16), &tid) || tid > 0x7fffffff ||
-		    !thread_is_own((int)tid) || own_known((int)tid) || probe.n_own >= OWN_THREADS_MAX)
-			continue;
-		probe.own[probe.n_own].tid = (int)tid;
-		probe.own[probe.n_own].last_ns = baseline_now ? rt_clock_ns(sys_thread_cpu_clock((int)tid)) : 0;
-		probe.n_own++;
-	}
-	rt_dir_close(&dir);
-}
-
-/* CPU time our threads used since the previous call; forgets gone threads. */
+/* CPU time our threads used since the previous call (thread_own_cpu_ns:
+ * those that ended since count up to their end). */
 static uint64_t own_threads_ns(void)
 {
-	if (probe.rescan || probe.ticks % RESCAN_EVERY_TICKS == 0) {
-		scan_own_threads(false);
-		probe.rescan = false;
-	}
-	uint64_t sum = 0;
-	for (int i = 0; i < probe.n_own;) {
-		uint64_t now = rt_clock_ns(sys_thread_cpu_clock(probe.own[i].tid));
-		if (now == 0) { /* exited: its slot goes to the last entry */
-			probe.own[i] = probe.own[--probe.n_own];
-			probe.rescan = true;
-			continue;
-		}
-		uint64_t used = now > probe.own[i].last_ns ? now - probe.own[i].last_ns : 0;
-		sum += used;
-		probe.own[i].last_ns = now;
-		i++;
-	}
-	return sum;
+	uint64_t now = thread_own_cpu_ns();
+	uint64_t used = now > probe.last_threads_ns ? now - probe.last_threads_ns : 0;
+	probe.last_threads_ns = now;
+	return used;
 }
 
 /* Mean of a measured subset, in ns (0 when nothing was measured). */
@@ -233,7 +182,7 @@ static void reset(const struct sw_config *cfg, int tid)
 	cpu_handler_cost(&probe.last_cost_ns, &probe.last_cost_samples);
 	probe.last_drain_ns = cpu_drain_cost_ns();
 	probe.last_wall_ns = wall_cpu_ns();
-	scan_own_threads(true);
+	probe.last_threads_ns = thread_own_cpu_ns(); /* their CPU so far is history */
 	/* Rates published by a parent before fork are not this process's. */
 	atomic_store(&pub.cpu_hz, 0);
 	atomic_store(&pub.wall_hz, 0);
@@ -298,7 +247,6 @@ void overhead_tick(const struct sw_config *cfg)
 		reset(cfg, tid);
 		return;
 	}
-	probe.ticks++;
 	uint64_t process = rt_process_cpu_ns();
 	uint64_t d_process = process > probe.last_process_ns ? process - probe.last_process_ns : 0;
 	probe.last_process_ns = process;

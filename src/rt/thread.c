@@ -222,10 +222,12 @@ static bool log_for_own_thread(const char *line, size_t n)
 /* CPU time of the threads of ours that ended in this process. */
 static atomic_ullong own_ended_cpu_ns;
 
-/* A thread of ours that ends is asked nothing more; its CPU time is kept. */
+/* A thread of ours that ends is asked nothing more; its CPU time is kept,
+ * added once its tid is out of own_tids (thread_own_cpu_ns may miss it for
+ * a moment, never count it twice). */
 static void forget_self(int tid)
 {
-	atomic_fetch_add(&own_ended_cpu_ns, rt_thread_cpu_ns());
+	uint64_t cpu = rt_thread_cpu_ns();
 	for (int i = 0; i < OWN_THREADS_MAX; i++) {
 		if (atomic_load(&own_tids[i]) != tid)
 			continue;
@@ -234,6 +236,7 @@ static void forget_self(int tid)
 		int expected = tid;
 		(void)atomic_compare_exchange_strong(&own_tids[i], &expected, 0);
 	}
+	atomic_fetch_add(&own_ended_cpu_ns, cpu);
 }
 
 /* Shared by the spawner and the new thread; the last one to let go frees it,
