@@ -8,12 +8,13 @@ CPU, CPU and allocation profiles on.  First with allocation samples every
 more than the cap of 2% of its CPU, and the child's export reads nothing of
 libc's debug file (its qsort frames keep their names, without lines; its
 debug line says what the rest of the profiler had used of the cap: its
-threads' CPU and what the samples cost the host's threads).  Then with the default
-sampling mean, sorting for 1.6 s: sampling leaves room, and the same
-frames carry msort.c lines (msort.c's unit lies about 0.8 MiB into what
-is inflated, priced at 8 us a KiB until a MiB has been timed: over 6 ms,
-where a quarter of the cap of a 0.8 s child allows 1 ms plus 4 ms).  Before, the first child read libc's debug file too: its share was
-1 ms plus a quarter of the cap, whatever sampling had cost."""
+threads' CPU and what the samples cost the host's threads).  Then with the
+default sampling mean, sorting for 1.6 s: sampling leaves room, and the
+same frames carry msort.c lines (msort.c's unit lies about 0.8 MiB into
+what is inflated, priced at 8 us a KiB until a MiB has been timed: over
+6 ms, where a quarter of the cap of a 0.8 s child allows 1 ms plus 4 ms).
+Before, the first child read libc's debug file too: its share was 1 ms
+plus a quarter of the cap, whatever sampling had cost."""
 import glob
 import os
 import subprocess
