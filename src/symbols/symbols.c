@@ -352,6 +352,17 @@ static bool is_own_code(const struct maps_entry *e)
 	return entry == 0 || entry < e->start || entry >= e->end;
 }
 
+/* Which file is loaded where: the same in a fork child as in its parent,
+ * different for another file or another load address (unwind_code_range.id). */
+static uint64_t code_identity(const struct sym_module *m)
+{
+	uint64_t key[4] = {m->inode, (uint64_t)m->dev_major << 32 | m->dev_minor, m->bias, m->load_key};
+	uint64_t h = fnv1a((const uint8_t *)key, sizeof(key));
+	if (m->inode == 0) /* [vdso], or a file whose identity the maps do not give */
+		h ^= fnv1a((const uint8_t *)m->path, rt_strlen(m->path)) * 0x9e3779b97f4a7c15ull;
+	return h != 0 ? h : 1;
+}
+
 /* What the unwinder needs of executable mapping sm. */
 static void code_range_of(const struct sym_mapping *sm, struct unwind_code_range *cr)
 {
@@ -359,6 +370,7 @@ static void code_range_of(const struct sym_mapping *sm, struct unwind_code_range
 	cr->start = sm->start;
 	cr->end = sm->end;
 	cr->bias = m != NULL ? m->bias : 0;
+	cr->id = m != NULL ? code_identity(m) : 0;
 	cr->cfi = m != NULL && m->cfi.count > 0 ? &m->cfi : NULL;
 	cr->flags = (m != NULL && (m->path[0] == '/' || rt_streq(m->path, "[vdso]"))
 			     ? UNWIND_CODE_READABLE

@@ -54,20 +54,26 @@ static uint32_t nretired;
  * Rules looked up in place cost a binary search and two small programs; the
  * same return addresses come back sample after sample, so their rows are
  * kept in a fixed direct-mapped table (no allocation, bounded memory).  An
- * entry is valid only for the snapshot generation that filled it.  Each is
- * guarded by a sequence number kept in one word with that generation: a
- * writer claims the entry by moving the number to odd (a handler
- * interrupting a writer on the same entry finds it odd and skips), readers
- * retry nothing and treat any change as a miss.
+ * entry is valid for the code it was filled from: the pc and the identity
+ * of the module mapped there (unwind_code_range.id), so rows outlive
+ * snapshots that leave their module in place.  The table is shared memory,
+ * made before the first snapshot: processes forked after that share it
+ * (a prefork server's workers run the same code, mapped at the same
+ * addresses), and a rule one of them looked up serves the others.  Each
+ * entry is guarded by a sequence number kept in one word with the
+ * identity: a writer claims the entry by moving the number to odd (a
+ * handler interrupting a writer, or another process's writer, finds it odd
+ * and skips), readers retry nothing and treat any change as a miss.  A
+ * writer killed between claim and release leaves its entry unused.
  *
  * An entry is 32 bytes, so a probe reads one cache line, and a page is read
  * only once one of its entries was written: reading a page never written
- * would map the zero page, and the first write would then fault again. */
+ * would allocate it, and the first write would then fault again. */
 #define ROW_CACHE_SIZE 4096u
 #define ROW_CACHE_SEQ_BITS 24
 #define ROW_CACHE_SEQ_MASK ((1ull << ROW_CACHE_SEQ_BITS) - 1)
 struct row_cache_entry {
-	/* generation << ROW_CACHE_SEQ_BITS | sequence number (odd: being written) */
+	/* identity << ROW_CACHE_SEQ_BITS | sequence number (odd: being written) */
 	atomic_uint_fast64_t state;
 	atomic_uint_fast64_t pc;
 	atomic_uint_fast64_t row[2]; /* struct cfi_row; kind CFI_NONE: no rule */
@@ -77,9 +83,27 @@ _Static_assert(sizeof(struct row_cache_entry) == 32, "an entry is half a cache l
 #define ROW_CACHE_PER_PAGE (4096u / sizeof(struct row_cache_entry))
 #define ROW_CACHE_PAGES (ROW_CACHE_SIZE / ROW_CACHE_PER_PAGE)
 _Static_assert(ROW_CACHE_PAGES <= 64, "one bit per page of the table");
-static _Alignas(4096) struct row_cache_entry row_cache[ROW_CACHE_SIZE];
-/* Bit p: page p of row_cache has been written. */
-static _Atomic uint64_t row_cache_pages;
+struct row_cache {
+	struct row_cache_entry entries[ROW_CACHE_SIZE]; /* page-aligned: the mapping's start */
+	_Atomic uint64_t pages; /* bit p: page p of entries has been written */
+};
+/* NULL until the first snapshot (then no row is cached), or if no memory. */
+static struct row_cache *_Atomic row_table;
+
+/* Maps the table once, shared with the processes forked from here on;
+ * private if shared memory is refused.  Not signal-safe. */
+static void row_cache_create(void)
+{
+	if (atomic_load(&row_table) != NULL)
+		return;
+	size_t size = (sizeof(struct row_cache) + 4095u) & ~(size_t)4095u;
+	void *p = sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (SYS_IS_ERR(p))
+		p = rt_pages_alloc(size);
+	if (p == NULL)
+		return;
+	atomic_store(&row_table, (struct row_cache *)p);
+}
 
 static uint32_t row_cache_index(uint64_t pc)
 {
@@ -87,22 +111,24 @@ static uint32_t row_cache_index(uint64_t pc)
 	return (uint32_t)(h >> 52) & (ROW_CACHE_SIZE - 1);
 }
 
-/* The generation as kept in an entry's state word. */
-static uint64_t row_cache_tag(uint64_t generation)
+/* A code identity as kept in an entry's state word: never 0, the state of
+ * an entry never written. */
+static uint64_t row_cache_tag(uint64_t id)
 {
-	return generation << ROW_CACHE_SEQ_BITS;
+	return (id | 1u) << ROW_CACHE_SEQ_BITS;
 }
 
 /* 1 hit with a rule, 0 hit without, -1 miss. */
-static int row_cache_get(uint64_t pc, uint64_t generation, struct cfi_row *out)
+static int row_cache_get(uint64_t pc, uint64_t id, struct cfi_row *out)
 {
+	struct row_cache *t = atomic_load_explicit(&row_table, memory_order_relaxed);
 	uint32_t i = row_cache_index(pc);
 	uint64_t page = 1ull << (i / ROW_CACHE_PER_PAGE);
-	if (!(atomic_load_explicit(&row_cache_pages, memory_order_relaxed) & page))
+	if (t == NULL || !(atomic_load_explicit(&t->pages, memory_order_relaxed) & page))
 		return -1;
-	struct row_cache_entry *e = &row_cache[i];
+	struct row_cache_entry *e = &t->entries[i];
 	uint64_t state = atomic_load_explicit(&e->state, memory_order_acquire);
-	if ((state & 1) != 0 || (state & ~ROW_CACHE_SEQ_MASK) != row_cache_tag(generation) ||
+	if ((state & 1) != 0 || (state & ~ROW_CACHE_SEQ_MASK) != row_cache_tag(id) ||
 	    atomic_load_explicit(&e->pc, memory_order_relaxed) != pc)
 		return -1;
 	uint64_t w[2] = {atomic_load_explicit(&e->row[0], memory_order_relaxed),
@@ -114,12 +140,15 @@ static int row_cache_get(uint64_t pc, uint64_t generation, struct cfi_row *out)
 	return out->kind == CFI_NONE ? 0 : 1;
 }
 
-static void row_cache_put(uint64_t pc, uint64_t generation, const struct cfi_row *row)
+static void row_cache_put(uint64_t pc, uint64_t id, const struct cfi_row *row)
 {
+	struct row_cache *t = atomic_load_explicit(&row_table, memory_order_relaxed);
+	if (t == NULL)
+		return;
 	uint32_t i = row_cache_index(pc);
-	struct row_cache_entry *e = &row_cache[i];
+	struct row_cache_entry *e = &t->entries[i];
 	uint64_t page = 1ull << (i / ROW_CACHE_PER_PAGE);
-	bool written = (atomic_load_explicit(&row_cache_pages, memory_order_relaxed) & page) != 0;
+	bool written = (atomic_load_explicit(&t->pages, memory_order_relaxed) & page) != 0;
 	/* A page never written holds zeros: claimed by the write alone. */
 	uint_fast64_t state = written ? atomic_load_explicit(&e->state, memory_order_relaxed) : 0;
 	if ((state & 1) != 0 ||
@@ -133,9 +162,9 @@ static void row_cache_put(uint64_t pc, uint64_t generation, const struct cfi_row
 	atomic_store_explicit(&e->row[0], w[0], memory_order_relaxed);
 	atomic_store_explicit(&e->row[1], w[1], memory_order_relaxed);
 	uint64_t seq = (state + 2) & ROW_CACHE_SEQ_MASK;
-	atomic_store_explicit(&e->state, row_cache_tag(generation) | seq, memory_order_release);
+	atomic_store_explicit(&e->state, row_cache_tag(id) | seq, memory_order_release);
 	if (!written)
-		(void)atomic_fetch_or_explicit(&row_cache_pages, page, memory_order_relaxed);
+		(void)atomic_fetch_or_explicit(&t->pages, page, memory_order_relaxed);
 }
 
 /* ---- snapshot lookups [signal-safe] ---- */
@@ -516,11 +545,10 @@ static bool walk_is_code(struct row_walk *w, uint64_t pc)
  * snapshot) and cached. */
 static const struct cfi_row *cfi_for(struct row_walk *w, uint64_t pc, struct cfi_row *buf)
 {
-	const struct snapshot *s = w->s;
 	const struct unwind_code_range *r = walk_code(w, pc);
 	if (r == NULL || r->cfi == NULL)
 		return NULL;
-	int cached = row_cache_get(pc, s->generation, buf);
+	int cached = r->id != 0 ? row_cache_get(pc, r->id, buf) : -1;
 	if (cached >= 0)
 		return cached ? buf : NULL;
 	atomic_fetch_add_explicit(&rule_lookups, 1, memory_order_relaxed);
@@ -529,7 +557,8 @@ static const struct cfi_row *cfi_for(struct row_walk *w, uint64_t pc, struct cfi
 		rt_memset(buf, 0, sizeof(*buf));
 		buf->kind = CFI_NONE;
 	}
-	row_cache_put(pc, s->generation, buf);
+	if (r->id != 0)
+		row_cache_put(pc, r->id, buf);
 	return found ? buf : NULL;
 }
 
@@ -894,6 +923,7 @@ bool unwind_publish(const struct unwind_code_range *code, uint32_t ncode,
 	}
 	if (ncode > 0)
 		rt_memcpy(c, code, ncode * sizeof(*c));
+	row_cache_create();
 	if (ndata > 0)
 		rt_memcpy(d, data, ndata * sizeof(*d));
 	static uint64_t generations;

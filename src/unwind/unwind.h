@@ -120,6 +120,11 @@ struct unwind_code_range {
 	uint64_t start, end; /* runtime addresses of an executable mapping */
 	uint64_t bias;       /* runtime = link-time + bias */
 	struct cfi_index *cfi; /* may be NULL; owned by the caller */
+	/* What is mapped here (file and load address), the same in every
+	 * process that maps it alike: the row cache keeps rules under it, so
+	 * they outlive snapshots and serve processes forked from this one.
+	 * 0: rules found here are not cached. */
+	uint64_t id;
 	uint32_t flags;
 };
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -450,6 +451,79 @@ static void test_rows_from_last_stack(void)
 	      last.rows_from_last_stack - c[3].rows_from_last_stack == w[2].depth - 1u);
 }
 
+/* ---- rows shared by a fork family ---- */
+
+/* What a child reports of its unwind from family_walk. */
+struct family_report {
+	uint64_t lookups; /* rules looked up in .eh_frame during the unwind */
+	struct walk w;
+};
+
+static volatile int family_sink;
+
+__attribute__((noinline)) static void family_walk(struct walk *w)
+{
+	struct unwind_regs r;
+	memset(&r, 0, sizeof(r));
+	ARCH_HERE(r.pc, r.sp, r.fp);
+	w->depth = unwind_stack(&r, w->pcs, 64, 0, &w->end);
+	family_sink++; /* no tail call: this frame stays */
+}
+
+__attribute__((noinline)) static void family_caller(struct walk *w)
+{
+	family_walk(w);
+	family_sink++;
+}
+
+/* In a child: unwinds from a place this process never unwound from, and
+ * reports what it took through fd. */
+static bool family_child(struct family_report *out)
+{
+	int fds[2];
+	if (pipe(fds) != 0)
+		return false;
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct family_report rep;
+		struct unwind_counts a, b;
+		memset(&rep, 0, sizeof(rep));
+		unwind_counts_get(&a);
+		family_caller(&rep.w);
+		unwind_counts_get(&b);
+		rep.lookups = b.rule_lookups - a.rule_lookups;
+		_exit(write(fds[1], &rep, sizeof(rep)) == (ssize_t)sizeof(rep) ? 0 : 1);
+	}
+	close(fds[1]);
+	ssize_t got = pid > 0 ? read(fds[0], out, sizeof(*out)) : -1;
+	close(fds[0]);
+	int status = 0;
+	if (pid > 0)
+		(void)waitpid(pid, &status, 0);
+	return got == (ssize_t)sizeof(*out) && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* Processes forked from one that profiles share its row cache: a rule the
+ * first child looked up serves the second, which looks up none for the
+ * same frames (a prefork server's workers run the same code). */
+static void test_rows_shared_by_fork_family(void)
+{
+	struct family_report rep[2];
+	/* One call site for both (a trip count the compiler cannot unroll). */
+	static volatile int children = 2;
+	for (int i = 0; i < children && i < 2; i++)
+		CHECK(family_child(&rep[i]));
+	const struct family_report first = rep[0], second = rep[1];
+	printf("  rules looked up: first child %llu, second child %llu, %u frames\n",
+	       (unsigned long long)first.lookups, (unsigned long long)second.lookups,
+	       first.w.depth);
+	CHECK(first.lookups >= 2);
+	CHECK(second.lookups == 0);
+	CHECK(first.w.depth >= 4 && second.w.depth == first.w.depth && second.w.end == first.w.end);
+	for (uint32_t i = 0; i < first.w.depth && i < second.w.depth; i++)
+		CHECK(first.w.pcs[i] == second.w.pcs[i]);
+}
+
 /* ---- the stack memo ---- */
 
 static volatile int memo_sink;
@@ -625,6 +699,7 @@ int main(void)
 #endif
 	RUN(test_remote_reads_match_local);
 	RUN(test_rows_from_last_stack);
+	RUN(test_rows_shared_by_fork_family);
 	RUN(test_stack_memo);
 	RUN(test_warm_cost);
 	RUN(test_capture_starts_at_hook_caller);
