@@ -356,8 +356,11 @@ static bool is_own_code(const struct maps_entry *e)
  * different for another file or another load address (unwind_code_range.id). */
 static uint64_t code_identity(const struct sym_module *m)
 {
-	uint64_t key[4] = {m->inode, (uint64_t)m->dev_major << 32 | m->dev_minor, m->bias, m->load_key};
-	uint64_t h = fnv1a((const uint8_t *)key, sizeof(key));
+	uint64_t h = 0xcbf29ce484222325ull;
+	h = (h ^ m->inode) * 0x9e3779b97f4a7c15ull;
+	h = (h ^ ((uint64_t)m->dev_major << 32 | m->dev_minor)) * 0x9e3779b97f4a7c15ull;
+	h = (h ^ m->bias) * 0x9e3779b97f4a7c15ull;
+	h = (h ^ m->load_key) * 0x9e3779b97f4a7c15ull;
 	if (m->inode == 0) /* [vdso], or a file whose identity the maps do not give */
 		h ^= fnv1a((const uint8_t *)m->path, rt_strlen(m->path)) * 0x9e3779b97f4a7c15ull;
 	return h != 0 ? h : 1;
