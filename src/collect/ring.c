@@ -74,7 +74,14 @@ void ring_release(struct sample_ring *r, void *record)
 	struct ring_head *h = record;
 	atomic_store_explicit(&h->state, RECORD_EMPTY, memory_order_release);
 	atomic_fetch_sub_explicit(&r->ready, 1, memory_order_relaxed);
-	atomic_fetch_sub_explicit(&r->in_use, 1, memory_order_relaxed);
+	/* Drained: reservations start again at the first record, so a process
+	 * touches only the pages its longest wait between drains fills, not the
+	 * whole ring in turn (each page first written is a fault, and after a
+	 * fork a page of the child's own).  `next` is only where reservations
+	 * start looking: one racing with this store still claims its record by
+	 * CAS. */
+	if (atomic_fetch_sub_explicit(&r->in_use, 1, memory_order_relaxed) == 1)
+		atomic_store_explicit(&r->next, 0, memory_order_relaxed);
 }
 
 void ring_clear(struct sample_ring *r)
@@ -84,9 +91,10 @@ void ring_clear(struct sample_ring *r)
 	uint32_t left = atomic_load(&r->in_use);
 	if (left == 0)
 		return;
-	/* Records are reserved in turn, so those in use are the last ones
-	 * reserved: walking back from the next one finds them without reading
-	 * the whole ring (one record per page or so). */
+	/* Records are reserved in turn (from the first again once the ring
+	 * drained), so those in use are the last ones reserved: walking back
+	 * from the next one finds them without reading the whole ring (one
+	 * record per page or so). */
 	uint32_t next = atomic_load(&r->next);
 	for (uint32_t k = 1; r->mem && k <= r->records && left > 0; k++) {
 		struct ring_head *h = record_at(r, (next - k) % r->records);

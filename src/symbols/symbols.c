@@ -357,12 +357,12 @@ static bool is_own_code(const struct maps_entry *e)
 static uint64_t code_identity(const struct sym_module *m)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
-	h = (h ^ m->inode) * 0x9e3779b97f4a7c15ull;
-	h = (h ^ ((uint64_t)m->dev_major << 32 | m->dev_minor)) * 0x9e3779b97f4a7c15ull;
-	h = (h ^ m->bias) * 0x9e3779b97f4a7c15ull;
-	h = (h ^ m->load_key) * 0x9e3779b97f4a7c15ull;
+	h = (h ^ m->inode) * RT_HASH_MUL64;
+	h = (h ^ ((uint64_t)m->dev_major << 32 | m->dev_minor)) * RT_HASH_MUL64;
+	h = (h ^ m->bias) * RT_HASH_MUL64;
+	h = (h ^ m->load_key) * RT_HASH_MUL64;
 	if (m->inode == 0) /* [vdso], or a file whose identity the maps do not give */
-		h ^= fnv1a((const uint8_t *)m->path, rt_strlen(m->path)) * 0x9e3779b97f4a7c15ull;
+		h ^= fnv1a((const uint8_t *)m->path, rt_strlen(m->path)) * RT_HASH_MUL64;
 	return h != 0 ? h : 1;
 }
 
