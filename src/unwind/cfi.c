@@ -225,10 +225,13 @@ struct builder {
 	size_t nrows, cap;
 	uint64_t base;
 	bool failed;
-	/* Lookup mode: no rows are stored, only the one covering `target`. */
-	bool lookup, found;
+	/* Lookup mode: no rows are stored, only the one covering `target`, and
+	 * where it starts (row_lo) and the next row does (row_hi, once one was
+	 * made; rows come in address order). */
+	bool lookup, found, row_hi_set;
 	uint64_t target;
 	struct cfi_row row;
+	uint64_t row_lo, row_hi;
 };
 
 static struct rule *rule_for(struct frame_state *s, uint64_t reg)
@@ -307,6 +310,10 @@ static void builder_push(struct builder *b, uint64_t pc, const struct cfi_row *r
 		if (pc <= b->target) {
 			b->row = *row;
 			b->found = true;
+			b->row_lo = pc;
+		} else if (!b->row_hi_set || pc < b->row_hi) {
+			b->row_hi = pc;
+			b->row_hi_set = true;
 		}
 		return;
 	}
@@ -954,10 +961,13 @@ bool cfi_index_function_start(struct cfi_index *ix, uint64_t pc, uint64_t *start
 	return true;
 }
 
-bool cfi_index_lookup(struct cfi_index *ix, uint64_t pc, struct cfi_row *out)
+bool cfi_index_lookup_span(struct cfi_index *ix, uint64_t pc, struct cfi_row *out, uint64_t *lo,
+			   uint64_t *hi)
 {
 	struct fde_desc f;
 	struct cie cie;
+	*lo = pc;
+	*hi = pc + 1;
 	if (!index_fde(ix, pc, &f, &cie))
 		return false;
 	struct builder b;
@@ -965,9 +975,22 @@ bool cfi_index_lookup(struct cfi_index *ix, uint64_t pc, struct cfi_row *out)
 	b.lookup = true;
 	b.target = pc;
 	run_fde(ix->eh_frame, ix->eh_frame_addr, &f, &cie, &b);
-	if (!b.found || b.row.kind == CFI_NONE)
+	if (!b.found)
+		return false;
+	/* run_fde always ends with a row at the FDE's end, past pc. */
+	if (b.row_hi_set && b.row_lo <= pc && pc < b.row_hi) {
+		*lo = b.row_lo;
+		*hi = b.row_hi;
+	}
+	if (b.row.kind == CFI_NONE)
 		return false;
 	*out = b.row;
 	out->pc = 0;
 	return true;
+}
+
+bool cfi_index_lookup(struct cfi_index *ix, uint64_t pc, struct cfi_row *out)
+{
+	uint64_t lo, hi;
+	return cfi_index_lookup_span(ix, pc, out, &lo, &hi);
 }

@@ -131,6 +131,11 @@ void cfi_index_free(struct cfi_index *ix);
 /* The row covering link-time address `pc` into *out (its pc field 0); false
  * if no FDE covers pc or its rule there is CFI_NONE.  [signal-safe] */
 bool cfi_index_lookup(struct cfi_index *ix, uint64_t pc, struct cfi_row *out);
+/* cfi_index_lookup, and the span [*lo, *hi) of link-time addresses around
+ * pc that share its row (or its lack of one); [pc, pc + 1) when not known.
+ * [signal-safe] */
+bool cfi_index_lookup_span(struct cfi_index *ix, uint64_t pc, struct cfi_row *out, uint64_t *lo,
+			   uint64_t *hi);
 
 /* The link-time start of the FDE (the function) covering `pc`; false if
  * none does.  [signal-safe] */

@@ -54,9 +54,10 @@ static uint32_t nretired;
  * Rules looked up in place cost a binary search and two small programs; the
  * same return addresses come back sample after sample, so their rows are
  * kept in a fixed direct-mapped table (no allocation, bounded memory).  An
- * entry is valid for the code it was filled from: the pc and the identity
- * of the module mapped there (unwind_code_range.id), so rows outlive
- * snapshots that leave their module in place.  The table is shared memory,
+ * entry is valid for the code it was filled from: the span of addresses
+ * its row holds for and the identity of the module mapped there
+ * (unwind_code_range.id), so rows outlive snapshots that leave their
+ * module in place.  The table is shared memory,
  * made before the first snapshot: processes forked after that share it
  * (a prefork server's workers run the same code, mapped at the same
  * addresses), and a rule one of them looked up serves the others.  Each
@@ -75,8 +76,10 @@ static uint32_t nretired;
 struct row_cache_entry {
 	/* identity << ROW_CACHE_SEQ_BITS | sequence number (odd: being written) */
 	atomic_uint_fast64_t state;
-	atomic_uint_fast64_t pc;
-	atomic_uint_fast64_t row[2]; /* struct cfi_row; kind CFI_NONE: no rule */
+	atomic_uint_fast64_t lo; /* the span starts here */
+	/* struct cfi_row, kind CFI_NONE: no rule; its pc field holds the span's
+	 * length (the row read back has pc 0, as a lookup's) */
+	atomic_uint_fast64_t row[2];
 };
 _Static_assert(sizeof(struct cfi_row) == 2 * sizeof(uint64_t), "a row is two words");
 _Static_assert(sizeof(struct row_cache_entry) == 32, "an entry is half a cache line");
@@ -105,9 +108,14 @@ static void row_cache_create(void)
 	atomic_store(&row_table, (struct row_cache *)p);
 }
 
+/* Entries are placed by the ROW_CACHE_GRANULE bytes of code a pc lies in,
+ * and each keeps the span of addresses its row holds for: a sample landing
+ * anywhere in a function's body finds the body's row, a leaf pc being a new
+ * address nearly every time. */
+#define ROW_CACHE_GRANULE_SHIFT 6
 static uint32_t row_cache_index(uint64_t pc)
 {
-	uint64_t h = pc * 0x9e3779b97f4a7c15ull;
+	uint64_t h = (pc >> ROW_CACHE_GRANULE_SHIFT) * RT_HASH_MUL64;
 	return (uint32_t)(h >> 52) & (ROW_CACHE_SIZE - 1);
 }
 
@@ -128,19 +136,26 @@ static int row_cache_get(uint64_t pc, uint64_t id, struct cfi_row *out)
 		return -1;
 	struct row_cache_entry *e = &t->entries[i];
 	uint64_t state = atomic_load_explicit(&e->state, memory_order_acquire);
-	if ((state & 1) != 0 || (state & ~ROW_CACHE_SEQ_MASK) != row_cache_tag(id) ||
-	    atomic_load_explicit(&e->pc, memory_order_relaxed) != pc)
+	if ((state & 1) != 0 || (state & ~ROW_CACHE_SEQ_MASK) != row_cache_tag(id))
 		return -1;
+	uint64_t lo = atomic_load_explicit(&e->lo, memory_order_relaxed);
 	uint64_t w[2] = {atomic_load_explicit(&e->row[0], memory_order_relaxed),
 			 atomic_load_explicit(&e->row[1], memory_order_relaxed)};
 	atomic_thread_fence(memory_order_acquire);
 	if (atomic_load_explicit(&e->state, memory_order_relaxed) != state)
 		return -1;
-	__builtin_memcpy(out, w, sizeof(*out));
+	struct cfi_row row;
+	__builtin_memcpy(&row, w, sizeof(row));
+	if (pc < lo || pc - lo >= row.pc)
+		return -1;
+	row.pc = 0;
+	*out = row;
 	return out->kind == CFI_NONE ? 0 : 1;
 }
 
-static void row_cache_put(uint64_t pc, uint64_t id, const struct cfi_row *row)
+/* Keeps row as the rule for [lo, hi), which holds pc, under pc's granule. */
+static void row_cache_put(uint64_t pc, uint64_t lo, uint64_t hi, uint64_t id,
+			  const struct cfi_row *row)
 {
 	struct row_cache *t = atomic_load_explicit(&row_table, memory_order_relaxed);
 	if (t == NULL)
@@ -156,9 +171,11 @@ static void row_cache_put(uint64_t pc, uint64_t id, const struct cfi_row *row)
 						     memory_order_relaxed))
 		return;
 	atomic_thread_fence(memory_order_release);
+	struct cfi_row kept = *row;
+	kept.pc = (uint32_t)RT_MIN(hi - lo, (uint64_t)UINT32_MAX);
 	uint64_t w[2];
-	__builtin_memcpy(w, row, sizeof(w));
-	atomic_store_explicit(&e->pc, pc, memory_order_relaxed);
+	__builtin_memcpy(w, &kept, sizeof(w));
+	atomic_store_explicit(&e->lo, lo, memory_order_relaxed);
 	atomic_store_explicit(&e->row[0], w[0], memory_order_relaxed);
 	atomic_store_explicit(&e->row[1], w[1], memory_order_relaxed);
 	uint64_t seq = (state + 2) & ROW_CACHE_SEQ_MASK;
@@ -552,13 +569,17 @@ static const struct cfi_row *cfi_for(struct row_walk *w, uint64_t pc, struct cfi
 	if (cached >= 0)
 		return cached ? buf : NULL;
 	atomic_fetch_add_explicit(&rule_lookups, 1, memory_order_relaxed);
-	bool found = cfi_index_lookup(r->cfi, pc - r->bias, buf);
+	uint64_t lo = 0, hi = 0;
+	bool found = cfi_index_lookup_span(r->cfi, pc - r->bias, buf, &lo, &hi);
 	if (!found) {
 		rt_memset(buf, 0, sizeof(*buf));
 		buf->kind = CFI_NONE;
 	}
-	if (r->id != 0)
-		row_cache_put(pc, r->id, buf);
+	/* The span, at run time and within the mapping. */
+	lo = RT_MAX(lo + r->bias, r->start);
+	hi = RT_MIN(hi + r->bias, r->end);
+	if (r->id != 0 && lo <= pc && pc < hi)
+		row_cache_put(pc, lo, hi, r->id, buf);
 	return found ? buf : NULL;
 }
 

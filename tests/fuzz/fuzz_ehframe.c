@@ -1,9 +1,11 @@
 /* Fuzz target: the .eh_frame parser and CFA interpreter on arbitrary bytes:
  * the whole-image table and lookups across the covered range, the search
  * table built for in-place lookups and those lookups, and the same bytes
- * read as an .eh_frame_hdr in front of them. */
+ * read as an .eh_frame_hdr in front of them.  A lookup's span must hold
+ * the address looked up. */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "unwind/cfi.h"
 
@@ -22,8 +24,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct cfi_index ix;
 	struct cfi_row row;
 	if (cfi_index_build(&ix, data, size, base + limit, base, limit)) {
-		for (uint64_t pc = base - 16; pc < base + limit + 16; pc += 613)
-			(void)cfi_index_lookup(&ix, pc, &row);
+		for (uint64_t pc = base - 16; pc < base + limit + 16; pc += 613) {
+			uint64_t lo = 0, hi = 0;
+			(void)cfi_index_lookup_span(&ix, pc, &row, &lo, &hi);
+			if (lo > pc || hi <= pc)
+				abort();
+		}
 		cfi_index_free(&ix);
 	}
 	/* A header whose table points anywhere into the same bytes. */

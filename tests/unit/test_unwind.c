@@ -208,7 +208,8 @@ static void compare_index_with_table(const char *path)
 	CHECK(in_place.owned_bytes == 0 && in_place.count > 0);
 	CHECK(cfi_index_build(&built, buf + eh.offset, eh.size, eh.addr, lo, hi - lo));
 	CHECK(built.count == in_place.count && built.owned_bytes == 8u * built.count);
-	uint32_t compared = 0, mismatches = 0;
+	uint32_t compared = 0, mismatches = 0, spans_outside = 0;
+	uint64_t span_bytes = 0;
 	for (uint32_t i = 0; t != NULL && i < t->nrows; i++) {
 		uint64_t first = t->base + t->rows[i].pc;
 		uint64_t next = i + 1 < t->nrows ? t->base + t->rows[i + 1].pc : first + 1;
@@ -218,17 +219,30 @@ static void compare_index_with_table(const char *path)
 			struct cfi_index *ixs[2] = {&in_place, &built};
 			for (int j = 0; j < 2; j++) {
 				struct cfi_row got;
-				bool found = cfi_index_lookup(ixs[j], at[k], &got);
+				uint64_t span_lo = 0, span_hi = 0;
+				bool found = cfi_index_lookup_span(ixs[j], at[k], &got, &span_lo, &span_hi);
 				bool ok = found == (want != NULL) && (!found || same_rule(&got, want));
 				compared++;
 				if (!ok && mismatches++ < 5)
 					fprintf(stderr, "  %s: %s lookup differs at %#llx\n", path,
 						j == 0 ? "in-place" : "built", (unsigned long long)at[k]);
+				/* The span holds the address and lies within the table's
+				 * row there (which merges equal neighbours). */
+				bool inside = span_lo <= at[k] && at[k] < span_hi &&
+					      (!found || (first <= span_lo &&
+							  (i + 1 == t->nrows || span_hi <= next)));
+				span_bytes += span_hi - span_lo;
+				if (!inside && spans_outside++ < 5)
+					fprintf(stderr, "  %s: span [%#llx, %#llx) of %#llx outside row [%#llx, %#llx)\n",
+						path, (unsigned long long)span_lo, (unsigned long long)span_hi,
+						(unsigned long long)at[k], (unsigned long long)first,
+						(unsigned long long)next);
 			}
 		}
 	}
-	printf("  %s: %u lookups compared, %u mismatches\n", path, compared, mismatches);
-	CHECK(compared > 1000 && mismatches == 0);
+	printf("  %s: %u lookups compared, %u mismatches, %u spans outside their row, %.1f bytes per span\n",
+	       path, compared, mismatches, spans_outside, compared ? (double)span_bytes / compared : 0.0);
+	CHECK(compared > 1000 && mismatches == 0 && spans_outside == 0);
 	check_read_windows(&in_place, &built, t);
 	/* A header that points elsewhere, or a truncated one, is refused. */
 	struct cfi_index bad;
@@ -524,6 +538,43 @@ static void test_rows_shared_by_fork_family(void)
 		CHECK(first.w.pcs[i] == second.w.pcs[i]);
 }
 
+/* ---- a row serves the span it holds for ---- */
+
+static volatile int span_sink;
+
+/* Unwinds from here, and again from a nearby address of the same 64 bytes
+ * of code (a CPU sample landing a few bytes further in the same body). */
+__attribute__((noinline)) static void span_walks(struct walk w[2], struct unwind_counts c[3])
+{
+	struct unwind_regs r;
+	memset(&r, 0, sizeof(r));
+	ARCH_HERE(r.pc, r.sp, r.fp);
+	unwind_counts_get(&c[0]);
+	w[0].depth = unwind_stack(&r, w[0].pcs, 64, 0, &w[0].end);
+	unwind_counts_get(&c[1]);
+	r.pc = (r.pc + 1) >> 6 == r.pc >> 6 ? r.pc + 1 : r.pc - 1;
+	w[1].depth = unwind_stack(&r, w[1].pcs, 64, 0, &w[1].end);
+	unwind_counts_get(&c[2]);
+	span_sink++;
+}
+
+/* The second unwind finds the first one's row for the leaf in the row
+ * cache, though its pc is another address: no rule looked up. */
+static void test_row_span_serves_nearby_pc(void)
+{
+	struct walk w[2];
+	struct unwind_counts c[3];
+	span_walks(w, c);
+	printf("  rules looked up: %llu, then %llu from a pc 1 byte away\n",
+	       (unsigned long long)(c[1].rule_lookups - c[0].rule_lookups),
+	       (unsigned long long)(c[2].rule_lookups - c[1].rule_lookups));
+	CHECK(c[1].rule_lookups - c[0].rule_lookups >= 1);
+	CHECK(c[2].rule_lookups == c[1].rule_lookups);
+	CHECK(w[0].depth >= 4 && w[1].depth == w[0].depth && w[1].end == w[0].end);
+	for (uint32_t i = 1; i < w[0].depth && i < w[1].depth; i++)
+		CHECK(w[0].pcs[i] == w[1].pcs[i]);
+}
+
 /* ---- the stack memo ---- */
 
 static volatile int memo_sink;
@@ -700,6 +751,7 @@ int main(void)
 	RUN(test_remote_reads_match_local);
 	RUN(test_rows_from_last_stack);
 	RUN(test_rows_shared_by_fork_family);
+	RUN(test_row_span_serves_nearby_pc);
 	RUN(test_stack_memo);
 	RUN(test_warm_cost);
 	RUN(test_capture_starts_at_hook_caller);
