@@ -108,10 +108,10 @@ static void row_cache_create(void)
 	atomic_store(&row_table, (struct row_cache *)p);
 }
 
-/* Entries are placed by the ROW_CACHE_GRANULE bytes of code a pc lies in,
- * and each keeps the span of addresses its row holds for: a sample landing
- * anywhere in a function's body finds the body's row, a leaf pc being a new
- * address nearly every time. */
+/* Entries are placed by the 64 bytes of code a pc lies in (1 <<
+ * ROW_CACHE_GRANULE_SHIFT), and each keeps the span of addresses its row
+ * holds for: a sample landing anywhere in a function's body finds the
+ * body's row, a leaf pc being a new address nearly every time. */
 #define ROW_CACHE_GRANULE_SHIFT 6
 static uint32_t row_cache_index(uint64_t pc)
 {
@@ -933,6 +933,7 @@ bool unwind_reclaim(void)
 bool unwind_publish(const struct unwind_code_range *code, uint32_t ncode,
 		    const struct unwind_data_range *data, uint32_t ndata)
 {
+	row_cache_create();
 	struct snapshot *s = rt_calloc(1, sizeof(*s));
 	struct unwind_code_range *c = rt_calloc(ncode ? ncode : 1, sizeof(*c));
 	struct unwind_data_range *d = rt_calloc(ndata ? ndata : 1, sizeof(*d));
@@ -944,7 +945,6 @@ bool unwind_publish(const struct unwind_code_range *code, uint32_t ncode,
 	}
 	if (ncode > 0)
 		rt_memcpy(c, code, ncode * sizeof(*c));
-	row_cache_create();
 	if (ndata > 0)
 		rt_memcpy(d, data, ndata * sizeof(*d));
 	static uint64_t generations;
