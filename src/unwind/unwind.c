@@ -108,14 +108,18 @@ static void row_cache_create(void)
 	atomic_store(&row_table, (struct row_cache *)p);
 }
 
-/* Entries are placed by the 64 bytes of code a pc lies in (1 <<
- * ROW_CACHE_GRANULE_SHIFT), and each keeps the span of addresses its row
- * holds for: a sample landing anywhere in a function's body finds the
- * body's row, a leaf pc being a new address nearly every time. */
+/* Each entry keeps the span of addresses its row holds for.  The pc an
+ * interrupted frame stopped at is a new address nearly every sample: its
+ * entry is placed by the 64 bytes of code it lies in (1 <<
+ * ROW_CACHE_GRANULE_SHIFT), so a sample landing anywhere in a function's
+ * body finds the body's row.  A return address comes back exactly, and
+ * several call sites of one block of code can need different rows: its
+ * entry is placed by the address itself. */
 #define ROW_CACHE_GRANULE_SHIFT 6
-static uint32_t row_cache_index(uint64_t pc)
+static uint32_t row_cache_index(uint64_t pc, bool exact)
 {
-	uint64_t h = (pc >> ROW_CACHE_GRANULE_SHIFT) * RT_HASH_MUL64;
+	uint64_t key = exact ? pc >> ROW_CACHE_GRANULE_SHIFT : pc;
+	uint64_t h = key * RT_HASH_MUL64;
 	return (uint32_t)(h >> 52) & (ROW_CACHE_SIZE - 1);
 }
 
@@ -127,10 +131,10 @@ static uint64_t row_cache_tag(uint64_t id)
 }
 
 /* 1 hit with a rule, 0 hit without, -1 miss. */
-static int row_cache_get(uint64_t pc, uint64_t id, struct cfi_row *out)
+static int row_cache_get(uint64_t pc, bool exact, uint64_t id, struct cfi_row *out)
 {
 	struct row_cache *t = atomic_load_explicit(&row_table, memory_order_relaxed);
-	uint32_t i = row_cache_index(pc);
+	uint32_t i = row_cache_index(pc, exact);
 	uint64_t page = 1ull << (i / ROW_CACHE_PER_PAGE);
 	if (t == NULL || !(atomic_load_explicit(&t->pages, memory_order_relaxed) & page))
 		return -1;
@@ -153,14 +157,15 @@ static int row_cache_get(uint64_t pc, uint64_t id, struct cfi_row *out)
 	return out->kind == CFI_NONE ? 0 : 1;
 }
 
-/* Keeps row as the rule for [lo, hi), which holds pc, under pc's granule. */
-static void row_cache_put(uint64_t pc, uint64_t lo, uint64_t hi, uint64_t id,
+/* Keeps row as the rule for [lo, hi), which holds pc, where a lookup of pc
+ * (exact: an interrupted frame's) looks. */
+static void row_cache_put(uint64_t pc, bool exact, uint64_t lo, uint64_t hi, uint64_t id,
 			  const struct cfi_row *row)
 {
 	struct row_cache *t = atomic_load_explicit(&row_table, memory_order_relaxed);
 	if (t == NULL)
 		return;
-	uint32_t i = row_cache_index(pc);
+	uint32_t i = row_cache_index(pc, exact);
 	struct row_cache_entry *e = &t->entries[i];
 	uint64_t page = 1ull << (i / ROW_CACHE_PER_PAGE);
 	bool written = (atomic_load_explicit(&t->pages, memory_order_relaxed) & page) != 0;
@@ -560,12 +565,13 @@ static bool walk_is_code(struct row_walk *w, uint64_t pc)
 /* The rule at pc into *buf: from the row cache, else read from the
  * module's .eh_frame (our own mapping of its file, alive as long as the
  * snapshot) and cached. */
-static const struct cfi_row *cfi_for(struct row_walk *w, uint64_t pc, struct cfi_row *buf)
+static const struct cfi_row *cfi_for(struct row_walk *w, uint64_t pc, bool exact,
+				     struct cfi_row *buf)
 {
 	const struct unwind_code_range *r = walk_code(w, pc);
 	if (r == NULL || r->cfi == NULL)
 		return NULL;
-	int cached = r->id != 0 ? row_cache_get(pc, r->id, buf) : -1;
+	int cached = r->id != 0 ? row_cache_get(pc, exact, r->id, buf) : -1;
 	if (cached >= 0)
 		return cached ? buf : NULL;
 	atomic_fetch_add_explicit(&rule_lookups, 1, memory_order_relaxed);
@@ -579,7 +585,7 @@ static const struct cfi_row *cfi_for(struct row_walk *w, uint64_t pc, struct cfi
 	lo = RT_MAX(lo + r->bias, r->start);
 	hi = RT_MIN(hi + r->bias, r->end);
 	if (r->id != 0 && lo <= pc && pc < hi)
-		row_cache_put(pc, lo, hi, r->id, buf);
+		row_cache_put(pc, exact, lo, hi, r->id, buf);
 	return found ? buf : NULL;
 }
 
@@ -637,7 +643,7 @@ static const struct cfi_row *row_for(struct row_walk *w, const struct frame *f, 
 		return NULL;
 	uint64_t pc = f->exact ? f->pc : f->pc - 1;
 	if (!w->held)
-		return cfi_for(w, pc, buf);
+		return cfi_for(w, pc, f->exact, buf);
 	const struct cfi_row *row;
 	while (w->next < w->nlast && w->last[w->next].sp < f->sp)
 		w->next++;
@@ -647,7 +653,7 @@ static const struct cfi_row *row_for(struct row_walk *w, const struct frame *f, 
 		w->hits++;
 		row = buf->kind == CFI_NONE ? NULL : buf;
 	} else {
-		row = cfi_for(w, pc, buf);
+		row = cfi_for(w, pc, f->exact, buf);
 	}
 	if (w->nout < LAST_STACK_FRAMES) {
 		struct last_frame *o = &w->out[w->nout++];
