@@ -30,6 +30,7 @@ import os, shutil, signal, socket, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SO = os.path.abspath(os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build/libstowaway.so")))
+SO_NAME = "/" + os.path.basename(SO) + ")"  # how perf script names its frames' object
 GPERF = os.environ.get("GPERF_SO", "/usr/lib/x86_64-linux-gnu/libprofiler.so.0")
 JEMALLOC = os.environ.get("JEMALLOC_SO", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")
 QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0")
@@ -439,8 +440,9 @@ def target_verdict(q1, q3, median, target):
 
 def perf_share(w, tmp):
     """The share of a batch program's CPU samples that are ours, by perf:
-    samples with a libstowaway.so frame anywhere in the call chain (kernel
-    work done for our calls included) or on one of our threads (stowaway-*),
+    samples with a frame in STOWAWAY_SO (by its file name, which need not
+    be libstowaway.so) anywhere in the call chain (kernel work done for our
+    calls included) or on one of our threads (stowaway-*),
     over PERF_RUNS runs with the default kinds.  A lower bound of our cost:
     the kernel's side of delivering our signals runs with the program's own
     frames below it, and cache effects are not in any frame.  Also the
@@ -474,7 +476,7 @@ def perf_share(w, tmp):
             if not lines:
                 continue
             total += 1
-            mine = [l for l in lines[1:] if "libstowaway" in l]
+            mine = [l for l in lines[1:] if SO_NAME in l]
             if lines[0].split()[0].startswith("stowaway") or mine:
                 ours += 1
             if any(" profiler_stop" in l for l in mine):
