@@ -13,7 +13,11 @@
  * (a large __thread array in the executable pushes libraries far). */
 #define STARTUP_EXTENT ((size_t)64 << 20)
 /* Later (dlopen), a block is static only if it sits in the static area,
- * which ends a little past the startup modules (glibc's surplus). */
+ * which ends a little past the startup modules (glibc's surplus).  musl
+ * has no surplus: a library it loads later gets TLS of its own for every
+ * thread, never static, even where the calling thread's copy sits next to
+ * its thread pointer (musl's malloc reuses the slack in the pages of the
+ * modules loaded at startup, the C library's own among them). */
 #define SURPLUS_EXTENT ((size_t)64 << 10)
 
 struct otel_site {
@@ -43,7 +47,7 @@ static struct {
 	atomic_uint n;        /* published sites; entries below n never change but `live` */
 	struct otel_site sites[OTEL_SITES_MAX];
 	bool scanned;         /* a first refresh happened */
-	size_t static_extent; /* for later refreshes */
+	size_t static_extent; /* for later refreshes: 0 where none can be static (musl) */
 	uint32_t dynamic;     /* modules skipped at the last refresh */
 	atomic_ullong reads;
 } oc;
@@ -77,7 +81,7 @@ static void site_found(const struct tls_symbol_site *found, void *ctx)
 	}
 	if (!fixed.is_static && w->hint && fixed.module_base == w->hint_base) {
 		uintptr_t d = w->hint_delta < 0 ? (uintptr_t)-w->hint_delta : (uintptr_t)w->hint_delta;
-		if (d <= oc.static_extent) {
+		if (oc.static_extent != 0 && d <= oc.static_extent) {
 			fixed.is_static = true;
 			fixed.tp_delta = w->hint_delta;
 		}
@@ -127,7 +131,10 @@ static void refresh(struct refresh_walk *walk)
 		oc.dynamic = w.dynamic;
 		if (!oc.scanned) {
 			oc.scanned = true;
-			oc.static_extent = w.max_distance + SURPLUS_EXTENT;
+			/* glibc's own function: the host's loader may place later
+			 * libraries in static TLS. */
+			bool surplus = host_dlsym(HOST_RTLD_DEFAULT, "gnu_get_libc_version") != NULL;
+			oc.static_extent = surplus ? w.max_distance + SURPLUS_EXTENT : 0;
 		}
 	}
 	rt_mutex_unlock(&oc.lock);
