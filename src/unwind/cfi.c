@@ -226,9 +226,9 @@ struct builder {
 	uint64_t base;
 	bool failed;
 	/* Lookup mode: no rows are stored, only the one covering `target`, and
-	 * where it starts (row_lo) and the next row does (row_hi, once one was
-	 * made; rows come in address order). */
-	bool lookup, found, row_hi_set;
+	 * where it starts (row_lo) and the next row does (row_hi; 0 until one
+	 * was made, which is above target; rows come in address order). */
+	bool lookup, found;
 	uint64_t target;
 	struct cfi_row row;
 	uint64_t row_lo, row_hi;
@@ -311,9 +311,8 @@ static void builder_push(struct builder *b, uint64_t pc, const struct cfi_row *r
 			b->row = *row;
 			b->found = true;
 			b->row_lo = pc;
-		} else if (!b->row_hi_set || pc < b->row_hi) {
+		} else if (b->row_hi == 0 || pc < b->row_hi) {
 			b->row_hi = pc;
-			b->row_hi_set = true;
 		}
 		return;
 	}
@@ -978,7 +977,7 @@ bool cfi_index_lookup_span(struct cfi_index *ix, uint64_t pc, struct cfi_row *ou
 	if (!b.found)
 		return false;
 	/* run_fde always ends with a row at the FDE's end, past pc. */
-	if (b.row_hi_set && b.row_lo <= pc && pc < b.row_hi) {
+	if (b.row_lo <= pc && pc < b.row_hi) {
 		*lo = b.row_lo;
 		*hi = b.row_hi;
 	}
