@@ -56,6 +56,7 @@ PARTS = os.environ.get("PREFORK_PARTS", "pg pgconnect nginx pgcpu").split()
 BASE_SO = os.environ.get("PREFORK_BASE_SO", "")
 MODES = ["off", "cpu", "all"] + (["all_base"] if BASE_SO else [])
 PREFILL = int(os.environ.get("PREFORK_PREFILL_FILES", "0"))
+JEMALLOC = os.environ.get("JEMALLOC_SO", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")
 PGCPU_MODES = ["off", "cpu", "all", "floor"] + (["all_base"] if BASE_SO else [])
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -87,6 +88,13 @@ def mode_env(mode, outdir):
     env["LC_ALL"] = "C"
     if mode == "floor":
         env["LD_PRELOAD"] = so_copy
+    elif mode in ("je", "je_prof"):
+        env["LD_PRELOAD"] = JEMALLOC
+        if mode == "je_prof":
+            os.makedirs(outdir, exist_ok=True)
+            own(outdir)
+            env["MALLOC_CONF"] = ("prof:true,lg_prof_sample:19,prof_final:true,"
+                                  f"prof_prefix:{outdir}/jeprof")
     elif mode != "off":
         os.makedirs(outdir, exist_ok=True)
         own(outdir)
@@ -99,6 +107,8 @@ def mode_env(mode, outdir):
                    DD_PROFILING_ENABLED="true", DD_SERVICE="benchprefork", STOWAWAY_OUTPUT_DIR=outdir)
         if mode == "cpu":
             env["STOWAWAY_PROFILES"] = "cpu"
+        elif mode == "alloc":
+            env["STOWAWAY_PROFILES"] = "alloc,heap"
     return env
 
 def children_of(pid):
@@ -455,7 +465,18 @@ PGCOUNT_SHARE_SECONDS = float(os.environ.get("PREFORK_PGCOUNT_SHARE_SECONDS", "4
 # is held to TPS transactions a second in all (-R), for lightly loaded
 # backends, which wait most of the time between short runs.
 PGCOUNT_SHARE_RATE = int(os.environ.get("PREFORK_PGCOUNT_SHARE_RATE", "0"))
-PGCOUNT_MODES = ["off", "floor", "cpu", "all"] + (["all_base"] if BASE_SO else [])
+# PREFORK_PGCOUNT_JEMALLOC=0 (with PREFORK_PGCOUNT_PROFILE, default 1): no
+# allocation-profile reference.  Otherwise three more modes, alloc (our
+# allocation and heap kinds alone), je (jemalloc preloaded) and je_prof
+# (jemalloc's own profiler at our 512 KiB mean), give in one run what our
+# allocation profile and jemalloc's cost this server (pgcount_report).
+PGCOUNT_JEMALLOC = (bool(PGCOUNT_PROFILE) and os.path.exists(JEMALLOC) and
+                    os.environ.get("PREFORK_PGCOUNT_JEMALLOC", "1") not in ("", "0"))
+PGCOUNT_MODES = (["off", "floor", "cpu", "all"] + (["all_base"] if BASE_SO else []) +
+                 (["alloc", "je", "je_prof"] if PGCOUNT_JEMALLOC else []))
+# Whose frames a mode's perf share counts (perf_share_of): ours, or the
+# allocator's (jemalloc, and libgcc's unwinder its profiler calls).
+ALLOCATOR_DSOS = ("libjemalloc", "libgcc_s")
 PGCOUNT_EVENTS = ("raw_syscalls:sys_enter,signal:signal_deliver,sched:sched_switch,"
                   "sched:sched_stat_runtime,exceptions:page_fault_user")
 
@@ -503,7 +524,8 @@ def pgcount_run(mode, data, port):
     finally:
         pg_stop(data)
     tx = int(re.search(r"number of transactions actually processed: (\d+)", out).group(1))
-    share = perf_share_of(prof_data) if prof else None
+    share = perf_share_of(prof_data, ALLOCATOR_DSOS if mode.startswith("je") else ("libstowaway",)) \
+        if prof else None
     if not rec:
         return {"tx": tx, "seconds": seconds, "counts": {}, "share": share, "backends": 0}
     script = subprocess.run(["perf", "script", "-i", perf_data, "-F", "pid,tid,time,event,trace"],
@@ -565,19 +587,22 @@ def merge_pgcount_runs(a, b):
     return {"tx": a["tx"] + b["tx"], "seconds": a["seconds"] + b["seconds"], "counts": counts,
             "share": share, "backends": a["backends"] + b["backends"]}
 
-def perf_share_of(data):
+def perf_share_of(data, dsos):
     """(share, samples, {entry point: share}) of a server's CPU samples
     (perf record -g -e cpu-clock) that are ours: on one of our threads
     (stowaway-*, entry "our threads"), or with the innermost user-mode frame
-    in libstowaway.so (our code running, or the kernel serving it; the
-    entry is our outermost frame, e.g. malloc_sample_now, profiler_stop).
-    A host call our interposer forwards counts as the host's once the
-    forwarded function's frame (libc's) is innermost; a system call our
-    interposer makes for the host counts as ours, a slight overcount."""
+    in one of dsos (libstowaway.so: our code running, or the kernel serving
+    it; the entry is the outermost frame in dsos, e.g. malloc_sample_now,
+    profiler_stop).  A host call our interposer forwards counts as the
+    host's once the forwarded function's frame (libc's) is innermost; a
+    system call our interposer makes for the host counts as ours, a slight
+    overcount."""
     text = subprocess.run(["perf", "script", "-i", data, "-F", "comm,ip,sym,dso"],
                           capture_output=True, text=True, errors="replace").stdout
     total = ours = 0
     entries = {}
+    def mine(dso):
+        return any(d in dso for d in dsos)
     for block in text.split("\n\n"):
         lines = [l.split() for l in block.splitlines() if l.strip()]
         if not lines:
@@ -588,9 +613,9 @@ def perf_share_of(data):
         else:
             frames = [(l[1] if len(l) > 1 else "?", l[-1]) for l in lines[1:]]
             user = [f for f in frames if "kernel" not in f[1]]
-            if not user or "libstowaway" not in user[0][1]:
+            if not user or not mine(user[0][1]):
                 continue
-            key = [f for f in frames if "libstowaway" in f[1]][-1][0]
+            key = [f for f in frames if mine(f[1])][-1][0]
         ours += 1
         entries[key] = entries.get(key, 0) + 1
     if not total:
@@ -687,6 +712,12 @@ def pgcount_report(runs):
         if mode == "off" or not run["share"]:
             continue
         share, samples, entries = run["share"]
+        if mode.startswith("je"):
+            print(f"BENCH prefork: pgcount_{mode}_allocator_share_pct = {share * 100:.2f} "
+                  f"({names_of(mode)}: the allocator's share of every server process's CPU "
+                  f"samples by perf, frames of jemalloc and of libgcc's unwinder innermost; "
+                  f"{samples} samples)")
+            continue
         top = sorted(entries.items(), key=lambda kv: -kv[1])[:8]
         print(f"BENCH prefork: pgcount_{mode}_perf_share_pct = {share * 100:.2f} ({names_of(mode)}: "
               f"our share of every server process's CPU samples by perf, the backends' exit "
@@ -699,6 +730,7 @@ def pgcount_report(runs):
         print(f"BENCH prefork: pgcount_{mode}_perf_share_serving_pct = {(share - at_exit) * 100:.2f} "
               f"({names_of(mode)}: the same without the backends' exit export, "
               f"profiler_stop {at_exit * 100:.2f}, which a backend pays once per connection)")
+    alloc_vs_jemalloc_prof(runs)
     names = syscall_names()
     base = runs["off"]
     def per(run, who, key):
@@ -727,6 +759,23 @@ def pgcount_report(runs):
                   f"({names_of(mode)}, {who[0]} processes, {who[1]} threads, {unit}: "
                   f"{', '.join(parts_txt)}; system calls beyond no profiler: {extra or 'none'}; "
                   f"{run['tx']} transactions in {run['seconds']:.1f} s)")
+
+def alloc_vs_jemalloc_prof(runs):
+    """What our allocation profile adds to the server's CPU (alloc's share
+    over floor's: the interposers are there in both) against what jemalloc's
+    profiler adds to jemalloc (je_prof's allocator share over je's), in
+    percentage points of the server's CPU samples, from the same run."""
+    share = {m: r["share"][0] for m, r in runs.items() if r.get("share")}
+    if not all(m in share for m in ("floor", "alloc", "je", "je_prof")):
+        return
+    ours = share["alloc"] - share["floor"]
+    theirs = share["je_prof"] - share["je"]
+    print(f"BENCH prefork: pgcount_alloc_vs_jemalloc_prof = {ours * 100:.2f} vs {theirs * 100:.2f} "
+          f"(percentage points of the server's CPU samples: our allocation and heap profiles, "
+          f"alloc {share['alloc'] * 100:.2f} over the library loaded idle {share['floor'] * 100:.2f}, "
+          f"against jemalloc's profiler at the same 512 KiB mean, jemalloc's frames "
+          f"{share['je_prof'] * 100:.2f} with it over {share['je'] * 100:.2f} without; "
+          f"{'ours costs no more' if ours <= theirs else 'ours costs MORE'})")
 
 def names_of(mode):
     return "no profiler" if mode == "off" else names[mode]
@@ -795,6 +844,9 @@ def pct(x):
 
 names = {"cpu": "cpu profile only", "all": "default kinds cpu+wall+alloc+heap",
          "floor": "library loaded, profiling off",
+         "alloc": "allocation and heap profiles only",
+         "je": f"jemalloc ({JEMALLOC}), no profiler",
+         "je_prof": "jemalloc's profiler, prof:true,lg_prof_sample:19",
          "all_base": f"default kinds with PREFORK_BASE_SO={BASE_SO}"}
 if "pgcount" in PARTS:
     pgcount_all()
