@@ -43,9 +43,11 @@
 #define SCAN_EVERY_NS RT_NS_PER_SEC
 #define REFRESH_EVERY_NS (3 * RT_NS_PER_SEC)
 /* The periodic refresh is a safety net (dlopen, unknown code and unknown
- * stacks ask for one at once): each that finds the maps unchanged doubles
- * the interval up to this, a change brings it back to REFRESH_EVERY_NS.
- * Reading the maps of a process with many mappings takes milliseconds. */
+ * stacks ask for one at once): each that finds the code mapped unchanged
+ * doubles the interval up to this, a change of code brings it back to
+ * REFRESH_EVERY_NS.  Memory mapped and unmapped by the host's allocator
+ * does not: a server's heap changes between any two reads.  Reading the
+ * maps takes about a millisecond for a postgres backend's 300 lines. */
 #define REFRESH_MAX_NS (48 * RT_NS_PER_SEC)
 /* How often the file pages unwinds read are counted, and given back when
  * they may hold more than UNWIND_PAGES_KEEP; exports give them all back
@@ -124,7 +126,7 @@ static void *sampler_main(void *arg)
 	uint64_t now = rt_monotonic_ns(), tick_ns = SAMPLER_TICK_MIN_NS;
 	uint64_t next_trim = now + TRIM_EVERY_NS, next_scan = now + SCAN_EVERY_NS;
 	uint64_t next_refresh = now + REFRESH_EVERY_NS, last_unknown_refresh = now;
-	uint64_t refresh_every = REFRESH_EVERY_NS, maps_changes = symbols_maps_changes();
+	uint64_t refresh_every = REFRESH_EVERY_NS, code_changes = symbols_code_changes();
 	uint64_t samples_seen = cpu_samples_taken() + cpu_samples_dropped();
 	uint64_t stacks_at_refresh = samples_seen + alloc_samples_taken();
 	/* The thread's CPU clock as it last went to sleep: a wake-up for a
@@ -188,10 +190,10 @@ static void *sampler_main(void *arg)
 			last_unknown_refresh = now;
 			stacks_at_refresh = stacks;
 			(void)symbols_refresh();
-			uint64_t changes = symbols_maps_changes();
-			refresh_every = changes == maps_changes ? RT_MIN(refresh_every * 2u, REFRESH_MAX_NS)
+			uint64_t changes = symbols_code_changes();
+			refresh_every = changes == code_changes ? RT_MIN(refresh_every * 2u, REFRESH_MAX_NS)
 								: REFRESH_EVERY_NS;
-			maps_changes = changes;
+			code_changes = changes;
 			next_refresh = now + refresh_every;
 		} else if (now >= next_refresh) {
 			next_refresh = now + refresh_every;

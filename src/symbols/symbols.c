@@ -69,6 +69,8 @@ static uint32_t nmappings;
 static struct sym_mapping *retired_mappings;
 static uint32_t nretired_mappings;
 static uint64_t generation;
+/* Refreshes that found the executable mappings changed. */
+static uint64_t code_changes;
 static uint64_t last_maps_hash;
 /* The readable stack ranges the last refresh published, which code loaded
  * since (symbols_add_loaded) publishes again unchanged. */
@@ -470,12 +472,25 @@ static void keep_retired_mappings(void)
 	rt_sort(all, nretired_mappings, sizeof(*all), mapping_before);
 }
 
-uint64_t symbols_maps_changes(void)
+uint64_t symbols_code_changes(void)
 {
 	rt_mutex_lock(&registry_lock);
-	uint64_t n = generation;
+	uint64_t n = code_changes;
 	rt_mutex_unlock(&registry_lock);
 	return n;
+}
+
+/* Whether the new executable mappings differ from the published ones. */
+static bool code_differs(const struct sym_mapping *maps, uint32_t n)
+{
+	if (n != nmappings || mappings == NULL)
+		return true;
+	for (uint32_t i = 0; i < n; i++) {
+		if (maps[i].start != mappings[i].start || maps[i].end != mappings[i].end ||
+		    maps[i].offset != mappings[i].offset || maps[i].module != mappings[i].module)
+			return true;
+	}
+	return false;
 }
 
 bool symbols_refresh(void)
@@ -499,6 +514,8 @@ bool symbols_refresh(void)
 	if (build_arrays((const char *)text.data, text.len, &a) &&
 	    unwind_publish(a.code, a.nmaps, a.data, a.ndata)) {
 		ok = true;
+		if (code_differs(a.maps, a.nmaps))
+			code_changes++;
 		keep_retired_mappings();
 		rt_free(mappings);
 		mappings = a.maps;

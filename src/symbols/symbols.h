@@ -51,9 +51,10 @@ bool symbols_refresh(void);
  * (no loader list, a segment not mapped where the loader says, a mapping
  * that overlaps a known one, memory): the caller then refreshes. */
 bool symbols_add_loaded(void);
-/* How many refreshes so far found /proc/self/maps changed: equal before and
- * after a refresh, nothing was mapped or unmapped in between. */
-uint64_t symbols_maps_changes(void);
+/* How many refreshes so far found the executable mappings changed: equal
+ * before and after a refresh, no code was mapped or unmapped in between
+ * (other mappings, a heap's or a stack's, may have been). */
+uint64_t symbols_code_changes(void);
 
 /* Resolves pc (as written by unwind_stack: return addresses already -1).
  * Fills `out` with the executable mapping containing pc (map_path "" and

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -277,6 +278,40 @@ static void test_registry_resolve(void)
 	symbols_collect_garbage();
 }
 
+/* The periodic refresh backs off while no code is mapped or unmapped: a
+ * refresh that finds only other memory changed (a heap's) leaves the code
+ * change count as it was; mapping a file's page executable moves it, and so
+ * does unmapping it. */
+static void test_code_changes(void)
+{
+	CHECK(symbols_refresh());
+	uint64_t before = symbols_code_changes();
+	void *anon = mmap(NULL, 3 * 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(anon != MAP_FAILED);
+	char line[64];
+	snprintf(line, sizeof(line), "%lx-", (unsigned long)(uintptr_t)anon);
+	struct rt_buf text = {0};
+	CHECK(maps_read_self(&text) && text.len > 0);
+	CHECK(memmem(text.data, text.len, line, strlen(line)) != NULL); /* the maps did change */
+	rt_buf_free(&text);
+	CHECK(symbols_refresh());
+	CHECK(symbols_code_changes() == before);
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0);
+	void *code = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	CHECK(code != MAP_FAILED);
+	close(fd);
+	CHECK(symbols_refresh());
+	CHECK(symbols_code_changes() == before + 1);
+	CHECK(munmap(code, 4096) == 0);
+	CHECK(symbols_refresh());
+	CHECK(symbols_code_changes() == before + 2);
+	CHECK(munmap(anon, 3 * 4096) == 0);
+	CHECK(symbols_refresh());
+	CHECK(symbols_code_changes() == before + 2);
+	symbols_collect_garbage();
+}
+
 /* A pc past the end of its nearest symbol is not that symbol: the bytes
  * between the end of the last function of .text and the next mapping page. */
 static void test_no_wrong_name_past_symbol_end(void)
@@ -446,6 +481,7 @@ int main(void)
 	RUN(test_maps_lines);
 	RUN(test_maps_read_self);
 	RUN(test_registry_resolve);
+	RUN(test_code_changes);
 	RUN(test_no_wrong_name_past_symbol_end);
 	return CHECK_DONE();
 }
