@@ -85,7 +85,7 @@ static uint32_t intern(struct otlp_encoder *e, struct blob_table *t, const void 
 		e->failed = true;
 		return 0;
 	}
-	uint32_t hash = sw_hash_fold(sw_hash_bytes(SW_HASH_SEED, p, n));
+	uint32_t hash = rt_hash_fold(rt_hash_bytes(RT_HASH_SEED, p, n));
 	struct blob_key k = { t, p, (uint32_t)n };
 	uint32_t idx = sw_htab_lookup(&t->index, hash, blob_eq, &k);
 	if (idx != SW_HTAB_NONE)

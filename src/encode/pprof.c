@@ -218,7 +218,7 @@ static uint32_t str_index_n(struct enc *e, const char *s, uint32_t len)
 {
 	if (len == 0)
 		return 0;
-	uint32_t hash = sw_hash_fold(sw_hash_bytes(SW_HASH_SEED, s, len));
+	uint32_t hash = rt_hash_fold(rt_hash_bytes(RT_HASH_SEED, s, len));
 	struct string_key k = {e, s, len};
 	uint32_t idx = sw_htab_lookup(&e->string_index, hash, string_eq, &k);
 	if (idx != SW_HTAB_NONE)
@@ -282,8 +282,8 @@ static uint32_t mapping_id(struct enc *e, const struct sw_frame_info *fi)
 	if (fi->map_limit <= fi->map_start)
 		return 0;
 	struct mapping_key k = {e, fi->map_start, fi->map_limit, str_index(e, fi->map_path)};
-	uint64_t h = sw_hash_u64(sw_hash_u64(sw_hash_u64(SW_HASH_SEED, k.start), k.limit), k.path);
-	uint32_t hash = sw_hash_fold(h);
+	uint64_t h = rt_hash_mix(rt_hash_mix(rt_hash_mix(RT_HASH_SEED, k.start), k.limit), k.path);
+	uint32_t hash = rt_hash_fold(h);
 	uint32_t idx = sw_htab_lookup(&e->mapping_index, hash, mapping_eq, &k);
 	if (idx != SW_HTAB_NONE)
 		return idx + 1;
@@ -386,7 +386,7 @@ static const char *readable_name(struct enc *e, const char *name)
 static uint32_t function_id(struct enc *e, const char *name, const char *file)
 {
 	struct function_key k = {e, str_index(e, readable_name(e, name)), str_index(e, file)};
-	uint32_t hash = sw_hash_fold(sw_hash_u64(SW_HASH_SEED, ((uint64_t)k.name << 32) | k.file));
+	uint32_t hash = rt_hash_fold(rt_hash_mix(RT_HASH_SEED, ((uint64_t)k.name << 32) | k.file));
 	uint32_t idx = sw_htab_lookup(&e->function_index, hash, function_eq, &k);
 	if (idx != SW_HTAB_NONE)
 		return idx + 1;
@@ -485,7 +485,7 @@ static void location_resolve(struct enc *e, uint64_t pc, struct enc_location *lo
 static uint32_t location_id(struct enc *e, uint64_t pc)
 {
 	struct location_key k = {e, pc};
-	uint32_t hash = sw_hash_fold(sw_hash_u64(SW_HASH_SEED, pc));
+	uint32_t hash = rt_hash_fold(rt_hash_mix(RT_HASH_SEED, pc));
 	uint32_t idx = sw_htab_lookup(&e->location_index, hash, location_eq, &k);
 	if (idx != SW_HTAB_NONE)
 		return idx + 1;

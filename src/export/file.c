@@ -334,9 +334,7 @@ static void file_destroy(struct sw_exporter *self) { rt_free(self->state); }
  * bound; NULL when no page can be had (then every write counts). */
 static struct retention_room *shared_room(const char *dir, uint32_t max_files)
 {
-	uint64_t h = max_files;
-	for (size_t i = 0; dir[i]; i++)
-		h = (h ^ (uint8_t)dir[i]) * RT_HASH_MUL64;
+	uint64_t h = rt_hash_bytes(rt_hash_mix(RT_HASH_SEED, max_files), dir, rt_strlen(dir));
 	if (!family_room) {
 		void *page = sys_mmap(NULL, sizeof(struct retention_room), PROT_READ | PROT_WRITE,
 				      MAP_SHARED | MAP_ANONYMOUS, -1, 0);

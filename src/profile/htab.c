@@ -74,29 +74,6 @@ void sw_htab_free(struct sw_htab *t)
 	t->count = 0;
 }
 
-uint64_t sw_hash_bytes(uint64_t h, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	size_t i = 0;
-	for (; i + 8 <= n; i += 8) {
-		uint64_t w;
-		__builtin_memcpy(&w, b + i, sizeof(w)); /* one load, not a call */
-		h = sw_hash_u64(h, w);
-	}
-	uint64_t tail = (uint64_t)n << 56;
-	for (size_t k = 0; i + k < n; k++)
-		tail |= (uint64_t)b[i + k] << (8 * k);
-	return sw_hash_u64(h, tail);
-}
-
-uint32_t sw_hash_fold(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdull;
-	h ^= h >> 33;
-	return (uint32_t)h;
-}
-
 bool sw_array_reserve(void **arr, uint32_t *cap, uint32_t need, size_t elem_size)
 {
 	if (need <= *cap)

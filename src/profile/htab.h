@@ -34,18 +34,6 @@ uint32_t sw_htab_lookup(const struct sw_htab *t, uint32_t hash, sw_htab_eq_fn eq
 bool sw_htab_insert(struct sw_htab *t, uint32_t hash, uint32_t idx);
 void sw_htab_free(struct sw_htab *t);
 
-/* Hashes: a 64-bit multiply-xorshift mix folded to 32 bits.  h is the
- * running state (start with SW_HASH_SEED).  The word mix is inline: stack
- * hashing calls it once per frame. */
-#define SW_HASH_SEED 0x243f6a8885a308d3ull
-static inline uint64_t sw_hash_u64(uint64_t h, uint64_t v)
-{
-	h = (h ^ v) * RT_HASH_MUL64;
-	return h ^ (h >> 29);
-}
-uint64_t sw_hash_bytes(uint64_t h, const void *p, size_t n);
-uint32_t sw_hash_fold(uint64_t h);
-
 /* Makes *arr (an rt_malloc'ed array of *cap elements of elem_size bytes)
  * hold at least need elements, doubling; false on overflow or exhaustion
  * (the array is unchanged). */

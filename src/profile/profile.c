@@ -297,7 +297,7 @@ static bool string_eq(const void *ctx, uint32_t idx)
 
 static uint32_t string_hash(const char *s, uint32_t len)
 {
-	return sw_hash_fold(sw_hash_bytes(SW_HASH_SEED, s, len));
+	return rt_hash_fold(rt_hash_bytes(RT_HASH_SEED, s, len));
 }
 
 /* Id of an interned string, or SW_HTAB_NONE. */
@@ -407,12 +407,12 @@ struct stack_key {
 
 static uint32_t stack_key_hash(const struct stack_key *k)
 {
-	uint64_t h = sw_hash_u64(SW_HASH_SEED, k->depth);
+	uint64_t h = rt_hash_mix(RT_HASH_SEED, k->depth);
 	for (uint32_t i = 0; i < k->n_pcs; i++)
-		h = sw_hash_u64(h, k->pcs[i]);
+		h = rt_hash_mix(h, k->pcs[i]);
 	if (k->tail)
-		h = sw_hash_u64(h, k->tail);
-	return sw_hash_fold(h);
+		h = rt_hash_mix(h, k->tail);
+	return rt_hash_fold(h);
 }
 
 static bool stack_eq(const void *ctx, uint32_t idx)
@@ -462,17 +462,17 @@ struct sample_key {
 
 static uint64_t label_hash(uint64_t h, const struct profile_label *l)
 {
-	h = sw_hash_u64(h, ((uint64_t)l->key << 32) | l->str);
-	h = sw_hash_u64(h, ((uint64_t)l->num_unit << 1) | (l->is_num ? 1u : 0u));
-	return sw_hash_u64(h, (uint64_t)l->num);
+	h = rt_hash_mix(h, ((uint64_t)l->key << 32) | l->str);
+	h = rt_hash_mix(h, ((uint64_t)l->num_unit << 1) | (l->is_num ? 1u : 0u));
+	return rt_hash_mix(h, (uint64_t)l->num);
 }
 
 static uint32_t sample_key_hash(const struct sample_key *k)
 {
-	uint64_t h = sw_hash_u64(SW_HASH_SEED, ((uint64_t)k->stack_id << 32) | k->n_labels);
+	uint64_t h = rt_hash_mix(RT_HASH_SEED, ((uint64_t)k->stack_id << 32) | k->n_labels);
 	for (uint32_t i = 0; i < k->n_labels; i++)
 		h = label_hash(h, &k->labels[i]);
-	return sw_hash_fold(h);
+	return rt_hash_fold(h);
 }
 
 static bool label_eq(const struct profile_label *a, const struct profile_label *b)

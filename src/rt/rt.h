@@ -25,6 +25,17 @@
  * bits of key * RT_HASH_MUL64 index a power-of-two table) and the step of
  * splitmix64. */
 #define RT_HASH_MUL64 0x9e3779b97f4a7c15ull
+/* Hashes: a 64-bit multiply-xorshift mix.  h is the running state (start
+ * with RT_HASH_SEED); rt_hash_fold makes 32 well-mixed bits of it.  The word
+ * step is inline: stack hashing calls it once per frame. */
+#define RT_HASH_SEED 0x243f6a8885a308d3ull
+static inline uint64_t rt_hash_mix(uint64_t h, uint64_t v)
+{
+	h = (h ^ v) * RT_HASH_MUL64;
+	return h ^ (h >> 29);
+}
+uint64_t rt_hash_bytes(uint64_t h, const void *p, size_t n);
+uint32_t rt_hash_fold(uint64_t h);
 #define RT_LIKELY(x) __builtin_expect(!!(x), 1)
 #define RT_UNLIKELY(x) __builtin_expect(!!(x), 0)
 

@@ -80,16 +80,6 @@ static char debug_dirs[1024];
 static size_t dwarf_budget = (size_t)64 << 20;
 static bool over_budget_said;
 
-static uint64_t fnv1a(const uint8_t *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < n; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
 /* ---- loading one module ---- */
 
 /* Heap bytes of search tables built for modules without .eh_frame_hdr. */
@@ -358,13 +348,12 @@ static bool is_own_code(const struct maps_entry *e)
  * different for another file or another load address (unwind_code_range.id). */
 static uint64_t code_identity(const struct sym_module *m)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-	h = (h ^ m->inode) * RT_HASH_MUL64;
-	h = (h ^ ((uint64_t)m->dev_major << 32 | m->dev_minor)) * RT_HASH_MUL64;
-	h = (h ^ m->bias) * RT_HASH_MUL64;
-	h = (h ^ m->load_key) * RT_HASH_MUL64;
+	uint64_t h = rt_hash_mix(RT_HASH_SEED, m->inode);
+	h = rt_hash_mix(h, (uint64_t)m->dev_major << 32 | m->dev_minor);
+	h = rt_hash_mix(h, m->bias);
+	h = rt_hash_mix(h, m->load_key);
 	if (m->inode == 0) /* [vdso], or a file whose identity the maps do not give */
-		h ^= fnv1a((const uint8_t *)m->path, rt_strlen(m->path)) * RT_HASH_MUL64;
+		h = rt_hash_bytes(h, m->path, rt_strlen(m->path));
 	return h != 0 ? h : 1;
 }
 
@@ -503,7 +492,7 @@ bool symbols_refresh(void)
 		rt_buf_free(&text);
 		return false;
 	}
-	uint64_t hash = fnv1a(text.data, text.len);
+	uint64_t hash = rt_hash_bytes(RT_HASH_SEED, text.data, text.len);
 	rt_mutex_lock(&registry_lock);
 	if (hash == last_maps_hash && mappings != NULL) {
 		rt_mutex_unlock(&registry_lock);
