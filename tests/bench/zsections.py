@@ -3,7 +3,13 @@ ELFCOMPRESS_ZLIB), as Debian's -dbg packages ship their DWARF: for the
 inflate bench (bench_gzip.sh) and inflate_cost.py.  ELF64 little endian only."""
 import glob
 import os
+import platform
 import struct
+
+# Debian's directory of this machine's own libraries (x86_64-linux-gnu,
+# aarch64-linux-gnu), and its C library.
+MULTIARCH_LIB = f"/lib/{platform.machine()}-linux-gnu"
+LIBC = os.path.join(MULTIARCH_LIB, "libc.so.6")
 
 SHF_COMPRESSED = 0x800
 ELFCOMPRESS_ZLIB = 1
@@ -34,7 +40,7 @@ def compressed_sections(path):
 
 def libc_debug_file():
     """libc6-dbg's detached debug file for this system's libc.so.6, or None."""
-    for libc in ("/lib/x86_64-linux-gnu/libc.so.6", "/lib/aarch64-linux-gnu/libc.so.6"):
+    for libc in (LIBC,):
         if not os.path.exists(libc):
             continue
         data = open(libc, "rb").read()

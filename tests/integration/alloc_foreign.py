@@ -16,6 +16,7 @@ mimalloc crate sets up) bypasses malloc without any binding: a few seconds
 in, one line says which allocator, by the name its symbols give (judged by
 `nm`); a Rust program on the default allocator gets no such line."""
 import os
+import platform
 import subprocess
 import sys
 import tempfile
@@ -111,7 +112,7 @@ check("malloc_address: runs unchanged, no line about malloc, and its allocation 
       any(".alloc." in f for f in files), f"{files}; {r.stderr[-300:]}")
 
 # A library preloaded before ours (LD_PRELOAD=libjemalloc.so.2:libstowaway.so) wins the same way.
-JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+JEMALLOC = f"/usr/lib/{platform.machine()}-linux-gnu/libjemalloc.so.2"
 if os.path.exists(JEMALLOC):
     with tempfile.TemporaryDirectory() as out:
         env = dict(os.environ, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out,

@@ -17,11 +17,10 @@ import subprocess
 import sys
 import tempfile
 from checks import check, status
-from dwarf_lines import libc_debug_file
+from dwarf_lines import LIBC, libc_debug_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LIB = os.environ.get("STOWAWAY_SO", os.path.join(ROOT, "build", "libstowaway.so"))
-LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 
 
 

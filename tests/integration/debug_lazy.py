@@ -13,9 +13,8 @@ import subprocess
 import sys
 import zlib
 from checks import check, status
-from dwarf_lines import QUERY, agreement, blocks, libc_debug_file, functions, llvm
+from dwarf_lines import LIBC, QUERY, agreement, blocks, libc_debug_file, functions, llvm
 
-LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 SECTIONS = (".debug_info", ".debug_abbrev", ".debug_line", ".debug_str", ".debug_line_str",
             ".debug_rnglists", ".debug_aranges")
 

@@ -19,6 +19,7 @@ on _Z symbols is reported too.  The disagreements are listed by class; the
 floors are the rates measured when the test was written."""
 import glob
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -31,7 +32,7 @@ FILTER = os.path.join(ROOT, "build", "tests", "demangle_filter")
 SAMPLE = 20000
 # binary, nm flags, floor of agreement with the judge (fraction)
 CORPUS = [
-    ("/usr/lib/x86_64-linux-gnu/libstdc++.so.6", ["-D"], 1.0),
+    (f"/usr/lib/{platform.machine()}-linux-gnu/libstdc++.so.6", ["-D"], 1.0),
     ("/usr/lib/llvm-14/lib/libLLVM-14.so.1", ["-D"], 1.0),
     (os.path.join(ROOT, "build", "workloads", "rust_split"), [], 1.0),
 ]

@@ -17,7 +17,7 @@ import tempfile
 from checks import check, status
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench"))
-from zsections import libc_debug_file  # noqa: E402,F401  (libc6-dbg's file, for the debug_* tests)
+from zsections import LIBC, MULTIARCH_LIB, libc_debug_file  # noqa: E402,F401  (for the debug_* tests)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 QUERY = os.path.join(ROOT, "build", "tests", "dwarf_query")
