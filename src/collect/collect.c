@@ -26,6 +26,7 @@
 #include "collect/sample.h"
 #include "collect/threads.h"
 #include "collect/wall.h"
+#include "profile/family.h"
 #include "rt/thread.h"
 #include "rt/sys.h"
 #include "symbols/symbols.h"
@@ -78,6 +79,7 @@ static struct {
 	/* Orders a fork child's deferred thread start with collect_stop. */
 	struct rt_mutex start_lock;
 	const struct sw_config *cfg;
+	struct recorder *rec; /* where the children's handed samples go */
 } col;
 
 static void thread_added(int slot, int tid, bool self)
@@ -198,6 +200,11 @@ static void *sampler_main(void *arg)
 		} else if (now >= next_refresh) {
 			next_refresh = now + refresh_every;
 		}
+		/* Samples the children handed over at their exit (family.h): a
+		 * process forking one per connection keeps ticking at least ten
+		 * times a second, so its inbox does not fill. */
+		if (family_drain(col.rec) > 0 && tick_ns > SAMPLER_TICK_MAX_NS)
+			tick_ns = SAMPLER_TICK_MAX_NS;
 		if (wall_running())
 			cpu_mark = rt_thread_cpu_ns();
 	}
@@ -227,6 +234,7 @@ int collect_start(const struct sw_config *cfg, struct recorder *rec)
 	if (atomic_exchange(&col.running, 1))
 		return 0;
 	col.cfg = cfg;
+	col.rec = rec;
 	overhead_spent_from_here();
 	int n = 0;
 	threads_set_hooks(&registry_hooks);
@@ -279,6 +287,8 @@ void collect_before_export(struct profile *finished)
 		if (collectors[i]->flush)
 			collectors[i]->flush(finished);
 }
+
+bool collect_endpoint_counts_pending(void) { return context_endpoint_counts_pending(); }
 
 uint64_t collect_endpoint_counts_take(void (*fn)(void *ctx, const char *name, uint64_t count),
 				      void *ctx)

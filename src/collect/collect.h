@@ -55,6 +55,8 @@ void collect_before_export(struct profile *finished);
  * of what the parent's own heap profile shows.  False where the live heap
  * is not tracked. */
 bool collect_heap_only_inherited(void);
+/* Whether any request was counted since the last take. */
+bool collect_endpoint_counts_pending(void);
 /* Requests per trace endpoint since the previous call (the hotspots API's
  * stowaway_set_endpoint counts them): calls fn for each and resets the
  * counts; returns how many requests could not be told apart. */

@@ -184,6 +184,15 @@ uint64_t context_endpoint_counts_take(void (*fn)(void *ctx, const char *name, ui
 	return atomic_exchange_explicit(&endpoints_dropped, 0, memory_order_relaxed);
 }
 
+bool context_endpoint_counts_pending(void)
+{
+	for (int i = rt_bitmap_next(endpoints_claimed, (int)RT_ARRAY_LEN(endpoints_claimed), 0); i >= 0;
+	     i = rt_bitmap_next(endpoints_claimed, (int)RT_ARRAY_LEN(endpoints_claimed), i + 1))
+		if (atomic_load_explicit(&endpoint_table[i].count, memory_order_relaxed) != 0)
+			return true;
+	return atomic_load_explicit(&endpoints_dropped, memory_order_relaxed) != 0;
+}
+
 int context_set_endpoint(const char *endpoint)
 {
 	if (endpoint && endpoint[0])

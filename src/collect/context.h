@@ -93,6 +93,8 @@ void context_to_labels(struct context_labels *out);
  * returns how many requests could not be counted. */
 uint64_t context_endpoint_counts_take(void (*fn)(void *ctx, const char *name, uint64_t count),
 				      void *ctx);
+/* Whether any request was counted since the last take. */
+bool context_endpoint_counts_pending(void);
 
 /* In a fork child: only the forking thread survives; other slots are freed
  * and the request counts start from zero. */

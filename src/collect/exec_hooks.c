@@ -24,6 +24,7 @@
 #include "collect/collect.h"
 #include "collect/threads.h"
 #include "config/config.h"
+#include "profile/family.h"
 #include "rt/hooks.h"
 #include "rt/host.h"
 #include "rt/rt.h"
@@ -60,6 +61,7 @@ struct timer_pause {
 static void timer_pause(struct timer_pause *p)
 {
 	p->timer = -1;
+	family_before_exec();
 	if (!collect_threads_active())
 		return;
 	int slot = threads_find((int)sys_gettid());

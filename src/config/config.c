@@ -503,6 +503,7 @@ void config_load(struct sw_config *cfg, const char *program)
 	load_u32("STOWAWAY_LOCK_CHECK_EVERY", 1, 1u << 20, 65536, &cfg->lock_check_every);
 	load_u32("STOWAWAY_EXCEPTION_SAMPLE_EVERY", 1, 1000000000u, 20, &cfg->exception_sample_every);
 	load_bool("STOWAWAY_FOLLOW_EXEC", true, &cfg->follow_exec);
+	load_bool("STOWAWAY_CHILDREN_TO_PARENT", true, &cfg->children_to_parent);
 	load_bool("DD_PROFILING_TIMELINE_ENABLED", true, &cfg->timeline);
 	load_u32("STOWAWAY_TIMELINE_MAX_SAMPLES", 0, cfg->max_stacks, cfg->max_stacks / 2,
 		 &cfg->timeline_max_samples);

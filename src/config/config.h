@@ -101,6 +101,7 @@ struct sw_config {
 	uint32_t lock_check_every;   /* STOWAWAY_LOCK_CHECK_EVERY most acquisitions per check, default 65536 */
 	uint32_t exception_sample_every; /* STOWAWAY_EXCEPTION_SAMPLE_EVERY, default 20 */
 	bool follow_exec;            /* STOWAWAY_FOLLOW_EXEC, default true */
+	bool children_to_parent;     /* STOWAWAY_CHILDREN_TO_PARENT, default true */
 	bool timeline;               /* DD_PROFILING_TIMELINE_ENABLED, default true */
 	uint32_t timeline_max_samples; /* STOWAWAY_TIMELINE_MAX_SAMPLES per period, default max_stacks/2 */
 

@@ -12,6 +12,7 @@
 #include "encode/pyroscope.h"
 #include "export/export.h"
 #include "export/otlp.h"
+#include "profile/family.h"
 #include "profile/profile.h"
 #include "rt/host.h"
 #include "rt/rt.h"
@@ -30,6 +31,9 @@
 /* The part of STOWAWAY_MAX_OVERHEAD_PCT inflating debug sections may use. */
 #define INFLATE_SHARE_OF_CAP 4u
 
+/* How long the last export waits for children handing over samples. */
+#define FAMILY_CLOSE_WAIT_NS (50 * 1000000ull)
+
 static struct {
 	atomic_int running;
 	const struct sw_config *cfg;
@@ -38,6 +42,9 @@ static struct {
 	int n_exporters;
 	bool wants_combined; /* an exporter reads the batch's combined profile */
 	bool forked;         /* this process is a fork child */
+	/* Children hand their last samples to this process (family.h). */
+	bool family_on;
+	uint64_t code_changes_at_fork; /* symbols_code_changes() when forked */
 	uint64_t forked_ns;  /* when, on the monotonic clock (0: not a child) */
 	uint64_t sampler_at_ns; /* when the scheduler starts the sampler thread */
 	struct sw_otlp_config otlp; /* OpenTelemetry export settings (immutable once loaded) */
@@ -335,12 +342,60 @@ static void prepare_names(const struct profile *p)
 	rt_free(seen_stacks);
 }
 
+/* A fork child that exits within its first period hands its samples to
+ * its parent's profile (family.h) when the parent maps the same code: the
+ * child mapped none since the fork (the refresh its samples asked for
+ * found none; its pcs are named with the parent's tables); and when it
+ * counted no request by endpoint, which the upload of its own profile
+ * would carry.  Its live heap dies with it.  A child that has exported
+ * before keeps its own series to the end. */
+static bool hand_to_parent(const struct profile *p)
+{
+	if (!prof.forked || !prof.family_on || prof.seq != 0)
+		return false;
+	const char *why = NULL;
+	if (symbols_code_changes() != prof.code_changes_at_fork)
+		why = "code mapped since the fork";
+	else if (collect_endpoint_counts_pending())
+		why = "requests counted by endpoint";
+	else if (!family_can_deliver())
+		why = "no parent's inbox open";
+	uint32_t mask = 0;
+	for (unsigned k = 0; k < SW_KIND_COUNT; k++)
+		if ((prof.cfg->kinds & SW_KIND_BIT(k)) && k != SW_KIND_HEAP)
+			mask |= sw_kind_value_mask((enum sw_kind)k);
+	if (why == NULL && !family_deliver(p, mask))
+		why = "the parent's inbox refused them (full, or too many samples for a slot)";
+	if (why != NULL) {
+		rt_debug("exporting this process's last samples itself, not through its parent: %s",
+			 why);
+		return false;
+	}
+	rt_debug("handed this process's last samples to its parent (pid %ld) instead of "
+		 "exporting them", sys_getppid());
+	return true;
+}
+
 /* Ends the current period and exports it; `trigger` (or NULL) is the
  * memory threshold that asked for this export out of period.  Caller holds
  * export_lock. */
 static int export_period(bool final, uint64_t deadline_ns, const struct memguard_trigger *trigger)
 {
 	const struct sw_config *cfg = prof.cfg;
+	/* What the children handed over goes out in this period's profiles;
+	 * at the last export no child hands over any more (family.h). */
+	if (final) {
+		family_close(prof.rec, FAMILY_CLOSE_WAIT_NS);
+		struct family_stats fs;
+		family_get_stats(&fs);
+		if (fs.drained || fs.malformed || fs.abandoned)
+			rt_debug("fork family: %llu children's last samples taken over (%llu samples), "
+				 "%llu malformed, %llu abandoned by children that died handing them over",
+				 (unsigned long long)fs.drained, (unsigned long long)fs.drained_samples,
+				 (unsigned long long)fs.malformed, (unsigned long long)fs.abandoned);
+	} else {
+		(void)family_drain(prof.rec);
+	}
 	struct profile *p = recorder_swap(prof.rec);
 	if (!p) {
 		rt_log_once(RT_LOG_WARN, "out of memory swapping profiles; this period is merged "
@@ -348,16 +403,20 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 		return -ENOMEM;
 	}
 	collect_before_export(p);
-	/* The encodes below free and allocate big tables in turn (function
-	 * tables' sort buffers, each profile's tables and buffers): their pages
-	 * are faulted in once, not once per profile. */
-	rt_heap_keep_begin();
 	/* At exit, code mapped since the last refresh is named too: samples
 	 * met it (the unwinder flags a pc outside every known module).  A
 	 * process whose samples all fell in known code (a forked worker with
 	 * its parent's registry) reads no /proc/self/maps at exit. */
 	if (final && collect_take_unknown_code())
 		(void)symbols_refresh();
+	if (final && hand_to_parent(p)) {
+		profile_release(p);
+		return 0;
+	}
+	/* The encodes below free and allocate big tables in turn (function
+	 * tables' sort buffers, each profile's tables and buffers): their pages
+	 * are faulted in once, not once per profile. */
+	rt_heap_keep_begin();
 	/* The exit export compresses at the fast level (as Go's runtime/pprof
 	 * writes every profile): about 9% larger, a third less gzip CPU,
 	 * paid by a process at its end, often a short one. */
@@ -600,7 +659,13 @@ static void *scheduler_main(void *arg)
 
 /* ---- fork: the child is a new process with a profile of its own ---- */
 
-static void fork_prepare(void) { rt_heap_fork_prepare(); }
+static void fork_prepare(void)
+{
+	/* The inbox the children hand their last samples to (family.h). */
+	if (atomic_load(&prof.running) && prof.family_on)
+		(void)family_open();
+	rt_heap_fork_prepare();
+}
 
 /* A process that forks once usually forks again (a prefork server, a
  * postmaster starting a backend per connection).  Every child inherits the
@@ -679,7 +744,9 @@ static void fork_child(void)
 	prof.sampler_at_ns = prof.forked_ns + SAMPLER_DELAY_NS;
 	atomic_store(&prof.fork_warm, 0); /* its own first fork prepares its own children */
 	recorder_after_fork_child(prof.rec);
+	family_after_fork_child();
 	symbols_after_fork_child();
+	prof.code_changes_at_fork = symbols_code_changes(); /* its lock reset above */
 	create_exporters(prof.cfg);
 	atomic_store(&prof.stop_requested, 0);
 	memguard_after_fork_child();
@@ -720,6 +787,7 @@ int profiler_start(const struct sw_config *cfg)
 	if (atomic_load(&prof.running))
 		return 0;
 	prof.cfg = cfg;
+	prof.family_on = cfg->children_to_parent;
 	struct profile_limits limits = { .max_samples = cfg->max_stacks };
 	if (cfg->timeline) {
 		limits.timeline_slots = sw_kind_value_mask(SW_KIND_CPU) | sw_kind_value_mask(SW_KIND_WALL);

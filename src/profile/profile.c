@@ -664,7 +664,14 @@ static bool sample_insert(struct profile *p, const struct sample_key *k, uint32_
 	return true;
 }
 
+static enum profile_add_result add_sample(struct profile *p, const struct sw_sample *s, bool untimed);
+
 enum profile_add_result profile_add(struct profile *p, const struct sw_sample *s)
+{
+	return add_sample(p, s, false);
+}
+
+static enum profile_add_result add_sample(struct profile *p, const struct sw_sample *s, bool untimed)
 {
 	if (!p || !s || (s->depth && !s->pcs) || (s->n_values && !s->values) ||
 	    (s->n_labels && !s->labels))
@@ -690,7 +697,7 @@ enum profile_add_result profile_add(struct profile *p, const struct sw_sample *s
 		n_labels = SW_MAX_LABELS;
 	}
 	bool timestamped = false;
-	if (add_mask & p->lim.timeline_slots) {
+	if ((add_mask & p->lim.timeline_slots) && !untimed) {
 		if (p->timeline_samples < p->lim.max_timeline_samples && n_labels < SW_MAX_LABELS)
 			timestamped = true;
 		else
@@ -901,7 +908,15 @@ void recorder_destroy(struct recorder *r)
 enum profile_add_result recorder_add(struct recorder *r, const struct sw_sample *s)
 {
 	rt_mutex_lock(&r->lock);
-	enum profile_add_result res = profile_add(r->active, s);
+	enum profile_add_result res = add_sample(r->active, s, false);
+	rt_mutex_unlock(&r->lock);
+	return res;
+}
+
+enum profile_add_result recorder_add_untimed(struct recorder *r, const struct sw_sample *s)
+{
+	rt_mutex_lock(&r->lock);
+	enum profile_add_result res = add_sample(r->active, s, true);
 	rt_mutex_unlock(&r->lock);
 	return res;
 }

@@ -198,6 +198,9 @@ struct recorder *recorder_create(const struct profile_limits *limits);
 void recorder_destroy(struct recorder *r);
 /* Thread-safe profile_add on the active profile. */
 enum profile_add_result recorder_add(struct recorder *r, const struct sw_sample *s);
+/* recorder_add, never giving the sample an end_timestamp_ns: for samples
+ * recorded elsewhere, which aggregate (a fork child's, family.h). */
+enum profile_add_result recorder_add_untimed(struct recorder *r, const struct sw_sample *s);
 /* Exchanges the active profile for an empty one and returns the finished
  * one (its end time = the new one's start time).  Every add lands in
  * exactly one profile.  NULL only if no empty profile could be allocated

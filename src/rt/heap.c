@@ -124,6 +124,21 @@ void rt_pages_free(void *p, size_t size)
 	pages_unmap(p, size);
 }
 
+void *rt_shared_pages_alloc(size_t size)
+{
+	if (FAULT_FAILS())
+		return NULL;
+	void *p = sys_mmap(NULL, round_pages(size), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			   -1, 0);
+	return SYS_IS_ERR(p) ? NULL : p;
+}
+
+void rt_shared_pages_free(void *p, size_t size)
+{
+	if (p)
+		(void)sys_munmap(p, round_pages(size));
+}
+
 size_t rt_heap_mapped_bytes(void) { return atomic_load(&heap.mapped); }
 
 static unsigned class_for(size_t total)

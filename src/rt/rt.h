@@ -137,6 +137,10 @@ char *rt_strndup(const char *s, size_t n);
 /* Whole pages straight from the kernel, zeroed; for large preallocated tables. */
 void *rt_pages_alloc(size_t size);
 void rt_pages_free(void *p, size_t size);
+/* Whole pages, zeroed, that the processes this one forks afterwards share
+ * with it (MAP_SHARED anonymous); NULL when the kernel refuses. */
+void *rt_shared_pages_alloc(size_t size);
+void rt_shared_pages_free(void *p, size_t size);
 /* Bytes currently held from the kernel by the allocator (for memory bounds and tests). */
 size_t rt_heap_mapped_bytes(void);
 /* Between begin and end (nested, any thread), large rt_malloc blocks that

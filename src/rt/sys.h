@@ -151,6 +151,7 @@ static inline long sys_madvise(void *addr, size_t len, int advice)
 
 /* Processes and threads */
 static inline long sys_getpid(void) { return SYS0(__NR_getpid); }
+static inline long sys_getppid(void) { return SYS0(__NR_getppid); }
 /* Copies n bytes at addr in process pid (ours too) into dst through the
  * kernel, so an unmapped address fails instead of faulting.  Bytes copied
  * (short if the range ends in a hole) or -errno. */

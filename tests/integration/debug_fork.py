@@ -46,6 +46,7 @@ PROG = os.path.join(ROOT, "build", "workloads", "fork_short")
 def main():
     with tempfile.TemporaryDirectory() as out:
         env = dict(os.environ, LD_PRELOAD=LIB, DD_PROFILING_ENABLED="true", STOWAWAY_PROFILES="cpu",
+                   STOWAWAY_CHILDREN_TO_PARENT="false",
                    STOWAWAY_OUTPUT_DIR=out, STOWAWAY_LOG_LEVEL="debug")
         once = subprocess.run([PROG, "1", "100", "0", "0", "0", "1"], env=env, capture_output=True,
                               text=True, timeout=60)
@@ -84,6 +85,7 @@ def main():
 def shared_points():
     with tempfile.TemporaryDirectory() as out:
         env = dict(os.environ, LD_PRELOAD=LIB, DD_PROFILING_ENABLED="true", STOWAWAY_PROFILES="cpu",
+                   STOWAWAY_CHILDREN_TO_PARENT="false",
                    STOWAWAY_OUTPUT_DIR=out, STOWAWAY_LOG_LEVEL="debug", STOWAWAY_MAX_OVERHEAD_PCT="50")
         r = subprocess.run([PROG, "4", "300", "0", "0", "0", "2"], env=env, capture_output=True,
                            text=True, timeout=120)

@@ -30,8 +30,10 @@ def flat_shares(path):
 WL = os.environ.get("STOWAWAY_WL", os.path.join(ROOT, "build", "workloads"))
 for prog in os.environ.get("STOWAWAY_VARIANTS", "prefork prefork-musl").split():
     with tempfile.TemporaryDirectory() as out:
+        # Each worker exports itself (they would hand their only period to
+        # the parent otherwise: tests/integration/fork_family.py).
         env = dict(os.environ, LD_PRELOAD=SO, DD_PROFILING_ENABLED="true",
-                   STOWAWAY_OUTPUT_DIR=out, DD_SERVICE="prefork")
+                   STOWAWAY_OUTPUT_DIR=out, DD_SERVICE="prefork", STOWAWAY_CHILDREN_TO_PARENT="false")
         proc = subprocess.run([os.path.join(WL, prog), os.environ.get("STOWAWAY_FORK_SECONDS", "1.5")], env=env,
                               capture_output=True, text=True, timeout=120)
         check(f"{prog}: parent and workers exit cleanly", proc.returncode == 0, proc.stderr[-300:])

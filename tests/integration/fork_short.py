@@ -50,8 +50,11 @@ LEFT = re.compile(r"file exporter: \d+ files written, \d+ retention scans \((\d+
 
 def run(prog, out, n, burn_ms, extra=None, alloc_kb=0, keep=0, parent_kb=0, burst=0):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DD_", "STOWAWAY_", "LD_PRELOAD"))}
+    # Each child exports itself, as one does that cannot hand its samples
+    # to its parent (family.h; tests/integration/fork_family.py).
     env.update(LD_PRELOAD=SO, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out,
-               DD_SERVICE="fork_short", STOWAWAY_LOG_LEVEL="debug", **(extra or {}))
+               DD_SERVICE="fork_short", STOWAWAY_LOG_LEVEL="debug", STOWAWAY_CHILDREN_TO_PARENT="false",
+               **(extra or {}))
     p = subprocess.run([os.path.join(WL, prog), str(n), str(burn_ms), str(alloc_kb), str(keep),
                         str(parent_kb), "0", str(burst)], env=env,
                        capture_output=True, text=True, timeout=120)

@@ -1,0 +1,411 @@
+/* A fork family's inbox (family.h). */
+#include "profile/family.h"
+#include "rt/sys.h"
+
+/* A slot's state: free, being written by the delivery with a token, ready
+ * with that token, or being read by the parent.  The token (unique within
+ * the inbox) makes every transition a compare-and-swap that a reclaimed or
+ * reused slot cannot pass by accident. */
+#define SLOT_FREE 0u
+#define SLOT_WRITING 1u
+#define SLOT_READY 2u
+#define SLOT_TAKEN 3u
+#define SLOT_TAG_MASK 3u
+#define SLOT_HEADER_BYTES 16u
+#define SLOT_PAYLOAD (FAMILY_SLOT_BYTES - SLOT_HEADER_BYTES)
+/* A delivery's samples: at most this many, each at most the profile's
+ * deepest stack. */
+#define RECORD_MAX_SAMPLES 4096u
+#define RECORD_MAX_DEPTH PROFILE_DEFAULT_MAX_DEPTH
+
+struct family_slot {
+	_Atomic uint64_t state; /* token << 2 | tag */
+	uint32_t len;           /* payload bytes */
+	uint32_t n_samples;
+	uint8_t payload[SLOT_PAYLOAD];
+};
+
+struct family_inbox {
+	atomic_int owner;  /* pid of the process that drains it */
+	atomic_int closed; /* its last export began */
+	_Atomic uint64_t tokens;
+	atomic_uint hint; /* where the next claim looks first */
+	uint8_t pad[64 - 24];
+	struct family_slot slots[FAMILY_SLOTS];
+};
+
+static struct {
+	struct family_inbox *own;    /* this process drains it */
+	struct family_inbox *parent; /* this process delivers to it */
+	bool opened;                 /* family_open ran (its answer is `own`) */
+	struct rt_mutex drain_lock;
+	/* Owner side, under drain_lock: the writing token each slot was first
+	 * seen with, and when, to reclaim the slots of children that died. */
+	uint64_t seen_token[FAMILY_SLOTS];
+	uint64_t seen_ns[FAMILY_SLOTS];
+	uint8_t copy[SLOT_PAYLOAD];
+	uint64_t pcs[RECORD_MAX_DEPTH];
+	struct family_stats stats;
+} fam = { .drain_lock = RT_MUTEX_INIT };
+
+bool family_open(void)
+{
+	if (fam.opened)
+		return fam.own != NULL;
+	fam.opened = true;
+	struct family_inbox *in = rt_shared_pages_alloc(sizeof(struct family_inbox));
+	if (in == NULL)
+		return false;
+	atomic_store(&in->owner, (int)sys_getpid());
+	fam.own = in;
+	return true;
+}
+
+void family_after_fork_child(void)
+{
+	rt_mutex_reset(&fam.drain_lock);
+	struct family_inbox *in = fam.own;
+	fam.parent = in != NULL && atomic_load(&in->owner) == (int)sys_getppid() ? in : NULL;
+	fam.own = NULL;
+	fam.opened = false;
+	rt_memset(&fam.stats, 0, sizeof(fam.stats));
+	rt_memset(fam.seen_token, 0, sizeof(fam.seen_token));
+}
+
+bool family_can_deliver(void)
+{
+	struct family_inbox *in = fam.parent;
+	return in != NULL && !atomic_load(&in->closed) &&
+	       atomic_load(&in->owner) == (int)sys_getppid();
+}
+
+/* ---- the record: samples one after another, native byte order ----
+ * u32 depth, u32 n_labels, u32 value mask, the mask's values (i64 each, in
+ * slot order), depth pcs (u64), then per label: u8 is_num, u32 key length,
+ * the key and a NUL, and either i64 num, u32 unit length, the unit and a
+ * NUL, or u32 str length, the str and a NUL. */
+
+struct writer {
+	uint8_t *p;
+	uint32_t len, cap;
+	bool full;
+};
+
+static void put(struct writer *w, const void *src, uint32_t n)
+{
+	if (w->full || n > w->cap - w->len) {
+		w->full = true;
+		return;
+	}
+	rt_memcpy(w->p + w->len, src, n);
+	w->len += n;
+}
+
+static void put_u32(struct writer *w, uint32_t v) { put(w, &v, sizeof(v)); }
+
+static void put_string(struct writer *w, const struct profile *p, uint32_t id)
+{
+	uint32_t len = 0;
+	const char *s = profile_string(p, id, &len);
+	if (s == NULL)
+		len = 0;
+	put_u32(w, len);
+	if (len)
+		put(w, s, len);
+	put(w, "", 1);
+}
+
+/* Whether label l stays with a handed-over sample: not the thread's id nor
+ * its timestamp, which would keep every child's samples apart in the
+ * parent's profile (a server forking a process per connection would fill
+ * it with one sample per connection and stack). */
+static bool label_kept(const struct profile *p, const struct profile_label *l)
+{
+	uint32_t len = 0;
+	const char *key = profile_string(p, l->key, &len);
+	return key != NULL && rt_strcmp(key, SW_LABEL_THREAD_ID) != 0 &&
+	       rt_strcmp(key, SW_LABEL_END_TIMESTAMP) != 0;
+}
+
+/* Writes sample i of p (its values in mask); false when it has none. */
+static bool put_sample(struct writer *w, const struct profile *p, uint32_t i, uint32_t mask)
+{
+	struct profile_sample_view v;
+	if (!profile_sample_get(p, i, &v))
+		return false;
+	uint32_t present = 0;
+	for (uint32_t s = 0; s < SW_V_COUNT; s++)
+		if ((mask & SW_V_BIT(s)) && v.values[s] != 0)
+			present |= SW_V_BIT(s);
+	if (present == 0)
+		return false;
+	uint32_t kept = 0;
+	for (uint32_t k = 0; k < v.n_labels; k++)
+		kept += label_kept(p, &v.labels[k]) ? 1u : 0u;
+	put_u32(w, v.depth);
+	put_u32(w, kept);
+	put_u32(w, present);
+	for (uint32_t s = 0; s < SW_V_COUNT; s++)
+		if (present & SW_V_BIT(s))
+			put(w, &v.values[s], sizeof(int64_t));
+	if (v.depth)
+		put(w, v.pcs, v.depth * (uint32_t)sizeof(uint64_t));
+	for (uint32_t k = 0; k < v.n_labels; k++) {
+		const struct profile_label *l = &v.labels[k];
+		if (!label_kept(p, l))
+			continue;
+		uint8_t is_num = l->is_num ? 1u : 0u;
+		put(w, &is_num, 1);
+		put_string(w, p, l->key);
+		if (is_num) {
+			put(w, &l->num, sizeof(l->num));
+			put_string(w, p, l->num_unit);
+		} else {
+			put_string(w, p, l->str);
+		}
+	}
+	return true;
+}
+
+/* A free slot of `in`, claimed for token; NULL when all are taken. */
+static struct family_slot *claim(struct family_inbox *in, uint64_t token)
+{
+	uint32_t start = atomic_fetch_add(&in->hint, 1u);
+	for (uint32_t k = 0; k < FAMILY_SLOTS; k++) {
+		struct family_slot *s = &in->slots[(start + k) % FAMILY_SLOTS];
+		uint64_t expect = SLOT_FREE;
+		if (atomic_load_explicit(&s->state, memory_order_relaxed) == SLOT_FREE &&
+		    atomic_compare_exchange_strong(&s->state, &expect, token << 2 | SLOT_WRITING))
+			return s;
+	}
+	return NULL;
+}
+
+bool family_deliver(const struct profile *p, uint32_t value_mask)
+{
+	struct family_inbox *in = fam.parent;
+	if (!family_can_deliver() || p == NULL) {
+		fam.stats.refused++;
+		return false;
+	}
+	uint32_t n = profile_sample_count(p);
+	if (n > RECORD_MAX_SAMPLES) {
+		fam.stats.refused++;
+		return false;
+	}
+	uint64_t token = atomic_fetch_add(&in->tokens, 1) + 1;
+	struct family_slot *s = claim(in, token);
+	if (s == NULL) {
+		fam.stats.refused++;
+		return false;
+	}
+	struct writer w = { s->payload, 0, SLOT_PAYLOAD, false };
+	uint32_t written = 0;
+	for (uint32_t i = 0; i < n && !w.full; i++)
+		written += put_sample(&w, p, i, value_mask) ? 1u : 0u;
+	uint64_t mine = token << 2 | SLOT_WRITING;
+	if (w.full) {
+		/* Too big for a slot: give it back (unless already reclaimed). */
+		(void)atomic_compare_exchange_strong(&s->state, &mine, SLOT_FREE);
+		fam.stats.refused++;
+		return false;
+	}
+	s->len = w.len;
+	s->n_samples = written;
+	if (!atomic_compare_exchange_strong(&s->state, &mine, token << 2 | SLOT_READY)) {
+		fam.stats.refused++; /* reclaimed as abandoned: too slow */
+		return false;
+	}
+	/* The parent may have made its last drain meanwhile: take the slot back
+	 * if it is still there (it then never reads it). */
+	if (atomic_load(&in->closed)) {
+		uint64_t ready = token << 2 | SLOT_READY;
+		if (atomic_compare_exchange_strong(&s->state, &ready, SLOT_FREE)) {
+			fam.stats.refused++;
+			return false;
+		}
+	}
+	fam.stats.delivered++;
+	return true;
+}
+
+/* ---- the owner ---- */
+
+struct reader {
+	const uint8_t *p;
+	uint32_t len, pos;
+	bool bad;
+};
+
+static const void *take(struct reader *r, uint32_t n)
+{
+	if (r->bad || n > r->len - r->pos) {
+		r->bad = true;
+		return NULL;
+	}
+	const void *at = r->p + r->pos;
+	r->pos += n;
+	return at;
+}
+
+static uint32_t take_u32(struct reader *r)
+{
+	uint32_t v = 0;
+	const void *at = take(r, sizeof(v));
+	if (at)
+		rt_memcpy(&v, at, sizeof(v));
+	return v;
+}
+
+static int64_t take_i64(struct reader *r)
+{
+	int64_t v = 0;
+	const void *at = take(r, sizeof(v));
+	if (at)
+		rt_memcpy(&v, at, sizeof(v));
+	return v;
+}
+
+/* A NUL-terminated string of the record (in the private copy). */
+static const char *take_string(struct reader *r)
+{
+	uint32_t len = take_u32(r);
+	if (r->bad || len >= r->len)
+		return (r->bad = true, NULL);
+	const char *s = take(r, len + 1u);
+	if (s == NULL || s[len] != '\0')
+		return (r->bad = true, NULL);
+	return s;
+}
+
+bool family_parse_record(struct recorder *rec, const uint8_t *data, uint32_t len, uint32_t n_samples,
+			 uint64_t *samples)
+{
+	struct reader r = { data, len, 0, false };
+	for (uint32_t i = 0; i < n_samples; i++) {
+		uint32_t depth = take_u32(&r), n_labels = take_u32(&r), mask = take_u32(&r);
+		if (r.bad || depth > RECORD_MAX_DEPTH || n_labels > SW_MAX_LABELS ||
+		    (mask & ~(uint32_t)((1u << SW_V_COUNT) - 1u)) != 0)
+			return false;
+		struct sw_value values[SW_V_COUNT];
+		uint32_t n_values = 0;
+		for (uint32_t s = 0; s < SW_V_COUNT; s++)
+			if (mask & SW_V_BIT(s))
+				values[n_values++] = (struct sw_value){ (enum sw_value_slot)s, take_i64(&r) };
+		const void *pcs = depth ? take(&r, depth * (uint32_t)sizeof(uint64_t)) : NULL;
+		if (r.bad)
+			return false;
+		if (depth)
+			rt_memcpy(fam.pcs, pcs, depth * sizeof(uint64_t));
+		struct sw_label labels[SW_MAX_LABELS];
+		for (uint32_t k = 0; k < n_labels; k++) {
+			const uint8_t *is_num = take(&r, 1);
+			const char *key = take_string(&r);
+			if (r.bad || key == NULL || key[0] == '\0')
+				return false;
+			labels[k] = (struct sw_label){ key, NULL, 0, NULL };
+			if (*is_num) {
+				labels[k].num = take_i64(&r);
+				const char *unit = take_string(&r);
+				labels[k].num_unit = unit != NULL && unit[0] ? unit : NULL;
+			} else {
+				labels[k].str = take_string(&r);
+			}
+			if (r.bad)
+				return false;
+		}
+		struct sw_sample smp = { fam.pcs, depth, values, n_values, labels, n_labels };
+		(void)recorder_add_untimed(rec, &smp);
+		(*samples)++;
+	}
+	return r.pos == r.len;
+}
+
+/* Takes slot i if delivered; reclaims it if its writer has held it too
+ * long.  Caller holds drain_lock.  True when a slot was taken. */
+static bool drain_slot(struct family_inbox *in, uint32_t i, struct recorder *rec, uint64_t now)
+{
+	struct family_slot *s = &in->slots[i];
+	uint64_t st = atomic_load(&s->state);
+	if ((st & SLOT_TAG_MASK) == SLOT_WRITING) {
+		if (fam.seen_token[i] != st) {
+			fam.seen_token[i] = st;
+			fam.seen_ns[i] = now;
+		} else if (now - fam.seen_ns[i] > FAMILY_ABANDON_NS &&
+			   atomic_compare_exchange_strong(&s->state, &st, SLOT_FREE)) {
+			fam.stats.abandoned++;
+		}
+		return false;
+	}
+	if ((st & SLOT_TAG_MASK) != SLOT_READY)
+		return false;
+	uint64_t taken = (st & ~(uint64_t)SLOT_TAG_MASK) | SLOT_TAKEN;
+	if (!atomic_compare_exchange_strong(&s->state, &st, taken))
+		return false; /* the child took it back */
+	uint32_t len = s->len, n = s->n_samples;
+	bool fits = len <= SLOT_PAYLOAD && n <= RECORD_MAX_SAMPLES;
+	if (fits)
+		rt_memcpy(fam.copy, s->payload, len);
+	atomic_store(&s->state, SLOT_FREE);
+	uint64_t samples = 0;
+	if (!fits || !family_parse_record(rec, fam.copy, len, n, &samples))
+		fam.stats.malformed++;
+	fam.stats.drained++;
+	fam.stats.drained_samples += samples;
+	return true;
+}
+
+/* This process's own inbox, or NULL: a process cloned without our fork
+ * handlers (a raw clone) still points at its parent's and must not drain
+ * or close it. */
+static struct family_inbox *own_inbox(void)
+{
+	struct family_inbox *in = fam.own;
+	return in != NULL && atomic_load(&in->owner) == (int)sys_getpid() ? in : NULL;
+}
+
+uint32_t family_drain(struct recorder *rec)
+{
+	struct family_inbox *in = own_inbox();
+	if (in == NULL || rec == NULL)
+		return 0;
+	rt_mutex_lock(&fam.drain_lock);
+	uint64_t now = rt_monotonic_ns();
+	uint32_t taken = 0;
+	for (uint32_t i = 0; i < FAMILY_SLOTS; i++)
+		taken += drain_slot(in, i, rec, now) ? 1u : 0u;
+	rt_mutex_unlock(&fam.drain_lock);
+	return taken;
+}
+
+void family_close(struct recorder *rec, uint64_t wait_ns)
+{
+	struct family_inbox *in = own_inbox();
+	if (in == NULL)
+		return;
+	atomic_store(&in->closed, 1);
+	uint64_t deadline = rt_monotonic_ns() + wait_ns;
+	for (uint32_t round = 0; round < 1000u; round++) {
+		(void)family_drain(rec);
+		bool writing = false;
+		for (uint32_t i = 0; i < FAMILY_SLOTS && !writing; i++)
+			writing = (atomic_load(&in->slots[i].state) & SLOT_TAG_MASK) == SLOT_WRITING;
+		if (!writing || rt_monotonic_ns() >= deadline)
+			break;
+		(void)rt_sleep_ns(1000000);
+	}
+}
+
+void family_before_exec(void)
+{
+	struct family_inbox *in = own_inbox();
+	if (in != NULL)
+		atomic_store(&in->closed, 1);
+}
+
+void family_get_stats(struct family_stats *out)
+{
+	rt_mutex_lock(&fam.drain_lock);
+	*out = fam.stats;
+	rt_mutex_unlock(&fam.drain_lock);
+}
