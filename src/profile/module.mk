@@ -56,3 +56,12 @@ $(BUILD)/tests/record_loop: tests/integration/record_loop.c $(BUILD)/libcore.a
 	@mkdir -p $(dir $@)
 	$(CC) $(HOST_CFLAGS) $< $(BUILD)/libcore.a -lpthread -lm -o $@
 TEST_PROGRAMS += $(BUILD)/tests/record_loop
+
+# Fuzz target of the fork family's slot parser (family.h): a slot is written
+# by another process.
+FAMILY_FUZZ_SRC := src/profile/family.c src/profile/profile.c src/profile/htab.c \
+                   $(filter src/rt/%,$(CORE_SRC))
+FUZZERS += $(BUILD)/fuzz/fuzz_family
+$(BUILD)/fuzz/fuzz_family: tests/fuzz/fuzz_family.c $(FAMILY_FUZZ_SRC)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $< $(FAMILY_FUZZ_SRC) -o $@
