@@ -336,9 +336,8 @@ static struct retention_room *shared_room(const char *dir, uint32_t max_files)
 {
 	uint64_t h = rt_hash_bytes(rt_hash_mix(RT_HASH_SEED, max_files), dir, rt_strlen(dir));
 	if (!family_room) {
-		void *page = sys_mmap(NULL, sizeof(struct retention_room), PROT_READ | PROT_WRITE,
-				      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-		if (SYS_IS_ERR(page))
+		void *page = rt_shared_pages_alloc(sizeof(struct retention_room));
+		if (page == NULL)
 			return NULL;
 		family_room = page;
 	}

@@ -349,12 +349,11 @@ static bool lazy_init(struct lazy_section *l, const struct elf_image *img,
 	uint32_t nshared = (uint32_t)(ch->ch_size / RESUME_SPACING);
 	size_t shared_bytes = (size_t)nshared * sizeof(struct shared_point);
 	size_t map_size = bytes + bitmap + shared_bytes;
-	void *buf = sys_mmap(NULL, map_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	void *buf = rt_shared_pages_alloc(map_size);
 	l->points = rt_calloc(16, sizeof(*l->points));
-	if (l->points == NULL || SYS_IS_ERR(buf)) {
+	if (l->points == NULL || buf == NULL) {
 		rt_free(l->points);
-		if (!SYS_IS_ERR(buf))
-			(void)sys_munmap(buf, map_size);
+		rt_shared_pages_free(buf, map_size);
 		rt_memset(l, 0, sizeof(*l));
 		return false;
 	}
@@ -377,8 +376,7 @@ static void lazy_free(struct lazy_section *l)
 		rt_free(l->points[i].window);
 	rt_free(l->points);
 	rt_free(l->marks);
-	if (l->buf != NULL)
-		(void)sys_munmap(l->buf, l->map_size);
+	rt_shared_pages_free(l->buf, l->map_size);
 	rt_memset(l, 0, sizeof(*l));
 }
 

@@ -99,10 +99,9 @@ static void row_cache_create(void)
 {
 	if (atomic_load(&row_table) != NULL)
 		return;
-	size_t size = (sizeof(struct row_cache) + 4095u) & ~(size_t)4095u;
-	void *p = sys_mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (SYS_IS_ERR(p))
-		p = rt_pages_alloc(size);
+	void *p = rt_shared_pages_alloc(sizeof(struct row_cache));
+	if (p == NULL)
+		p = rt_pages_alloc(sizeof(struct row_cache));
 	if (p == NULL)
 		return;
 	atomic_store(&row_table, (struct row_cache *)p);
