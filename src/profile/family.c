@@ -248,21 +248,25 @@ static const void *take(struct reader *r, uint32_t n)
 	return at;
 }
 
+/* Copies the next n bytes into dst (left as it was when they are missing). */
+static void take_into(struct reader *r, void *dst, uint32_t n)
+{
+	const void *at = take(r, n);
+	if (at)
+		rt_memcpy(dst, at, n);
+}
+
 static uint32_t take_u32(struct reader *r)
 {
 	uint32_t v = 0;
-	const void *at = take(r, sizeof(v));
-	if (at)
-		rt_memcpy(&v, at, sizeof(v));
+	take_into(r, &v, sizeof(v));
 	return v;
 }
 
 static int64_t take_i64(struct reader *r)
 {
 	int64_t v = 0;
-	const void *at = take(r, sizeof(v));
-	if (at)
-		rt_memcpy(&v, at, sizeof(v));
+	take_into(r, &v, sizeof(v));
 	return v;
 }
 
