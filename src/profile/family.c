@@ -30,7 +30,7 @@ struct family_inbox {
 	atomic_int closed; /* its last export began */
 	_Atomic uint64_t tokens;
 	atomic_uint hint; /* where the next claim looks first */
-	uint8_t pad[64 - 24];
+	uint8_t pad[40];  /* the slots start on their own cache line */
 	struct family_slot slots[FAMILY_SLOTS];
 };
 
@@ -57,6 +57,9 @@ bool family_open(void)
 	if (in == NULL)
 		return false;
 	atomic_store(&in->owner, (int)sys_getpid());
+	/* Tokens start again in a new inbox: forget the ones seen in another
+	 * (a parent's, in a child that forks in turn). */
+	rt_memset(fam.seen_token, 0, sizeof(fam.seen_token));
 	fam.own = in;
 	return true;
 }
@@ -69,7 +72,6 @@ void family_after_fork_child(void)
 	fam.own = NULL;
 	fam.opened = false;
 	rt_memset(&fam.stats, 0, sizeof(fam.stats));
-	rt_memset(fam.seen_token, 0, sizeof(fam.seen_token));
 }
 
 bool family_can_deliver(void)
@@ -118,12 +120,13 @@ static void put_string(struct writer *w, const struct profile *p, uint32_t id)
 /* Whether label l stays with a handed-over sample: not the thread's id nor
  * its timestamp, which would keep every child's samples apart in the
  * parent's profile (a server forking a process per connection would fill
- * it with one sample per connection and stack). */
+ * it with one sample per connection and stack), nor one without a key,
+ * which the parser refuses. */
 static bool label_kept(const struct profile *p, const struct profile_label *l)
 {
 	uint32_t len = 0;
 	const char *key = profile_string(p, l->key, &len);
-	return key != NULL && rt_strcmp(key, SW_LABEL_THREAD_ID) != 0 &&
+	return key != NULL && key[0] != '\0' && rt_strcmp(key, SW_LABEL_THREAD_ID) != 0 &&
 	       rt_strcmp(key, SW_LABEL_END_TIMESTAMP) != 0;
 }
 

@@ -32,7 +32,11 @@ def live_bytes(path):
 def run(name):
     exe = os.path.join(WL, name)
     with tempfile.TemporaryDirectory() as out:
+        # Each child exports itself: its live heap, inherited from the
+        # parent, is what is judged (a child handing its samples to its
+        # parent leaves its live heap out, tests/integration/fork_family.py).
         env = dict(os.environ, DD_PROFILING_ENABLED="true", STOWAWAY_OUTPUT_DIR=out,
+                   STOWAWAY_CHILDREN_TO_PARENT="false",
                    LD_PRELOAD=SO, DD_SERVICE="churn", STOWAWAY_PROFILES="alloc,heap",
                    STOWAWAY_ALLOC_SAMPLE_BYTES="32768")
         try:
