@@ -131,6 +131,13 @@ static atomic_ullong endpoints_dropped;
 /* Endpoint slots claimed: exports and a fork child visit only these. */
 static atomic_ullong endpoints_claimed[ENDPOINT_SLOTS / 64u];
 
+/* The first endpoint slot at or after `from` claimed since the last
+ * reset, or -1. */
+static int next_claimed_endpoint(int from)
+{
+	return rt_bitmap_next(endpoints_claimed, (int)RT_ARRAY_LEN(endpoints_claimed), from);
+}
+
 static uint32_t endpoint_hash(const char *s, size_t n)
 {
 	uint32_t h = 2166136261u;
@@ -172,8 +179,7 @@ static void endpoint_count(const char *name)
 uint64_t context_endpoint_counts_take(void (*fn)(void *ctx, const char *name, uint64_t count),
 				      void *ctx)
 {
-	for (int i = rt_bitmap_next(endpoints_claimed, (int)RT_ARRAY_LEN(endpoints_claimed), 0); i >= 0;
-	     i = rt_bitmap_next(endpoints_claimed, (int)RT_ARRAY_LEN(endpoints_claimed), i + 1)) {
+	for (int i = next_claimed_endpoint(0); i >= 0; i = next_claimed_endpoint(i + 1)) {
 		struct endpoint_slot *e = &endpoint_table[i];
 		if (atomic_load_explicit(&e->state, memory_order_acquire) != EP_READY)
 			continue;
@@ -186,8 +192,7 @@ uint64_t context_endpoint_counts_take(void (*fn)(void *ctx, const char *name, ui
 
 bool context_endpoint_counts_pending(void)
 {
-	for (int i = rt_bitmap_next(endpoints_claimed, (int)RT_ARRAY_LEN(endpoints_claimed), 0); i >= 0;
-	     i = rt_bitmap_next(endpoints_claimed, (int)RT_ARRAY_LEN(endpoints_claimed), i + 1))
+	for (int i = next_claimed_endpoint(0); i >= 0; i = next_claimed_endpoint(i + 1))
 		if (atomic_load_explicit(&endpoint_table[i].count, memory_order_relaxed) != 0)
 			return true;
 	return atomic_load_explicit(&endpoints_dropped, memory_order_relaxed) != 0;
@@ -368,8 +373,7 @@ void context_after_fork_child(void)
 	/* The parent's requests are counted in the parent's profiles. */
 	/* Tables are written only where they hold something, so the pages the
 	 * parent never used stay shared with it. */
-	for (int i = rt_bitmap_next(endpoints_claimed, (int)RT_ARRAY_LEN(endpoints_claimed), 0); i >= 0;
-	     i = rt_bitmap_next(endpoints_claimed, (int)RT_ARRAY_LEN(endpoints_claimed), i + 1))
+	for (int i = next_claimed_endpoint(0); i >= 0; i = next_claimed_endpoint(i + 1))
 		if (atomic_load(&endpoint_table[i].count))
 			atomic_store(&endpoint_table[i].count, 0);
 	atomic_store(&endpoints_dropped, 0);

@@ -360,12 +360,14 @@ static bool hand_to_parent(const struct profile *p)
 		why = "requests counted by endpoint";
 	else if (!family_can_deliver())
 		why = "no parent's inbox open";
-	uint32_t mask = 0;
-	for (unsigned k = 0; k < SW_KIND_COUNT; k++)
-		if ((prof.cfg->kinds & SW_KIND_BIT(k)) && k != SW_KIND_HEAP)
-			mask |= sw_kind_value_mask((enum sw_kind)k);
-	if (why == NULL && !family_deliver(p, mask))
-		why = "the parent's inbox refused them (full, or too many samples for a slot)";
+	if (why == NULL) {
+		uint32_t mask = 0;
+		for (unsigned k = 0; k < SW_KIND_COUNT; k++)
+			if ((prof.cfg->kinds & SW_KIND_BIT(k)) && k != SW_KIND_HEAP)
+				mask |= sw_kind_value_mask((enum sw_kind)k);
+		if (!family_deliver(p, mask))
+			why = "the parent's inbox refused them (full, or too many samples for a slot)";
+	}
 	if (why != NULL) {
 		rt_debug("exporting this process's last samples itself, not through its parent: %s",
 			 why);

@@ -2,6 +2,8 @@
 #include "profile/family.h"
 #include "rt/sys.h"
 
+#include <stddef.h>
+
 /* A slot's state: free, being written by the delivery with a token, ready
  * with that token, or being read by the parent.  The token (unique within
  * the inbox) makes every transition a compare-and-swap that a reclaimed or
@@ -29,10 +31,16 @@ struct family_inbox {
 	atomic_int owner;  /* pid of the process that drains it */
 	atomic_int closed; /* its last export began */
 	_Atomic uint64_t tokens;
+	/* Bumped by a child after it claims a slot and after it makes one
+	 * ready: an owner that read it before its last scan and finds it
+	 * unchanged has nothing new to look at. */
+	_Atomic uint64_t events;
 	atomic_uint hint; /* where the next claim looks first */
-	uint8_t pad[40];  /* the slots start on their own cache line */
+	uint8_t pad[36];  /* the slots start on their own cache line */
 	struct family_slot slots[FAMILY_SLOTS];
 };
+_Static_assert(sizeof(struct family_slot) == FAMILY_SLOT_BYTES, "a slot's size");
+_Static_assert(offsetof(struct family_inbox, slots) == 64, "the slots' cache line");
 
 static struct {
 	struct family_inbox *own;    /* this process drains it */
@@ -43,6 +51,10 @@ static struct {
 	 * seen with, and when, to reclaim the slots of children that died. */
 	uint64_t seen_token[FAMILY_SLOTS];
 	uint64_t seen_ns[FAMILY_SLOTS];
+	/* The inbox's events when it was last scanned, and whether that scan
+	 * met a slot being written (to be looked at again). */
+	uint64_t scanned_events;
+	bool writing_seen;
 	uint8_t copy[SLOT_PAYLOAD];
 	uint64_t pcs[RECORD_MAX_DEPTH];
 	struct family_stats stats;
@@ -60,6 +72,8 @@ bool family_open(void)
 	/* Tokens start again in a new inbox: forget the ones seen in another
 	 * (a parent's, in a child that forks in turn). */
 	rt_memset(fam.seen_token, 0, sizeof(fam.seen_token));
+	fam.scanned_events = 0;
+	fam.writing_seen = false;
 	fam.own = in;
 	return true;
 }
@@ -202,6 +216,7 @@ bool family_deliver(const struct profile *p, uint32_t value_mask)
 		fam.stats.refused++;
 		return false;
 	}
+	atomic_fetch_add(&in->events, 1);
 	struct writer w = { s->payload, 0, SLOT_PAYLOAD, false };
 	uint32_t written = 0;
 	for (uint32_t i = 0; i < n && !w.full; i++)
@@ -219,6 +234,7 @@ bool family_deliver(const struct profile *p, uint32_t value_mask)
 		fam.stats.refused++; /* reclaimed as abandoned: too slow */
 		return false;
 	}
+	atomic_fetch_add(&in->events, 1);
 	/* The parent may have made its last drain meanwhile: take the slot back
 	 * if it is still there (it then never reads it). */
 	if (atomic_load(&in->closed)) {
@@ -341,7 +357,9 @@ static bool drain_slot(struct family_inbox *in, uint32_t i, struct recorder *rec
 		} else if (now - fam.seen_ns[i] > FAMILY_ABANDON_NS &&
 			   atomic_compare_exchange_strong(&s->state, &st, SLOT_FREE)) {
 			fam.stats.abandoned++;
+			return false;
 		}
+		fam.writing_seen = true;
 		return false;
 	}
 	if ((st & SLOT_TAG_MASK) != SLOT_READY)
@@ -371,16 +389,31 @@ static struct family_inbox *own_inbox(void)
 	return in != NULL && atomic_load(&in->owner) == (int)sys_getpid() ? in : NULL;
 }
 
+/* Takes every delivered slot of `in` into rec; returns how many.  The
+ * slots are scanned only when a child claimed or filled one since the
+ * last scan, or that scan met one being written: the sampler of every
+ * process that ever forked drains at each wake.  Caller holds drain_lock. */
+static uint32_t drain_inbox(struct family_inbox *in, struct recorder *rec)
+{
+	uint64_t events = atomic_load(&in->events);
+	if (events == fam.scanned_events && !fam.writing_seen)
+		return 0;
+	fam.scanned_events = events;
+	fam.writing_seen = false;
+	uint64_t now = rt_monotonic_ns();
+	uint32_t taken = 0;
+	for (uint32_t i = 0; i < FAMILY_SLOTS; i++)
+		taken += drain_slot(in, i, rec, now) ? 1u : 0u;
+	return taken;
+}
+
 uint32_t family_drain(struct recorder *rec)
 {
 	struct family_inbox *in = own_inbox();
 	if (in == NULL || rec == NULL)
 		return 0;
 	rt_mutex_lock(&fam.drain_lock);
-	uint64_t now = rt_monotonic_ns();
-	uint32_t taken = 0;
-	for (uint32_t i = 0; i < FAMILY_SLOTS; i++)
-		taken += drain_slot(in, i, rec, now) ? 1u : 0u;
+	uint32_t taken = drain_inbox(in, rec);
 	rt_mutex_unlock(&fam.drain_lock);
 	return taken;
 }
@@ -393,10 +426,11 @@ void family_close(struct recorder *rec, uint64_t wait_ns)
 	atomic_store(&in->closed, 1);
 	uint64_t deadline = rt_monotonic_ns() + wait_ns;
 	for (uint32_t round = 0; round < 1000u; round++) {
-		(void)family_drain(rec);
-		bool writing = false;
-		for (uint32_t i = 0; i < FAMILY_SLOTS && !writing; i++)
-			writing = (atomic_load(&in->slots[i].state) & SLOT_TAG_MASK) == SLOT_WRITING;
+		rt_mutex_lock(&fam.drain_lock);
+		if (rec != NULL)
+			(void)drain_inbox(in, rec);
+		bool writing = fam.writing_seen;
+		rt_mutex_unlock(&fam.drain_lock);
 		if (!writing || rt_monotonic_ns() >= deadline)
 			break;
 		(void)rt_sleep_ns(1000000);

@@ -905,20 +905,22 @@ void recorder_destroy(struct recorder *r)
 	rt_free(r);
 }
 
-enum profile_add_result recorder_add(struct recorder *r, const struct sw_sample *s)
+static enum profile_add_result record(struct recorder *r, const struct sw_sample *s, bool untimed)
 {
 	rt_mutex_lock(&r->lock);
-	enum profile_add_result res = add_sample(r->active, s, false);
+	enum profile_add_result res = add_sample(r->active, s, untimed);
 	rt_mutex_unlock(&r->lock);
 	return res;
 }
 
+enum profile_add_result recorder_add(struct recorder *r, const struct sw_sample *s)
+{
+	return record(r, s, false);
+}
+
 enum profile_add_result recorder_add_untimed(struct recorder *r, const struct sw_sample *s)
 {
-	rt_mutex_lock(&r->lock);
-	enum profile_add_result res = add_sample(r->active, s, true);
-	rt_mutex_unlock(&r->lock);
-	return res;
+	return record(r, s, true);
 }
 
 struct profile *recorder_swap(struct recorder *r)
