@@ -68,17 +68,19 @@ void alloc_note_foreign_binding(const char *name, const void *addr);
 #define ALLOC_THREAD_PROBES 16u
 
 struct alloc_thread {
-	/* 16-byte aligned slots: key, lock_countdown and lock_epoch, read
-	 * together by the lock hooks, never straddle two cache lines. */
-	_Alignas(16) _Atomic uintptr_t key; /* thread pointer, 0: free */
+	/* Slots start 32-byte aligned (96 bytes in a 64-aligned table): the
+	 * first 32 bytes never straddle two cache lines, so what malloc's
+	 * unsampled path reads (key, outer_sp, countdown) and what the lock
+	 * hooks read together (key, lock_countdown, lock_epoch) is one line. */
+	_Alignas(32) _Atomic uintptr_t key; /* thread pointer, 0: free */
+	uintptr_t outer_sp;    /* stack pointer of the outermost hook, 0: none */
+	int64_t countdown;     /* bytes left until the next sample */
 	int32_t lock_countdown; /* lock profile: acquisitions until the next checked one */
 	uint32_t lock_epoch;    /* lock profile: the sampler tick of the last checked one */
 	atomic_int tid;        /* kernel tid: set when claimed, and by a new thread that reuses the key */
 	/* The low 32 bits of the pointer this thread's free last saw while an
 	 * operator delete was learning (ALLOC_FREE_LEARNING; alloc_hooks.c). */
 	uint32_t free_noted;
-	uintptr_t outer_sp;    /* stack pointer of the outermost hook, 0: none */
-	int64_t countdown;     /* bytes left until the next sample */
 	uint64_t countdown_mean; /* the mean it was drawn with (weights use it) */
 	struct rt_rng rng;
 	/* Bounds of the mapping holding this thread's stack, found on its first
@@ -91,6 +93,8 @@ struct alloc_thread {
 
 /* 96 bytes: a slot's address is a multiply-add and a shift from its index. */
 _Static_assert(sizeof(struct alloc_thread) == 96, "alloc_thread slots stay 96 bytes");
+_Static_assert(offsetof(struct alloc_thread, lock_epoch) + sizeof(uint32_t) <= 32,
+	       "the hooks' fields of a slot sit in its first 32 bytes");
 
 /* What a free must do besides forwarding (alloc_hot.free_checks bits):
  * look up the live filter, and leave the bootstrap arena's blocks alone

@@ -14,6 +14,24 @@
 #define THREAD_NAME_MAX 16
 
 struct thread_slot {
+	/* The interposed blocking calls' fields (wall.h), alone in the slot's
+	 * first cache line: a call's entry and exit touch only this line (and
+	 * the thread-pointer map's), the sampler thread writes here only
+	 * wall_stamp_seq.  wall_seq is odd while the thread is inside an
+	 * interposed blocking call, whose frame wall_pc/sp/fp/ra describe
+	 * (written by the thread before the seq becomes odd). */
+	_Alignas(64) atomic_ullong wall_tp; /* thread pointer, for the hooks' slot lookup */
+	atomic_ullong wall_pc, wall_sp, wall_fp, wall_ra, wall_callee;
+	atomic_uint wall_seq;
+	/* The odd wall_seq of a call whose end the wall sampler wants timed
+	 * (it ticks slowly while every thread waits in a call): leaving that
+	 * call, the thread stores the monotonic time in wall_left_ns, then
+	 * wall_left_seq, before wall_seq moves on. */
+	atomic_uint wall_stamp_seq;
+	atomic_int wall_fd;         /* the blocking call's file descriptor, or -1 */
+	atomic_ushort wall_kind;    /* its enum wall_state */
+	uint16_t wall_depth;        /* the thread itself: nesting of blocking calls */
+
 	atomic_int tid;           /* 0: free */
 	atomic_int timer_id;      /* CPU timer, -1: none */
 	/* CPU time of samples the ring had no room for, carried by the
@@ -34,28 +52,14 @@ struct thread_slot {
 	 * PTHREAD_STACK_MIN is 2 KiB): no collector ever signals it. */
 	bool no_signals;
 	bool scan_mark;           /* sampler thread only: seen by the current scan */
-	/* Wall sampler (wall.h).  wall_seq is odd while the thread is inside an
-	 * interposed blocking call, whose frame wall_pc/sp/fp/ra describe (written
-	 * by the thread before the seq becomes odd).  wall_inflight is 1 while
-	 * a wall signal may be on its way to the thread. */
-	atomic_uint wall_seq;
-	/* The odd wall_seq of a call whose end the wall sampler wants timed
-	 * (it ticks slowly while every thread waits in a call): leaving that
-	 * call, the thread stores the monotonic time in wall_left_ns, then
-	 * wall_left_seq, before wall_seq moves on. */
-	atomic_uint wall_stamp_seq;
 	atomic_uint wall_left_seq;
 	/* 1 while wall_call_leave unblocks our signal: a sample delivered
 	 * there was raised inside the call. */
 	atomic_int wall_leave_state;
 	uint64_t name_read_ns;    /* sampler thread only */
 	char name[THREAD_NAME_MAX]; /* sampler thread only (comm) */
+	/* 1 while a wall signal may be on its way to the thread. */
 	atomic_int wall_inflight;
-	int wall_depth;             /* the thread itself: nesting of blocking calls */
-	atomic_int wall_kind;       /* enum wall_state of the blocking call */
-	atomic_int wall_fd;         /* its file descriptor, or -1 */
-	atomic_ullong wall_pc, wall_sp, wall_fp, wall_ra, wall_callee;
-	atomic_ullong wall_tp;      /* thread pointer, for the hooks' slot lookup */
 	/* Wall time the thread spent on a CPU (or waiting for one) that no
 	 * running sample has carried yet: the next one takes it all. */
 	atomic_ullong wall_owed_ns;

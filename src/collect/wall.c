@@ -170,7 +170,14 @@ struct wall_private {
 };
 
 static struct {
-	atomic_int running;      /* ticks should be served */
+	/* Read by every interposed call, written only at start: a line the
+	 * sampler thread's writes below never take away from the callers. */
+	/* Interposed calls block our signal while a request runs: false where
+	 * the kernel raises CPU-timer signals only on the return to user mode
+	 * (calls_need_blocking), so a signal cannot interrupt a call. */
+	bool calls_block;
+	int signo;
+	_Alignas(64) atomic_int running; /* ticks should be served */
 	atomic_int alive;        /* a sampler thread serves the ticks */
 	/* 1 while the sampler thread is in a tick, 2 when a stop waits for it
 	 * to end (woken then). */
@@ -180,11 +187,6 @@ static struct {
 	atomic_int cpu_carries;
 	/* The CPU profile's sampling period (wall_cpu_period), 0: off. */
 	atomic_ullong cpu_period_ns;
-	/* Interposed calls block our signal while a request runs: false where
-	 * the kernel raises CPU-timer signals only on the return to user mode
-	 * (calls_need_blocking), so a signal cannot interrupt a call. */
-	bool calls_block;
-	int signo;
 	const struct sw_config *cfg;
 	struct recorder *rec;
 	uint32_t max_frames;
@@ -236,6 +238,10 @@ static atomic_ullong slot_bits[SLOT_WORDS];
  * cleared otherwise): a tick scans those only, not the whole table. */
 static atomic_ullong slot_words;
 _Static_assert(SLOT_WORDS <= 64, "slot_words has a bit per word of slot_bits");
+/* A blocking call's entry and exit touch one line of their slot. */
+_Static_assert(offsetof(struct thread_slot, wall_depth) + sizeof(uint16_t) <= 64 &&
+		       _Alignof(struct thread_slot) == 64,
+	       "the hooks' fields of a thread slot fill its first cache line");
 
 static void mark_slot(int s)
 {
@@ -1824,12 +1830,14 @@ static int self_slot_unmapped(uint64_t tp)
 }
 
 /* The calling thread's slot from the thread-pointer map, or -1 when the map
- * does not know the thread (yet). */
+ * does not know the thread (yet).  A slot's wall_tp is cleared when its
+ * thread is removed or the slot is taken again, and a fork child clears the
+ * map: a slot holding tp belongs to the thread, with no look at its tid
+ * (another cache line). */
 static inline int self_slot_mapped(uint64_t tp)
 {
 	int s = atomic_load_explicit(&tp_map[tp_bucket(tp)], memory_order_acquire) - 1;
-	if (s >= 0 && atomic_load_explicit(&thread_slots[s].wall_tp, memory_order_acquire) == tp &&
-	    atomic_load_explicit(&thread_slots[s].tid, memory_order_relaxed) != 0)
+	if (s >= 0 && atomic_load_explicit(&thread_slots[s].wall_tp, memory_order_acquire) == tp)
 		return s;
 	return -1;
 }
@@ -1880,7 +1888,7 @@ static inline __attribute__((always_inline)) void enter_slot(struct wall_call *c
 	atomic_store_explicit(&t->wall_fp, f->fp, memory_order_relaxed);
 	atomic_store_explicit(&t->wall_ra, f->ra, memory_order_relaxed);
 	atomic_store_explicit(&t->wall_callee, f->callee, memory_order_relaxed);
-	atomic_store_explicit(&t->wall_kind, (int)kind, memory_order_relaxed);
+	atomic_store_explicit(&t->wall_kind, (unsigned short)kind, memory_order_relaxed);
 	atomic_store_explicit(&t->wall_fd, fd, memory_order_relaxed);
 	uint32_t seq = atomic_load_explicit(&t->wall_seq, memory_order_relaxed);
 	uint32_t odd = (seq | 1u) + ((seq & 1u) ? 2u : 0u);
