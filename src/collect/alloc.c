@@ -24,7 +24,17 @@
 #define RECLAIM_EVERY 1024u
 #define LIVE_SCAN_CAP (ALLOC_LIVE_SLOTS)
 
-struct alloc_hot alloc_hot;
+/* Weak: the unit tests link the collector without the hooks (and never
+ * allocate through alloc_hot); the library has them. */
+#pragma weak alloc_boot_malloc
+#pragma weak alloc_boot_free
+#pragma weak alloc_boot_calloc
+#pragma weak alloc_boot_realloc
+_Alignas(64) struct alloc_hot alloc_hot = {
+	.next_malloc = alloc_boot_malloc, .next_free = alloc_boot_free,
+	.next_calloc = alloc_boot_calloc, .next_realloc = alloc_boot_realloc,
+};
+_Static_assert(sizeof(struct alloc_hot) <= 64, "alloc_hot is one cache line");
 _Alignas(64) struct alloc_thread alloc_threads[ALLOC_THREAD_SLOTS];
 /* Slots claimed in this process (claims are rare: a thread's first
  * allocation), so a fork child resets those and leaves the rest of the

@@ -107,12 +107,24 @@ _Static_assert(offsetof(struct alloc_thread, lock_epoch) + sizeof(uint32_t) <= 3
  * pointer in the thread's slot. */
 #define ALLOC_FREE_LEARNING 256
 
-/* Hot flags, read on every call. */
+/* What every allocation call reads, in one cache line (64-byte aligned):
+ * the flags, and the next definitions of the calls made most, the hooks'
+ * bootstrap functions until the hooks resolve them. */
 struct alloc_hot {
 	atomic_int sampling;    /* new allocations are counted down and sampled */
 	atomic_int free_checks; /* ALLOC_FREE_* */
+	_Atomic(void *(*)(size_t)) next_malloc;
+	_Atomic(void (*)(void *)) next_free;
+	_Atomic(void *(*)(size_t, size_t)) next_calloc;
+	_Atomic(void *(*)(void *, size_t)) next_realloc;
 };
 extern struct alloc_hot alloc_hot;
+/* The hooks' bootstrap allocator (alloc_hooks.c): serves the first
+ * allocations, made before the next definitions are known, from an arena. */
+void *alloc_boot_malloc(size_t n);
+void alloc_boot_free(void *p);
+void *alloc_boot_calloc(size_t n, size_t m);
+void *alloc_boot_realloc(void *p, size_t n);
 extern struct alloc_thread alloc_threads[ALLOC_THREAD_SLOTS];
 
 static inline uint32_t alloc_thread_hash(uintptr_t tp)

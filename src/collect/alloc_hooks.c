@@ -41,17 +41,12 @@ typedef void (*del_nt_fn)(void *, const void *);
 typedef void (*del_zz_fn)(void *, size_t, size_t);
 typedef void (*del_z_nt_fn)(void *, size_t, const void *);
 
-static void *boot_malloc(size_t n);
-static void boot_free(void *p);
-static void *boot_calloc(size_t n, size_t m);
-static void *boot_realloc(void *p, size_t n);
 
-/* The next definitions.  Written once by resolve(), read on every call. */
+/* The next definitions, written once by resolve() and read on every call:
+ * malloc's, free's, calloc's and realloc's in alloc_hot, beside the flags
+ * (one cache line, the bootstrap functions until resolved), the others
+ * here. */
 static struct {
-	_Atomic(malloc_fn) malloc;
-	_Atomic(free_fn) free;
-	_Atomic(calloc_fn) calloc;
-	_Atomic(realloc_fn) realloc;
 	_Atomic(reallocarray_fn) reallocarray;
 	_Atomic(posix_memalign_fn) posix_memalign;
 	_Atomic(aligned_fn) aligned_alloc;
@@ -59,9 +54,10 @@ static struct {
 	_Atomic(malloc_fn) valloc;
 	_Atomic(malloc_fn) pvalloc;
 	_Atomic(usable_size_fn) malloc_usable_size;
-} next = { .malloc = boot_malloc, .free = boot_free, .calloc = boot_calloc, .realloc = boot_realloc };
+} next;
 
 #define NEXT(field) atomic_load_explicit(&next.field, memory_order_relaxed)
+#define NEXT_HOT(field) atomic_load_explicit(&alloc_hot.next_##field, memory_order_relaxed)
 
 #define RESOLVE_NONE 0
 #define RESOLVE_BUSY 1
@@ -70,14 +66,14 @@ static atomic_int resolve_state;
 
 /* dlsym returns a data pointer; POSIX specifies its conversion to a function
  * pointer, done here without a cast between the two kinds.  A name that is
- * not found leaves the field as it was. */
-#define LOOKUP(type, field, name)                                              \
+ * not found leaves `place` as it was. */
+#define LOOKUP(type, place, name)                                              \
 	do {                                                                   \
 		void *sym_ = hook_next(name);                                \
 		type fn_;                                                      \
 		__builtin_memcpy(&fn_, &sym_, sizeof(sym_));                   \
 		if (fn_)                                                       \
-			atomic_store(&next.field, fn_);                        \
+			atomic_store(&(place), fn_);                           \
 	} while (0)
 
 /* True once the next definitions are known.  The first caller resolves;
@@ -98,18 +94,18 @@ static bool resolve(void)
 		rt_log_once(RT_LOG_ERROR, "allocation hooks: no malloc/free to forward to");
 		return false;
 	}
-	LOOKUP(calloc_fn, calloc, "calloc");
-	LOOKUP(realloc_fn, realloc, "realloc");
-	LOOKUP(reallocarray_fn, reallocarray, "reallocarray");
-	LOOKUP(posix_memalign_fn, posix_memalign, "posix_memalign");
-	LOOKUP(aligned_fn, aligned_alloc, "aligned_alloc");
-	LOOKUP(aligned_fn, memalign, "memalign");
-	LOOKUP(malloc_fn, valloc, "valloc");
-	LOOKUP(malloc_fn, pvalloc, "pvalloc");
-	LOOKUP(usable_size_fn, malloc_usable_size, "malloc_usable_size");
+	LOOKUP(calloc_fn, alloc_hot.next_calloc, "calloc");
+	LOOKUP(realloc_fn, alloc_hot.next_realloc, "realloc");
+	LOOKUP(reallocarray_fn, next.reallocarray, "reallocarray");
+	LOOKUP(posix_memalign_fn, next.posix_memalign, "posix_memalign");
+	LOOKUP(aligned_fn, next.aligned_alloc, "aligned_alloc");
+	LOOKUP(aligned_fn, next.memalign, "memalign");
+	LOOKUP(malloc_fn, next.valloc, "valloc");
+	LOOKUP(malloc_fn, next.pvalloc, "pvalloc");
+	LOOKUP(usable_size_fn, next.malloc_usable_size, "malloc_usable_size");
 	/* malloc and free last: from then on the fast paths bypass the boot_*. */
-	LOOKUP(free_fn, free, "free");
-	LOOKUP(malloc_fn, malloc, "malloc");
+	LOOKUP(free_fn, alloc_hot.next_free, "free");
+	LOOKUP(malloc_fn, alloc_hot.next_malloc, "malloc");
 	atomic_store_explicit(&resolve_state, RESOLVE_DONE, memory_order_release);
 	return true;
 }
@@ -193,30 +189,30 @@ static void boot_copy_out(void *q, const void *p, size_t n)
 	rt_memcpy(q, p, old < n ? old : n);
 }
 
-static void *boot_malloc(size_t n)
+void *alloc_boot_malloc(size_t n)
 {
 	if (resolve())
-		return NEXT(malloc)(n);
+		return NEXT_HOT(malloc)(n);
 	return boot_alloc(n, BOOT_HEADER);
 }
 
-static void boot_free(void *p)
+void alloc_boot_free(void *p)
 {
 	if (!in_boot(p) && resolve())
-		NEXT(free)(p);
+		NEXT_HOT(free)(p);
 }
 
-static void *boot_calloc(size_t n, size_t m)
+void *alloc_boot_calloc(size_t n, size_t m)
 {
 	size_t bytes;
 	if (resolve()) {
-		calloc_fn f = NEXT(calloc);
-		if (f != boot_calloc)
+		calloc_fn f = NEXT_HOT(calloc);
+		if (f != alloc_boot_calloc)
 			return f(n, m);
 		/* The next library has malloc but no calloc. */
 		if (__builtin_mul_overflow(n, m, &bytes))
 			return NULL;
-		void *p = NEXT(malloc)(bytes);
+		void *p = NEXT_HOT(malloc)(bytes);
 		if (p)
 			rt_memset(p, 0, bytes);
 		return p;
@@ -224,10 +220,10 @@ static void *boot_calloc(size_t n, size_t m)
 	return __builtin_mul_overflow(n, m, &bytes) ? NULL : boot_alloc(bytes, BOOT_HEADER);
 }
 
-static void *boot_realloc(void *p, size_t n)
+void *alloc_boot_realloc(void *p, size_t n)
 {
-	if (resolve() && NEXT(realloc) != boot_realloc)
-		return NEXT(realloc)(p, n);
+	if (resolve() && NEXT_HOT(realloc) != alloc_boot_realloc)
+		return NEXT_HOT(realloc)(p, n);
 	void *q = boot_alloc(n, BOOT_HEADER);
 	if (q && p && in_boot(p))
 		boot_copy_out(q, p, n);
@@ -246,7 +242,7 @@ __attribute__((noinline)) static void *malloc_sample_now(struct alloc_thread *t,
 							 uintptr_t ra)
 {
 	(void)alloc_enter(t, rt_stack_pointer());
-	void *p = NEXT(malloc)(n);
+	void *p = NEXT_HOT(malloc)(n);
 	alloc_sample_skipping(t, p, n, ra, malloc_called_by_next_new(ra) ? 1u : 0u);
 	alloc_leave(t);
 	return p;
@@ -257,7 +253,7 @@ __attribute__((noinline)) static void *malloc_slow(size_t n, uintptr_t ra)
 {
 	struct alloc_thread *t = alloc_thread_self();
 	if (!t || !alloc_countdown(t, n, rt_stack_pointer()))
-		return NEXT(malloc)(n);
+		return NEXT_HOT(malloc)(n);
 	return malloc_sample_now(t, n, ra);
 }
 
@@ -276,10 +272,10 @@ __attribute__((noinline)) static void *calloc_sampled(size_t n, size_t m, uintpt
 	uintptr_t sp = rt_stack_pointer();
 	struct alloc_thread *t = outer_begin(sp);
 	if (!t)
-		return NEXT(calloc)(n, m);
+		return NEXT_HOT(calloc)(n, m);
 	size_t bytes = 0;
 	bool sampled = !__builtin_mul_overflow(n, m, &bytes) && alloc_countdown(t, bytes, sp);
-	void *p = NEXT(calloc)(n, m);
+	void *p = NEXT_HOT(calloc)(n, m);
 	if (sampled)
 		alloc_sample(t, p, bytes, ra);
 	alloc_leave(t);
@@ -292,7 +288,7 @@ static void *reallocarray_emulated(void *p, size_t n, size_t m)
 	size_t bytes;
 	if (__builtin_mul_overflow(n, m, &bytes))
 		return NULL;
-	return NEXT(realloc)(p, bytes);
+	return NEXT_HOT(realloc)(p, bytes);
 }
 
 /* realloc and reallocarray: the old block is retired before the call (it
@@ -310,7 +306,7 @@ __attribute__((noinline)) static void *realloc_slow(void *p, size_t n, size_t m,
 	reallocarray_fn ra_next = NEXT(reallocarray);
 	void *q;
 	if (!array)
-		q = NEXT(realloc)(p, n);
+		q = NEXT_HOT(realloc)(p, n);
 	else
 		q = ra_next ? ra_next(p, n, m) : reallocarray_emulated(p, n, m);
 	if (had) {
@@ -412,23 +408,23 @@ SW_EXPORT void *malloc(size_t n)
 				/* The unsampled path: a subtraction and a branch. */
 				t->countdown -= (int64_t)n;
 				if (RT_LIKELY(t->countdown > 0))
-					return NEXT(malloc)(n);
+					return NEXT_HOT(malloc)(n);
 				return malloc_sample_now(t, n, CALLER_RA());
 			}
 			/* Inside another hook of this thread (operator new's). */
 			if (rt_stack_pointer() < t->outer_sp)
-				return NEXT(malloc)(n);
+				return NEXT_HOT(malloc)(n);
 		}
 		return malloc_slow(n, CALLER_RA());
 	}
-	return NEXT(malloc)(n);
+	return NEXT_HOT(malloc)(n);
 }
 
 /* A possibly sampled pointer. */
 __attribute__((noinline)) static void free_slow(void *p)
 {
 	(void)alloc_live_retire(p, NULL);
-	NEXT(free)(p);
+	NEXT_HOT(free)(p);
 }
 
 /* free's checks of p, after which it forwards p if it should. */
@@ -440,7 +436,7 @@ static inline void free_checked(int checks, void *p)
 			free_slow(p);
 		return;
 	}
-	NEXT(free)(p);
+	NEXT_HOT(free)(p);
 }
 
 /* A free with checks other than the live filter's alone: the bootstrap
@@ -460,7 +456,7 @@ SW_EXPORT void free(void *p)
 {
 	int checks = atomic_load_explicit(&alloc_hot.free_checks, memory_order_relaxed);
 	if (RT_LIKELY(checks == 0)) {
-		NEXT(free)(p);
+		NEXT_HOT(free)(p);
 		return;
 	}
 	if (RT_UNLIKELY(checks != ALLOC_FREE_RETIRE)) {
@@ -471,14 +467,14 @@ SW_EXPORT void free(void *p)
 		free_slow(p);
 		return;
 	}
-	NEXT(free)(p);
+	NEXT_HOT(free)(p);
 }
 
 SW_EXPORT void *calloc(size_t n, size_t m)
 {
 	if (sampling() && ready())
 		return calloc_sampled(n, m, CALLER_RA());
-	return NEXT(calloc)(n, m);
+	return NEXT_HOT(calloc)(n, m);
 }
 
 /* realloc and the aligned family while nothing is sampled or checked:
@@ -502,14 +498,14 @@ __attribute__((noinline)) static void *realloc_full(void *p, size_t n)
 	}
 	if ((sampling() || alloc_live_maybe(p)) && ready())
 		return realloc_slow(p, n, 1, false, CALLER_RA());
-	return NEXT(realloc)(p, n);
+	return NEXT_HOT(realloc)(p, n);
 }
 
 SW_EXPORT void *realloc(void *p, size_t n)
 {
 	int checks = atomic_load_explicit(&alloc_hot.free_checks, memory_order_relaxed);
 	if (RT_LIKELY(forwarding() && !in_boot(p) && !(checks & ALLOC_FREE_RETIRE)))
-		return NEXT(realloc)(p, n);
+		return NEXT_HOT(realloc)(p, n);
 	return realloc_full(p, n);
 }
 

@@ -1842,9 +1842,10 @@ static inline int self_slot_mapped(uint64_t tp)
 	return -1;
 }
 
-atomic_int wall_hooks_on;
+_Alignas(64) struct wall_hook_line wall_hook_line;
+_Static_assert(sizeof(struct wall_hook_line) <= 64, "wall_hook_line is one cache line");
 
-int wall_signal(void) { return atomic_load(&wall_hooks_on) ? wall.signo : 0; }
+int wall_signal(void) { return atomic_load(&wall_hook_line.on) ? wall.signo : 0; }
 
 static void block_our_signal(struct wall_call *c)
 {
@@ -2078,7 +2079,7 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 			mark_slot(s);
 		}
 	restart_ticks();
-	atomic_store(&wall_hooks_on, 1);
+	atomic_store(&wall_hook_line.on, 1);
 	atomic_store(&wall.running, 1);
 	rt_info("wall profiling at %u Hz, %u threads per tick, signal %d", cfg->wall_hz,
 		cfg->wall_max_threads, wall.signo);
@@ -2089,7 +2090,7 @@ void wall_stop(void)
 {
 	if (!atomic_exchange(&wall.running, 0))
 		return;
-	atomic_store(&wall_hooks_on, 0);
+	atomic_store(&wall_hook_line.on, 0);
 	atomic_store(&wall.cpu_carries, 0);
 	/* A tick under way ends first (the sampler thread serves no other). */
 	int one = 1;

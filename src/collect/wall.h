@@ -181,13 +181,20 @@ struct wall_call {
 	bool masked;  /* our signal was blocked for the call */
 	uint64_t old_mask;
 };
-/* True while the sampler runs: hooks do nothing otherwise.  Inline and
- * hidden (loaded straight, not through the GOT): every interposed call
- * tests it first. */
-extern atomic_int wall_hooks_on __attribute__((visibility("hidden")));
+/* What every interposed blocking call reads, in one 64-byte aligned cache
+ * line: `on`, true while the sampler runs (hooks do nothing otherwise),
+ * and the next definitions of the calls request loops make most
+ * (wall_hooks.c says which), found on their first call.  Hidden, so loaded
+ * straight, not through the GOT. */
+#define WALL_HOT_HOOKS 7
+struct wall_hook_line {
+	atomic_int on;
+	_Atomic(void *) next[WALL_HOT_HOOKS];
+};
+extern struct wall_hook_line wall_hook_line __attribute__((visibility("hidden")));
 static inline bool wall_hooks_active(void)
 {
-	return atomic_load_explicit(&wall_hooks_on, memory_order_relaxed) != 0;
+	return atomic_load_explicit(&wall_hook_line.on, memory_order_relaxed) != 0;
 }
 /* Around the blocking call.  enter publishes c->frame and the state, and
  * blocks our signal when one may be in flight. */

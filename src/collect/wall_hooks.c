@@ -55,14 +55,14 @@ static const void *mask_with_ours(struct wait_mask *copy, const void *mask)
  *    frame (WALL_HERE), whose return address is the program's.  The flag
  *    was tested on the way in; the profiler stopping since is the same
  *    race as stopping during the call, which wall_call_enter/leave allow.
- * `fd` is the descriptor waited on (-1: none); the published call passes
- * `call_args`, which may use mask_copy_ (a struct wait_mask). */
-#define WALL_HOOK_WITH(ret, name, fail, state, fd, params, args, call_args)                    \
+ * `place` holds the next definition, `fd` is the descriptor waited on (-1:
+ * none); the published call passes `call_args`, which may use mask_copy_
+ * (a struct wait_mask). */
+#define WALL_HOOK_AT(place, ret, name, fail, state, fd, params, args, call_args)               \
 	typedef ret(*name##_fn) params;                                                        \
-	static _Atomic(void *) next_##name;                                                    \
 	__attribute__((noinline)) static ret published_##name params                           \
 	{                                                                                      \
-		void *sym_ = atomic_load_explicit(&next_##name, memory_order_acquire);         \
+		void *sym_ = atomic_load_explicit(&(place), memory_order_acquire);             \
 		if (!sym_) /* never: entered once it was found */                              \
 			return fail;                                                           \
 		name##_fn next;                                                                \
@@ -77,7 +77,7 @@ static const void *mask_with_ours(struct wait_mask *copy, const void *mask)
 	}                                                                                      \
 	__attribute__((noinline, cold)) static ret first_##name params                         \
 	{                                                                                      \
-		void *sym_ = hook_next_cached(&next_##name, #name);                            \
+		void *sym_ = hook_next_cached(&(place), #name);                                \
 		if (!sym_)                                                                     \
 			return fail;                                                           \
 		if (wall_hooks_active())                                                       \
@@ -89,7 +89,7 @@ static const void *mask_with_ours(struct wait_mask *copy, const void *mask)
 	SW_EXPORT ret name params;                                                             \
 	SW_EXPORT ret name params                                                              \
 	{                                                                                      \
-		void *sym_ = atomic_load_explicit(&next_##name, memory_order_acquire);         \
+		void *sym_ = atomic_load_explicit(&(place), memory_order_acquire);             \
 		if (__builtin_expect(!sym_, 0))                                                \
 			return first_##name args;                                              \
 		if (__builtin_expect(wall_hooks_active(), 0))                                  \
@@ -99,9 +99,21 @@ static const void *mask_with_ours(struct wait_mask *copy, const void *mask)
 		return next args;                                                              \
 	}
 
+#define WALL_HOOK_WITH(ret, name, fail, state, fd, params, args, call_args)                    \
+	static _Atomic(void *) next_##name;                                                    \
+	WALL_HOOK_AT(next_##name, ret, name, fail, state, fd, params, args, call_args)
+
 /* A call that waits with no signal mask of its own. */
-#define WALL_HOOK(ret, name, fail, state, fd, params, args)                                     \
+#define WALL_HOOK(ret, name, fail, state, fd, params, args)                                    \
 	WALL_HOOK_WITH(ret, name, fail, state, fd, params, args, args)
+/* One of the calls made most, its next definition in wall_hook_line. */
+#define WALL_HOOK_HOT(hot, ret, name, fail, state, fd, params, args)                           \
+	WALL_HOOK_AT(wall_hook_line.next[hot], ret, name, fail, state, fd, params, args, args)
+
+/* The calls servers' request loops make most (event loops, socket and pipe
+ * I/O): their hooks read one cache line. */
+enum { HOT_READ, HOT_WRITE, HOT_WRITEV, HOT_RECV, HOT_SEND, HOT_EPOLL_WAIT, HOT_POLL, HOT_COUNT };
+_Static_assert(HOT_COUNT == WALL_HOT_HOOKS, "wall_hook_line has a slot per hot hook");
 /* A call whose signal mask (its argument `sigmask`) must keep our signal
  * blocked while it is published: `call_args` passes the copy. */
 #define WALL_HOOK_MASKED WALL_HOOK_WITH
@@ -126,7 +138,7 @@ WALL_HOOK(int, pause, -1, WALL_STATE_SLEEPING, -1,
 	  (void),
 	  ())
 
-WALL_HOOK(long, read, -1, WALL_STATE_IO, fd,
+WALL_HOOK_HOT(HOT_READ, long, read, -1, WALL_STATE_IO, fd,
 	  (int fd, void *buf, size_t n),
 	  (fd, buf, n))
 
@@ -134,15 +146,15 @@ WALL_HOOK(long, readv, -1, WALL_STATE_IO, fd,
 	  (int fd, const void *iov, int n),
 	  (fd, iov, n))
 
-WALL_HOOK(long, write, -1, WALL_STATE_IO, fd,
+WALL_HOOK_HOT(HOT_WRITE, long, write, -1, WALL_STATE_IO, fd,
 	  (int fd, const void *buf, size_t n),
 	  (fd, buf, n))
 
-WALL_HOOK(long, writev, -1, WALL_STATE_IO, fd,
+WALL_HOOK_HOT(HOT_WRITEV, long, writev, -1, WALL_STATE_IO, fd,
 	  (int fd, const void *iov, int n),
 	  (fd, iov, n))
 
-WALL_HOOK(long, recv, -1, WALL_STATE_NETWORK, fd,
+WALL_HOOK_HOT(HOT_RECV, long, recv, -1, WALL_STATE_NETWORK, fd,
 	  (int fd, void *buf, size_t n, int flags),
 	  (fd, buf, n, flags))
 
@@ -154,7 +166,7 @@ WALL_HOOK(long, recvmsg, -1, WALL_STATE_NETWORK, fd,
 	  (int fd, void *msg, int flags),
 	  (fd, msg, flags))
 
-WALL_HOOK(long, send, -1, WALL_STATE_NETWORK, fd,
+WALL_HOOK_HOT(HOT_SEND, long, send, -1, WALL_STATE_NETWORK, fd,
 	  (int fd, const void *buf, size_t n, int flags),
 	  (fd, buf, n, flags))
 
@@ -178,7 +190,7 @@ WALL_HOOK(int, connect, -1, WALL_STATE_NETWORK, fd,
 	  (int fd, const void *addr, unsigned alen),
 	  (fd, addr, alen))
 
-WALL_HOOK(int, epoll_wait, -1, WALL_STATE_WAITING, -1,
+WALL_HOOK_HOT(HOT_EPOLL_WAIT, int, epoll_wait, -1, WALL_STATE_WAITING, -1,
 	  (int epfd, void *events, int max, int timeout),
 	  (epfd, events, max, timeout))
 
@@ -187,7 +199,7 @@ WALL_HOOK_MASKED(int, epoll_pwait, -1, WALL_STATE_WAITING, -1,
 	  (epfd, events, max, timeout, sigmask),
 	  (epfd, events, max, timeout, mask_with_ours(&mask_copy_, sigmask)))
 
-WALL_HOOK(int, poll, -1, WALL_STATE_WAITING, -1,
+WALL_HOOK_HOT(HOT_POLL, int, poll, -1, WALL_STATE_WAITING, -1,
 	  (void *fds, unsigned long nfds, int timeout),
 	  (fds, nfds, timeout))
 
