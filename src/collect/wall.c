@@ -170,14 +170,7 @@ struct wall_private {
 };
 
 static struct {
-	/* Read by every interposed call, written only at start: a line the
-	 * sampler thread's writes below never take away from the callers. */
-	/* Interposed calls block our signal while a request runs: false where
-	 * the kernel raises CPU-timer signals only on the return to user mode
-	 * (calls_need_blocking), so a signal cannot interrupt a call. */
-	bool calls_block;
-	int signo;
-	_Alignas(64) atomic_int running; /* ticks should be served */
+	atomic_int running;      /* ticks should be served */
 	atomic_int alive;        /* a sampler thread serves the ticks */
 	/* 1 while the sampler thread is in a tick, 2 when a stop waits for it
 	 * to end (woken then). */
@@ -187,6 +180,7 @@ static struct {
 	atomic_int cpu_carries;
 	/* The CPU profile's sampling period (wall_cpu_period), 0: off. */
 	atomic_ullong cpu_period_ns;
+	int signo;
 	const struct sw_config *cfg;
 	struct recorder *rec;
 	uint32_t max_frames;
@@ -1861,7 +1855,7 @@ __attribute__((noinline)) static void enter_nested(struct wall_call *c, struct t
 	/* Called from a signal handler inside another blocking call: that
 	 * call's frame stays published. */
 	t->wall_depth++;
-	if (wall.calls_block)
+	if (wall_hook_line.calls_block)
 		block_our_signal(c);
 }
 
@@ -1893,7 +1887,7 @@ static inline __attribute__((always_inline)) void enter_slot(struct wall_call *c
 	atomic_store_explicit(&t->wall_fd, fd, memory_order_relaxed);
 	uint32_t seq = atomic_load_explicit(&t->wall_seq, memory_order_relaxed);
 	uint32_t odd = (seq | 1u) + ((seq & 1u) ? 2u : 0u);
-	if (wall.calls_block) {
+	if (wall_hook_line.calls_block) {
 		enter_handshake(c, t, odd);
 		return;
 	}
@@ -2063,7 +2057,7 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 		wall.scratch = rt_malloc((cfg->max_frames + 2) * sizeof(uint64_t));
 	if (!wall.scratch)
 		return -ENOMEM;
-	wall.calls_block = calls_need_blocking();
+	wall_hook_line.calls_block = calls_need_blocking();
 	wall.signo = choose_signal();
 	if (wall.signo > 0) {
 		if (rt_signal_install(wall.signo, wall_signal_handler, &wall.previous) == 0)
@@ -2071,7 +2065,7 @@ int wall_start(const struct sw_config *cfg, struct recorder *rec)
 	}
 	if (!atomic_load(&wall.signals_on))
 		rt_warn("no free real-time signal: wall profiling samples blocked threads only");
-	atomic_store(&wall.cpu_carries, atomic_load(&wall.signals_on) && !wall.calls_block);
+	atomic_store(&wall.cpu_carries, atomic_load(&wall.signals_on) && !wall_hook_line.calls_block);
 	for (int s = threads_next_used(0); s >= 0; s = threads_next_used(s + 1))
 		if (atomic_load(&thread_slots[s].tid)) {
 			atomic_store(&thread_slots[s].wall_owed_ns, 0);

@@ -182,13 +182,17 @@ struct wall_call {
 	uint64_t old_mask;
 };
 /* What every interposed blocking call reads, in one 64-byte aligned cache
- * line: `on`, true while the sampler runs (hooks do nothing otherwise),
- * and the next definitions of the calls request loops make most
- * (wall_hooks.c says which), found on their first call.  Hidden, so loaded
- * straight, not through the GOT. */
+ * line, apart from what the sampler thread writes at each tick.  Hidden,
+ * so loaded straight, not through the GOT. */
 #define WALL_HOT_HOOKS 7
 struct wall_hook_line {
-	atomic_int on;
+	atomic_int on; /* the sampler runs: hooks do nothing otherwise */
+	/* Interposed calls block our signal while a request runs: false where
+	 * the kernel raises CPU-timer signals only on the return to user mode,
+	 * so a signal cannot interrupt a call (set before `on`). */
+	bool calls_block;
+	/* The next definitions of the calls request loops make most
+	 * (wall_hooks.c says which), found on their first call. */
 	_Atomic(void *) next[WALL_HOT_HOOKS];
 };
 extern struct wall_hook_line wall_hook_line __attribute__((visibility("hidden")));
