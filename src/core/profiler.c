@@ -365,8 +365,9 @@ static bool hand_to_parent(const struct profile *p)
 		for (unsigned k = 0; k < SW_KIND_COUNT; k++)
 			if ((prof.cfg->kinds & SW_KIND_BIT(k)) && k != SW_KIND_HEAP)
 				mask |= sw_kind_value_mask((enum sw_kind)k);
-		if (!family_deliver(p, mask))
-			why = "the parent's inbox refused them (full, or too many samples for a slot)";
+		enum family_result r = family_deliver(p, mask);
+		if (r != FAMILY_HANDED)
+			why = family_result_text(r);
 	}
 	if (why != NULL) {
 		rt_debug("exporting this process's last samples itself, not through its parent: %s",
@@ -392,9 +393,11 @@ static int export_period(bool final, uint64_t deadline_ns, const struct memguard
 		family_get_stats(&fs);
 		if (fs.drained || fs.malformed || fs.abandoned)
 			rt_debug("fork family: %llu children's last samples taken over (%llu samples), "
-				 "%llu malformed, %llu abandoned by children that died handing them over",
-				 (unsigned long long)fs.drained, (unsigned long long)fs.drained_samples,
-				 (unsigned long long)fs.malformed, (unsigned long long)fs.abandoned);
+				 "%llu malformed, %llu abandoned by children that died handing them over; "
+				 "in %llu slots",
+				 (unsigned long long)fs.groups, (unsigned long long)fs.drained_samples,
+				 (unsigned long long)fs.malformed, (unsigned long long)fs.abandoned,
+				 (unsigned long long)fs.drained);
 	} else {
 		(void)family_drain(prof.rec);
 	}

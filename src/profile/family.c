@@ -4,24 +4,36 @@
 
 #include <stddef.h>
 
-/* A slot's state: free, being written by the delivery with a token, ready
- * with that token, or being read by the parent.  The token (unique within
- * the inbox) makes every transition a compare-and-swap that a reclaimed or
- * reused slot cannot pass by accident. */
+/* A slot's state: free, being written by the delivery with a token, a
+ * group's head committed with that token (ready), being read by the
+ * parent, or a group's later slot written and waiting for its head.  The
+ * token (unique within the inbox) makes every transition a
+ * compare-and-swap that a reclaimed or reused slot cannot pass by
+ * accident. */
 #define SLOT_FREE 0u
 #define SLOT_WRITING 1u
 #define SLOT_READY 2u
 #define SLOT_TAKEN 3u
-#define SLOT_TAG_MASK 3u
+#define SLOT_TAIL 4u
+#define SLOT_TAG_BITS 3u
+#define SLOT_TAG_MASK 7u
+#define SLOT_STATE(token, tag) ((uint64_t)(token) << SLOT_TAG_BITS | (tag))
+#define SLOT_TOKEN(state) ((state) >> SLOT_TAG_BITS)
 #define SLOT_HEADER_BYTES 16u
 #define SLOT_PAYLOAD (FAMILY_SLOT_BYTES - SLOT_HEADER_BYTES)
+/* A group's slots: the head's payload starts with the number of tails and
+ * their slot indices (FAMILY_GROUP_SLOTS - 1 of them, unused ones 0), a
+ * tail's with its head's index; the samples' records follow, whole in each
+ * slot. */
+#define HEAD_PREFIX_BYTES (4u * FAMILY_GROUP_SLOTS)
+#define TAIL_PREFIX_BYTES 4u
 /* A delivery's samples: at most this many, each at most the profile's
  * deepest stack. */
 #define RECORD_MAX_SAMPLES 4096u
 #define RECORD_MAX_DEPTH PROFILE_DEFAULT_MAX_DEPTH
 
 struct family_slot {
-	_Atomic uint64_t state; /* token << 2 | tag */
+	_Atomic uint64_t state; /* SLOT_STATE(token, tag) */
 	uint32_t len;           /* payload bytes */
 	uint32_t n_samples;
 	uint8_t payload[SLOT_PAYLOAD];
@@ -184,68 +196,178 @@ static bool put_sample(struct writer *w, const struct profile *p, uint32_t i, ui
 	return true;
 }
 
-/* A free slot of `in`, claimed for token; NULL when all are taken. */
-static struct family_slot *claim(struct family_inbox *in, uint64_t token)
+/* The index of a free slot of `in`, claimed for token; -1 when all are
+ * taken. */
+static int claim(struct family_inbox *in, uint64_t token)
 {
 	uint32_t start = atomic_fetch_add(&in->hint, 1u);
 	for (uint32_t k = 0; k < FAMILY_SLOTS; k++) {
-		struct family_slot *s = &in->slots[(start + k) % FAMILY_SLOTS];
+		uint32_t i = (start + k) % FAMILY_SLOTS;
+		struct family_slot *s = &in->slots[i];
 		uint64_t expect = SLOT_FREE;
 		if (atomic_load_explicit(&s->state, memory_order_relaxed) == SLOT_FREE &&
-		    atomic_compare_exchange_strong(&s->state, &expect, token << 2 | SLOT_WRITING))
-			return s;
+		    atomic_compare_exchange_strong(&s->state, &expect, SLOT_STATE(token, SLOT_WRITING)))
+			return (int)i;
 	}
-	return NULL;
+	return -1;
 }
 
-bool family_deliver(const struct profile *p, uint32_t value_mask)
+/* The slots of one delivery, the head first. */
+struct group {
+	uint32_t slot[FAMILY_GROUP_SLOTS];
+	uint32_t count;
+};
+
+/* Frees the group's slots that still hold token (as the child writing,
+ * waiting or committed): a delivery taken back. */
+static void give_back(struct family_inbox *in, const struct group *g, uint64_t token)
+{
+	static const uint64_t tags[] = { SLOT_WRITING, SLOT_TAIL, SLOT_READY };
+	for (uint32_t k = 0; k < g->count; k++) {
+		struct family_slot *s = &in->slots[g->slot[k]];
+		for (uint32_t t = 0; t < RT_ARRAY_LEN(tags); t++) {
+			uint64_t held = SLOT_STATE(token, tags[t]);
+			if (atomic_compare_exchange_strong(&s->state, &held, SLOT_FREE))
+				break;
+		}
+	}
+}
+
+/* Claims slot k of the group and starts its payload (a tail's head index
+ * or the head's room for its tails); false when no slot is free. */
+static bool group_add(struct family_inbox *in, struct group *g, uint64_t token, struct writer *w)
+{
+	int i = claim(in, token);
+	if (i < 0)
+		return false;
+	g->slot[g->count++] = (uint32_t)i;
+	*w = (struct writer){ in->slots[i].payload, 0, SLOT_PAYLOAD, false };
+	if (g->count == 1) {
+		uint8_t room[HEAD_PREFIX_BYTES] = { 0 };
+		put(w, room, sizeof(room));
+	} else {
+		put_u32(w, g->slot[0]);
+	}
+	return true;
+}
+
+/* Ends the group's last slot: its payload's length and samples. */
+static void group_seal(struct family_inbox *in, const struct group *g, const struct writer *w,
+		       uint32_t samples)
+{
+	struct family_slot *s = &in->slots[g->slot[g->count - 1]];
+	s->len = w->len;
+	s->n_samples = samples;
+}
+
+/* Writes the samples of p into as many slots as they need (at most
+ * FAMILY_GROUP_SLOTS, whole samples in each); the claimed slots are in g
+ * whatever the result. */
+static enum family_result group_write(struct family_inbox *in, struct group *g, uint64_t token,
+			const struct profile *p, uint32_t n, uint32_t value_mask)
+{
+	struct writer w;
+	if (!group_add(in, g, token, &w))
+		return FAMILY_NO_SLOT;
+	atomic_fetch_add(&in->events, 1);
+	uint32_t i = 0, in_slot = 0;
+	/* Each turn writes a sample or opens a slot. */
+	for (uint32_t turn = 0; i < n && turn < n + FAMILY_GROUP_SLOTS; turn++) {
+		uint32_t mark = w.len;
+		bool wrote = put_sample(&w, p, i, value_mask);
+		if (!w.full) {
+			in_slot += wrote ? 1u : 0u;
+			i++;
+			continue;
+		}
+		/* The sample goes whole into the next slot. */
+		w.len = mark;
+		if (in_slot == 0 || g->count == FAMILY_GROUP_SLOTS)
+			return FAMILY_TOO_BIG; /* a sample bigger than a slot, or a group */
+		group_seal(in, g, &w, in_slot);
+		if (!group_add(in, g, token, &w))
+			return FAMILY_NO_SLOT;
+		atomic_fetch_add(&in->events, 1);
+		in_slot = 0;
+	}
+	if (i < n)
+		return FAMILY_TOO_BIG;
+	group_seal(in, g, &w, in_slot);
+	struct family_slot *head = &in->slots[g->slot[0]];
+	uint32_t tails = g->count - 1;
+	rt_memcpy(head->payload, &tails, sizeof(tails));
+	rt_memcpy(head->payload + 4, &g->slot[1], tails * sizeof(uint32_t));
+	return FAMILY_HANDED;
+}
+
+/* Publishes a written group: its tails wait for their head, whose commit
+ * hands the whole group over at once. */
+static enum family_result group_commit(struct family_inbox *in, const struct group *g, uint64_t token)
+{
+	for (uint32_t k = 1; k < g->count; k++) {
+		uint64_t mine = SLOT_STATE(token, SLOT_WRITING);
+		if (!atomic_compare_exchange_strong(&in->slots[g->slot[k]].state, &mine,
+						    SLOT_STATE(token, SLOT_TAIL)))
+			return FAMILY_TOO_SLOW;
+	}
+	uint64_t mine = SLOT_STATE(token, SLOT_WRITING);
+	if (!atomic_compare_exchange_strong(&in->slots[g->slot[0]].state, &mine,
+					    SLOT_STATE(token, SLOT_READY)))
+		return FAMILY_TOO_SLOW;
+	atomic_fetch_add(&in->events, 1);
+	/* The parent may have made its last drain meanwhile: the group is
+	 * taken back if its head is still there (it then never reads it). */
+	if (atomic_load(&in->closed)) {
+		uint64_t ready = SLOT_STATE(token, SLOT_READY);
+		if (atomic_compare_exchange_strong(&in->slots[g->slot[0]].state, &ready, SLOT_FREE))
+			return FAMILY_CLOSED;
+	}
+	return FAMILY_HANDED;
+}
+
+const char *family_result_text(enum family_result r)
+{
+	switch (r) {
+	case FAMILY_HANDED:
+		return "";
+	case FAMILY_NO_INBOX:
+		return "no parent's inbox open";
+	case FAMILY_NO_SLOT:
+		return "too few free slots in the parent's inbox";
+	case FAMILY_TOO_BIG:
+		return "more samples than a group of slots holds";
+	case FAMILY_TOO_SLOW:
+		return "a slot reclaimed before the delivery was committed";
+	case FAMILY_CLOSED:
+		return "the parent's inbox closed meanwhile";
+	}
+	return "?";
+}
+
+enum family_result family_deliver(const struct profile *p, uint32_t value_mask)
 {
 	struct family_inbox *in = fam.parent;
 	if (!family_can_deliver() || p == NULL) {
 		fam.stats.refused++;
-		return false;
+		return FAMILY_NO_INBOX;
 	}
 	uint32_t n = profile_sample_count(p);
 	if (n > RECORD_MAX_SAMPLES) {
 		fam.stats.refused++;
-		return false;
+		return FAMILY_TOO_BIG;
 	}
 	uint64_t token = atomic_fetch_add(&in->tokens, 1) + 1;
-	struct family_slot *s = claim(in, token);
-	if (s == NULL) {
+	struct group g = { .count = 0 };
+	enum family_result r = group_write(in, &g, token, p, n, value_mask);
+	if (r == FAMILY_HANDED)
+		r = group_commit(in, &g, token);
+	if (r != FAMILY_HANDED) {
+		give_back(in, &g, token);
 		fam.stats.refused++;
-		return false;
-	}
-	atomic_fetch_add(&in->events, 1);
-	struct writer w = { s->payload, 0, SLOT_PAYLOAD, false };
-	uint32_t written = 0;
-	for (uint32_t i = 0; i < n && !w.full; i++)
-		written += put_sample(&w, p, i, value_mask) ? 1u : 0u;
-	uint64_t mine = token << 2 | SLOT_WRITING;
-	if (w.full) {
-		/* Too big for a slot: give it back (unless already reclaimed). */
-		(void)atomic_compare_exchange_strong(&s->state, &mine, SLOT_FREE);
-		fam.stats.refused++;
-		return false;
-	}
-	s->len = w.len;
-	s->n_samples = written;
-	if (!atomic_compare_exchange_strong(&s->state, &mine, token << 2 | SLOT_READY)) {
-		fam.stats.refused++; /* reclaimed as abandoned: too slow */
-		return false;
-	}
-	atomic_fetch_add(&in->events, 1);
-	/* The parent may have made its last drain meanwhile: take the slot back
-	 * if it is still there (it then never reads it). */
-	if (atomic_load(&in->closed)) {
-		uint64_t ready = token << 2 | SLOT_READY;
-		if (atomic_compare_exchange_strong(&s->state, &ready, SLOT_FREE)) {
-			fam.stats.refused++;
-			return false;
-		}
+		return r;
 	}
 	fam.stats.delivered++;
-	return true;
+	return FAMILY_HANDED;
 }
 
 /* ---- the owner ---- */
@@ -344,40 +466,97 @@ bool family_parse_record(struct recorder *rec, const uint8_t *data, uint32_t len
 	return r.pos == r.len;
 }
 
-/* Takes slot i if delivered; reclaims it if its writer has held it too
- * long.  Caller holds drain_lock.  True when a slot was taken. */
-static bool drain_slot(struct family_inbox *in, uint32_t i, struct recorder *rec, uint64_t now)
+/* Whether tail slot i (state st) has lost its head: the head's slot no
+ * longer holds the tail's token, being written or committed. */
+static bool tail_orphaned(struct family_inbox *in, uint32_t i, uint64_t st)
+{
+	uint32_t h = 0;
+	rt_memcpy(&h, in->slots[i].payload, sizeof(h));
+	if (h >= FAMILY_SLOTS)
+		return true;
+	uint64_t head = atomic_load(&in->slots[h].state);
+	uint64_t tag = head & SLOT_TAG_MASK;
+	return SLOT_TOKEN(head) != SLOT_TOKEN(st) || (tag != SLOT_WRITING && tag != SLOT_READY);
+}
+
+/* Copies taken slot i out, frees it and adds its samples (after `skip`
+ * prefix bytes) to rec; false when malformed. */
+static bool take_slot_samples(struct family_inbox *in, uint32_t i, uint32_t skip, struct recorder *rec)
 {
 	struct family_slot *s = &in->slots[i];
-	uint64_t st = atomic_load(&s->state);
-	if ((st & SLOT_TAG_MASK) == SLOT_WRITING) {
-		if (fam.seen_token[i] != st) {
-			fam.seen_token[i] = st;
-			fam.seen_ns[i] = now;
-		} else if (now - fam.seen_ns[i] > FAMILY_ABANDON_NS &&
-			   atomic_compare_exchange_strong(&s->state, &st, SLOT_FREE)) {
-			fam.stats.abandoned++;
-			return false;
-		}
-		fam.writing_seen = true;
-		return false;
-	}
-	if ((st & SLOT_TAG_MASK) != SLOT_READY)
-		return false;
-	uint64_t taken = (st & ~(uint64_t)SLOT_TAG_MASK) | SLOT_TAKEN;
-	if (!atomic_compare_exchange_strong(&s->state, &st, taken))
-		return false; /* the child took it back */
 	uint32_t len = s->len, n = s->n_samples;
-	bool fits = len <= SLOT_PAYLOAD && n <= RECORD_MAX_SAMPLES;
+	bool fits = len <= SLOT_PAYLOAD && len >= skip && n <= RECORD_MAX_SAMPLES;
 	if (fits)
 		rt_memcpy(fam.copy, s->payload, len);
 	atomic_store(&s->state, SLOT_FREE);
 	uint64_t samples = 0;
-	if (!fits || !family_parse_record(rec, fam.copy, len, n, &samples))
-		fam.stats.malformed++;
-	fam.stats.drained++;
+	bool ok = fits && family_parse_record(rec, fam.copy + skip, len - skip, n, &samples);
 	fam.stats.drained_samples += samples;
-	return true;
+	return ok;
+}
+
+/* Takes the group whose committed head is slot h (state st): every tail
+ * first, so that all of it or none is added.  Returns the slots taken. */
+static uint32_t take_group(struct family_inbox *in, uint32_t h, uint64_t st, struct recorder *rec)
+{
+	struct family_slot *head = &in->slots[h];
+	if (!atomic_compare_exchange_strong(&head->state, &st, SLOT_STATE(SLOT_TOKEN(st), SLOT_TAKEN)))
+		return 0; /* the child took it back */
+	uint32_t prefix[FAMILY_GROUP_SLOTS];
+	rt_memcpy(prefix, head->payload, sizeof(prefix));
+	uint32_t tails = prefix[0], got = 0;
+	bool whole = tails < FAMILY_GROUP_SLOTS && head->len >= HEAD_PREFIX_BYTES;
+	for (uint32_t k = 0; whole && k < tails; k++) {
+		uint32_t t = prefix[1 + k];
+		uint64_t waiting = SLOT_STATE(SLOT_TOKEN(st), SLOT_TAIL);
+		whole = t < FAMILY_SLOTS && t != h &&
+			atomic_compare_exchange_strong(&in->slots[t].state, &waiting,
+						       SLOT_STATE(SLOT_TOKEN(st), SLOT_TAKEN));
+		got += whole ? 1u : 0u;
+	}
+	if (!whole) {
+		/* Not as the child wrote it: dropped whole. */
+		for (uint32_t k = 0; k < got; k++)
+			atomic_store(&in->slots[prefix[1 + k]].state, SLOT_FREE);
+		atomic_store(&head->state, SLOT_FREE);
+		fam.stats.malformed++;
+		return 1u + got;
+	}
+	fam.stats.groups++;
+	bool ok = take_slot_samples(in, h, HEAD_PREFIX_BYTES, rec);
+	for (uint32_t k = 0; k < tails; k++)
+		ok = take_slot_samples(in, prefix[1 + k], TAIL_PREFIX_BYTES, rec) && ok;
+	if (!ok)
+		fam.stats.malformed++;
+	return 1u + tails;
+}
+
+/* Takes slot i's group if slot i is a committed head; reclaims slot i if
+ * its writer has held it too long (a tail only once its head is gone).
+ * Caller holds drain_lock.  Returns the slots taken. */
+static uint32_t drain_slot(struct family_inbox *in, uint32_t i, struct recorder *rec, uint64_t now)
+{
+	struct family_slot *s = &in->slots[i];
+	uint64_t st = atomic_load(&s->state);
+	uint64_t tag = st & SLOT_TAG_MASK;
+	if (tag == SLOT_WRITING || tag == SLOT_TAIL) {
+		if (fam.seen_token[i] != st) {
+			fam.seen_token[i] = st;
+			fam.seen_ns[i] = now;
+		} else if (now - fam.seen_ns[i] > FAMILY_ABANDON_NS &&
+			   (tag == SLOT_WRITING || tail_orphaned(in, i, st)) &&
+			   atomic_compare_exchange_strong(&s->state, &st, SLOT_FREE)) {
+			fam.stats.abandoned++;
+			return 0;
+		}
+		fam.writing_seen = true;
+		return 0;
+	}
+	if (tag != SLOT_READY)
+		return 0;
+	uint32_t taken = take_group(in, i, st, rec);
+	fam.stats.drained += taken;
+	return taken;
 }
 
 /* This process's own inbox, or NULL: a process cloned without our fork
@@ -403,7 +582,7 @@ static uint32_t drain_inbox(struct family_inbox *in, struct recorder *rec)
 	uint64_t now = rt_monotonic_ns();
 	uint32_t taken = 0;
 	for (uint32_t i = 0; i < FAMILY_SLOTS; i++)
-		taken += drain_slot(in, i, rec, now) ? 1u : 0u;
+		taken += drain_slot(in, i, rec, now);
 	return taken;
 }
 

@@ -4,7 +4,10 @@
  *
  * A process opens its inbox before its first fork (family_open): shared
  * anonymous pages its children inherit.  A child at its exit copies its
- * profile's samples into one free slot (family_deliver); the parent's
+ * profile's samples into free slots, as many as they need, and commits
+ * them as one group (family_deliver): the group's first slot, its head,
+ * is committed last and names the others, so the parent takes all of a
+ * group or none of it; the parent's
  * sampler thread moves delivered slots into its recorder (family_drain), so
  * they go out with the parent's own next export, under the parent's name.
  * They aggregate there by stack and labels: a child's thread id and its
@@ -19,11 +22,13 @@
  * Every step can refuse, and a refusal means the child exports itself as
  * before: no inbox, a parent that is not the one that opened it (the child
  * was reparented), a closed inbox (the parent is exporting for the last
- * time), no free slot, samples that do not fit one slot.  The parent
+ * time), too few free slots, samples that do not fit FAMILY_GROUP_SLOTS
+ * slots (every slot claimed is then given back).  The parent
  * trusts nothing in a slot: it copies the slot out, checks every length,
- * and drops a malformed slot (counted).  A slot claimed by a child that
- * died before finishing is reclaimed after FAMILY_ABANDON_NS; the child's
- * late completion then fails and it exports itself.
+ * and drops a malformed group whole (counted).  A slot claimed by a child
+ * that died before committing is reclaimed after FAMILY_ABANDON_NS (a
+ * group's later slot only once its head is gone); the child's late
+ * commit then fails and it exports itself.
  *
  * Live-heap values are not delivered: an exited child holds no memory. */
 #ifndef STOWAWAY_PROFILE_FAMILY_H
@@ -34,6 +39,9 @@
 
 #define FAMILY_SLOTS 256u
 #define FAMILY_SLOT_BYTES 8192u
+/* A child's samples take as many slots as they need, up to this many,
+ * handed over all at once or not at all. */
+#define FAMILY_GROUP_SLOTS 8u
 #define FAMILY_ABANDON_NS (2 * RT_NS_PER_SEC)
 
 /* This process's inbox for the children it forks from now on: made once
@@ -47,12 +55,23 @@ void family_after_fork_child(void);
 /* Whether a delivery could be accepted now (an inbox opened by this
  * process's parent, which is still its parent, and not closed). */
 bool family_can_deliver(void);
+/* What a delivery came to: handed over, or why the caller must export its
+ * samples itself. */
+enum family_result {
+	FAMILY_HANDED,
+	FAMILY_NO_INBOX,   /* none, not the parent's, or closed */
+	FAMILY_NO_SLOT,    /* too few free slots */
+	FAMILY_TOO_BIG,    /* more than FAMILY_GROUP_SLOTS slots hold */
+	FAMILY_TOO_SLOW,   /* a slot was reclaimed before the commit */
+	FAMILY_CLOSED,     /* the inbox closed before the parent took them */
+};
+/* The result's reason in words ("" for FAMILY_HANDED). */
+const char *family_result_text(enum family_result r);
 /* Copies the samples of p (their values in value_mask; others are left
- * out) into a free slot of the parent's inbox.  True when the parent
- * will add them; false when the caller must export p itself. */
-bool family_deliver(const struct profile *p, uint32_t value_mask);
-/* The owner: adds every delivered slot's samples to rec; returns how many
- * slots it took.  Any thread; calls are serialized. */
+ * out) into free slots of the parent's inbox, committed as one group. */
+enum family_result family_deliver(const struct profile *p, uint32_t value_mask);
+/* The owner: adds every committed group's samples to rec; returns how
+ * many slots it took.  Any thread; calls are serialized. */
 uint32_t family_drain(struct recorder *rec);
 /* The owner's last export: no delivery is accepted from now on, those in
  * progress are waited for (at most wait_ns) and everything delivered is
@@ -73,7 +92,8 @@ void family_before_exec(void);
 struct family_stats {
 	uint64_t delivered;       /* slots this process delivered (as a child) */
 	uint64_t refused;         /* deliveries it could not make */
-	uint64_t drained;         /* slots it took (as a parent) */
+	uint64_t groups;          /* children's deliveries it took whole (as a parent) */
+	uint64_t drained;         /* slots it took */
 	uint64_t drained_samples; /* samples they held */
 	uint64_t malformed;       /* slots dropped by the checks */
 	uint64_t abandoned;       /* slots reclaimed from children that never finished */

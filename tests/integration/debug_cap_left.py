@@ -30,7 +30,9 @@ PROG = os.path.join(ROOT, "build", "workloads", "fork_short")
 
 def child_run(out, sample_bytes, alloc_kb, cpu_ms):
     """The child's debug line fields and its qsort frames in `go tool pprof -lines -top`."""
-    env = dict(os.environ, LD_PRELOAD=LIB, DD_PROFILING_ENABLED="true",
+    # The child exports itself (it would hand its samples to its parent):
+    # its own export's debug line and names are what is judged.
+    env = dict(os.environ, LD_PRELOAD=LIB, DD_PROFILING_ENABLED="true", STOWAWAY_CHILDREN_TO_PARENT="false",
                STOWAWAY_PROFILES="cpu,alloc", STOWAWAY_OUTPUT_DIR=out, STOWAWAY_LOG_LEVEL="debug",
                STOWAWAY_ALLOC_SAMPLE_BYTES=str(sample_bytes))
     r = subprocess.run([PROG, "1", str(cpu_ms), str(alloc_kb), "0", "0", "1"], env=env,

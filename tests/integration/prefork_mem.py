@@ -12,6 +12,7 @@ library, in the same run:
     state, span contexts, allocation slots, sample rings) stay shared.
 Memory, not time: the bounds hold on a loaded machine."""
 import os
+import re
 import statistics
 import subprocess
 import tempfile
@@ -40,7 +41,8 @@ for prog in os.environ.get("STOWAWAY_VARIANTS", "prefork_mem prefork_mem-musl").
     with tempfile.TemporaryDirectory() as out:
         base, base_pss, base_priv = run(prog, {})
         on, on_pss, on_priv = run(prog, {"LD_PRELOAD": SO, "DD_PROFILING_ENABLED": "true",
-                                         "STOWAWAY_OUTPUT_DIR": out, "DD_SERVICE": "prefork_mem"})
+                                         "STOWAWAY_OUTPUT_DIR": out, "DD_SERVICE": "prefork_mem",
+                                         "STOWAWAY_LOG_LEVEL": "debug"})
         ok = (base.returncode == 0 and on.returncode == 0 and len(base_pss) == WORKERS and
               len(on_pss) == WORKERS)
         check(f"{prog}: parent and {WORKERS} workers exit cleanly and report, with and without "
@@ -59,14 +61,30 @@ for prog in os.environ.get("STOWAWAY_VARIANTS", "prefork_mem prefork_mem-musl").
               f"+{added_priv:.0f} kB (without {statistics.median(base_priv):.0f} kB, with "
               f"{statistics.median(on_priv):.0f} kB)")
         # Each process ran seconds and allocated: CPU, wall and allocation
-        # samples.  A worker's live heap is empty at exit (every sampled
-        # block was freed), and an exiting fork child writes no file for a
-        # kind without a sample (no earlier heap file to supersede).
+        # samples.  The workers exit within their first period: each hands
+        # its samples to the parent (more than one inbox slot's worth: a
+        # group of slots), or writes its own profiles when it cannot (the
+        # debug line says why).  A worker's live heap is empty at exit
+        # (every sampled block was freed).
         kinds = {}
         for f in os.listdir(out):
             if f.endswith(".pb.gz"):
                 kinds.setdefault(f.split(".")[1], set()).add(f.split(".")[2])
-        check(f"{prog}: every process wrote its CPU, wall and allocation profiles",
-              len(kinds) == WORKERS + 1 and all({"cpu", "wall", "alloc"} <= k for k in kinds.values()),
-              str(kinds))
+        handed = on.stderr.count("handed this process's last samples to its parent")
+        itself = re.findall(r"exporting this process's last samples itself, not through its parent: "
+                            r"([^\n]*)", on.stderr)
+        check(f"{prog}: the parent wrote its CPU, wall and allocation profiles, each worker its own "
+              f"or handed its samples to the parent",
+              handed + len(kinds) - 1 == WORKERS and
+              all({"cpu", "wall", "alloc"} <= k for k in kinds.values()),
+              f"{handed} handed, {len(itself)} exported themselves ({'; '.join(set(itself))}); "
+              f"files: {kinds}")
+        taken = re.search(r"fork family: (\d+) children's last samples taken over \((\d+) samples\), "
+                          r"(\d+) malformed", on.stderr)
+        slots = re.search(r"fork family: .*; in (\d+) slots", on.stderr)
+        check(f"{prog}: workers handed their samples over in groups of slots, the parent took them whole",
+              handed >= 1 and taken is not None and int(taken.group(1)) == handed and
+              int(taken.group(3)) == 0 and slots is not None and int(slots.group(1)) > handed,
+              f"{handed} handed; parent: {taken.group(0) if taken else 'no family line'}, "
+              f"{slots.group(1) if slots else '?'} slots")
 raise SystemExit(status())

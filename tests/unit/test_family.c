@@ -2,7 +2,9 @@
  * parent's recorder with their stacks, values and labels, but for the
  * values left out of the mask and the labels that would keep every child
  * apart (thread id, timestamp), and the parent stamps no timestamp of its
- * own on them; a full inbox and a closed one refuse; the parser refuses
+ * own on them; samples that need several slots go over in one group, and
+ * too many for a group are refused with nothing left claimed; a full
+ * inbox and a closed one refuse; the parser refuses
  * every truncation of a valid payload and garbage without reading outside
  * it. */
 #define _GNU_SOURCE
@@ -56,7 +58,7 @@ static int child_delivers(int times)
 		struct profile *p = child_profile();
 		int done = 0;
 		for (int i = 0; i < times && p != NULL; i++)
-			done += family_deliver(p, deliverable()) ? 1 : 0;
+			done += family_deliver(p, deliverable()) == FAMILY_HANDED ? 1 : 0;
 		_exit(write(fds[1], &done, sizeof(done)) == (ssize_t)sizeof(done) ? 0 : 1);
 	}
 	close(fds[1]);
@@ -114,6 +116,64 @@ static void test_round_trip(void)
 	family_get_stats(&fs);
 	CHECK(fs.drained == 1 && fs.drained_samples == 2 && fs.malformed == 0);
 	profile_release(got);
+	recorder_destroy(rec);
+}
+
+/* A child whose samples need several slots: n samples of distinct 20-frame
+ * stacks, each with one allocation of i + 1 bytes.  1: handed over, 0:
+ * refused as too big, -1: anything else. */
+static int child_delivers_many(uint32_t n)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		family_after_fork_child();
+		struct profile *p = profile_create(&(struct profile_limits){ 0 });
+		for (uint32_t i = 0; i < n && p != NULL; i++) {
+			uint64_t pcs[20];
+			for (uint32_t d = 0; d < 20; d++)
+				pcs[d] = 0x600000u + i * 0x100u + d;
+			struct sw_value v[2] = { { SW_V_ALLOC_SAMPLES, 1 }, { SW_V_ALLOC_SPACE, (int64_t)i + 1 } };
+			struct sw_sample smp = { pcs, 20, v, 2, NULL, 0 };
+			if (profile_add(p, &smp) != PROFILE_ADD_OK)
+				_exit(2);
+		}
+		enum family_result r = p != NULL ? family_deliver(p, deliverable()) : FAMILY_NO_INBOX;
+		_exit(r == FAMILY_HANDED ? 0 : r == FAMILY_TOO_BIG ? 1 : 3);
+	}
+	int st = 0;
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st) == 0 ? 1 : WEXITSTATUS(st) == 1 ? 0 : -1;
+}
+
+/* 200 samples of about 190 bytes take five slots, handed over at once:
+ * the parent adds every sample with its value; 1000 do not fit eight
+ * slots: refused, with every slot it claimed given back. */
+static void test_group(void)
+{
+	struct recorder *rec = recorder_create(&(struct profile_limits){ 0 });
+	CHECK(rec != NULL && family_open());
+	CHECK(child_delivers_many(200) == 1);
+	uint32_t slots = family_drain(rec);
+	CHECK(slots >= 4 && slots <= FAMILY_GROUP_SLOTS);
+	struct profile *got = recorder_swap(rec);
+	CHECK(got != NULL && profile_sample_count(got) == 200);
+	int64_t bytes = 0;
+	for (uint32_t i = 0; got != NULL && i < profile_sample_count(got); i++) {
+		struct profile_sample_view v;
+		CHECK(profile_sample_get(got, i, &v) && v.depth == 20);
+		bytes += v.values[SW_V_ALLOC_SPACE];
+	}
+	CHECK(bytes == 200 * 201 / 2);
+	profile_release(got);
+	CHECK(child_delivers_many(1000) == 0);
+	CHECK(family_drain(rec) == 0);
+	/* Nothing left claimed: the whole inbox still takes single slots. */
+	CHECK(child_delivers((int)FAMILY_SLOTS) == (int)FAMILY_SLOTS);
+	CHECK(family_drain(rec) == FAMILY_SLOTS);
+	struct family_stats fs;
+	family_get_stats(&fs);
+	CHECK(fs.malformed == 0 && fs.abandoned == 0);
 	recorder_destroy(rec);
 }
 
@@ -189,6 +249,7 @@ int main(void)
 {
 	RUN(test_round_trip);
 	RUN(test_full_then_drained);
+	RUN(test_group);
 	RUN(test_parser_refuses_truncation);
 	RUN(test_closed_refuses); /* last: the inbox stays closed */
 	return CHECK_DONE();
