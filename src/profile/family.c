@@ -233,8 +233,9 @@ static void give_back(struct family_inbox *in, const struct group *g, uint64_t t
 	}
 }
 
-/* Claims slot k of the group and starts its payload (a tail's head index
- * or the head's room for its tails); false when no slot is free. */
+/* Claims the group's next slot and starts its payload (the head's room
+ * for its tails' indices, or a tail's head index); false when no slot is
+ * free. */
 static bool group_add(struct family_inbox *in, struct group *g, uint64_t token, struct writer *w)
 {
 	int i = claim(in, token);
