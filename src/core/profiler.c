@@ -358,8 +358,6 @@ static bool hand_to_parent(const struct profile *p)
 		why = "code mapped since the fork";
 	else if (collect_endpoint_counts_pending())
 		why = "requests counted by endpoint";
-	else if (!family_can_deliver())
-		why = "no parent's inbox open";
 	if (why == NULL) {
 		uint32_t mask = 0;
 		for (unsigned k = 0; k < SW_KIND_COUNT; k++)

@@ -242,6 +242,7 @@ static bool group_add(struct family_inbox *in, struct group *g, uint64_t token, 
 	if (i < 0)
 		return false;
 	g->slot[g->count++] = (uint32_t)i;
+	atomic_fetch_add(&in->events, 1);
 	*w = (struct writer){ in->slots[i].payload, 0, SLOT_PAYLOAD, false };
 	if (g->count == 1) {
 		uint8_t room[HEAD_PREFIX_BYTES] = { 0 };
@@ -270,7 +271,6 @@ static enum family_result group_write(struct family_inbox *in, struct group *g, 
 	struct writer w;
 	if (!group_add(in, g, token, &w))
 		return FAMILY_NO_SLOT;
-	atomic_fetch_add(&in->events, 1);
 	uint32_t i = 0, in_slot = 0;
 	/* Each turn writes a sample or opens a slot. */
 	for (uint32_t turn = 0; i < n && turn < n + FAMILY_GROUP_SLOTS; turn++) {
@@ -288,7 +288,6 @@ static enum family_result group_write(struct family_inbox *in, struct group *g, 
 		group_seal(in, g, &w, in_slot);
 		if (!group_add(in, g, token, &w))
 			return FAMILY_NO_SLOT;
-		atomic_fetch_add(&in->events, 1);
 		in_slot = 0;
 	}
 	if (i < n)

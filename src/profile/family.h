@@ -90,12 +90,12 @@ bool family_parse_record(struct recorder *rec, const uint8_t *data, uint32_t len
 void family_before_exec(void);
 
 struct family_stats {
-	uint64_t delivered;       /* slots this process delivered (as a child) */
+	uint64_t delivered;       /* deliveries this process made (as a child) */
 	uint64_t refused;         /* deliveries it could not make */
 	uint64_t groups;          /* children's deliveries it took whole (as a parent) */
 	uint64_t drained;         /* slots it took */
 	uint64_t drained_samples; /* samples they held */
-	uint64_t malformed;       /* slots dropped by the checks */
+	uint64_t malformed;       /* deliveries dropped by the checks, whole or in part */
 	uint64_t abandoned;       /* slots reclaimed from children that never finished */
 };
 void family_get_stats(struct family_stats *out);
